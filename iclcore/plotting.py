@@ -1,0 +1,111 @@
+"""The book's single figure style, and saving of figures and metrics.
+
+Every notebook calls :func:`use_style` once, builds its figures with matplotlib,
+and saves each with :func:`save_figure` (PNG for the HTML book, PDF for print)
+and its numbers with :func:`write_metrics`. Files land in the current working
+directory, which the runner (``icl-book run``) sets to the notebook's output
+folder ``book/generated/<name>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+
+#: Colour cycle shared by all chapters (colour-blind safe, Okabe–Ito).
+PALETTE = (
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+)
+
+STYLE: dict[str, Any] = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+    "axes.prop_cycle": mpl.cycler(color=list(PALETTE)),
+    "pdf.fonttype": 42,
+    # deterministic PDF/PNG output
+    "svg.hashsalt": "icl-companion",
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (idempotent)."""
+    mpl.rcParams.update(STYLE)
+
+
+def save_figure(fig: Any, name: str, directory: str | Path = ".") -> list[Path]:
+    """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` in ``directory``.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to save.
+    name : str
+        File stem, e.g. ``"fig8_proof_ladder"``; letters, digits, ``_`` and ``-`` only.
+    directory : str or Path
+        Output folder (default: the working directory set by the runner).
+
+    Returns
+    -------
+    list of Path
+        The two written files.
+    """
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"name: figure name {name!r} must be non-empty and use only letters, digits, '_' or '-'")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{name}.png", directory / f"{name}.pdf"]
+    fig.savefig(paths[0])
+    fig.savefig(paths[1], metadata={"CreationDate": None, "ModDate": None})
+    return paths
+
+
+def _to_number(key: str, value: Any) -> float | int | bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) or (isinstance(value, np.ndarray) and value.shape == ()):
+        x = float(value)
+        if not math.isfinite(x):
+            raise ValueError(f"metrics[{key!r}] is {x}: metrics must be finite numbers")
+        return x
+    raise TypeError(f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers or booleans")
+
+
+def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> Path:
+    """Write ``metrics.json`` (a flat mapping name -> number) in ``directory``.
+
+    Numbers are the only values allowed, so that the reproduction report can
+    compare them with the papers' reported values. Non-finite values and
+    non-numeric values raise, naming the offending key.
+    """
+    clean = {str(k): _to_number(str(k), v) for k, v in metrics.items()}
+    path = Path(directory) / "metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")
+    return path
