@@ -1,0 +1,559 @@
+"""Population gradient descent on quadratic objectives, in closed form.
+
+Every linear-attention pretraining problem in the seeds reduces to a
+quadratic objective of a matrix parameter ``X`` (``P`` for the decoder,
+``G`` for the encoder),
+
+.. math::
+
+    \\mathcal R(X) = \\text{scale}\\,\\bigl(\\operatorname{tr}(X C X^\\top)
+                     - 2 \\operatorname{tr}(X B^\\top) + \\operatorname{tr} S\\bigr),
+    \\qquad C = \\mathbb E[d d^\\top],\\; B = \\mathbb E[z d^\\top],\\; S = \\mathbb E[z z^\\top],
+
+whose (rescaled) population gradient-descent iteration is
+
+.. math::
+
+    X_{s+1} = X_s - \\eta (X_s C - B), \\qquad X_\\star = B C^\\dagger .
+
+Seed 000 §3.1 (decoder, ``X = P``, ``scale = 1/K``) and §5.1 (encoder,
+``X = G``, ``C = Σ_z``, ``B = Σ_bz``, ``scale = 1``) are two instances, as is
+seed 001 §3.2 (encoder with ``scale = 1/K``).  The module gives the exact
+trajectory ``X_s - X_⋆ = (X_0 - X_⋆)(I - ηC)^s`` from one eigendecomposition
+of ``C`` (vectorised over the requested steps), the naive loop as a reference,
+the modal excess-risk formula and its spectral-overlap weights.
+
+Shapes
+------
+``C`` is ``(K, K)`` symmetric positive semi-definite.  Parameters ``X`` are
+``(m, K)`` matrices (``m`` rows = the output dimension) or 1-D vectors of length
+``K`` (treated as one row; this is the form of the §7 counterexample, where the
+risk is ``e^T C e`` without normalisation).
+
+Normalisation
+-------------
+Seed 000 §3.1 defines ``R_dec(P) = (1/K) E||P d - z_⋆||²`` with ``z_⋆ ∈ R^K``:
+the ``1/K`` is one over the number of *rows* of ``P`` (its output dimension).
+The default ``scale=None`` therefore means ``1 / X.shape[0]`` for a matrix and
+``1`` for a vector.  The encoder risk of seed 000 §5.1 has no normalisation
+(pass ``scale=1.0``); seed 001 §3.2 divides by ``K = dim z`` (the number of
+*columns* of ``G``): pass ``scale=1/K`` explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "SYMMETRY_RTOL",
+    "PSD_RTOL",
+    "Spectrum",
+    "psd_spectrum",
+    "check_step_size",
+    "quadratic_minimizer",
+    "quadratic_risk",
+    "excess_risk",
+    "gd_iterate",
+    "gd_trajectory",
+    "modal_energies",
+    "modal_excess_risk",
+    "modal_weights",
+    "modal_entropy",
+]
+
+#: Relative tolerance on ``max|C - C^T| / max|C|`` below which ``C`` counts as symmetric.
+SYMMETRY_RTOL = 1e-10
+#: Relative tolerance: eigenvalues ``>= -PSD_RTOL * max|λ|`` count as zero (and are clipped to 0).
+PSD_RTOL = 1e-10
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Eigendecomposition ``C = Q diag(lam) Q^T`` of a validated PSD matrix.
+
+    Attributes
+    ----------
+    lam : ndarray, shape (K,)
+        Eigenvalues in ascending order, tiny negative round-off clipped to 0.
+    Q : ndarray, shape (K, K)
+        Orthonormal eigenvectors as columns (``q_i = Q[:, i]``).
+    """
+
+    lam: np.ndarray
+    Q: np.ndarray
+
+    @property
+    def lam_max(self) -> float:
+        """Largest eigenvalue ``λ_max(C)``."""
+        return float(self.lam[-1]) if self.lam.size else 0.0
+
+
+def _as_float_array(x: object, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: expected a real numeric array, got {type(x).__name__}") from exc
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinite entries")
+    return a
+
+
+def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
+    """Validate a covariance and return its eigendecomposition.
+
+    Parameters
+    ----------
+    C : array_like, shape (K, K)
+        Must be square, finite, symmetric (to ``SYMMETRY_RTOL``) and positive
+        semi-definite (to ``PSD_RTOL``).
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    Spectrum
+        ``lam`` ascending, clipped at 0, and ``Q`` orthonormal.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` if ``C`` is not square, not symmetric or not PSD.
+    """
+    C = _as_float_array(C, name)
+    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] == 0:
+        raise ValueError(f"{name}: must be a non-empty square matrix, got shape {C.shape}")
+    size = float(np.max(np.abs(C)))
+    if size > 0 and float(np.max(np.abs(C - C.T))) > SYMMETRY_RTOL * size:
+        raise ValueError(
+            f"{name}: must be symmetric (max|{name} - {name}^T| = {np.max(np.abs(C - C.T)):.3e})"
+        )
+    lam, Q = np.linalg.eigh(0.5 * (C + C.T))
+    top = float(np.max(np.abs(lam))) if lam.size else 0.0
+    if lam[0] < -PSD_RTOL * max(top, np.finfo(float).tiny):
+        raise ValueError(f"{name}: must be positive semi-definite (smallest eigenvalue {lam[0]:.3e})")
+    return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
+
+
+def check_step_size(eta: float, C: np.ndarray, name: str = "eta") -> None:
+    """Check that gradient descent with step ``eta`` on covariance ``C`` is stable.
+
+    The iteration ``E_{s+1} = E_s (I - ηC)`` contracts every mode with
+    ``λ_i > 0`` iff ``0 < η < 2/λ_max(C)`` (seed 001 §3.2).
+
+    Parameters
+    ----------
+    eta : float
+        Step size.
+    C : array_like, shape (K, K)
+        Symmetric PSD covariance.
+    name : str
+        Name of the step-size parameter in the error message (e.g. ``"eta_d"``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``C`` if it is not symmetric PSD, or naming ``name`` if ``eta``
+        is not a finite number in ``(0, 2/λ_max)``.
+    """
+    spec = psd_spectrum(C, "C")
+    _check_eta(eta, spec, name)
+
+
+def _check_eta(eta: float, spec: Spectrum, name: str) -> float:
+    if isinstance(eta, bool) or not np.isscalar(eta) and np.ndim(eta) != 0:
+        raise ValueError(f"{name}: step size must be a real scalar, got {eta!r}")
+    try:
+        e = float(eta)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: step size must be a real scalar, got {eta!r}") from exc
+    lam_max = spec.lam_max
+    bound = 2.0 / lam_max if lam_max > 0 else np.inf
+    if not np.isfinite(e) or e <= 0 or e * lam_max >= 2.0:
+        raise ValueError(
+            f"{name}: step size {e!r} outside the stability window (0, 2/lambda_max) = (0, {bound:.6g})"
+        )
+    return e
+
+
+def _as_param(X: object, K: int, name: str) -> tuple[np.ndarray, bool]:
+    """Return ``X`` as a 2-D ``(m, K)`` array and whether it was a vector."""
+    X = _as_float_array(X, name)
+    if X.ndim == 1:
+        X2, vec = X[None, :], True
+    elif X.ndim == 2:
+        X2, vec = X, False
+    else:
+        raise ValueError(f"{name}: must be a vector (K,) or a matrix (m, K), got shape {X.shape}")
+    if X2.shape[1] != K:
+        raise ValueError(f"{name}: last dimension {X2.shape[1]} does not match C of shape ({K}, {K})")
+    return X2, vec
+
+
+def _match(X: np.ndarray, ref: np.ndarray, name: str, ref_name: str) -> None:
+    if X.shape != ref.shape:
+        raise ValueError(f"{name}: shape {X.shape} does not match {ref_name} of shape {ref.shape}")
+
+
+def _default_scale(X2: np.ndarray, vec: bool, scale: float | None) -> float:
+    if scale is None:
+        return 1.0 if vec else 1.0 / X2.shape[0]
+    s = float(scale)
+    if not np.isfinite(s) or s <= 0:
+        raise ValueError(f"scale: must be a positive finite number, got {scale!r}")
+    return s
+
+
+def _as_steps(steps: Sequence[int] | np.ndarray | int) -> np.ndarray:
+    a = np.asarray(steps)
+    if a.ndim == 0:
+        a = a[None]
+    if a.ndim != 1:
+        raise ValueError(f"steps: must be a 1-D sequence of non-negative integers, got shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        if not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
+            raise ValueError("steps: must contain non-negative integers")
+        a = a.astype(np.int64)
+    a = a.astype(np.int64)
+    if np.any(a < 0):
+        raise ValueError("steps: must contain non-negative integers")
+    return a
+
+
+def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Minimum-norm minimiser ``X_⋆ = B C^†`` of the quadratic objective.
+
+    Implements seed 000 §3.1 (``P_⋆ = B C^†``) and §5.1 (``G_⋆ Σ_z = Σ_bz``).
+    It solves the normal equation ``X_⋆ C = B`` whenever ``B`` is consistent
+    (its rows lie in the range of ``C``, true for any ``B = E[z d^T]``).
+
+    Parameters
+    ----------
+    B : array_like, shape (m, K) or (K,)
+    C : array_like, shape (K, K), symmetric PSD
+
+    Returns
+    -------
+    ndarray, same shape as ``B``
+
+    Raises
+    ------
+    ValueError
+        If ``C`` is not symmetric PSD, shapes mismatch, or ``B`` is inconsistent
+        (``||B (I - C^† C)|| > 1e-8 ||B||``): then the iteration has no fixed point.
+    """
+    spec = psd_spectrum(C, "C")
+    B2, vec = _as_param(B, spec.Q.shape[0], "B")
+    tol = spec.lam_max * spec.Q.shape[0] * np.finfo(float).eps * 10
+    keep = spec.lam > tol
+    Qk = spec.Q[:, keep]
+    BQ = B2 @ Qk
+    X = (BQ / spec.lam[keep]) @ Qk.T
+    resid = B2 - BQ @ Qk.T
+    nb = np.linalg.norm(B2)
+    if nb > 0 and np.linalg.norm(resid) > 1e-8 * nb:
+        raise ValueError("B: rows are not in the range of C, so X C = B has no solution (no fixed point)")
+    return X[0] if vec else X
+
+
+def quadratic_risk(
+    X: np.ndarray, B: np.ndarray, C: np.ndarray, S: np.ndarray | float, scale: float | None = None
+) -> np.ndarray | float:
+    """Population risk ``scale * E||X d - z||²`` from the second moments.
+
+    ``R(X) = scale (tr(X C X^T) - 2 tr(X B^T) + tr S)`` with ``C = E[dd^T]``,
+    ``B = E[z d^T]``, ``S = E[z z^T]`` (seed 000 §3.1, ``R_dec``; §5.1, ``R_enc``).
+    This is computed from ``X`` itself, independently of any closed form.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, K), (K,), or a stack (n, m, K)
+    B : array_like, shape (m, K) (or (K,) for vector ``X``)
+    C : array_like, shape (K, K), symmetric PSD
+    S : array_like, shape (m, m), or a float giving ``tr S`` directly
+    scale : float, optional
+        Default ``1/m`` for matrices, ``1`` for vectors (see module notes).
+
+    Returns
+    -------
+    float, or ndarray of shape (n,) for a stack.
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    C = _as_float_array(C, "C")
+    B2, vec = _as_param(B, K, "B")
+    Xa = _as_float_array(X, "X")
+    if vec:
+        stacked = Xa.ndim == 2
+        Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
+    else:
+        stacked = Xa.ndim == 3
+        Xs = Xa if stacked else Xa[None]
+    if Xs.shape[1:] != B2.shape:
+        raise ValueError(f"X: shape {Xa.shape} does not match B of shape {np.shape(B)}")
+    if np.ndim(S) == 0:
+        trS = float(S)
+    else:
+        S = _as_float_array(S, "S")
+        if S.shape != (B2.shape[0], B2.shape[0]):
+            raise ValueError(f"S: shape {S.shape} must be ({B2.shape[0]}, {B2.shape[0]})")
+        trS = float(np.trace(S))
+    sc = _default_scale(B2, vec, scale)
+    quad = np.einsum("nmk,kl,nml->n", Xs, C, Xs)
+    lin = np.einsum("nmk,mk->n", Xs, B2)
+    r = sc * (quad - 2.0 * lin + trS)
+    return r if stacked else float(r[0])
+
+
+def excess_risk(
+    X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | None = None
+) -> np.ndarray | float:
+    """Direct quadratic-form excess risk ``scale * tr((X - X_⋆) C (X - X_⋆)^T)``.
+
+    Implements seed 000 §3.1: ``R_dec(P) - R_dec(P_⋆) = (1/K) Tr{(P-P_⋆) C (P-P_⋆)^T}``
+    (and §5.1 with ``scale=1``; §7 for vectors: ``e^T C e``).
+
+    Parameters
+    ----------
+    X : array_like, shape (m, K), (K,), or a stack (n, m, K) / (n, K)
+    Xstar : array_like, shape (m, K) or (K,)
+    C : array_like, shape (K, K), symmetric PSD
+    scale : float, optional
+        Default ``1/m`` for matrices and ``1`` for vectors.
+
+    Returns
+    -------
+    float, or ndarray of shape (n,) for a stack.
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    C = _as_float_array(C, "C")
+    Xs2, vec = _as_param(Xstar, K, "Xstar")
+    Xa = _as_float_array(X, "X")
+    if vec:
+        stacked = Xa.ndim == 2
+        Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
+    else:
+        stacked = Xa.ndim == 3
+        Xs = Xa if stacked else Xa[None]
+    if Xs.shape[1:] != Xs2.shape:
+        raise ValueError(f"X: shape {Xa.shape} does not match Xstar of shape {np.shape(Xstar)}")
+    sc = _default_scale(Xs2, vec, scale)
+    E = Xs - Xs2[None]
+    r = sc * np.einsum("nmk,kl,nml->n", E, C, E)
+    return r if stacked else float(r[0])
+
+
+def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps: int) -> np.ndarray:
+    """Naive loop ``X_{s+1} = X_s - η (X_s C - B)`` (reference implementation).
+
+    Implements seed 000 §3.1 (``P_{s+1} = P_s - η(P_s C - B)``) and §5.1
+    (``G_{s+1} = G_s - η_e(G_s Σ_z - Σ_bz)``) literally, one matrix product per step.
+
+    Parameters
+    ----------
+    X0 : array_like, shape (m, K) or (K,)
+    B : array_like, same shape as ``X0``
+    C : array_like, shape (K, K), symmetric PSD
+    eta : float, in ``(0, 2/λ_max(C))``
+    n_steps : int, >= 0
+
+    Returns
+    -------
+    ndarray, shape (n_steps + 1, *X0.shape)
+        ``X_0, X_1, ..., X_{n_steps}``.
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    e = _check_eta(eta, spec, "eta")
+    X2, vec = _as_param(X0, K, "X0")
+    B2, _ = _as_param(B, K, "B")
+    _match(B2, X2, "B", "X0")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
+        raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
+    C = _as_float_array(C, "C")
+    out = np.empty((int(n_steps) + 1, *X2.shape))
+    X = X2.copy()
+    out[0] = X
+    for s in range(int(n_steps)):
+        X = X - e * (X @ C - B2)
+        out[s + 1] = X
+    return out[:, 0, :] if vec else out
+
+
+def gd_trajectory(
+    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
+) -> np.ndarray:
+    """Closed form ``X_s = X_⋆ + (X_0 - X_⋆)(I - ηC)^s`` at the requested steps.
+
+    Implements seed 000 §3.1, ``P_s - P_⋆ = (P_0 - P_⋆)(I - ηC)^s``, and the boxed
+    §5.1 formula ``G_s - G_⋆ = (G_0 - G_⋆)(I - η_e Σ_z)^s``.  One
+    eigendecomposition ``C = Q Λ Q^T``, then ``(I - ηC)^s = Q (1 - ηλ)^s Q^T``
+    for all steps at once.
+
+    Parameters
+    ----------
+    X0, Xstar : array_like, shape (m, K) or (K,)
+        Initial point and fixed point (``X_⋆ = B C^†``, see :func:`quadratic_minimizer`).
+    C : array_like, shape (K, K), symmetric PSD
+    eta : float, in ``(0, 2/λ_max(C))``
+    steps : sequence of int >= 0
+
+    Returns
+    -------
+    ndarray, shape (len(steps), *X0.shape)
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    e = _check_eta(eta, spec, "eta")
+    X2, vec = _as_param(X0, K, "X0")
+    Xs2, vec_s = _as_param(Xstar, K, "Xstar")
+    _match(Xs2, X2, "Xstar", "X0")
+    st = _as_steps(steps)
+    base = 1.0 - e * spec.lam  # (K,)
+    factor = np.power(base[None, :], st[:, None])  # (S, K)
+    E0Q = (X2 - Xs2) @ spec.Q  # (m, K)
+    traj = Xs2[None] + (E0Q[None, :, :] * factor[:, None, :]) @ spec.Q.T
+    return traj[:, 0, :] if vec else traj
+
+
+def modal_energies(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Spectral overlaps ``E_i = λ_i ||(X - X_⋆) q_i||²`` (seed 000 §3.1, ``𝓔_{s,i}``).
+
+    Parameters
+    ----------
+    X, Xstar : array_like, shape (m, K) or (K,)
+    C : array_like, shape (K, K), symmetric PSD
+
+    Returns
+    -------
+    ndarray, shape (K,), modes in ascending order of ``λ_i``.
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    X2, _ = _as_param(X, K, "X")
+    Xs2, _ = _as_param(Xstar, K, "Xstar")
+    _match(Xs2, X2, "Xstar", "X")
+    return spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)
+
+
+def modal_excess_risk(
+    X0: np.ndarray,
+    Xstar: np.ndarray,
+    C: np.ndarray,
+    eta: float,
+    steps: Sequence[int] | np.ndarray,
+    scale: float | None = None,
+) -> np.ndarray:
+    """Modal excess-risk formula along the gradient-descent trajectory.
+
+    Implements seed 000 §3.1,
+    ``R(P_s) - R(P_⋆) = (1/K) Σ_i λ_i (1 - ηλ_i)^{2s} ||(P_0 - P_⋆) q_i||²``,
+    and §5.1 (encoder, ``scale=1``).  Uses only ``X0``, ``X_⋆`` and the spectrum of ``C``.
+
+    Parameters
+    ----------
+    X0, Xstar : array_like, shape (m, K) or (K,)
+    C : array_like, shape (K, K), symmetric PSD
+    eta : float, in ``(0, 2/λ_max(C))``
+    steps : sequence of int >= 0
+    scale : float, optional
+        Default ``1/m`` (= the paper's ``1/K`` for square ``P``); ``1`` for vectors.
+
+    Returns
+    -------
+    ndarray, shape (len(steps),)
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    e = _check_eta(eta, spec, "eta")
+    X2, vec = _as_param(X0, K, "X0")
+    Xs2, _ = _as_param(Xstar, K, "Xstar")
+    _match(Xs2, X2, "Xstar", "X0")
+    sc = _default_scale(X2, vec, scale)
+    st = _as_steps(steps)
+    energy0 = spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)  # (K,)
+    factor = np.power((1.0 - e * spec.lam)[None, :] ** 2, st[:, None])
+    return sc * (factor @ energy0)
+
+
+def modal_weights(
+    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
+) -> np.ndarray:
+    """Spectral-overlap weights ``w_{s,i}`` of the excess risk along the trajectory.
+
+    Implements seed 000 §3.1 / §12.3 (``w_{s,i}``) and §9 (``Ω_{s,i}``):
+    ``w_{s,i} = λ_i (1-ηλ_i)^{2s} ||E_0 q_i||² / Σ_j λ_j (1-ηλ_j)^{2s} ||E_0 q_j||²``.
+    Computed in log space, so the weights stay defined when every mode has
+    decayed below the floating-point range.
+
+    Parameters
+    ----------
+    X0, Xstar : array_like, shape (m, K) or (K,)
+    C : array_like, shape (K, K), symmetric PSD
+    eta : float, in ``(0, 2/λ_max(C))``
+    steps : sequence of int >= 0
+
+    Returns
+    -------
+    ndarray, shape (len(steps), K)
+        Rows sum to 1; columns follow ascending ``λ_i``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``X0`` if the initial error has no energy (``X0 = X_⋆`` on range(C)).
+    """
+    spec = psd_spectrum(C, "C")
+    K = spec.Q.shape[0]
+    e = _check_eta(eta, spec, "eta")
+    X2, _ = _as_param(X0, K, "X0")
+    Xs2, _ = _as_param(Xstar, K, "Xstar")
+    _match(Xs2, X2, "Xstar", "X0")
+    st = _as_steps(steps)
+    energy0 = spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)
+    base = np.abs(1.0 - e * spec.lam)
+    alive = (energy0 > 0) & (base > 0)
+    if not np.any(energy0 > 0):
+        raise ValueError("X0: initial error X0 - Xstar has no energy on the range of C; weights undefined")
+    with np.errstate(divide="ignore"):
+        logw = np.where(
+            alive[None, :],
+            np.log(np.where(alive, energy0, 1.0))[None, :]
+            + 2.0 * st[:, None] * np.log(np.where(alive, base, 1.0))[None, :],
+            -np.inf,
+        )
+    # modes with base == 0 (ηλ_i = 1) are exactly zero for s >= 1 but present at s = 0
+    dead_now = (energy0 > 0) & (base == 0)
+    if np.any(dead_now):
+        logw[:, dead_now] = np.where(st[:, None] == 0, np.log(energy0[dead_now])[None, :], -np.inf)
+    top = np.max(logw, axis=1, keepdims=True)
+    if np.any(~np.isfinite(top)):
+        raise ValueError("X0: every mode of the initial error is annihilated; weights undefined")
+    w = np.exp(logw - top)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def modal_entropy(weights: np.ndarray) -> np.ndarray:
+    """Normalised entropy ``H(Ω) = -(1/log K) Σ_i Ω_i log Ω_i`` (seed 000 §9).
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., K)
+        Probability vectors on the last axis (as from :func:`modal_weights`), ``K >= 2``.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        In ``[0, 1]``: 0 when one mode holds all the error, 1 when it is spread evenly.
+    """
+    w = _as_float_array(weights, "weights")
+    if w.ndim < 1 or w.shape[-1] < 2:
+        raise ValueError(f"weights: last axis must have length >= 2, got shape {w.shape}")
+    if np.any(w < 0) or not np.allclose(w.sum(axis=-1), 1.0, atol=1e-9):
+        raise ValueError("weights: must be non-negative and sum to 1 along the last axis")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)
+    return -terms.sum(axis=-1) / np.log(w.shape[-1])
