@@ -41,6 +41,7 @@ __all__ = [
     "sample_tasks",
     "sample_prompts",
     "sample_prompt_statistics",
+    "sample_decoder_pairs",
     "ridge_solution",
     "SPECTRUM_KINDS",
     "TARGETS",
@@ -390,3 +391,33 @@ def sample_prompt_statistics(config: TaskConfig, n_prompts: int, rng: np.random.
     c = np.einsum("nij,nj->ni", Sigma_hat, beta) + (config.sigma / np.sqrt(M)) * np.einsum("nij,nj->ni", L, g)
     H = Sigma_hat + config.lam * np.eye(K)
     return _assemble(config, None, None, z, beta, H, c)
+
+
+def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Draw only the decoder pairs ``(d, z⋆)`` for training, in ``O(n K²)``.
+
+    For ``target="beta"`` and ``M ≥ K`` this never forms ``H_M``: with the
+    Bartlett factor ``Σ̂ = R A Aᵀ Rᵀ / M`` (``Σ_x = R Rᵀ``),
+    ``d = R A (Aᵀ Rᵀ β)/M + σ R A g / M`` uses matrix–vector products only.
+    Same law as ``(sample_prompts(...).d, .z_star)``. Otherwise falls back to
+    :func:`sample_prompt_statistics` / :func:`sample_prompts`.
+
+    Returns
+    -------
+    d : ndarray, shape (n, K)
+    z_star : ndarray, shape (n, K)
+    """
+    _check_n(n_prompts)
+    _check_rng(rng)
+    K, M = config.K, config.M
+    if config.target != "beta" or M < K:
+        p = sample_prompt_statistics(config, n_prompts, rng) if M >= K else sample_prompts(config, n_prompts, rng)
+        return p.d, p.z_star
+    z, beta = sample_tasks(config, n_prompts, rng)
+    A = np.tril(rng.standard_normal((n_prompts, K, K)), -1)
+    A[:, np.arange(K), np.arange(K)] = np.sqrt(rng.chisquare(M - np.arange(K), size=(n_prompts, K)))
+    R = np.linalg.cholesky(config.Sigma_x)
+    g = rng.standard_normal((n_prompts, K))
+    u = np.einsum("nji,nj->ni", A, beta @ R) / np.sqrt(M)  # Aᵀ Rᵀ β / √M
+    v = np.einsum("nij,nj->ni", A, u + (config.sigma / np.sqrt(M)) * g) / np.sqrt(M)
+    return v @ R.T, beta
