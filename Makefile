@@ -1,0 +1,47 @@
+# The ICL companion. Two commands: `make book` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PRESET ?= quick
+PYTEST_ARGS ?=
+
+export MPLBACKEND := Agg
+
+.PHONY: book test venv lock run unit nbval buildtest bench clean distclean screenshot
+
+## make book: set up .venv, execute every notebook (cached), build the HTML
+book: $(STAMP)
+	$(BIN)/icl-book build -j $(JOBS) --preset $(PRESET)
+
+## make test: set up .venv, build the book (quick preset), run all tests
+test: $(STAMP)
+	$(BIN)/icl-book build -j $(JOBS)
+	$(BIN)/pytest -n $(JOBS) --dist loadscope -q $(PYTEST_ARGS) tests --nbval-lax book/generated
+
+venv: $(STAMP)
+
+# The venv is created once, from the lock; it is re-installed when the project's files change.
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test]"
+	touch $(STAMP)
+
+## make lock: re-pin requirements.lock from the current venv
+lock: $(STAMP)
+	{ echo "# Pinned versions of every dependency of iclcore[book,test] (Python 3.11, CPU)."; \
+	  echo "# Regenerate with: make lock   (torch is written ==2.13.0, not +cpu, to stay portable)"; \
+	  $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.lock
+
+## make bench: the benchmarks (timings as ratios against naive baselines)
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	$(BIN)/icl-book clean 2>/dev/null || rm -rf book/generated _build
+
+distclean: clean
+	rm -rf $(VENV)

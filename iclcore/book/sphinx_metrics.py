@@ -1,0 +1,72 @@
+"""Sphinx extension: the ``{metric}`` role renders a computed number at build time.
+
+Usage in MyST: ``{metric}`proof_ladder:max_err_decoder``` or with a format
+specification ``{metric}`proof_ladder:max_err_decoder:.2e```. The value is read
+from ``book/generated/<notebook>/metrics.json``; a missing notebook, key or a
+bad format is a build warning (an error in strict mode), so a chapter can never
+show a number the build did not compute.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+
+_CACHE: dict[Path, tuple[float, dict[str, Any]]] = {}
+
+
+def format_metric(value: Any, spec: str = "") -> str:
+    """Format a metric value; booleans read "yes"/"no", floats default to 4 significant digits."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if spec:
+        return format(value, spec)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4g}"
+
+
+def _metrics(path: Path) -> dict[str, Any]:
+    mtime = path.stat().st_mtime
+    hit = _CACHE.get(path)
+    if hit is None or hit[0] != mtime:
+        _CACHE[path] = hit = (mtime, json.loads(path.read_text()))
+    return hit[1]
+
+
+def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None):  # noqa: D103
+    env = inliner.document.settings.env
+    parts = text.strip().split(":")
+    if len(parts) not in (2, 3) or not all(parts[:2]):
+        msg = inliner.reporter.warning(f"metric role: expected `notebook:key[:format]`, got {text!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    notebook, key = parts[0], parts[1]
+    spec = parts[2] if len(parts) == 3 else ""
+    generated = Path(env.srcdir) / env.config.icl_generated_dir
+    path = generated / notebook / "metrics.json"
+    env.note_dependency(str(path))
+    if not path.exists():
+        msg = inliner.reporter.warning(f"metric role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    metrics = _metrics(path)
+    if key not in metrics:
+        msg = inliner.reporter.warning(
+            f"metric role: {notebook}/metrics.json has no key {key!r}; keys: {', '.join(sorted(metrics))}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    try:
+        text_value = format_metric(metrics[key], spec)
+    except (ValueError, TypeError) as exc:
+        msg = inliner.reporter.warning(f"metric role: cannot format {key!r} with {spec!r}: {exc}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    node = nodes.inline(rawtext, text_value, classes=["icl-metric"])
+    return [node], []
+
+
+def setup(app):  # noqa: D103
+    app.add_config_value("icl_generated_dir", "book/generated", "env")
+    app.add_role("metric", metric_role)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,46 @@
+"""The figure style module: saving figures and metrics (``iclcore.plotting``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from iclcore.plotting import save_figure, use_style, write_metrics  # noqa: E402
+
+
+def test_save_figure_writes_png_and_pdf(tmp_path: Path) -> None:
+    use_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    paths = save_figure(fig, "line", tmp_path)
+    plt.close(fig)
+    assert [p.name for p in paths] == ["line.png", "line.pdf"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[1].read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.parametrize("name", ["", "a b", "../x", "fig.png"])
+def test_save_figure_rejects_bad_names(tmp_path: Path, name: str) -> None:
+    fig = plt.figure()
+    with pytest.raises(ValueError, match="name"):
+        save_figure(fig, name, tmp_path)
+    plt.close(fig)
+
+
+def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
+    path = write_metrics({"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0)}, tmp_path)
+    assert json.loads(path.read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0}
+
+
+@pytest.mark.parametrize("bad, message", [(math.nan, "finite"), (math.inf, "finite"), ("text", "numbers"), ([1.0], "numbers")])
+def test_write_metrics_rejects(tmp_path: Path, bad, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        write_metrics({"key": bad}, tmp_path)
