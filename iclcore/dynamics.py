@@ -62,6 +62,10 @@ __all__ = [
     "modal_excess_risk",
     "modal_weights",
     "modal_entropy",
+    "random_orthogonal",
+    "covariance_from_spectrum",
+    "decoder_moments",
+    "encoder_moments",
 ]
 
 #: Relative tolerance on ``max|C - C^T| / max|C|`` below which ``C`` counts as symmetric.
@@ -557,3 +561,99 @@ def modal_entropy(weights: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)
     return -terms.sum(axis=-1) / np.log(w.shape[-1])
+
+
+def random_orthogonal(K: int, rng: np.random.Generator) -> np.ndarray:
+    """Haar-distributed orthogonal matrix of shape ``(K, K)`` (QR with sign fix).
+
+    Parameters
+    ----------
+    K : int, >= 1
+    rng : numpy.random.Generator
+    """
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+        raise ValueError(f"K: must be a positive integer, got {K!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+    Z = rng.standard_normal((int(K), int(K)))
+    Q, R = np.linalg.qr(Z)
+    return Q * np.sign(np.where(np.diag(R) == 0, 1.0, np.diag(R)))[None, :]
+
+
+def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """``Q diag(eigenvalues) Q^T``, exactly symmetrised.
+
+    Parameters
+    ----------
+    eigenvalues : array_like, shape (K,), non-negative
+    Q : array_like, shape (K, K), orthogonal
+    """
+    lam = _as_float_array(eigenvalues, "eigenvalues")
+    Q = _as_float_array(Q, "Q")
+    if lam.ndim != 1 or np.any(lam < 0):
+        raise ValueError("eigenvalues: must be a 1-D array of non-negative numbers")
+    if Q.shape != (lam.size, lam.size):
+        raise ValueError(f"Q: shape {Q.shape} must be ({lam.size}, {lam.size})")
+    if not np.allclose(Q.T @ Q, np.eye(lam.size), atol=1e-10):
+        raise ValueError("Q: must be orthogonal")
+    C = (Q * lam[None, :]) @ Q.T
+    return 0.5 * (C + C.T)
+
+
+def decoder_moments(
+    H: np.ndarray, Sigma_z: np.ndarray, noise_var: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Second moments of the decoder problem ``d = H z_⋆ + ξ`` (seed 000 §3.1).
+
+    With ``z_⋆ ~ (0, Σ_z)`` and independent ``ξ ~ (0, σ² I)``:
+    ``C = E[dd^T] = H Σ_z H^T + σ² I``, ``B = E[z_⋆ d^T] = Σ_z H^T``,
+    ``S = E[z_⋆ z_⋆^T] = Σ_z``; the oracle ``P_⋆ = B C^†`` is the Bayes (ridge) map.
+
+    Parameters
+    ----------
+    H : array_like, shape (K, K)
+    Sigma_z : array_like, shape (K, K), symmetric PSD
+    noise_var : float, >= 0
+
+    Returns
+    -------
+    (C, B, S) : tuple of ndarray, each (K, K)
+    """
+    H = _as_float_array(H, "H")
+    psd_spectrum(Sigma_z, "Sigma_z")
+    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
+    if H.ndim != 2 or H.shape[1] != Sigma_z.shape[0]:
+        raise ValueError(f"H: shape {H.shape} does not match Sigma_z of shape {Sigma_z.shape}")
+    if not np.isfinite(noise_var) or noise_var < 0:
+        raise ValueError(f"noise_var: must be a finite non-negative number, got {noise_var!r}")
+    C = H @ Sigma_z @ H.T + noise_var * np.eye(H.shape[0])
+    return 0.5 * (C + C.T), Sigma_z @ H.T, Sigma_z.copy()
+
+
+def encoder_moments(
+    Gstar: np.ndarray, Sigma_z: np.ndarray, noise_var: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Second moments of the encoder problem ``b = G_⋆ z + η_b`` (seed 000 §5.1).
+
+    With ``z ~ (0, Σ_z)`` and independent noise of covariance ``σ² I``:
+    ``C = Σ_z``, ``B = Σ_bz = G_⋆ Σ_z``, ``S = E[bb^T] = G_⋆ Σ_z G_⋆^T + σ² I``.
+
+    Parameters
+    ----------
+    Gstar : array_like, shape (q, r)
+    Sigma_z : array_like, shape (r, r), symmetric PSD
+    noise_var : float, >= 0
+
+    Returns
+    -------
+    (C, B, S) : ndarrays of shapes (r, r), (q, r), (q, q)
+    """
+    G = _as_float_array(Gstar, "Gstar")
+    psd_spectrum(Sigma_z, "Sigma_z")
+    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
+    if G.ndim != 2 or G.shape[1] != Sigma_z.shape[0]:
+        raise ValueError(f"Gstar: shape {G.shape} does not match Sigma_z of shape {Sigma_z.shape}")
+    if not np.isfinite(noise_var) or noise_var < 0:
+        raise ValueError(f"noise_var: must be a finite non-negative number, got {noise_var!r}")
+    S = G @ Sigma_z @ G.T + noise_var * np.eye(G.shape[0])
+    return Sigma_z.copy(), G @ Sigma_z, 0.5 * (S + S.T)

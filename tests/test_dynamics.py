@@ -223,3 +223,41 @@ def test_inconsistent_rhs_and_degenerate_weights():
         modal_weights(np.zeros((1, 2)), np.zeros((1, 2)), C, 0.5, [0])
     with pytest.raises(ValueError, match="weights"):
         modal_entropy(np.array([0.5, 0.6]))
+
+
+def test_moment_helpers_give_bayes_oracle_and_regression_target():
+    rng = np.random.default_rng(5)
+    from iclcore.dynamics import covariance_from_spectrum, decoder_moments, encoder_moments, random_orthogonal
+
+    K = 5
+    Q = random_orthogonal(K, rng)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(K), atol=1e-14)
+    Sigma = covariance_from_spectrum(np.linspace(0.5, 2.0, K), Q)
+    np.testing.assert_allclose(np.linalg.eigvalsh(Sigma), np.linspace(0.5, 2.0, K), rtol=1e-13)
+    H = rng.standard_normal((K, K))
+    C, B, S = decoder_moments(H, Sigma, 0.2)
+    Ps = quadratic_minimizer(B, C)
+    ridge = Sigma @ H.T @ np.linalg.inv(H @ Sigma @ H.T + 0.2 * np.eye(K))
+    np.testing.assert_allclose(Ps, ridge, rtol=1e-10, atol=1e-12)
+    # Monte Carlo check of the moments: 2e5 draws, entries O(1) -> standard error ~ 5e-3
+    n = 200_000
+    z = rng.standard_normal((n, K)) @ np.linalg.cholesky(Sigma).T
+    d = z @ H.T + np.sqrt(0.2) * rng.standard_normal((n, K))
+    np.testing.assert_allclose(d.T @ d / n, C, atol=0.05)
+    np.testing.assert_allclose(z.T @ d / n, B, atol=0.05)
+    Gstar = rng.standard_normal((3, K))
+    Ce, Be, Se = encoder_moments(Gstar, Sigma, 0.1)
+    np.testing.assert_allclose(quadratic_minimizer(Be, Ce), Gstar, rtol=1e-10, atol=1e-12)
+    assert Se.shape == (3, 3)
+    # the excess risk of the encoder is tr((G-G⋆)Σ(G-G⋆)^T) and the floor is the noise
+    assert quadratic_risk(Gstar, Be, Ce, Se, scale=1.0) == pytest.approx(3 * 0.1, rel=1e-10)
+    with pytest.raises(ValueError, match="noise_var"):
+        decoder_moments(H, Sigma, -1.0)
+    with pytest.raises(ValueError, match="H"):
+        decoder_moments(np.ones((K, K + 1)), Sigma, 0.1)
+    with pytest.raises(ValueError, match="Gstar"):
+        encoder_moments(np.ones((3, K + 1)), Sigma, 0.1)
+    with pytest.raises(ValueError, match="K"):
+        random_orthogonal(0, rng)
+    with pytest.raises(ValueError, match="Q"):
+        covariance_from_spectrum([1.0, 2.0], np.ones((2, 2)))
