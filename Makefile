@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PRESET ?= quick
 PYTEST_ARGS ?=
+# Each parallel worker gets cores/jobs BLAS and torch threads (no oversubscription).
+THREADS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) / $(JOBS) > 0 ? $$(nproc 2>/dev/null || echo 2) / $(JOBS) : 1 )))
+MARK ?= not slow
 
 export MPLBACKEND := Agg
 
@@ -19,7 +22,8 @@ book: $(STAMP)
 ## make test: set up .venv, build the book (quick preset), run all tests
 test: $(STAMP)
 	$(BIN)/icl-book build -j $(JOBS)
-	$(BIN)/pytest -n $(JOBS) --dist loadscope -q $(PYTEST_ARGS) tests --nbval-lax book/generated
+	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) \
+	  $(BIN)/pytest -n $(JOBS) --dist loadscope -m "$(MARK)" $(PYTEST_ARGS) tests --nbval-lax book/generated
 
 venv: $(STAMP)
 

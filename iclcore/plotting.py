@@ -97,9 +97,10 @@ def _to_number(key: str, value: Any) -> float | int | bool:
     raise TypeError(f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers or booleans")
 
 
-def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> Path:
+def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> None:
     """Write ``metrics.json`` (a flat mapping name -> number) in ``directory``.
 
+    Returns nothing, so that a notebook's last line does not print a path.
     Numbers are the only values allowed, so that the reproduction report can
     compare them with the papers' reported values. Non-finite values and
     non-numeric values raise, naming the offending key.
@@ -108,4 +109,3 @@ def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> Pa
     path = Path(directory) / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")
-    return path

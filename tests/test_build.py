@@ -1,0 +1,110 @@
+"""The built HTML book (run after `icl-book build`, as `make test` does).
+
+Checks what a reader gets: a page for every toc entry, rendered maths with MathJax served locally,
+no network URL in any `src`/`href`, every figure present, no unresolved {metric} role, and a
+reproduction report with no missing value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+GENERATED = ROOT / "book" / "generated"
+
+pytestmark = pytest.mark.build
+
+
+@pytest.fixture(scope="module")
+def html_root() -> Path:
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"{HTML / 'index.html'} is missing: build the book first (`icl-book build` or `make test`)")
+    return HTML
+
+
+def toc_files(node) -> list[str]:
+    files = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("file", "root") and isinstance(value, str):
+                files.append(value)
+            else:
+                files += toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            files += toc_files(item)
+    return files
+
+
+def html_pages(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*.html") if "_static" not in p.parts]
+
+
+def test_every_toc_entry_has_a_page(html_root: Path) -> None:
+    files = toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    assert len(files) >= 4
+    missing = [f for f in files if not (html_root / f"{f}.html").exists()]
+    assert not missing, f"toc entries without an HTML page: {missing}"
+
+
+def test_no_network_urls_in_src_or_href(html_root: Path) -> None:
+    pattern = re.compile(r"""(?:src|href)\s*=\s*["']((?:https?:)?//[^"']+)""", re.I)
+    offenders = {}
+    for page in html_pages(html_root):
+        found = pattern.findall(page.read_text(errors="replace"))
+        if found:
+            offenders[str(page.relative_to(html_root))] = sorted(set(found))[:3]
+    assert not offenders, f"pages loading from the network: {offenders}"
+
+
+def test_maths_is_rendered_by_local_mathjax(html_root: Path) -> None:
+    intro = (html_root / "book" / "intro.html").read_text()
+    assert re.search(r'<script[^>]+src="[^"]*_static/mathjax/tex-[a-z-]+\.js"', intro), "no local MathJax script"
+    assert (html_root / "_static" / "mathjax" / "tex-chtml.js").exists()
+    math_pages = [p for p in html_pages(html_root) if 'class="math' in p.read_text(errors="replace")]
+    assert len(math_pages) >= 2, "fewer than two pages contain maths"
+
+
+def test_no_unresolved_roles_or_errors_in_pages(html_root: Path) -> None:
+    bad = [str(p.relative_to(html_root)) for p in html_pages(html_root)
+           if 'class="problematic"' in p.read_text(errors="replace")]
+    assert not bad, f"pages with unresolved roles: {bad}"
+
+
+def test_every_image_referenced_by_a_page_exists(html_root: Path) -> None:
+    missing = []
+    for page in html_pages(html_root):
+        for src in re.findall(r'<img[^>]+src="([^"]+)"', page.read_text(errors="replace")):
+            if src.startswith("data:"):
+                continue
+            if not (page.parent / src).resolve().exists():
+                missing.append(f"{page.relative_to(html_root)} -> {src}")
+    assert not missing, missing[:10]
+
+
+def test_every_notebook_was_executed_without_errors() -> None:
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
+    assert names
+    for name in names:
+        executed = GENERATED / name / f"{name}.ipynb"
+        assert executed.exists(), f"{name} has not been executed"
+        assert (GENERATED / name / "metrics.json").exists(), f"{name} wrote no metrics.json"
+        assert list((GENERATED / name).glob("*.png")), f"{name} saved no figure"
+        nb = json.loads(executed.read_text())
+        errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors, f"{name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+
+
+def test_report_has_no_missing_values(html_root: Path) -> None:
+    text = (GENERATED / "report.md").read_text()
+    m = re.search(r"\*\*(\d+) reproduced, (\d+) differ, (\d+) missing\*\* out of (\d+) claims", text)
+    assert m, "report summary line not found"
+    assert int(m.group(3)) == 0, "report rows without a computed value"
+    assert int(m.group(4)) > 0, "the report has no claims"
+    assert (html_root / "book" / "generated" / "report.html").exists()
