@@ -1,0 +1,480 @@
+"""Prompt spectra: whitened prompt covariance, non-asymptotic concentration, Hessian perturbation.
+
+Implements seed 000 §4 (prompt generalization) and the prompt side of §12.10 (Figure 10):
+
+* the whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} Σ̂_M Σ_x^{-1/2}`` with ``Σ̂_M = XᵀX/M``;
+  for a Gaussian design ``X = G Σ_x^{1/2}`` it equals ``GᵀG/M`` exactly, whatever ``Σ_x``,
+  so its spectrum follows the Marchenko–Pastur law of :mod:`iclcore.spectra` with
+  ``γ = K/M``;
+* the concentration window ``[(1 - √γ - t)², (1 + √γ + t)²]`` holding with probability at least
+  ``1 - 2 exp(-M t²/2)`` (Gaussian singular-value bound of Davidson–Szarek, e.g. Vershynin 2012,
+  Cor. 5.35, applied to ``G/√M``), with the corrected lower edge described below;
+* the perturbation ``H_M = H_∞ + Δ_M`` of the prompt Hessian, the exact second-order resolvent
+  identity and the Neumann-series norm bound;
+* the prompt excess risk and its first-order (``1/M``) expansion, compared with ``d_eff/M``.
+
+Lower edge of the window
+------------------------
+The singular-value bound reads ``|√M - √K| - s <= s_min(G)`` for the ``min(M, K)``-th singular value.
+With ``s = t√M`` the correct window for the nonzero eigenvalues is
+``[max(0, |1 - √γ| - t)², (1 + √γ + t)²]``. The paper's literal ``(1 - √γ - t)²`` agrees with it
+when ``γ <= 1`` and ``t <= 1 - √γ``; otherwise squaring a negative number makes the literal lower edge
+*too large* (the statement becomes false), and for ``γ > 1`` the ``K - M`` structural zero
+eigenvalues can never lie in the window. ``window_form="paper"`` keeps the literal formula (for
+the errata check), ``window_form="sharp"`` (default) is the corrected one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from iclcore.tasks import TaskConfig, sample_prompt_statistics
+
+__all__ = [
+    "WINDOW_FORMS",
+    "symmetric_inverse_sqrt",
+    "whitened_covariance",
+    "whitened_spectrum",
+    "concentration_window",
+    "concentration_failure_bound",
+    "window_violations",
+    "ConcentrationResult",
+    "concentration_experiment",
+    "ResolventCheck",
+    "resolvent_perturbation",
+    "effective_dimension",
+    "prompt_excess_risk_first_order",
+    "prompt_excess_risk_mc",
+    "rotated_covariance",
+]
+
+WINDOW_FORMS = ("sharp", "paper")
+
+
+def _check_spd(S: np.ndarray, name: str) -> np.ndarray:
+    S = np.asarray(S, dtype=float)
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"{name}: expected a square matrix, got shape {S.shape}")
+    if not np.all(np.isfinite(S)):
+        raise ValueError(f"{name}: contains non-finite entries")
+    if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12):
+        raise ValueError(f"{name}: must be symmetric")
+    if np.linalg.eigvalsh(S).min() <= 0:
+        raise ValueError(f"{name}: must be positive definite")
+    return S
+
+
+def rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``Q diag(eigenvalues) Qᵀ`` with a Haar-random orthogonal ``Q`` (a structured, non-diagonal ``Σ_x``).
+
+    Parameters
+    ----------
+    eigenvalues : ndarray, shape (K,), all > 0
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (K, K), symmetric positive definite.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng: expected a numpy.random.Generator")
+    lam = np.asarray(eigenvalues, dtype=float)
+    if lam.ndim != 1 or lam.size < 1 or np.any(~np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("eigenvalues: expected a 1-D array of finite positive numbers")
+    A = rng.standard_normal((lam.size, lam.size))
+    Q, R = np.linalg.qr(A)
+    Q = Q * np.sign(np.diag(R))
+    S = (Q * lam) @ Q.T
+    return 0.5 * (S + S.T)
+
+
+def symmetric_inverse_sqrt(S: np.ndarray) -> np.ndarray:
+    """``S^{-1/2}`` of a symmetric positive definite matrix (one eigendecomposition).
+
+    Parameters
+    ----------
+    S : ndarray, shape (K, K)
+    """
+    S = _check_spd(S, "Sigma_x")
+    w, V = np.linalg.eigh(S)
+    return (V / np.sqrt(w)) @ V.T
+
+
+def whitened_covariance(X: np.ndarray, Sigma_x: np.ndarray) -> np.ndarray:
+    """Whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} (XᵀX/M) Σ_x^{-1/2}`` (seed 000 §4).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, M, K) or (M, K)
+        Prompt designs (rows ``x_iᵀ``).
+    Sigma_x : ndarray, shape (K, K)
+        Symmetric positive definite design covariance.
+
+    Returns
+    -------
+    ndarray, shape (n, K, K) or (K, K)
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim not in (2, 3):
+        raise ValueError(f"X: expected shape (n, M, K) or (M, K), got {X.shape}")
+    W = symmetric_inverse_sqrt(Sigma_x)
+    if X.shape[-1] != W.shape[0]:
+        raise ValueError(f"X: last axis {X.shape[-1]} does not match Sigma_x of size {W.shape[0]}")
+    M = X.shape[-2]
+    Z = X @ W  # whitened rows
+    S = np.swapaxes(Z, -1, -2) @ Z / M
+    return 0.5 * (S + np.swapaxes(S, -1, -2))
+
+
+def whitened_spectrum(X: np.ndarray, Sigma_x: np.ndarray) -> np.ndarray:
+    """Eigenvalues (ascending) of :func:`whitened_covariance`, shape (n, K) or (K,)."""
+    return np.linalg.eigvalsh(whitened_covariance(X, Sigma_x))
+
+
+def _check_gamma_t(gamma: float, t: float) -> tuple[float, float]:
+    g = float(gamma)
+    if not math.isfinite(g) or g <= 0:
+        raise ValueError(f"gamma: aspect ratio K/M must be finite and > 0, got {gamma!r}")
+    tt = float(t)
+    if not math.isfinite(tt) or tt < 0:
+        raise ValueError(f"t: window half-width must be finite and >= 0, got {t!r}")
+    return g, tt
+
+
+def concentration_window(gamma: float, t: float, window_form: str = "sharp") -> tuple[float, float]:
+    """Non-asymptotic spectral window of the whitened prompt covariance (seed 000 §4).
+
+    Parameters
+    ----------
+    gamma : float
+        ``K/M``.
+    t : float, >= 0
+        Deviation parameter; the failure probability is at most ``2 exp(-M t²/2)``.
+    window_form : {"sharp", "paper"}
+        ``"paper"``: ``((1 - √γ - t)², (1 + √γ + t)²)`` literally. ``"sharp"``:
+        ``(max(0, |1 - √γ| - t)², (1 + √γ + t)²)``, valid for the ``min(K, M)`` nonzero eigenvalues.
+
+    Returns
+    -------
+    (lo, hi) : tuple of float
+    """
+    g, tt = _check_gamma_t(gamma, t)
+    if window_form not in WINDOW_FORMS:
+        raise ValueError(f"window_form: unknown form {window_form!r}; choose one of {WINDOW_FORMS}")
+    s = math.sqrt(g)
+    hi = (1.0 + s + tt) ** 2
+    if window_form == "paper":
+        return (1.0 - s - tt) ** 2, hi
+    return max(0.0, abs(1.0 - s) - tt) ** 2, hi
+
+
+def concentration_failure_bound(M: int, t: float) -> float:
+    """``min(1, 2 exp(-M t²/2))``: upper bound on the probability that the window fails."""
+    if isinstance(M, (bool, np.bool_)) or not isinstance(M, (int, np.integer)) or M < 1:
+        raise ValueError(f"M: prompt size must be a positive integer, got {M!r}")
+    _check_gamma_t(1.0, t)
+    return min(1.0, 2.0 * math.exp(-M * t * t / 2.0))
+
+
+def window_violations(
+    eigenvalues: np.ndarray, K: int, M: int, t: float, window_form: str = "sharp"
+) -> np.ndarray:
+    """Per-draw indicator that some eigenvalue leaves the concentration window.
+
+    Parameters
+    ----------
+    eigenvalues : ndarray, shape (n, K)
+        Ascending spectra of ``Σ̃_M`` (e.g. from :func:`whitened_spectrum`).
+    K, M : int
+        Dimension and prompt size (``γ = K/M``).
+    t : float
+    window_form : {"sharp", "paper"}
+        With ``"sharp"`` and ``K > M`` only the ``M`` largest (nonzero) eigenvalues are tested; with
+        ``"paper"`` all ``K`` are (so the structural zeros count as violations).
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    ev = np.asarray(eigenvalues, dtype=float)
+    if ev.ndim != 2 or ev.shape[1] != K:
+        raise ValueError(f"eigenvalues: expected shape (n, {K}), got {ev.shape}")
+    lo, hi = concentration_window(K / M, t, window_form)
+    if window_form == "sharp" and K > M:
+        ev = np.sort(ev, axis=1)[:, K - M :]
+    return (ev.min(axis=1) < lo) | (ev.max(axis=1) > hi)
+
+
+@dataclass(frozen=True)
+class ConcentrationResult:
+    """Violation frequencies of the window over ``n_draws`` prompts.
+
+    Attributes
+    ----------
+    K, M : int
+    t : ndarray, shape (T,)
+    frequency : ndarray, shape (T,)
+        Empirical violation frequency (sharp window).
+    frequency_paper : ndarray, shape (T,)
+        Same with the paper's literal lower edge.
+    bound : ndarray, shape (T,)
+        ``min(1, 2 exp(-M t²/2))``.
+    n_draws : int
+    lambda_min, lambda_max : ndarray, shape (n_draws,)
+        Extreme nonzero eigenvalues of each draw.
+    """
+
+    K: int
+    M: int
+    t: np.ndarray
+    frequency: np.ndarray
+    frequency_paper: np.ndarray
+    bound: np.ndarray
+    n_draws: int
+    lambda_min: np.ndarray
+    lambda_max: np.ndarray
+
+    @property
+    def gamma(self) -> float:
+        """Aspect ratio ``K/M``."""
+        return self.K / self.M
+
+
+def concentration_experiment(
+    K: int,
+    M: int,
+    t_grid: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+    Sigma_x: np.ndarray | None = None,
+    batch: int = 256,
+) -> ConcentrationResult:
+    """Empirical window-violation frequency of ``spec(Σ̃_M)`` for a grid of ``t`` (seed 000 §4).
+
+    Draws ``n_draws`` Gaussian designs ``x_i ~ N(0, Σ_x)`` (``Σ_x = I`` if ``None``), whitens them
+    with :func:`whitened_covariance`, and counts draws with an eigenvalue outside the window.
+
+    Parameters
+    ----------
+    K, M : int
+    t_grid : ndarray, shape (T,), entries >= 0
+    n_draws : int
+    rng : numpy.random.Generator
+    Sigma_x : ndarray (K, K) or None
+    batch : int
+        Draws per vectorised batch (memory ``batch * M * K``).
+    """
+    for name, v in (("K", K), ("M", M), ("n_draws", n_draws), ("batch", batch)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng: expected a numpy.random.Generator")
+    t_grid = np.atleast_1d(np.asarray(t_grid, dtype=float))
+    if t_grid.ndim != 1 or np.any(~np.isfinite(t_grid)) or np.any(t_grid < 0):
+        raise ValueError("t_grid: expected a 1-D array of finite numbers >= 0")
+    S = np.eye(K) if Sigma_x is None else _check_spd(Sigma_x, "Sigma_x")
+    if S.shape != (K, K):
+        raise ValueError(f"Sigma_x: expected shape {(K, K)}, got {S.shape}")
+    root = np.linalg.cholesky(S)
+    spectra = []
+    done = 0
+    while done < n_draws:
+        b = min(batch, n_draws - done)
+        X = rng.standard_normal((b, M, K)) @ root.T
+        spectra.append(whitened_spectrum(X, S))
+        done += b
+    ev = np.concatenate(spectra, axis=0)
+    nz = ev[:, K - M :] if K > M else ev
+    freq = np.array([window_violations(ev, K, M, t, "sharp").mean() for t in t_grid])
+    freq_p = np.array([window_violations(ev, K, M, t, "paper").mean() for t in t_grid])
+    bound = np.array([concentration_failure_bound(M, t) for t in t_grid])
+    return ConcentrationResult(
+        K=K, M=M, t=t_grid, frequency=freq, frequency_paper=freq_p, bound=bound, n_draws=n_draws,
+        lambda_min=nz.min(axis=1), lambda_max=nz.max(axis=1),
+    )
+
+
+@dataclass(frozen=True)
+class ResolventCheck:
+    """Perturbation ``H_M = H_∞ + Δ_M`` of the prompt Hessian for a batch of prompts (seed 000 §4).
+
+    All arrays have a leading prompt axis ``n``.
+
+    Attributes
+    ----------
+    delta_norm : ndarray (n,)
+        ``‖Δ_M‖₂ = ‖Σ̂_M - Σ_x‖₂``.
+    diff_norm : ndarray (n,)
+        ``‖H_M^{-1} - H_∞^{-1}‖₂``.
+    identity_residual : ndarray (n,)
+        ``‖(H_M^{-1} - H_∞^{-1}) - (-BΔB + BΔH_M^{-1}ΔB)‖₂ / ‖H_M^{-1} - H_∞^{-1}‖₂`` with
+        ``B = H_∞^{-1}`` (rounding level if the identity is exact).
+    first_order_residual : ndarray (n,)
+        Same with only the first-order term ``-BΔB`` (``O(‖Δ‖)``, not rounding level).
+    bound : ndarray (n,)
+        ``‖B‖₂² ‖Δ‖₂ / (1 - ‖B‖₂ ‖Δ‖₂)``; ``inf`` where ``‖B‖₂‖Δ‖₂ >= 1`` (bound not applicable).
+    applicable : ndarray of bool (n,)
+        ``‖B‖₂ ‖Δ‖₂ < 1``.
+    """
+
+    delta_norm: np.ndarray
+    diff_norm: np.ndarray
+    identity_residual: np.ndarray
+    first_order_residual: np.ndarray
+    bound: np.ndarray
+    applicable: np.ndarray
+
+
+def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: float) -> ResolventCheck:
+    """Check the second-order resolvent identity and the norm bound of seed 000 §4.
+
+    .. math::
+        H_M^{-1} - H_∞^{-1} = -H_∞^{-1} Δ_M H_∞^{-1} + H_∞^{-1} Δ_M H_M^{-1} Δ_M H_∞^{-1},
+        \\qquad
+        \\|H_M^{-1} - H_∞^{-1}\\|_2 \\le \\frac{\\|H_∞^{-1}\\|_2^2 \\|Δ_M\\|_2}{1 - \\|H_∞^{-1}\\|_2 \\|Δ_M\\|_2},
+
+    with ``H_M = Σ̂_M + λI``, ``H_∞ = Σ_x + λI``, ``Δ_M = Σ̂_M - Σ_x``.
+
+    Parameters
+    ----------
+    Sigma_hat : ndarray, shape (n, K, K)
+        Empirical covariances ``XᵀX/M``.
+    Sigma_x : ndarray, shape (K, K)
+        Population covariance (symmetric positive definite).
+    lam : float
+        Ridge ``λ >= 0`` (``H_M`` must be invertible: ``λ > 0`` or ``M >= K``).
+    """
+    S = _check_spd(Sigma_x, "Sigma_x")
+    Sh = np.asarray(Sigma_hat, dtype=float)
+    if Sh.ndim == 2:
+        Sh = Sh[None]
+    K = S.shape[0]
+    if Sh.ndim != 3 or Sh.shape[1:] != (K, K):
+        raise ValueError(f"Sigma_hat: expected shape (n, {K}, {K}), got {Sh.shape}")
+    if not math.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam: ridge must be finite and >= 0, got {lam!r}")
+    I = np.eye(K)
+    H_inf = S + lam * I
+    H_M = Sh + lam * I
+    if np.linalg.eigvalsh(H_M).min() <= 1e-12 * np.abs(H_M).max():
+        raise ValueError("lam: H_M = Sigma_hat + lam I is singular; use lam > 0 or M >= K")
+    B = np.linalg.inv(H_inf)
+    B = 0.5 * (B + B.T)
+    HMi = np.linalg.inv(H_M)
+    Delta = Sh - S
+    lhs = HMi - B
+    first = -B @ Delta @ B
+    second = B @ Delta @ HMi @ Delta @ B
+    nrm = lambda A: np.linalg.norm(A, ord=2, axis=(-2, -1))  # noqa: E731
+    diff = nrm(lhs)
+    safe = np.where(diff > 0, diff, 1.0)
+    res = nrm(lhs - (first + second)) / safe
+    res1 = nrm(lhs - first) / safe
+    dn = nrm(Delta)
+    b = float(np.linalg.norm(B, 2))
+    q = b * dn
+    applicable = q < 1
+    bound = np.where(applicable, b * b * dn / np.where(applicable, 1 - q, 1.0), np.inf)
+    return ResolventCheck(
+        delta_norm=dn, diff_norm=diff, identity_residual=res, first_order_residual=res1,
+        bound=bound, applicable=applicable,
+    )
+
+
+def effective_dimension(Sigma_x: np.ndarray, lam: float) -> float:
+    """``d_eff(λ) = Tr Σ_x (Σ_x + λI)^{-1}`` (seed 000 §3.2, used with the prompt covariance in §4)."""
+    S = _check_spd(Sigma_x, "Sigma_x")
+    if not math.isfinite(lam) or lam <= 0:
+        raise ValueError(f"lam: ridge must be finite and > 0, got {lam!r}")
+    w = np.linalg.eigvalsh(S)
+    return float(np.sum(w / (w + lam)))
+
+
+def prompt_excess_risk_first_order(
+    Sigma_x: np.ndarray, Sigma_beta: np.ndarray, sigma: float, lam: float
+) -> float:
+    """Constant ``C`` with ``R_prompt(M) - R_prompt(∞) = C/M + O(M^{-2})`` (Gaussian design).
+
+    The prompt risk is ``R_prompt(M) = E‖β̂_M - β‖²_{Σ_x} + σ²`` (the test error of the ridge
+    estimator ``β̂_M = H_M^{-1} c_M`` on a fresh query), ``R_prompt(∞)`` uses ``H_∞^{-1} Σ_x β``.
+    Expanding ``H_M^{-1} = B - BΔB + BΔBΔB + …`` (``B = H_∞^{-1}``) and using, for Gaussian
+    ``x``, ``E[ΔAΔ] = (Σ Aᵀ Σ + Tr(AΣ) Σ)/M``:
+
+    ``C = σ² Tr(BΣBΣ) + λ² Tr{Σ_β [2 BΣB(ΣBΣ + Tr(BΣ)Σ)B + B(Σ BΣB Σ + Tr(BΣBΣ) Σ)B]}`` (symmetrised).
+
+    The variance part ``σ² Tr(Σ²(Σ+λ)^{-2}) <= σ² d_eff`` makes the ``d_eff/M`` scaling of seed 000 §4
+    explicit.
+
+    Parameters
+    ----------
+    Sigma_x, Sigma_beta : ndarray (K, K)
+        Design covariance (SPD) and task second moment ``E[ββᵀ]`` (symmetric PSD).
+    sigma : float
+        Noise level ``>= 0``.
+    lam : float
+        Ridge ``> 0``.
+    """
+    S = _check_spd(Sigma_x, "Sigma_x")
+    Sb = np.asarray(Sigma_beta, dtype=float)
+    if Sb.shape != S.shape or not np.allclose(Sb, Sb.T, atol=1e-12):
+        raise ValueError(f"Sigma_beta: expected a symmetric matrix of shape {S.shape}")
+    if not math.isfinite(sigma) or sigma < 0:
+        raise ValueError(f"sigma: noise level must be finite and >= 0, got {sigma!r}")
+    if not math.isfinite(lam) or lam <= 0:
+        raise ValueError(f"lam: ridge must be finite and > 0, got {lam!r}")
+    K = S.shape[0]
+    B = np.linalg.inv(S + lam * np.eye(K))
+    BSB = B @ S @ B
+    var = sigma**2 * np.trace(BSB @ S)
+    # term1: 2 v^T Σ B E[Δ B Δ] v, with E[ΔBΔ] = (Σ B Σ + Tr(BΣ) Σ)/M, v = Bβ
+    E1 = S @ B @ S + np.trace(B @ S) * S
+    T1 = 2.0 * B @ S @ B @ E1 @ B
+    # term2: E[v^T Δ (BΣB) Δ v] = v^T (Σ BΣB Σ + Tr(BΣBΣ) Σ) v / M
+    E2 = S @ BSB @ S + np.trace(BSB @ S) * S
+    T2 = B @ E2 @ B
+    bias = lam**2 * np.trace(Sb @ (0.5 * (T1 + T1.T) + T2))
+    return float(var + bias)
+
+
+def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[float, float]:
+    """Monte Carlo prompt excess risk ``R_prompt(M) - R_prompt(∞)`` with its standard error.
+
+    Prompts come from :func:`iclcore.tasks.sample_prompt_statistics` (exact law of ``(H_M, c_M, β)``
+    through the Bartlett decomposition, cost ``O(n K³)``, needs ``M >= K``). Paired estimator: for
+    each prompt the same ``β`` enters ``‖β̂_M - β‖²_Σ`` and ``‖β_∞ - β‖²_Σ`` with
+    ``β_∞ = H_∞^{-1} Σ_x β``, which removes the task variance.
+
+    Parameters
+    ----------
+    config : iclcore.tasks.TaskConfig
+        Needs ``lam > 0``; ``config.M`` is the prompt size.
+    n_prompts : int, >= 2
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    (mean, standard_error) : tuple of float
+        Compare ``mean`` with ``prompt_excess_risk_first_order(...) / M``.
+    """
+    if not isinstance(config, TaskConfig):
+        raise TypeError(f"config: expected an iclcore.tasks.TaskConfig, got {type(config).__name__}")
+    if config.lam <= 0:
+        raise ValueError(f"lam: the prompt excess risk needs a ridge lam > 0, got {config.lam!r}")
+    if isinstance(n_prompts, (bool, np.bool_)) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 2:
+        raise ValueError(f"n_prompts: expected an integer >= 2, got {n_prompts!r}")
+    S = config.Sigma_x
+    B = np.linalg.inv(config.H_infinity)
+    out = np.empty(n_prompts)
+    batch = 2000
+    done = 0
+    while done < n_prompts:
+        b = min(batch, n_prompts - done)
+        pr = sample_prompt_statistics(config, b, rng)
+        e_M = pr.z_dagger - pr.beta
+        e_inf = pr.beta @ (B @ S).T - pr.beta
+        out[done : done + b] = np.einsum("ni,ij,nj->n", e_M, S, e_M) - np.einsum("ni,ij,nj->n", e_inf, S, e_inf)
+        done += b
+    return float(out.mean()), float(out.std(ddof=1) / math.sqrt(n_prompts))
