@@ -88,6 +88,7 @@ __all__ = [
     "simulate_reduced_gamma_sgd",
     "reduced_gamma_loss_mc",
     "haar_orthogonal",
+    "in_context_gd_predictor",
 ]
 
 
@@ -861,6 +862,41 @@ def fit_power_law_exponent(x: np.ndarray, y: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+def in_context_gd_predictor(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int) -> np.ndarray:
+    """Reduced-Γ prediction = ``L`` steps of preconditioned in-context GD (seed 002 Eqs. 4, 54–55).
+
+    ``b_0 = 0``, ``b_{ℓ+1} = b_ℓ + L^{-1} Γ (Xᵀy/P - Σ̂ b_ℓ)``, prediction ``Xq b_L``.
+
+    Parameters
+    ----------
+    Gamma : (D, D) ; X : (P, D) context inputs (rows) ; y : (P,) labels ; Xq : (Q, D) queries ; L : int
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(Q,)``
+    """
+    Gamma = np.asarray(Gamma, dtype=float)
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    Xq = np.asarray(Xq, dtype=float)
+    Lf = int(_depth(L))
+    if X.ndim != 2:
+        raise ValueError(f"X: expected shape (P, D), got {X.shape}")
+    P, D = X.shape
+    if Gamma.shape != (D, D):
+        raise ValueError(f"Gamma: expected shape {(D, D)}, got {Gamma.shape}")
+    if y.shape != (P,):
+        raise ValueError(f"y: expected shape {(P,)}, got {y.shape}")
+    if Xq.ndim != 2 or Xq.shape[1] != D:
+        raise ValueError(f"Xq: expected shape (Q, {D}), got {Xq.shape}")
+    Shat = X.T @ X / P
+    c = X.T @ y / P
+    b = np.zeros(D)
+    for _ in range(Lf):
+        b = b + Gamma @ (c - Shat @ b) / Lf
+    return Xq @ b
+
+
 def haar_orthogonal(B: int, D: int, rng: np.random.Generator) -> np.ndarray:
     """``B`` Haar-distributed ``D x D`` orthogonal matrices (QR of Gaussians with sign fix), shape ``(B, D, D)``."""
     B = _pos_int(B, "B")
@@ -958,6 +994,11 @@ def _check_config(cfg: ReducedGammaSGDConfig) -> tuple[np.ndarray, np.ndarray | 
     return eta, lam, omega
 
 
+def _bmv(A: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Batched matrix-vector product ``A[b] @ v[b]``: ``(B, m, n), (B, n) -> (B, m)``."""
+    return np.matmul(A, v[..., None])[..., 0]
+
+
 def _sample_batch(cfg: ReducedGammaSGDConfig, lam, omega, rng: np.random.Generator):
     """One batch: Σ̂ (B,D,D), c (B,D), test form S (B,D,D) or None (identity), b_* (B,D), r (B,D), s0 (B,)."""
     B, D = cfg.B, cfg.D
@@ -969,24 +1010,24 @@ def _sample_batch(cfg: ReducedGammaSGDConfig, lam, omega, rng: np.random.Generat
         sqrt_om = np.sqrt(omega)
     O = haar_orthogonal(B, D, rng) if cfg.setting == "rrs" else None
     g = rng.standard_normal((B, D)) * sqrt_om / math.sqrt(D)
-    bstar = np.einsum("bij,bj->bi", O, g) if O is not None else g
+    bstar = _bmv(O, g) if O is not None else g
 
     def draw_x(n):  # rows x = O Λ^{1/2} z
         Z = rng.standard_normal((B, n, D)) * sqrt_lam
-        return np.einsum("bnj,bij->bni", Z, O) if O is not None else Z
+        return np.matmul(Z, O.transpose(0, 2, 1)) if O is not None else Z
 
     if cfg.P is None:  # population context
         if O is not None:
-            Sig = np.einsum("bij,j,bkj->bik", O, lam, O)
+            Sig = np.matmul(O * lam, O.transpose(0, 2, 1))
         else:
             Sig = np.broadcast_to(np.diag(sqrt_lam**2), (B, D, D))
         Shat = Sig
-        c = np.einsum("bij,bj->bi", Sig, bstar)
+        c = _bmv(Sig, bstar)
     else:
         X = draw_x(cfg.P)
-        y = np.einsum("bpi,bi->bp", X, bstar) + cfg.sigma * rng.standard_normal((B, cfg.P))
-        Shat = np.einsum("bpi,bpj->bij", X, X) / cfg.P
-        c = np.einsum("bpi,bp->bi", X, y) / cfg.P
+        y = _bmv(X, bstar) + cfg.sigma * rng.standard_normal((B, cfg.P))
+        Shat = np.matmul(X.transpose(0, 2, 1), X) / cfg.P
+        c = _bmv(X.transpose(0, 2, 1), y) / cfg.P
         Sig = None
     if cfg.K is None:
         if cfg.setting == "iso":
@@ -994,15 +1035,15 @@ def _sample_batch(cfg: ReducedGammaSGDConfig, lam, omega, rng: np.random.Generat
         elif Sig is not None:
             S = Sig
         else:
-            S = np.einsum("bij,j,bkj->bik", O, lam, O) if O is not None else np.broadcast_to(np.diag(lam), (B, D, D))
+            S = np.matmul(O * lam, O.transpose(0, 2, 1)) if O is not None else np.broadcast_to(np.diag(lam), (B, D, D))
         r = np.zeros((B, D))
         s0 = np.full(B, cfg.sigma**2 if cfg.test_label_noise else 0.0)
     else:
         Xs = draw_x(cfg.K)
-        S = np.einsum("bki,bkj->bij", Xs, Xs) / cfg.K
+        S = np.matmul(Xs.transpose(0, 2, 1), Xs) / cfg.K
         if cfg.test_label_noise and cfg.sigma > 0:
             eps = cfg.sigma * rng.standard_normal((B, cfg.K))
-            r = np.einsum("bki,bk->bi", Xs, eps) / cfg.K
+            r = _bmv(Xs.transpose(0, 2, 1), eps) / cfg.K
             s0 = np.mean(eps**2, axis=1)
         else:
             r = np.zeros((B, D))
@@ -1016,18 +1057,18 @@ def _forward_backward(Gamma, Shat, c, S, bstar, r, s0, L: int):
     b = np.zeros((B, D))
     gs = []
     for _ in range(L):
-        g = c - np.einsum("bij,bj->bi", Shat, b)
+        g = c - _bmv(Shat, b)
         gs.append(g)
         b = b + g @ Gamma.T / L
     err = b - bstar
-    Serr = err if S is None else np.einsum("bij,bj->bi", S, err)
+    Serr = err if S is None else _bmv(S, err)
     loss = np.einsum("bi,bi->b", err, Serr) - 2.0 * np.einsum("bi,bi->b", r, err) + s0
     adj = 2.0 * (Serr - r)  # ∂loss/∂b_L
     grad = np.zeros_like(Gamma)
     for ell in range(L - 1, -1, -1):
         grad += adj.T @ gs[ell] / L
         if ell > 0:
-            adj = adj - np.einsum("bij,bj->bi", Shat, adj @ Gamma) / L
+            adj = adj - _bmv(Shat, adj @ Gamma) / L
     return loss, grad / B
 
 
