@@ -1,0 +1,304 @@
+"""Subspace recovery: principal angles, Top-r estimates, Davis–Kahan certificates.
+
+Implements seed 000 §5.2 (subspace recovery from estimated task vectors) and the
+subspace certificate of seed 001 §5.2:
+
+.. math::
+
+    \\widehat\\Sigma_{β,N} = \\frac1N \\sum_n \\hat β_n \\hat β_n^\\top,\\qquad
+    U_N = \\operatorname{Top}_r(\\widehat\\Sigma_{β,N}),\\qquad
+    \\|\\sin Θ(U_N, U_\\star)\\|_2 \\le \\frac{\\|\\widehat\\Sigma_{β,N} - Σ_β\\|_2}{γ_{enc}},
+
+with ``γ_enc = λ_r(Σ_β) - λ_{r+1}(Σ_β)``, ``r_eff(Σ) = Tr Σ / ||Σ||_2`` and the
+floor risk ``R_floor(U) = E||(I - UU^T) β||²_{Σ_x}``.
+
+Principal angles are computed stably: sines from the singular values of
+``(I - Q_U Q_U^T) Q_V`` and cosines from those of ``Q_U^T Q_V``, using the sine
+for angles below π/4 (where ``1 - cos²`` would lose all digits) and the cosine
+above (Björck & Golub 1973; Knyazev & Argentati 2002).
+
+The Davis–Kahan inequality as printed (population gap only, constant 1) is *not*
+a theorem: see :func:`davis_kahan_bound` and the errata entry
+"Davis–Kahan with the population gap".  Two valid variants are provided.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "orthonormal_basis",
+    "principal_angles",
+    "sin_theta",
+    "top_r_subspace",
+    "empirical_task_covariance",
+    "eigengap",
+    "effective_rank",
+    "davis_kahan_bound",
+    "DK_VARIANTS",
+    "floor_risk",
+    "floor_risk_bound",
+]
+
+DK_VARIANTS = ("paper", "weyl", "mixed")
+
+
+def _as_matrix(A: object, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(A, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: expected a real numeric array, got {type(A).__name__}") from exc
+    if a.ndim != 2:
+        raise ValueError(f"{name}: must be a 2-D matrix, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinite entries")
+    return a
+
+
+def _as_symmetric(S: object, name: str) -> np.ndarray:
+    a = _as_matrix(S, name)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name}: must be square, got shape {a.shape}")
+    scale = max(float(np.max(np.abs(a))), np.finfo(float).tiny)
+    if float(np.max(np.abs(a - a.T))) > 1e-10 * scale:
+        raise ValueError(f"{name}: must be symmetric")
+    return 0.5 * (a + a.T)
+
+
+def orthonormal_basis(U: np.ndarray, name: str = "U") -> np.ndarray:
+    """Orthonormal basis of ``range(U)`` (thin QR), checking full column rank.
+
+    Parameters
+    ----------
+    U : array_like, shape (K, r), ``r <= K``
+
+    Returns
+    -------
+    ndarray, shape (K, r), with orthonormal columns spanning ``range(U)``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` if ``U`` is not 2-D, has more columns than rows, or is
+        numerically rank deficient (``σ_min/σ_max < 1e-12``).
+    """
+    U = _as_matrix(U, name)
+    K, r = U.shape
+    if r == 0 or r > K:
+        raise ValueError(f"{name}: need 1 <= columns <= rows, got shape {U.shape}")
+    sv = np.linalg.svd(U, compute_uv=False)
+    if sv[0] == 0 or sv[-1] < 1e-12 * sv[0]:
+        raise ValueError(f"{name}: columns are (numerically) linearly dependent")
+    Q, _ = np.linalg.qr(U)
+    return Q
+
+
+def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Principal angles between ``range(U)`` and ``range(V)``, computed stably.
+
+    Parameters
+    ----------
+    U : array_like, shape (K, r)
+    V : array_like, shape (K, p)
+        Bases (not necessarily orthonormal) of the two subspaces.
+
+    Returns
+    -------
+    ndarray, shape (min(r, p),)
+        Angles in ``[0, π/2]``, ascending.
+
+    Notes
+    -----
+    ``sin θ_i`` are the singular values of ``(I - Q_U Q_U^T) Q_V`` (accurate for
+    small angles), ``cos θ_i`` those of ``Q_U^T Q_V`` (accurate for large
+    angles); each angle is taken from the better-conditioned of the two.
+    """
+    Qu = orthonormal_basis(U, "U")
+    Qv = orthonormal_basis(V, "V")
+    if Qu.shape[0] != Qv.shape[0]:
+        raise ValueError(f"V: ambient dimension {Qv.shape[0]} differs from U's {Qu.shape[0]}")
+    if Qu.shape[1] < Qv.shape[1]:  # make V the smaller one
+        Qu, Qv = Qv, Qu
+    k = Qv.shape[1]
+    cos = np.clip(np.linalg.svd(Qu.T @ Qv, compute_uv=False), 0.0, 1.0)  # descending
+    R = Qv - Qu @ (Qu.T @ Qv)
+    sin = np.clip(np.linalg.svd(R, compute_uv=False), 0.0, 1.0)[:k]  # descending
+    theta_cos = np.arccos(cos)  # ascending
+    theta_sin = np.arcsin(sin[::-1])  # ascending
+    return np.where(theta_cos < np.pi / 4, theta_sin, theta_cos)
+
+
+def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = False) -> float:
+    """``||sin Θ(U, V)||`` in the spectral (``"2"``) or Frobenius (``"fro"``) norm.
+
+    Parameters
+    ----------
+    U, V : array_like, shape (K, r)
+        Bases of two r-dimensional subspaces.
+    norm : {"2", "fro"}
+    squared : bool
+        Return the square (the paper's ``sin²Θ``).
+
+    Returns
+    -------
+    float
+    """
+    if norm not in ("2", "fro"):
+        raise ValueError(f"norm: unknown norm {norm!r}; choose '2' or 'fro'")
+    U = _as_matrix(U, "U")
+    V = _as_matrix(V, "V")
+    if U.shape[1] != V.shape[1]:
+        raise ValueError(f"V: subspace dimension {V.shape[1]} differs from U's {U.shape[1]}")
+    s = np.sin(principal_angles(U, V))
+    val = float(s.max()) if norm == "2" else float(np.sqrt(np.sum(s**2)))
+    return val**2 if squared else val
+
+
+def top_r_subspace(S: np.ndarray, r: int) -> np.ndarray:
+    """``Top_r(S)``: orthonormal eigenvectors of the ``r`` largest eigenvalues.
+
+    Implements seed 000 §5.2, ``U_N = Top_r(Σ̂_{β,N})``.
+
+    Parameters
+    ----------
+    S : array_like, shape (K, K), symmetric
+    r : int, ``1 <= r <= K``
+
+    Returns
+    -------
+    ndarray, shape (K, r), columns ordered by decreasing eigenvalue.
+    """
+    S = _as_symmetric(S, "S")
+    K = S.shape[0]
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 1 <= r <= K:
+        raise ValueError(f"r: must be an integer with 1 <= r <= K={K}, got {r!r}")
+    lam, Q = np.linalg.eigh(S)
+    return Q[:, ::-1][:, :r]
+
+
+def empirical_task_covariance(beta_hat: np.ndarray) -> np.ndarray:
+    """``Σ̂_{β,N} = (1/N) Σ_n β̂_n β̂_n^T`` (seed 000 §5.2).
+
+    Parameters
+    ----------
+    beta_hat : array_like, shape (N, K)
+        Estimated task vectors, one per row.
+
+    Returns
+    -------
+    ndarray, shape (K, K)
+    """
+    B = _as_matrix(beta_hat, "beta_hat")
+    if B.shape[0] < 1:
+        raise ValueError("beta_hat: need at least one task vector")
+    return B.T @ B / B.shape[0]
+
+
+def eigengap(Sigma: np.ndarray, r: int) -> float:
+    """``γ = λ_r(Σ) - λ_{r+1}(Σ)`` (eigenvalues descending; ``λ_{K+1} = 0``).
+
+    Implements seed 000 §5.2, ``γ_enc``.
+    """
+    S = _as_symmetric(Sigma, "Sigma")
+    K = S.shape[0]
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 1 <= r <= K:
+        raise ValueError(f"r: must be an integer with 1 <= r <= K={K}, got {r!r}")
+    lam = np.linalg.eigvalsh(S)[::-1]
+    nxt = lam[r] if r < K else 0.0
+    return float(lam[r - 1] - nxt)
+
+
+def effective_rank(Sigma: np.ndarray) -> float:
+    """``r_eff(Σ) = Tr Σ / ||Σ||_2`` (seed 000 §5.2) of a PSD matrix."""
+    S = _as_symmetric(Sigma, "Sigma")
+    lam = np.linalg.eigvalsh(S)
+    if lam[0] < -1e-10 * max(abs(lam[-1]), np.finfo(float).tiny):
+        raise ValueError("Sigma: must be positive semi-definite")
+    if lam[-1] <= 0:
+        raise ValueError("Sigma: must be non-zero")
+    return float(np.trace(S) / lam[-1])
+
+
+def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str = "paper") -> float:
+    """Davis–Kahan certificate for ``||sin Θ(Top_r(Ŝ), Top_r(Σ))||_2``.
+
+    Parameters
+    ----------
+    S_hat : array_like, shape (K, K), symmetric
+        The estimate (``Σ̂_{β,N}``, or the encoder's ``S_s``).
+    Sigma : array_like, shape (K, K), symmetric
+        The target (``Σ_β``).
+    r : int
+    variant : {"paper", "weyl", "mixed"}
+        ``"paper"``: ``||Ŝ - Σ||_2 / γ`` with ``γ = λ_r(Σ) - λ_{r+1}(Σ)``, as printed
+        in seed 000 §5.2 and seed 001 §5.2. Not valid in general (a 2×2
+        counterexample is in ``tests/test_subspace.py``); it holds up to the factor
+        ``γ/(γ - ||Ŝ-Σ||)``.
+        ``"mixed"``: ``||Ŝ - Σ||_2 / δ`` with ``δ = λ_r(Σ) - λ_{r+1}(Ŝ)`` (the
+        Davis–Kahan sin Θ theorem; ``inf`` if ``δ <= 0``).
+        ``"weyl"``: ``||Ŝ - Σ||_2 / (γ - ||Ŝ - Σ||_2)`` (``mixed`` with Weyl's
+        inequality; ``inf`` if ``||Ŝ - Σ|| >= γ``). Both valid variants are capped
+        at 1 only by the caller's reading (a sine never exceeds 1).
+
+    Returns
+    -------
+    float
+    """
+    if variant not in DK_VARIANTS:
+        raise ValueError(f"variant: unknown Davis–Kahan variant {variant!r}; choose one of {DK_VARIANTS}")
+    Sh = _as_symmetric(S_hat, "S_hat")
+    S = _as_symmetric(Sigma, "Sigma")
+    if Sh.shape != S.shape:
+        raise ValueError(f"S_hat: shape {Sh.shape} differs from Sigma's {S.shape}")
+    gamma = eigengap(S, r)
+    if gamma <= 0:
+        raise ValueError(f"Sigma: eigengap lambda_r - lambda_(r+1) = {gamma:.3e} must be positive")
+    err = float(np.linalg.norm(Sh - S, 2))
+    if variant == "paper":
+        return err / gamma
+    if variant == "weyl":
+        return err / (gamma - err) if err < gamma else float("inf")
+    lam = np.linalg.eigvalsh(S)[::-1]
+    lam_hat = np.linalg.eigvalsh(Sh)[::-1]
+    nxt = lam_hat[r] if r < S.shape[0] else -np.inf
+    delta = lam[r - 1] - nxt
+    return err / delta if delta > 0 else float("inf")
+
+
+def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
+    """Exact floor risk ``R_floor(U) = E||(I - UU^T) U⋆ z||²_{Σ_x}`` (seed 000 §5.2).
+
+    ``= Tr(Σ_z W^T Σ_x W)`` with ``W = (I - UU^T) U⋆`` and ``z ~ (0, Σ_z)``.
+
+    Parameters
+    ----------
+    U : array_like, shape (K, r)  (orthonormalised internally)
+    U_star : array_like, shape (K, r)  (orthonormal columns)
+    Sigma_z : array_like, shape (r, r)
+    Sigma_x : array_like, shape (K, K)
+
+    Returns
+    -------
+    float
+    """
+    Q = orthonormal_basis(U, "U")
+    Us = _as_matrix(U_star, "U_star")
+    Sz = _as_symmetric(Sigma_z, "Sigma_z")
+    Sx = _as_symmetric(Sigma_x, "Sigma_x")
+    if Us.shape[0] != Q.shape[0] or Sx.shape[0] != Q.shape[0] or Sz.shape[0] != Us.shape[1]:
+        raise ValueError(
+            f"U_star, Sigma_z, Sigma_x: shapes {Us.shape}, {Sz.shape}, {Sx.shape} incompatible with U {Q.shape}"
+        )
+    W = Us - Q @ (Q.T @ Us)
+    return float(np.trace(Sz @ W.T @ Sx @ W))
+
+
+def floor_risk_bound(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
+    """``||Σ_x||_2 Tr(Σ_z) ||sin Θ(U, U⋆)||_F²`` (seed 000 §5.2, right side of ``≲``).
+
+    It is a true upper bound of :func:`floor_risk` with constant 1 (even with
+    ``||sin Θ||_2²`` in place of the Frobenius norm).
+    """
+    Sz = _as_symmetric(Sigma_z, "Sigma_z")
+    Sx = _as_symmetric(Sigma_x, "Sigma_x")
+    return float(np.linalg.norm(Sx, 2) * np.trace(Sz) * sin_theta(U, U_star, "fro", squared=True))
