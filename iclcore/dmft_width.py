@@ -30,8 +30,12 @@ Contents
   ``M = O B O^T A``: :func:`free_product_psi`, :func:`two_point_F`, and the double contour
   integral for the loss :func:`two_point_loss_de` (width model at ``P = infinity`` and the
   structured Wishart at finite ``alpha = P/D``).
-* Bottlenecks: :func:`width_bottleneck` (corrected Eq. 113), :func:`width_bottleneck_paper`
-  (Eq. 113 as printed), :func:`context_bottleneck` (corrected Eq. 116), :func:`depth_bottleneck`.
+* The ``t, L -> infinity`` width bottleneck is :attr:`WidthSpectrum.null_loss` (Monte Carlo); its
+  closed-form deterministic equivalent (the corrected Eq. 113) and the depth and context
+  bottlenecks live in :mod:`iclcore.dmft_reduced` (``width_bottleneck``, ``rrs_optimum``,
+  ``context_bottleneck``), which the tests check against this module.
+
+Power-law spectra: :func:`iclcore.dmft_reduced.power_law_spectrum`.
 """
 
 from __future__ import annotations
@@ -40,12 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import brentq
 
-from iclcore.spectra import mp_quadrature
 
 __all__ = [
-    "powerlaw_spectra",
     "haar_columns",
     "WidthSpectrum",
     "width_spectrum_mc",
@@ -60,11 +62,6 @@ __all__ = [
     "free_product_psi",
     "two_point_F",
     "two_point_loss_de",
-    "width_bottleneck",
-    "width_bottleneck_paper",
-    "context_bottleneck",
-    "depth_bottleneck",
-    "fit_powerlaw_exponent",
 ]
 
 
@@ -83,8 +80,12 @@ def _check_int(name: str, v: object, lo: int = 1) -> int:
 
 def _check_depth(L: object) -> float:
     """Depth: a positive integer, or ``numpy.inf`` for the infinite-depth limit."""
-    if isinstance(L, (float, np.floating)) and np.isinf(L) and L > 0:
-        return float("inf")
+    if isinstance(L, (float, np.floating)) and not isinstance(L, bool):
+        if np.isinf(L) and L > 0:
+            return float("inf")
+        if np.isfinite(L) and L == int(L) and L >= 1:
+            return float(L)
+        raise ValueError(f"L: expected a positive integer depth or numpy.inf, got {L}")
     return float(_check_int("L", L))
 
 
@@ -111,30 +112,6 @@ def _check_rng(rng: object) -> np.random.Generator:
 # --------------------------------------------------------------------------------------------
 # spectra and Haar frames
 # --------------------------------------------------------------------------------------------
-
-
-def powerlaw_spectra(D: int, nu: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Power-law covariance and task spectra under the source/capacity conditions (seed 002 Eq. 17).
-
-    ``lam_k = k^{-nu}`` and ``omega_k lam_k = k^{-nu beta - 1} / Z`` for ``k = 1..D``, with
-    ``Z = (1/D) sum_k k^{-nu beta - 1}`` so that ``tr Omega Lambda = 1`` (unit initial loss).
-    Then ``sum_{l > k} lam_l omega_l ~ k^{-nu beta}`` (Eq. 17 with its ``omega_k`` read as
-    ``omega_l``).
-
-    Returns
-    -------
-    lam, omega : numpy.ndarray, shape ``(D,)``
-    """
-    D = _check_int("D", D)
-    if not (np.isfinite(nu) and nu > 0):
-        raise ValueError(f"nu: capacity exponent must be > 0, got {nu}")
-    if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta: source exponent must be > 0, got {beta}")
-    k = np.arange(1, D + 1, dtype=float)
-    lam = k ** (-nu)
-    w = k ** (-nu * beta - 1.0)
-    w = w / w.mean()
-    return lam, w / lam
 
 
 def haar_columns(D: int, N: int, rng: np.random.Generator) -> np.ndarray:
@@ -236,8 +213,9 @@ def _q_and_dq(gammas: np.ndarray, s: np.ndarray, L: float) -> tuple[np.ndarray, 
     if np.isinf(L):
         q = np.exp(-2.0 * g * s[None, :])
         return q, -2.0 * s[None, :] * q
-    u = 1.0 - g * s[None, :] / L
-    return u ** (2 * L), -2.0 * s[None, :] * u ** (2 * L - 1)
+    Li = int(L)
+    u = 1.0 - g * s[None, :] / Li
+    return u ** (2 * Li), -2.0 * s[None, :] * u ** (2 * Li - 1)
 
 
 def _as_gammas(gammas: object) -> tuple[np.ndarray, bool]:
@@ -339,8 +317,9 @@ def width_gradient_flow(
         if np.isinf(Lf):
             d2 = 4.0 * spec.s**2 * np.exp(-2.0 * g * spec.s)
         else:
-            u = 1.0 - g * spec.s / Lf
-            d2 = 2.0 * (2 * Lf - 1) / Lf * spec.s**2 * u ** (2 * Lf - 2)
+            Li = int(Lf)
+            u = 1.0 - g * spec.s / Li
+            d2 = 2.0 * (2 * Li - 1) / Li * spec.s**2 * u ** (2 * Li - 2)
         return np.array([[-0.5 * float(d2 @ spec.c)]])
 
     sol = solve_ivp(rhs, (0.0, float(t[-1])), [float(gamma0)], t_eval=t, method="LSODA",
@@ -735,103 +714,3 @@ def two_point_loss_de(
         q2 = (1.0 - gam * z2 / L) ** L * w2
         out[i] = float(np.real(q1 @ F @ q2))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Bottlenecks
-# --------------------------------------------------------------------------------------------
-
-
-def _solve_kappa(lam: np.ndarray, target: float) -> float:
-    """Root ``kappa > 0`` of ``sum_k lam_k / (kappa + lam_k) = target`` (``0 < target < D``)."""
-    f = lambda k: float(np.sum(lam / (k + lam)) - target)  # noqa: E731
-    lo, hi = 1e-300, 1.0
-    while f(hi) > 0:
-        hi *= 10.0
-    lo = hi
-    while f(lo) < 0:
-        lo /= 10.0
-    return brentq(f, lo, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
-
-
-def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
-    """Loss at ``t, L -> infinity``, ``P = infinity`` and finite width ``N`` (corrected Eq. 113).
-
-    The limit of ``q(K)`` is the projector on the null space of ``K``, and its deterministic
-    equivalent ``lim_{z -> 0} z (z + psi Lambda)^{-1} = kappa (kappa + Lambda)^{-1}`` gives
-
-    .. math:: \\mathcal L_\\infty(N) = \\mathrm{tr}[\\Omega\\Lambda\\,\\kappa(\\kappa + \\Lambda)^{-1}],
-              \\qquad \\sum_k \\frac{\\lambda_k}{\\kappa + \\lambda_k} = N,
-
-    linear in ``kappa/(kappa + lambda)`` (seed 002 Eq. 111 for ``kappa``; Eq. 113 prints the
-    square). For power laws it scales as ``N^{-nu min(beta, 1)}``.
-    """
-    lam, omega = _check_spectra(lam, omega)
-    N = _check_int("N", N)
-    if N >= lam.size:
-        return 0.0
-    kappa = _solve_kappa(lam, float(N))
-    return float(np.mean(omega * lam * kappa / (kappa + lam)))
-
-
-def width_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
-    """Seed 002 Eq. (113) as printed: ``sum_k kappa^2 lam_k omega_k / (kappa + lam_k)^2`` (normalised)."""
-    lam, omega = _check_spectra(lam, omega)
-    N = _check_int("N", N)
-    if N >= lam.size:
-        return 0.0
-    kappa = _solve_kappa(lam, float(N))
-    return float(np.mean(omega * lam * kappa**2 / (kappa + lam) ** 2))
-
-
-def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
-    """Loss at ``t, L -> infinity``, ``N = D`` and finite context ``P < D`` (corrected Eq. 116).
-
-    The limit of ``p(hat Sigma)`` is the projector on the null space of ``hat Sigma`` (min-norm
-    interpolation); its two-point deterministic equivalent is
-
-    .. math:: \\mathcal L_\\infty(P) = \\frac{\\kappa^2\\,\\mathrm{tr}[\\Omega\\Lambda(\\kappa+\\Lambda)^{-2}]}
-              {1 - \\frac1P \\sum_k \\lambda_k^2 (\\kappa + \\lambda_k)^{-2}},
-              \\qquad \\sum_k \\frac{\\lambda_k}{\\kappa + \\lambda_k} = P .
-
-    Eq. (116) of seed 002 omits the denominator. Returns 0 for ``P >= D`` (noise-free).
-    """
-    lam, omega = _check_spectra(lam, omega)
-    P = _check_int("P", P)
-    if P >= lam.size:
-        return 0.0
-    kappa = _solve_kappa(lam, float(P))
-    num = kappa**2 * np.mean(omega * lam / (kappa + lam) ** 2)
-    den = 1.0 - np.sum(lam**2 / (kappa + lam) ** 2) / P
-    return float(num / den)
-
-
-def depth_bottleneck(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, float]:
-    """``min_gamma tr[Omega Lambda (I - gamma Lambda / L)^{2L}]`` (seed 002 Eq. 98-100).
-
-    The loss at ``t, N, P -> infinity`` and finite depth ``L``. Returns ``(gamma_*, L_*)``; the
-    minimiser lies in ``(0, 2L/lam_max)``. Eq. (99) approximates ``gamma_* ~ L/lam_1`` and
-    Eq. (100) ``L_* ~ L^{-beta}``.
-    """
-    lam, omega = _check_spectra(lam, omega)
-    L = _check_int("L", L)
-    w = omega * lam
-    f = lambda g: float(np.mean(w * (1.0 - g * lam / L) ** (2 * L)))  # noqa: E731
-    hi = 2.0 * L / lam.max()
-    grid = np.linspace(0, hi, 801)
-    vals = np.array([f(x) for x in grid])
-    j = int(np.argmin(vals))
-    lo_b, hi_b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
-    res = minimize_scalar(f, bounds=(lo_b, hi_b), method="bounded", options={"xatol": 1e-12 * hi})
-    return float(res.x), float(res.fun)
-
-
-def fit_powerlaw_exponent(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope ``-d log y / d log x`` (the decay exponent) over the given points."""
-    x = np.asarray(x, float)
-    y = np.asarray(y, float)
-    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
-        raise ValueError("x, y: expected two 1-D arrays of the same length >= 2")
-    if np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError("x, y: expected positive values for a log-log fit")
-    return float(-np.polyfit(np.log(x), np.log(y), 1)[0])
