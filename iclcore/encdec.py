@@ -1,0 +1,895 @@
+"""Encoder + decoder: a moving latent system and a decoder that tracks a moving oracle.
+
+Implements seed 000 §6 (latent system, moving decoder oracle, risk decomposition,
+stop-gradient triangular dynamics, non-commuting exact matrix dynamics) and
+seed 001 §5.2 (low-rank encoder–decoder).
+
+Model (seed 000 §1.2): ``x ~ N(0, Σ_x)`` in ``R^K``, ``β = U⋆ z`` with
+``z ~ N(0, Σ_z)`` in ``R^r``, one prompt = ``M`` pairs ``y_i = x_i^T β + ξ_i``,
+``H_M = X^T X/M + λ I``, ``c_M = X^T y/M``, ridge estimate ``β̂ = H_M^{-1} c_M``.
+
+Encoder (our concrete choice, see the chapter's errata "Which encoder"): the
+dictionary ``G ∈ R^{K×r}`` of seed 000 §5.1 with measurement ``b = β̂`` (the
+prompt's own ridge estimate) and latent ``z``, trained by full-batch gradient
+descent on a pool of ``N`` training prompts:
+
+.. math::
+
+    G_s = \\hat G_\\star + (G_0 - \\hat G_\\star)(I - η_e \\hat Σ_z)^s ,\\qquad
+    U_s = G_s (G_s^\\top G_s)^{-1/2}\\quad\\text{(polar factor)} .
+
+Decoder: latent system ``A_s = U_s^T H_M U_s``, ``d_s = U_s^T c_M``,
+``z_s^† = A_s^{-1} d_s``; latent Richardson ``z_{ℓ+1} = z_ℓ + P_{z,s}(d_s - A_s z_ℓ)``;
+``P_{z,s}`` trained by gradient descent on the moving latent distribution of
+the pool, ``P_{z,s+1} = P_{z,s} - η_d (P_{z,s} C_s - B_s)`` with
+``C_s = E[d_s d_s^T | U_s]``, ``B_s = E[z_s^† d_s^T | U_s]`` (pool averages) and
+moving oracle ``P_z^⋆(U_s) = B_s C_s^{-1}``. The boxed tracking identity
+
+.. math::
+
+    P_{z,s+1} - P_z^⋆(U_{s+1}) = (P_{z,s} - P_z^⋆(U_s))(I - η_d C_s)
+    + P_z^⋆(U_s) - P_z^⋆(U_{s+1})
+
+is checked at every step, and the risks (seed 000 §6.3) are measured on a
+held-out set of prompts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from iclcore.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
+from iclcore.richardson import richardson_iterates
+from iclcore.subspace import davis_kahan_bound, sin_theta
+from iclcore.tasks import design_spectrum, ridge_solution
+
+__all__ = [
+    "LowRankModel",
+    "make_lowrank_model",
+    "LatentPrompts",
+    "sample_lowrank_prompts",
+    "polar_factor",
+    "encoder_pool_fit",
+    "encoder_subspaces",
+    "latent_systems",
+    "LatentMoments",
+    "latent_moments",
+    "moving_oracle",
+    "decoder_gd",
+    "tracking_identity_residual",
+    "product_sum_error",
+    "RiskDecomposition",
+    "risk_decomposition",
+    "risk_decomposition_naive",
+    "EncDecConfig",
+    "EncDecRun",
+    "EncDecDynamics",
+    "encdec_dynamics",
+    "run_encdec",
+    "run_encdec_naive",
+    "continuous_triangular",
+    "commutator_defect",
+]
+
+
+def _check_rng(rng: object) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+
+
+def _check_pos_int(x: object, name: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
+    return int(x)
+
+
+# ---------------------------------------------------------------------------
+# Task model and prompts
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LowRankModel:
+    """Low-rank regression tasks (seed 000 §1.2, seed 001 §5.2).
+
+    Attributes
+    ----------
+    Sigma_x : ndarray (K, K)
+        Design covariance (symmetric positive definite).
+    U_star : ndarray (K, r)
+        Task subspace, orthonormal columns.
+    Sigma_z : ndarray (r, r)
+        Latent covariance (positive definite).
+    M : int
+        Prompt length.
+    sigma : float
+        Label noise standard deviation.
+    lam : float
+        Ridge ``λ >= 0`` in ``H_M``.
+    """
+
+    Sigma_x: np.ndarray
+    U_star: np.ndarray
+    Sigma_z: np.ndarray
+    M: int
+    sigma: float
+    lam: float
+
+    def __post_init__(self) -> None:
+        sx = psd_spectrum(self.Sigma_x, "Sigma_x")
+        if sx.lam[0] <= 0:
+            raise ValueError("Sigma_x: must be positive definite")
+        K = sx.Q.shape[0]
+        U = np.asarray(self.U_star, float)
+        if U.ndim != 2 or U.shape[0] != K or not 1 <= U.shape[1] <= K:
+            raise ValueError(f"U_star: expected shape ({K}, r) with 1 <= r <= {K}, got {U.shape}")
+        if not np.allclose(U.T @ U, np.eye(U.shape[1]), atol=1e-10):
+            raise ValueError("U_star: columns must be orthonormal")
+        sz = psd_spectrum(self.Sigma_z, "Sigma_z")
+        if sz.Q.shape[0] != U.shape[1] or sz.lam[0] <= 0:
+            raise ValueError(f"Sigma_z: must be positive definite of shape ({U.shape[1]}, {U.shape[1]})")
+        _check_pos_int(self.M, "M")
+        if not np.isfinite(self.sigma) or self.sigma < 0:
+            raise ValueError(f"sigma: must be finite and >= 0, got {self.sigma!r}")
+        if not np.isfinite(self.lam) or self.lam < 0:
+            raise ValueError(f"lam: must be finite and >= 0, got {self.lam!r}")
+        if self.lam == 0 and self.M < K:
+            raise ValueError(f"lam: lam = 0 needs M >= K (got M={self.M}, K={K})")
+
+    @property
+    def K(self) -> int:
+        """Ambient dimension."""
+        return int(np.shape(self.Sigma_x)[0])
+
+    @property
+    def r(self) -> int:
+        """Latent dimension."""
+        return int(np.shape(self.U_star)[1])
+
+    @property
+    def Sigma_beta(self) -> np.ndarray:
+        """``Σ_β = U⋆ Σ_z U⋆^T`` (seed 000 §5.2)."""
+        U = np.asarray(self.U_star)
+        return U @ np.asarray(self.Sigma_z) @ U.T
+
+
+def make_lowrank_model(
+    K: int,
+    r: int,
+    M: int,
+    sigma: float,
+    lam: float,
+    cond_x: float,
+    mu_z: np.ndarray,
+    rng: np.random.Generator,
+) -> LowRankModel:
+    """Random instance: geometric ``Σ_x`` (Tr = K, condition ``cond_x``), random ``U⋆``, ``Σ_z = diag(μ_z)``.
+
+    ``U⋆`` is Haar-random (not aligned with the eigenvectors of ``Σ_x``), so
+    the latent moments ``C_s`` at different times do not commute.
+    """
+    _check_rng(rng)
+    K = _check_pos_int(K, "K")
+    r = _check_pos_int(r, "r")
+    if r > K:
+        raise ValueError(f"r: need r <= K = {K}, got {r}")
+    mu = np.asarray(mu_z, float)
+    if mu.shape != (r,) or np.any(~np.isfinite(mu)) or np.any(mu <= 0):
+        raise ValueError(f"mu_z: need {r} positive eigenvalues, got {mu_z!r}")
+    Sx = np.diag(design_spectrum(K, cond_x, "geometric" if cond_x > 1 else "identity"))
+    U = np.linalg.qr(rng.standard_normal((K, r)))[0]
+    return LowRankModel(Sigma_x=Sx, U_star=U, Sigma_z=np.diag(mu), M=int(M), sigma=float(sigma), lam=float(lam))
+
+
+@dataclass(frozen=True)
+class LatentPrompts:
+    """A batch of prompts reduced to sufficient statistics.
+
+    Attributes
+    ----------
+    H : ndarray (n, K, K)
+        ``H_M``.
+    c : ndarray (n, K)
+        ``c_M``.
+    beta : ndarray (n, K)
+        Task vectors.
+    z : ndarray (n, r)
+        Latent tasks.
+    beta_hat : ndarray (n, K)
+        Ridge estimates ``H_M^{-1} c_M``.
+    """
+
+    H: np.ndarray
+    c: np.ndarray
+    beta: np.ndarray
+    z: np.ndarray
+    beta_hat: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of prompts."""
+        return int(self.beta.shape[0])
+
+
+def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator) -> LatentPrompts:
+    """Draw ``n`` prompts explicitly (``x_i ~ N(0, Σ_x)``, ``y = Xβ + ξ``), vectorised over prompts.
+
+    ``tasks.sample_prompts`` draws ``z ~ N(0, τ² I_r)``; this model needs a
+    general ``Σ_z``, hence this sampler (same formulas, seed 000 §1.2).
+    """
+    _check_rng(rng)
+    n = _check_pos_int(n, "n")
+    K, r, M = model.K, model.r, model.M
+    z = rng.standard_normal((n, r)) @ np.linalg.cholesky(np.asarray(model.Sigma_z)).T
+    beta = z @ np.asarray(model.U_star).T
+    X = rng.standard_normal((n, M, K)) @ np.linalg.cholesky(np.asarray(model.Sigma_x)).T
+    y = np.einsum("nmk,nk->nm", X, beta) + model.sigma * rng.standard_normal((n, M))
+    H = np.einsum("nmi,nmj->nij", X, X) / M + model.lam * np.eye(K)
+    c = np.einsum("nmi,nm->ni", X, y) / M
+    return LatentPrompts(H=H, c=c, beta=beta, z=z, beta_hat=ridge_solution(H, c))
+
+
+# ---------------------------------------------------------------------------
+# Encoder
+# ---------------------------------------------------------------------------
+
+
+def polar_factor(G: np.ndarray) -> np.ndarray:
+    """Orthonormal polar factor ``U = G (G^T G)^{-1/2} = W V^T`` (from ``G = W S V^T``).
+
+    The closest matrix with orthonormal columns to ``G``; smooth in ``G``, so
+    ``U_s`` moves continuously along the encoder trajectory (a QR basis could
+    flip signs). Batched over leading axes.
+
+    Parameters
+    ----------
+    G : array_like, shape (..., K, r), full column rank
+
+    Returns
+    -------
+    ndarray, same shape
+    """
+    G = np.asarray(G, float)
+    if G.ndim < 2 or G.shape[-1] > G.shape[-2]:
+        raise ValueError(f"G: expected shape (..., K, r) with r <= K, got {G.shape}")
+    W, S, Vt = np.linalg.svd(G, full_matrices=False)
+    if np.any(S[..., -1] <= 1e-12 * S[..., 0]):
+        raise ValueError("G: rank deficient, the encoder subspace range(G) is not r-dimensional")
+    return W @ Vt
+
+
+def encoder_pool_fit(prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pool moments and least-squares encoder of ``b = β̂ ≈ G z`` (seed 000 §5.1 on the pool).
+
+    Returns
+    -------
+    Sz : ndarray (r, r)
+        ``Σ̂_z = (1/N) Σ z_n z_n^T``.
+    Sbz : ndarray (K, r)
+        ``Σ̂_bz = (1/N) Σ β̂_n z_n^T``.
+    G_hat : ndarray (K, r)
+        ``Ĝ⋆ = Σ̂_bz Σ̂_z^{-1}`` (the fixed point of the pool GD).
+    """
+    N = prompts.n
+    Sz = prompts.z.T @ prompts.z / N
+    Sbz = prompts.beta_hat.T @ prompts.z / N
+    return Sz, Sbz, quadratic_minimizer(Sbz, Sz)
+
+
+def encoder_subspaces(
+    G0: np.ndarray, G_hat: np.ndarray, Sz: np.ndarray, eta_e: float, steps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Encoder trajectory ``G_s`` (boxed closed form, seed 000 §5.1) and subspaces ``U_s``.
+
+    Returns
+    -------
+    G : ndarray (S, K, r)
+    U : ndarray (S, K, r)
+        Polar factors of ``G_s``.
+    """
+    G = gd_trajectory(G0, G_hat, Sz, eta_e, steps)
+    return G, polar_factor(G)
+
+
+def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``A = U^T H_M U``, ``d = U^T c_M``, ``z^† = A^{-1} d`` for every subspace and prompt.
+
+    Implements seed 000 §6.1.
+
+    Parameters
+    ----------
+    U : ndarray (K, r) or (S, K, r)
+    prompts : LatentPrompts with n prompts
+
+    Returns
+    -------
+    A : ndarray (S, n, r, r)   (S = 1 for a single U)
+    d : ndarray (S, n, r)
+    z_dag : ndarray (S, n, r)
+    """
+    U = np.asarray(U, float)
+    Us = U if U.ndim == 3 else U[None]
+    if Us.ndim != 3 or Us.shape[1] != prompts.H.shape[1]:
+        raise ValueError(f"U: expected shape (K, r) or (S, K, r) with K={prompts.H.shape[1]}, got {U.shape}")
+    HU = np.einsum("nij,sjk->snik", prompts.H, Us)
+    A = np.einsum("sji,snjk->snik", Us, HU)
+    A = 0.5 * (A + np.swapaxes(A, -1, -2))
+    d = np.einsum("sji,nj->sni", Us, prompts.c)
+    z_dag = np.linalg.solve(A, d[..., None])[..., 0]
+    return A, d, z_dag
+
+
+@dataclass(frozen=True)
+class LatentMoments:
+    """Moments of the latent decoder pair on the pool, for every encoder step.
+
+    Attributes
+    ----------
+    C : ndarray (S, r, r)
+        ``C_s = E[d_s d_s^T | U_s]``.
+    B : ndarray (S, r, r)
+        ``B_s = E[z_s^† d_s^T | U_s]``.
+    """
+
+    C: np.ndarray
+    B: np.ndarray
+
+
+def latent_moments(U: np.ndarray, prompts: LatentPrompts, chunk: int = 64) -> LatentMoments:
+    """``C_s``, ``B_s`` of seed 000 §6.2 as pool averages, vectorised over steps and prompts.
+
+    Parameters
+    ----------
+    U : ndarray (S, K, r)
+    prompts : LatentPrompts
+    chunk : int
+        Steps processed at once (bounds memory to ``chunk * n * r²``).
+    """
+    U = np.asarray(U, float)
+    Us = U if U.ndim == 3 else U[None]
+    chunk = _check_pos_int(chunk, "chunk")
+    Cs, Bs = [], []
+    for a in range(0, Us.shape[0], chunk):
+        _, d, zd = latent_systems(Us[a : a + chunk], prompts)
+        n = d.shape[1]
+        Cs.append(np.einsum("sni,snj->sij", d, d) / n)
+        Bs.append(np.einsum("sni,snj->sij", zd, d) / n)
+    return LatentMoments(C=np.concatenate(Cs), B=np.concatenate(Bs))
+
+
+def moving_oracle(moments: LatentMoments) -> np.ndarray:
+    """``P_z^⋆(U_s) = B_s C_s^{-1}`` for every step (seed 000 §6.2), shape (S, r, r)."""
+    C, B = moments.C, moments.B
+    # P C = B  <=>  C^T P^T = B^T ; C symmetric
+    return np.swapaxes(np.linalg.solve(C, np.swapaxes(B, -1, -2)), -1, -2)
+
+
+def decoder_gd(P0: np.ndarray, moments: LatentMoments, eta_d: float) -> np.ndarray:
+    """Decoder gradient descent on the moving latent distribution (seed 000 §6.2).
+
+    ``P_{z,s+1} = P_{z,s} - η_d (P_{z,s} C_s - B_s)``, for ``s = 0..S-2``.
+
+    Parameters
+    ----------
+    P0 : ndarray (r, r)
+    moments : LatentMoments with S steps
+    eta_d : float
+        Must satisfy ``0 < η_d < 2/λ_max(C_s)`` for every ``s`` (checked).
+
+    Returns
+    -------
+    ndarray (S, r, r)
+        ``P_{z,0..S-1}``.
+    """
+    C, B = moments.C, moments.B
+    P0 = np.asarray(P0, float)
+    if P0.shape != C.shape[1:]:
+        raise ValueError(f"P0: expected shape {C.shape[1:]}, got {P0.shape}")
+    top = np.linalg.eigvalsh(C)[:, -1]
+    check_step_size(eta_d, C[int(np.argmax(top))], "eta_d")  # the worst step decides stability
+    out = np.empty_like(C)
+    P = P0.copy()
+    out[0] = P
+    for s in range(C.shape[0] - 1):
+        P = P - eta_d * (P @ C[s] - B[s])
+        out[s + 1] = P
+    return out
+
+
+def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray, eta_d: float) -> np.ndarray:
+    """Residual of the boxed tracking identity at every step (seed 000 §6.2).
+
+    ``(P_{s+1} - P⋆_{s+1}) - [(P_s - P⋆_s)(I - η_d C_s) + (P⋆_s - P⋆_{s+1})]``,
+    max-abs entry per step, divided by ``max_s ||P⋆_s||_max`` (relative).
+
+    Returns
+    -------
+    ndarray (S-1,)
+    """
+    r = C.shape[-1]
+    E = P - P_star
+    D = P_star[:-1] - P_star[1:]
+    rhs = E[:-1] @ (np.eye(r) - eta_d * C[:-1]) + D
+    res = E[1:] - rhs
+    return np.abs(res).max(axis=(-2, -1)) / np.abs(P_star).max()
+
+
+def product_sum_error(E0: np.ndarray, C: np.ndarray, D: np.ndarray, eta: float, s: int) -> np.ndarray:
+    """Non-commuting product/sum formula for ``E_s`` (seed 000 §6.6).
+
+    ``E_s = E_0 Π_{t=0}^{s-1}(I - ηC_t) + Σ_{τ=0}^{s-1} D_τ Π_{t=τ+1}^{s-1}(I - ηC_t)``,
+    with the ordered product ``Π_{t=a}^b M_t = M_a M_{a+1} ⋯ M_b``. Evaluated
+    directly (suffix products), not by running the recursion.
+
+    Parameters
+    ----------
+    E0 : ndarray (r, r)
+    C : ndarray (T, r, r), T >= s
+    D : ndarray (T', r, r), T' >= s
+    eta : float
+    s : int
+
+    Returns
+    -------
+    ndarray (r, r)
+    """
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+        raise ValueError(f"s: must be a non-negative integer, got {s!r}")
+    if s > C.shape[0] or s > D.shape[0]:
+        raise ValueError(f"s: {s} exceeds the available steps of C ({C.shape[0]}) or D ({D.shape[0]})")
+    r = C.shape[-1]
+    M = np.eye(r)[None] - eta * C[:s]
+    total = np.zeros_like(np.asarray(E0, float))
+    suffix = np.eye(r)  # Π_{t=τ+1}^{s-1} M_t
+    for tau in range(s - 1, -1, -1):
+        total = total + D[tau] @ suffix
+        suffix = M[tau] @ suffix
+    return E0 @ suffix + total
+
+
+def commutator_defect(C: np.ndarray) -> float:
+    """``max_t ||C_t C_0 - C_0 C_t||_F / ||C_0||_F²``: zero iff the §6.5 commuting closure applies."""
+    C = np.asarray(C, float)
+    comm = C @ C[0] - C[0] @ C
+    return float(np.linalg.norm(comm, axis=(-2, -1)).max() / np.linalg.norm(C[0]) ** 2)
+
+
+# ---------------------------------------------------------------------------
+# Risk decomposition
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RiskDecomposition:
+    """Seed 000 §6.3 at one or several checkpoints (arrays of shape (S,)).
+
+    Attributes
+    ----------
+    e2e : end-to-end risk ``E||U_s z_{L,s} - β||²_{Σ_x}``, z_L by running the iteration.
+    exact : the same with ``z_L = z^† - (I - P A)^L z^†`` (closed form, matrix powers).
+    floor : ``E||U_s z_s^† - β||²_{Σ_x}``.
+    dec : ``E||U_s (z_{L,s} - z_s^†)||²_{Σ_x}``.
+    cross : ``E⟨U_s z_s^† - β, U_s(z_{L,s} - z_s^†)⟩_{Σ_x}`` (the boxed identity has ``2 × cross``).
+    dec_mid : ``||Σ_x||_2 E||z_L - z^†||²`` (middle of the §6.3 chain).
+    dec_bound : ``||Σ_x||_2 E[ρ^{2L} ||z^†||²]``, ``ρ = ||I - P A||_2`` per prompt.
+    rho_mean, rho_max : mean and max of ``ρ`` over prompts.
+    identity_gap : ``|e2e - exact|``.
+    decomposition_gap : ``|e2e - (floor + dec + 2 cross)|``.
+    violations : fraction of prompts with ``||z_L - z^†|| > ρ^L ||z^†||`` (times 1 + 1e-10).
+    """
+
+    e2e: np.ndarray
+    exact: np.ndarray
+    floor: np.ndarray
+    dec: np.ndarray
+    cross: np.ndarray
+    dec_mid: np.ndarray
+    dec_bound: np.ndarray
+    rho_mean: np.ndarray
+    rho_max: np.ndarray
+    identity_gap: np.ndarray
+    decomposition_gap: np.ndarray
+    violations: np.ndarray
+
+
+def risk_decomposition(
+    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int, chunk: int = 16
+) -> RiskDecomposition:
+    """Measure every term of seed 000 §6.3 on a set of prompts, vectorised.
+
+    Parameters
+    ----------
+    U : ndarray (S, K, r)
+        Encoder subspaces at the checkpoints.
+    P : ndarray (S, r, r)
+        Decoders at the same checkpoints.
+    prompts : LatentPrompts (held-out)
+    Sigma_x : ndarray (K, K)
+    L : int, depth >= 1
+    chunk : int
+        Checkpoints processed at once.
+
+    Returns
+    -------
+    RiskDecomposition
+    """
+    U = np.asarray(U, float)
+    P = np.asarray(P, float)
+    if U.ndim != 3 or P.ndim != 3 or U.shape[0] != P.shape[0] or P.shape[1:] != (U.shape[2], U.shape[2]):
+        raise ValueError(f"U, P: expected shapes (S, K, r) and (S, r, r), got {U.shape} and {P.shape}")
+    L = _check_pos_int(L, "L")
+    Sx = np.asarray(Sigma_x, float)
+    nx = float(np.linalg.norm(Sx, 2))
+    fields: dict[str, list[np.ndarray]] = {k: [] for k in RiskDecomposition.__dataclass_fields__}
+    r = U.shape[2]
+    for a in range(0, U.shape[0], chunk):
+        Uc, Pc = U[a : a + chunk], P[a : a + chunk]
+        A, d, zd = latent_systems(Uc, prompts)
+        S, n = d.shape[0], d.shape[1]
+        Pb = np.broadcast_to(Pc[:, None], (S, n, r, r)).reshape(S * n, r, r)
+        zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L)[:, -1].reshape(S, n, r)
+        T = np.eye(r) - Pc[:, None] @ A  # (S, n, r, r)
+        zL_exact = zd - np.einsum("snij,snj->sni", np.linalg.matrix_power(T, L), zd)
+        beta_L = np.einsum("ski,sni->snk", Uc, zL)
+        beta_L_ex = np.einsum("ski,sni->snk", Uc, zL_exact)
+        beta_dag = np.einsum("ski,sni->snk", Uc, zd)
+        dz = zL - zd
+        e_floor = beta_dag - prompts.beta[None]
+        e_dec = np.einsum("ski,sni->snk", Uc, dz)
+
+        def q(u, v):
+            return np.einsum("snk,kl,snl->sn", u, Sx, v).mean(axis=1)
+
+        e2e = q(beta_L - prompts.beta[None], beta_L - prompts.beta[None])
+        exact = q(beta_L_ex - prompts.beta[None], beta_L_ex - prompts.beta[None])
+        floor, dec, cross = q(e_floor, e_floor), q(e_dec, e_dec), q(e_floor, e_dec)
+        rho = np.linalg.norm(T, ord=2, axis=(-2, -1))  # (S, n)
+        nz2 = np.sum(zd**2, axis=-1)
+        err = np.sqrt(np.sum(dz**2, axis=-1))
+        fields["e2e"].append(e2e)
+        fields["exact"].append(exact)
+        fields["floor"].append(floor)
+        fields["dec"].append(dec)
+        fields["cross"].append(cross)
+        fields["dec_mid"].append(nx * np.mean(dz**2, axis=1).sum(axis=-1))
+        fields["dec_bound"].append(nx * np.mean(rho ** (2 * L) * nz2, axis=1))
+        fields["rho_mean"].append(rho.mean(axis=1))
+        fields["rho_max"].append(rho.max(axis=1))
+        fields["identity_gap"].append(np.abs(e2e - exact))
+        fields["decomposition_gap"].append(np.abs(e2e - (floor + dec + 2 * cross)))
+        fields["violations"].append(np.mean(err > (1 + 1e-10) * rho**L * np.sqrt(nz2), axis=1))
+    return RiskDecomposition(**{k: np.concatenate(v) for k, v in fields.items()})
+
+
+def risk_decomposition_naive(
+    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int
+) -> np.ndarray:
+    """Per-prompt, per-step loop reference: ``(e2e, floor, dec)`` at each checkpoint, shape (S, 3)."""
+    U = np.asarray(U, float)
+    P = np.asarray(P, float)
+    Sx = np.asarray(Sigma_x, float)
+    out = np.zeros((U.shape[0], 3))
+    for s in range(U.shape[0]):
+        Us, Ps = U[s], P[s]
+        acc = np.zeros(3)
+        for i in range(prompts.n):
+            A = Us.T @ prompts.H[i] @ Us
+            d = Us.T @ prompts.c[i]
+            zd = np.linalg.solve(A, d)
+            z = np.zeros_like(d)
+            for _ in range(L):
+                z = z + Ps @ (d - A @ z)
+            e1 = Us @ z - prompts.beta[i]
+            e2 = Us @ zd - prompts.beta[i]
+            e3 = Us @ (z - zd)
+            acc += [e1 @ Sx @ e1, e2 @ Sx @ e2, e3 @ Sx @ e3]
+        out[s] = acc / prompts.n
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The whole run
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncDecConfig:
+    """Sizes and step sizes of an encoder+decoder run (all documented in the chapter).
+
+    ``eta_e = eta_e_rel / λ_max(Σ̂_z)`` and ``eta_d = eta_d_rel / max_s λ_max(C_s)``.
+    """
+
+    K: int = 16
+    r: int = 3
+    M: int = 64
+    sigma: float = 0.3
+    lam: float = 0.01
+    cond_x: float = 8.0
+    mu_z: tuple[float, ...] = (0.2, 0.08, 0.03)
+    n_train: int = 64
+    n_eval: int = 4096
+    L: int = 7
+    steps: int = 420
+    eta_e_rel: float = 0.5
+    eta_d_rel: float = 0.2
+    g0_scale: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("K", "r", "M", "n_train", "n_eval", "L", "steps"):
+            _check_pos_int(getattr(self, name), name)
+        if len(self.mu_z) != self.r:
+            raise ValueError(f"mu_z: need r = {self.r} eigenvalues, got {len(self.mu_z)}")
+        for name in ("eta_e_rel", "eta_d_rel"):
+            v = getattr(self, name)
+            if not np.isfinite(v) or not 0 < v < 2:
+                raise ValueError(f"{name}: relative step size must be in (0, 2), got {v!r}")
+        if not np.isfinite(self.g0_scale) or self.g0_scale <= 0:
+            raise ValueError(f"g0_scale: must be positive, got {self.g0_scale!r}")
+
+
+@dataclass(frozen=True)
+class EncDecRun:
+    """Everything measured along an encoder+decoder run (leading axis = step ``s = 0..steps``).
+
+    Attributes
+    ----------
+    model, train, test : the task model and the two prompt sets.
+    eta_e, eta_d : step sizes used.
+    G, U : encoder iterates and subspaces (S, K, r).
+    G_hat : pool fixed point Ĝ⋆ (K, r).
+    Sz : pool latent covariance (r, r).
+    C, B : latent moments (S, r, r).
+    P : decoder iterates (S, r, r).
+    P_star : moving oracle (S, r, r).
+    tracking_rel : ``||P_s - P⋆(U_s)||_F / ||P⋆(U_s)||_F`` (S,).
+    identity_residual : boxed tracking identity residual (S-1,).
+    sin2 : ``||sin Θ(U_s, U⋆)||_2²`` (S,).
+    sin2_fro : ``||sin Θ(U_s, U⋆)||_F²`` (S,).
+    dk2_paper, dk2_weyl : squared Davis–Kahan bounds with ``S_s = G_s Σ_z G_s^T`` against Σ_β (S,).
+    risk_steps : steps at which the risks were measured (E,).
+    risks : RiskDecomposition on the held-out set at ``risk_steps`` (E,).
+    """
+
+    config: EncDecConfig
+    model: LowRankModel
+    train: LatentPrompts
+    test: LatentPrompts
+    eta_e: float
+    eta_d: float
+    G: np.ndarray
+    U: np.ndarray
+    G_hat: np.ndarray
+    Sz: np.ndarray
+    C: np.ndarray
+    B: np.ndarray
+    P: np.ndarray
+    P_star: np.ndarray
+    tracking_rel: np.ndarray
+    identity_residual: np.ndarray
+    sin2: np.ndarray
+    sin2_fro: np.ndarray
+    dk2_paper: np.ndarray
+    dk2_weyl: np.ndarray
+    risk_steps: np.ndarray
+    risks: RiskDecomposition
+
+
+def _setup(config: EncDecConfig):
+    rng = np.random.default_rng(config.seed)
+    model = make_lowrank_model(
+        config.K, config.r, config.M, config.sigma, config.lam, config.cond_x, np.array(config.mu_z), rng
+    )
+    train = sample_lowrank_prompts(model, config.n_train, rng)
+    test = sample_lowrank_prompts(model, config.n_eval, rng)
+    G0 = config.g0_scale * rng.standard_normal((config.K, config.r)) / np.sqrt(config.K)
+    return model, train, test, G0
+
+
+@dataclass(frozen=True)
+class EncDecDynamics:
+    """Outer-time trajectories of an encoder+decoder run (no risk evaluation).
+
+    Attributes
+    ----------
+    model, train, test, G0 : the task model, the two prompt sets and the encoder start.
+    eta_e, eta_d : step sizes used.
+    G, U : ndarray (S, K, r)
+    G_hat : ndarray (K, r)
+    Sz : ndarray (r, r)
+    moments : LatentMoments (S steps)
+    P, P_star : ndarray (S, r, r)
+    """
+
+    model: LowRankModel
+    train: LatentPrompts
+    test: LatentPrompts
+    G0: np.ndarray
+    eta_e: float
+    eta_d: float
+    G: np.ndarray
+    U: np.ndarray
+    G_hat: np.ndarray
+    Sz: np.ndarray
+    moments: LatentMoments
+    P: np.ndarray
+    P_star: np.ndarray
+
+
+def encdec_dynamics(
+    config: EncDecConfig, steps: int | None = None, eta_e: float | None = None, eta_d: float | None = None
+) -> EncDecDynamics:
+    """Encoder trajectory, subspaces, moving latent moments, oracle and decoder GD.
+
+    The encoder trajectory is closed form (triangular dynamics: it does not
+    see the decoder), so all ``U_s``, ``C_s``, ``B_s`` are computed at once,
+    vectorised over steps and prompts; the decoder recursion is then a loop
+    of ``r × r`` products.
+
+    Parameters
+    ----------
+    config : EncDecConfig
+    steps : int, optional
+        Number of outer steps (default ``config.steps``).
+    eta_e, eta_d : float, optional
+        Step sizes overriding ``config.eta_e_rel / λ_max(Σ̂_z)`` and
+        ``config.eta_d_rel / max_s λ_max(C_s)`` (used for step-size refinement).
+    """
+    model, train, test, G0 = _setup(config)
+    n_steps = config.steps if steps is None else _check_pos_int(steps, "steps")
+    grid = np.arange(n_steps + 1)
+    Sz, Sbz, G_hat = encoder_pool_fit(train)
+    if eta_e is None:
+        eta_e = config.eta_e_rel / float(np.linalg.eigvalsh(Sz)[-1])
+    G, U = encoder_subspaces(G0, G_hat, Sz, eta_e, grid)
+    mom = latent_moments(U, train)
+    if eta_d is None:
+        eta_d = config.eta_d_rel / float(np.linalg.eigvalsh(mom.C)[:, -1].max())
+    P_star = moving_oracle(mom)
+    P = decoder_gd(np.zeros((config.r, config.r)), mom, eta_d)
+    return EncDecDynamics(model, train, test, G0, float(eta_e), float(eta_d), G, U, G_hat, Sz, mom, P, P_star)
+
+
+def run_encdec(config: EncDecConfig, eval_every: int = 1) -> EncDecRun:
+    """The online low-rank encoder+decoder run (seed 000 §6, §12.4, §12.7; seed 001 §5.2).
+
+    :func:`encdec_dynamics`, then every diagnostic: tracking error and the
+    boxed identity residual at every step, subspace angles and Davis–Kahan
+    bounds at every step, and the §6.3 risk decomposition on the held-out
+    prompts every ``eval_every`` steps (and at the last step); ``risk_steps`` lists them.
+    """
+    dyn = encdec_dynamics(config)
+    return _finish(config, dyn.model, dyn.train, dyn.test, dyn.eta_e, dyn.eta_d, dyn.G, dyn.U, dyn.G_hat,
+                   dyn.Sz, dyn.moments, dyn.P, dyn.P_star, eval_every)
+
+
+def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P_star, eval_every):
+    eval_every = _check_pos_int(eval_every, "eval_every")
+    S = G.shape[0]
+    idx = np.unique(np.r_[np.arange(0, S, eval_every), S - 1])
+    tracking = np.linalg.norm(P - P_star, axis=(-2, -1)) / np.linalg.norm(P_star, axis=(-2, -1))
+    resid = tracking_identity_residual(P, P_star, mom.C, eta_d)
+    Ustar = np.asarray(model.U_star)
+    sin2 = np.array([sin_theta(u, Ustar, "2", squared=True) for u in U])
+    sin2f = np.array([sin_theta(u, Ustar, "fro", squared=True) for u in U])
+    Sigma_beta = model.Sigma_beta
+    Szp = np.asarray(model.Sigma_z)
+    dkp, dkw = [], []
+    for g in G:
+        S_s = g @ Szp @ g.T
+        dkp.append(davis_kahan_bound(S_s, Sigma_beta, config.r, "paper") ** 2)
+        dkw.append(davis_kahan_bound(S_s, Sigma_beta, config.r, "weyl") ** 2)
+    risks = risk_decomposition(U[idx], P[idx], test, model.Sigma_x, config.L)
+    return EncDecRun(
+        config=config, model=model, train=train, test=test, eta_e=eta_e, eta_d=eta_d, G=G, U=U,
+        G_hat=G_hat, Sz=Sz, C=mom.C, B=mom.B, P=P, P_star=P_star, tracking_rel=tracking,
+        identity_residual=resid, sin2=sin2, sin2_fro=sin2f, dk2_paper=np.array(dkp),
+        dk2_weyl=np.array(dkw), risk_steps=idx, risks=risks,
+    )
+
+
+def run_encdec_naive(config: EncDecConfig) -> dict[str, np.ndarray]:
+    """Naive reference of :func:`run_encdec`: per-step encoder GD and per-prompt loops.
+
+    Returns the decoder iterates ``P``, the encoder iterates ``G`` and the
+    end-to-end / floor / decoder risks at the last step (for tests and the benchmark).
+    """
+    model, train, test, G0 = _setup(config)
+    N = train.n
+    Sz = sum(np.outer(z, z) for z in train.z) / N
+    Sbz = sum(np.outer(b, z) for b, z in zip(train.beta_hat, train.z)) / N
+    eta_e = config.eta_e_rel / float(np.linalg.eigvalsh(Sz)[-1])
+    r = config.r
+    G = G0.copy()
+    P = np.zeros((r, r))
+    Gs, Ps, Us, Cs, Bs = [], [], [], [], []
+    for s in range(config.steps + 1):
+        W, _, Vt = np.linalg.svd(G, full_matrices=False)
+        Uc = W @ Vt
+        C = np.zeros((r, r))
+        Bm = np.zeros((r, r))
+        for i in range(N):
+            A = Uc.T @ train.H[i] @ Uc
+            d = Uc.T @ train.c[i]
+            zd = np.linalg.solve(A, d)
+            C += np.outer(d, d) / N
+            Bm += np.outer(zd, d) / N
+        Gs.append(G.copy())
+        Us.append(Uc)
+        Cs.append(C)
+        Bs.append(Bm)
+        G = G - eta_e * (G @ Sz - Sbz)
+    eta_d = config.eta_d_rel / max(float(np.linalg.eigvalsh(C)[-1]) for C in Cs)
+    for s in range(config.steps + 1):
+        Ps.append(P.copy())
+        P = P - eta_d * (P @ Cs[s] - Bs[s])
+    last = risk_decomposition_naive(np.array(Us[-1:]), np.array(Ps[-1:]), test, model.Sigma_x, config.L)[0]
+    return {"G": np.array(Gs), "P": np.array(Ps), "U": np.array(Us), "risks_last": last}
+
+
+# ---------------------------------------------------------------------------
+# §6.4 continuous time
+# ---------------------------------------------------------------------------
+
+
+def continuous_triangular(
+    G0: np.ndarray,
+    G_hat: np.ndarray,
+    Sz: np.ndarray,
+    prompts: LatentPrompts,
+    P0: np.ndarray,
+    eta_e: float,
+    eta_d: float,
+    t_eval: np.ndarray,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stop-gradient triangular dynamics in continuous time (seed 000 §6.4).
+
+    With time measured in steps,
+
+    .. math::
+
+        \\dot G_t = η_e (Σ_{bz} - G_t Σ_z), \\qquad
+        \\dot P_t = η_d (B(G_t) - P_t C(G_t)),
+
+    ``G_t = Ĝ⋆ + (G_0 - Ĝ⋆) e^{-η_e Σ_z t}`` in closed form, ``P_t`` by
+    ``scipy.integrate.solve_ivp`` (RK45) with ``B(G), C(G)`` the pool moments at
+    ``U = polar(G)``. Gradient descent is the forward-Euler discretisation with
+    unit step, so the discrete run differs by ``O(η)``.
+
+    Returns
+    -------
+    G : ndarray (T, K, r)
+    P : ndarray (T, r, r)
+    """
+    t_eval = np.asarray(t_eval, float)
+    if t_eval.ndim != 1 or np.any(np.diff(t_eval) < 0) or t_eval[0] < 0:
+        raise ValueError("t_eval: must be a non-decreasing 1-D array of non-negative times")
+    spec = psd_spectrum(Sz, "Sz")
+    G0 = np.asarray(G0, float)
+    G_hat = np.asarray(G_hat, float)
+    r = spec.Q.shape[0]
+
+    def G_at(t: float) -> np.ndarray:
+        return G_hat + (G0 - G_hat) @ ((spec.Q * np.exp(-eta_e * spec.lam * t)) @ spec.Q.T)
+
+    def rhs(t: float, p: np.ndarray) -> np.ndarray:
+        U = polar_factor(G_at(t))
+        _, d, zd = latent_systems(U, prompts)
+        n = d.shape[1]
+        C = d[0].T @ d[0] / n
+        B = zd[0].T @ d[0] / n
+        Pm = p.reshape(r, r)
+        return (eta_d * (B - Pm @ C)).ravel()
+
+    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.asarray(P0, float).ravel(), t_eval=t_eval,
+                    rtol=rtol, atol=atol, method="RK45")
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+    G = np.array([G_at(t) for t in t_eval])
+    return G, sol.y.T.reshape(-1, r, r)
+
