@@ -1,0 +1,211 @@
+"""Macroscopic probes of learning dynamics (seed 003 §4, Eqs. 15-16, Fig. 4).
+
+* :func:`effective_rank` — Roy & Vetterli effective rank, Eq. (15), with L1-normalised
+  singular values.
+* :func:`marginalized_effective_rank` — the effective rank recomputed after removing the
+  ``k`` components "assumed to have converged earliest" (§4; the paper gives no formula).
+  Two choices: remove the ``k`` largest values (for networks), or remove values in a given
+  order (for the linear model, where the fastest mode has the *smallest* fixed point).
+* :func:`subspace_distance` — Eq. (16), ``min_A ||A M(t) - M(inf)||_F / ||M(inf)||_F``,
+  computed from an orthonormal basis of the row space of ``M(t)`` (rank chosen by a
+  threshold), never by a pseudo-inverse with a default cut-off.
+* :func:`principal_angles` — principal angles between row spaces; for ``M(inf)`` with
+  orthonormal rows, Eq. (16) squared equals the mean of ``sin^2`` of these angles.
+* :func:`lag_autocorrelation`, :func:`smoothed_derivative`, :func:`find_extrema` — the
+  curvature of the loss autocorrelation ``A(tau) = E[L(t) L(t + tau)]`` and of parameter
+  norms (Fig. 4A-B): second derivatives by a Savitzky-Golay filter, peaks by
+  ``scipy.signal.find_peaks`` with a relative prominence threshold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import subspace_angles
+from scipy.signal import find_peaks, savgol_filter
+
+Array = NDArray[np.float64]
+
+__all__ = [
+    "effective_rank",
+    "effective_rank_of_values",
+    "marginalized_effective_rank",
+    "row_space_basis",
+    "subspace_distance",
+    "principal_angles",
+    "lag_autocorrelation",
+    "smoothed_derivative",
+    "find_extrema",
+]
+
+
+def effective_rank_of_values(values: ArrayLike) -> Array:
+    """Eq. (15) on given non-negative values ``sigma_i`` along the last axis:
+    ``exp(-sum_i p_i log p_i)``, ``p_i = sigma_i / sum_j sigma_j`` (zero terms dropped).
+
+    Returns shape ``values.shape[:-1]``; an all-zero row raises (rank undefined)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim < 1 or v.shape[-1] == 0:
+        raise ValueError("values: need at least one value along the last axis")
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError("values: singular values must be finite and >= 0")
+    tot = v.sum(axis=-1, keepdims=True)
+    if np.any(tot == 0):
+        raise ValueError("values: effective rank of an all-zero spectrum is undefined")
+    p = v / tot
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(axis=-1)
+    return np.exp(h)
+
+
+def effective_rank(M: ArrayLike) -> Array:
+    """Effective rank Eq. (15) of matrices ``M`` (..., m, n) from their singular values."""
+    M = np.asarray(M, dtype=float)
+    if M.ndim < 2:
+        raise ValueError(f"M: expected a matrix (..., m, n), got shape {M.shape}")
+    return effective_rank_of_values(np.linalg.svd(M, compute_uv=False))
+
+
+def marginalized_effective_rank(values: ArrayLike, n_drop: int, drop_order: ArrayLike | None = None) -> Array:
+    """Marginalized effective rank (§4, Fig. 4C / 6): curve ``k`` is Eq. (15) of the values
+    left after removing ``k`` components, ``k = 0..n_drop``.
+
+    Parameters
+    ----------
+    values : (..., n) non-negative values (singular values, or ``|a_alpha|`` of the modes).
+    n_drop : largest number of removed components (``< n``).
+    drop_order : optional (n,) permutation; component ``drop_order[j]`` is the ``j``-th
+        removed. Default: remove the largest values first (sorted removal).
+
+    Returns
+    -------
+    (..., n_drop + 1) array; column ``k`` is the effective rank after ``k`` removals.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim < 1:
+        raise ValueError("values: need an array (..., n)")
+    n = v.shape[-1]
+    if isinstance(n_drop, bool) or not isinstance(n_drop, (int, np.integer)) or not 0 <= n_drop < n:
+        raise ValueError(f"n_drop: must be an integer in [0, {n}), got {n_drop!r}")
+    if drop_order is None:
+        v = -np.sort(-v, axis=-1)
+        order = np.arange(n)
+    else:
+        order = np.asarray(drop_order)
+        if order.shape != (n,) or sorted(order.tolist()) != list(range(n)):
+            raise ValueError(f"drop_order: must be a permutation of range({n})")
+    out = []
+    for k in range(n_drop + 1):
+        keep = np.sort(order[k:])
+        out.append(effective_rank_of_values(v[..., keep]))
+    return np.stack(out, axis=-1)
+
+
+def _default_rtol(M: Array) -> float:
+    eps = np.finfo(np.float32).eps if M.dtype == np.float32 else np.finfo(np.float64).eps
+    return float(max(M.shape[-2:]) * eps * 10)
+
+
+def row_space_basis(M: ArrayLike, rank: int | None = None, rtol: float | None = None) -> Array:
+    """Orthonormal basis (n, r) of the row space of ``M`` (m, n): right singular vectors with
+    ``sigma > rtol * sigma_max`` (default rtol = 10 max(m, n) eps of M's dtype), or the top
+    ``rank`` ones if ``rank`` is given."""
+    M = np.asarray(M)
+    if M.ndim != 2:
+        raise ValueError(f"M: expected a 2-d matrix, got shape {M.shape}")
+    _, sv, Vt = np.linalg.svd(M.astype(np.float64), full_matrices=False)
+    if rank is not None:
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank <= sv.size:
+            raise ValueError(f"rank: must be an integer in [0, {sv.size}], got {rank!r}")
+        r = int(rank)
+    else:
+        tol = _default_rtol(M) if rtol is None else float(rtol)
+        if not 0 <= tol < 1:
+            raise ValueError(f"rtol: must lie in [0, 1), got {tol}")
+        r = int(np.sum(sv > tol * sv[0])) if sv.size and sv[0] > 0 else 0
+    return Vt[:r].T
+
+
+def subspace_distance(
+    M_t: ArrayLike, M_inf: ArrayLike, *, rank: int | None = None, rtol: float | None = None, normalized: bool = True
+) -> float:
+    """Subspace distance Eq. (16): ``min_A ||A M(t) - M(inf)||_F``.
+
+    The minimiser is ``A = M(inf) M(t)^+``, so the distance is ``||M(inf) (I - V V^T)||_F``
+    with ``V`` an orthonormal basis of the row space of ``M(t)`` (:func:`row_space_basis`;
+    pass ``rank`` for float32 products such as ``W_V W_O`` whose numerical null space is
+    noisy). Divided by ``||M(inf)||_F`` if ``normalized`` (then it lies in [0, 1]).
+
+    It is 0 whenever ``M(t)`` has full column rank: the probe is informative only for
+    rank-deficient matrices (e.g. per-head OV/QK products)."""
+    M_t = np.asarray(M_t)
+    M_inf = np.asarray(M_inf, dtype=np.float64)
+    if M_t.ndim != 2 or M_inf.ndim != 2 or M_t.shape[1] != M_inf.shape[1]:
+        raise ValueError(f"M_t, M_inf: need 2-d matrices with equal column counts, got {M_t.shape}, {M_inf.shape}")
+    V = row_space_basis(M_t, rank=rank, rtol=rtol)
+    R = M_inf - (M_inf @ V) @ V.T
+    dist = float(np.linalg.norm(R))
+    if normalized:
+        nrm = float(np.linalg.norm(M_inf))
+        if nrm == 0:
+            raise ValueError("M_inf: zero matrix, normalised distance undefined")
+        dist /= nrm
+    return dist
+
+
+def principal_angles(M1: ArrayLike, M2: ArrayLike, *, rank1: int | None = None, rank2: int | None = None) -> Array:
+    """Principal angles (radians, descending) between the row spaces of ``M1`` and ``M2``."""
+    V1 = row_space_basis(M1, rank=rank1)
+    V2 = row_space_basis(M2, rank=rank2)
+    if V1.shape[0] != V2.shape[0]:
+        raise ValueError("M1, M2: row spaces live in different dimensions")
+    if V1.shape[1] == 0 or V2.shape[1] == 0:
+        raise ValueError("M1, M2: a row space is trivial (zero matrix)")
+    return subspace_angles(V1, V2)
+
+
+def lag_autocorrelation(L: ArrayLike, max_lag: int | None = None) -> Array:
+    """Global lag autocorrelation ``A(tau) = mean_t L(t) L(t + tau)`` of a series on a uniform
+    grid (seed 003 §4: ``A(tau) = E[L(t) L(t + tau)]``), for ``tau = 0..max_lag`` steps.
+
+    ``L``: (T,) or (R, T) (replicas, averaged after the product)."""
+    L = np.atleast_2d(np.asarray(L, dtype=float))
+    if L.ndim != 2 or L.shape[1] < 2:
+        raise ValueError(f"L: expected a series (T,) or (R, T) with T >= 2, got {np.shape(L)}")
+    T = L.shape[1]
+    max_lag = T - 1 if max_lag is None else max_lag
+    if not 0 <= max_lag < T:
+        raise ValueError(f"max_lag: must lie in [0, {T}), got {max_lag}")
+    return np.array([np.mean(L[:, : T - k] * L[:, k:]) for k in range(max_lag + 1)])
+
+
+def smoothed_derivative(y: ArrayLike, dx: float, *, order: int = 2, window: int = 11, polyorder: int = 3) -> Array:
+    """``order``-th derivative of a uniformly sampled series by a Savitzky-Golay filter
+    (``window`` odd, ``polyorder < window``); the paper's "curvature" is read as the second
+    derivative (``order = 2``)."""
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1:
+        raise ValueError("y: expected a 1-d series")
+    if dx <= 0:
+        raise ValueError(f"dx: grid spacing must be > 0, got {dx}")
+    if window % 2 == 0 or window < 3 or window > y.size:
+        raise ValueError(f"window: must be odd, >= 3 and <= len(y) = {y.size}, got {window}")
+    if not order <= polyorder < window:
+        raise ValueError(f"polyorder: need order <= polyorder < window, got {polyorder}")
+    return savgol_filter(y, window, polyorder, deriv=order, delta=dx, mode="interp")
+
+
+def find_extrema(y: ArrayLike, x: ArrayLike, *, sign: int = 1, prominence: float = 0.01) -> Array:
+    """Positions ``x`` of the peaks (``sign = 1``) or troughs (``sign = -1``) of ``y`` whose
+    prominence is at least ``prominence * max|y|``."""
+    y = np.asarray(y, dtype=float)
+    x = np.asarray(x, dtype=float)
+    if y.shape != x.shape or y.ndim != 1:
+        raise ValueError(f"x, y: need equal 1-d shapes, got {x.shape}, {y.shape}")
+    if sign not in (1, -1):
+        raise ValueError(f"sign: must be +1 or -1, got {sign}")
+    if not 0 <= prominence < 1:
+        raise ValueError(f"prominence: must lie in [0, 1), got {prominence}")
+    scale = np.max(np.abs(y)) if y.size else 0.0
+    idx, _ = find_peaks(sign * y, prominence=prominence * scale if scale > 0 else None)
+    return x[idx]
