@@ -70,6 +70,7 @@ __all__ = [
     "pinched_coefficients",
     "fixed_basis_closure_risk",
     "closure_mismatch",
+    "closure_log_ratio",
     "Counterexample",
     "counterexample",
     "counterexample_eigenvalues",
@@ -793,6 +794,32 @@ def closure_mismatch(predicted: np.ndarray, exact: np.ndarray) -> float:
     if top == 0:
         raise ValueError("exact: identically zero risk curve, relative mismatch undefined")
     return float(np.max(np.abs(pr - ex)) / top)
+
+
+def closure_log_ratio(predicted: np.ndarray, exact: np.ndarray, floor: float = 1e-250) -> float:
+    """``max_s |log10(R_pred(s) / R_exact(s))|``: how many decades a predicted risk curve is off.
+
+    Only times where both curves exceed ``floor`` count (risks that underflow
+    carry no information).  Seed 000 §11 compares encoder risks by such a log-ratio.
+
+    Parameters
+    ----------
+    predicted, exact : array_like, shape (n,), non-negative
+    floor : float
+
+    Raises
+    ------
+    ValueError
+        Naming ``exact`` if no time has both risks above ``floor``.
+    """
+    pr = _as_float_array(predicted, "predicted")
+    ex = _as_float_array(exact, "exact")
+    if pr.shape != ex.shape or pr.ndim != 1:
+        raise ValueError(f"predicted: shape {pr.shape} must equal exact's shape {ex.shape} (1-D)")
+    ok = (pr > floor) & (ex > floor)
+    if not np.any(ok):
+        raise ValueError("exact: no time where both risks exceed the floor; log-ratio undefined")
+    return float(np.max(np.abs(np.log10(pr[ok] / ex[ok]))))
 
 
 # ----------------------------------------------------------------------------- §7 counterexample
