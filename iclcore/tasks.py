@@ -394,12 +394,21 @@ def sample_prompt_statistics(config: TaskConfig, n_prompts: int, rng: np.random.
 
 
 def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Draw only the decoder pairs ``(d, z⋆)`` for training, in ``O(n K²)``.
+    r"""Draw only the decoder pairs ``(d, z⋆)`` for training, in ``O(n K)`` random numbers.
 
-    For ``target="beta"`` and ``M ≥ K`` this never forms ``H_M``: with the
-    Bartlett factor ``Σ̂ = R A Aᵀ Rᵀ / M`` (``Σ_x = R Rᵀ``),
-    ``d = R A (Aᵀ Rᵀ β)/M + σ R A g / M`` uses matrix–vector products only.
-    Same law as ``(sample_prompts(...).d, .z_star)``. Otherwise falls back to
+    For ``target="beta"`` this uses the exact law of ``d = c_M = R Gᵀ y / M``
+    (``X = G Rᵀ``, ``Σ_x = R Rᵀ``, ``G`` standard Gaussian, ``y = G u + ξ``,
+    ``u = Rᵀβ``): row by row ``E[g_m | y_m] = u y_m / s²`` with ``s² = ‖u‖² + σ²``
+    and ``Cov(g_m | y_m) = I − u uᵀ/s²``, hence
+
+    .. math::
+
+        Gᵀ y = u\,q + \sqrt{s^2 q}\,\bigl(h - (1 - σ/s)\,\hat u \hat uᵀ h\bigr),
+        \qquad q \sim χ^2_M,\; h \sim N(0, I_K),
+
+    (``‖y‖² = s² q``; ``(I − uuᵀ/s²)^{1/2} = I − (1 − σ/s) û ûᵀ``). Same law as
+    ``(sample_prompts(...).d, .z_star)`` without drawing the ``M × K`` design.
+    For ``target="ridge"`` (which needs ``H_M``) falls back to
     :func:`sample_prompt_statistics` / :func:`sample_prompts`.
 
     Returns
@@ -410,14 +419,19 @@ def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Gene
     _check_n(n_prompts)
     _check_rng(rng)
     K, M = config.K, config.M
-    if config.target != "beta" or M < K:
+    if config.target != "beta":
         p = sample_prompt_statistics(config, n_prompts, rng) if M >= K else sample_prompts(config, n_prompts, rng)
         return p.d, p.z_star
     z, beta = sample_tasks(config, n_prompts, rng)
-    A = np.tril(rng.standard_normal((n_prompts, K, K)), -1)
-    A[:, np.arange(K), np.arange(K)] = np.sqrt(rng.chisquare(M - np.arange(K), size=(n_prompts, K)))
     R = np.linalg.cholesky(config.Sigma_x)
-    g = rng.standard_normal((n_prompts, K))
-    u = np.einsum("nji,nj->ni", A, beta @ R) / np.sqrt(M)  # Aᵀ Rᵀ β / √M
-    v = np.einsum("nij,nj->ni", A, u + (config.sigma / np.sqrt(M)) * g) / np.sqrt(M)
-    return v @ R.T, beta
+    u = beta @ R  # rows uᵀ = βᵀ R, i.e. u = Rᵀ β
+    unorm2 = np.sum(u**2, axis=1)
+    s2 = unorm2 + config.sigma**2
+    q = rng.chisquare(M, size=n_prompts)
+    h = rng.standard_normal((n_prompts, K))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        uhat = np.where(unorm2[:, None] > 0, u / np.sqrt(np.where(unorm2 > 0, unorm2, 1.0))[:, None], 0.0)
+        shrink = np.where(s2 > 0, 1.0 - config.sigma / np.sqrt(np.where(s2 > 0, s2, 1.0)), 0.0)
+    h_perp = h - (shrink * np.sum(uhat * h, axis=1))[:, None] * uhat
+    Gty = u * q[:, None] + np.sqrt(s2 * q)[:, None] * h_perp
+    return Gty @ R.T / M, beta

@@ -1,0 +1,431 @@
+"""Decoder-only linear attention as a learned preconditioner (seed 000 §3–4, §12; seed 001 §4).
+
+Outer time ``s``: the preconditioner ``P_s`` is trained on the decoder loss
+``(1/2K) E‖P d − z⋆‖²``. Population gradient descent (``iclcore.dynamics``) gives
+``P_s − P⋆ = (P_0 − P⋆)(I − ηC)^s``; here the *online* version draws fresh
+prompts at every step (stochastic gradient ``(1/b) Σ (P d_n − z_n) d_nᵀ``, the
+gradient of ``K·L_dec`` estimated on a batch of ``b`` prompts). A one-layer
+linear-attention read-out with merged key–query matrix ``P`` returns
+``P (1/M) Σ_i y_i x_i = P c_M = P d`` (:func:`linear_attention_readout`),
+so ``P`` *is* the attention layer's parameter.
+
+Inner time ``ℓ``: the frozen ``P_s`` is used in Richardson's iteration
+(``iclcore.richardson``).
+
+Also: finite-task estimator ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (§3.2) and the
+prompt-size contraction ``ρ(I − P⋆(M) H_∞)`` (§4, §12.9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from iclcore.certificates import clipped_empirical_bernstein
+from iclcore.dynamics import check_step_size, excess_risk, modal_excess_risk
+from iclcore.moments import Moments, closed_form_moments, effective_dimension, oracle_preconditioner, oracle_risk
+from iclcore.richardson import contraction_factor, richardson_certificate, richardson_iterates
+from iclcore.tasks import Prompts, TaskConfig, sample_decoder_pairs
+
+__all__ = [
+    "linear_attention_readout",
+    "OnlineRun",
+    "online_decoder_training",
+    "online_decoder_training_naive",
+    "empirical_decoder_risk",
+    "depth_risk",
+    "relative_error",
+    "cosine_defect",
+    "stable_rank",
+    "finite_task_estimator",
+    "finite_task_excess_risk",
+    "prompt_contraction",
+    "PromptContraction",
+    "checkpoint_table",
+    "max_stable_step",
+    "predicted_risk_curve",
+    "FiniteTaskResult",
+    "finite_task_experiment",
+    "ridge_matching_contraction",
+]
+
+
+def linear_attention_readout(X: np.ndarray, y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """One-layer linear attention read-out of the task vector.
+
+    With tokens ``(x_i, y_i)``, values ``y_i`` and merged key–query matrix ``P``,
+    the attention output for the task is ``P (1/M) Σ_i x_i y_i = P c_M``.
+
+    Parameters
+    ----------
+    X : ndarray (n, M, K)
+    y : ndarray (n, M)
+    P : ndarray (K, K)
+
+    Returns
+    -------
+    ndarray (n, K)
+    """
+    X = np.asarray(X, float)
+    y = np.asarray(y, float)
+    if X.ndim != 3 or y.shape != X.shape[:2]:
+        raise ValueError(f"X, y: expected shapes (n, M, K) and (n, M), got {X.shape} and {y.shape}")
+    P = np.asarray(P, float)
+    if P.shape != (X.shape[2], X.shape[2]):
+        raise ValueError(f"P: expected shape {(X.shape[2], X.shape[2])}, got {P.shape}")
+    scores = np.einsum("nmk,nm->nk", X, y) / X.shape[1]  # Σ_i value_i · key_i / M
+    return scores @ P.T
+
+
+def max_stable_step(C: np.ndarray, fraction: float = 1.0) -> float:
+    """``fraction / λ_max(C)``; ``fraction ∈ (0, 2)`` gives a stable population step."""
+    if not 0 < fraction < 2:
+        raise ValueError(f"fraction: must lie in (0, 2), got {fraction!r}")
+    return float(fraction / np.linalg.eigvalsh(C).max())
+
+
+@dataclass(frozen=True)
+class OnlineRun:
+    """Checkpoints of an online decoder run.
+
+    Attributes
+    ----------
+    steps : ndarray (T,)
+        Outer times ``s`` of the checkpoints.
+    P : ndarray (T, K, K)
+        ``P_s`` at the checkpoints.
+    eta : float
+    batch_size : int
+    """
+
+    steps: np.ndarray
+    P: np.ndarray
+    eta: float
+    batch_size: int
+
+
+def _check_training_args(config: TaskConfig, eta, n_steps, batch_size, P0, checkpoints):
+    if not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
+        raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
+    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size: must be a positive integer, got {batch_size!r}")
+    K = config.K
+    P0 = np.zeros((K, K)) if P0 is None else np.array(P0, dtype=float)
+    if P0.shape != (K, K):
+        raise ValueError(f"P0: expected shape {(K, K)}, got {P0.shape}")
+    C = closed_form_moments(config.replace(target="beta")).C  # C does not depend on the target
+    check_step_size(eta, C, "eta")
+    cps = np.arange(n_steps + 1) if checkpoints is None else np.unique(np.asarray(checkpoints, dtype=np.int64))
+    if cps.size == 0 or cps.min() < 0 or cps.max() > n_steps:
+        raise ValueError(f"checkpoints: must lie in [0, n_steps={n_steps}]")
+    return P0, cps
+
+
+def online_decoder_training(
+    config: TaskConfig,
+    eta: float,
+    n_steps: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    P0: np.ndarray | None = None,
+    checkpoints: np.ndarray | None = None,
+) -> OnlineRun:
+    """Online (fresh prompts every step) SGD on the decoder loss (seed 000 §3.1, §12.5).
+
+    ``P_{s+1} = P_s − η (1/b) Σ_{n=1}^b (P_s d_n − z⋆_n) d_nᵀ`` with a fresh batch
+    of ``b`` prompts at every step; its mean is the population step
+    ``P_s − η (P_s C − B)``.
+
+    Parameters
+    ----------
+    config : TaskConfig
+    eta : float
+        Step size, must satisfy ``0 < η < 2/λ_max(C)``.
+    n_steps : int
+    batch_size : int
+    rng : numpy.random.Generator
+    P0 : ndarray (K, K), optional (default 0)
+    checkpoints : array of int, optional (default every step)
+
+    Returns
+    -------
+    OnlineRun
+    """
+    P, cps = _check_training_args(config, eta, n_steps, batch_size, P0, checkpoints)
+    out = np.empty((cps.size, config.K, config.K))
+    j = 0
+    if cps[0] == 0:
+        out[0] = P
+        j = 1
+    for s in range(n_steps):
+        d, z = sample_decoder_pairs(config, batch_size, rng)
+        resid = d @ P.T - z  # (b, K)
+        P = P - (eta / batch_size) * (resid.T @ d)
+        if j < cps.size and cps[j] == s + 1:
+            out[j] = P
+            j += 1
+    return OnlineRun(steps=cps, P=out, eta=float(eta), batch_size=int(batch_size))
+
+
+def online_decoder_training_naive(
+    config: TaskConfig, eta: float, n_steps: int, batch_size: int, rng: np.random.Generator, P0=None
+) -> np.ndarray:
+    """Reference: the same SGD with a Python loop over the prompts of each batch.
+
+    Consumes the random stream exactly like :func:`online_decoder_training`
+    (same pairs), so the two agree to rounding. Returns ``P_{n_steps}``.
+    """
+    P, _ = _check_training_args(config, eta, n_steps, batch_size, P0, None)
+    for _ in range(n_steps):
+        d, z = sample_decoder_pairs(config, batch_size, rng)
+        G = np.zeros_like(P)
+        for n in range(batch_size):
+            G += np.outer(P @ d[n] - z[n], d[n])
+        P = P - eta * G / batch_size
+    return P
+
+
+def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> np.ndarray | float:
+    """Held-out direct risk ``(1/K) mean_n ‖P d_n − z⋆_n‖²`` (seed 000 §3.1, ``R_1``).
+
+    ``P`` may be (K, K) or a stack (T, K, K); returns a float or (T,).
+    """
+    P = np.asarray(P, float)
+    stacked = P.ndim == 3
+    Ps = P if stacked else P[None]
+    K = Ps.shape[-1]
+    if d.shape != z_star.shape or d.ndim != 2 or d.shape[1] != K:
+        raise ValueError(f"d, z_star: expected equal shapes (n, {K}), got {d.shape} and {z_star.shape}")
+    pred = np.einsum("tij,nj->tni", Ps, d)
+    r = np.mean(np.sum((pred - z_star[None]) ** 2, axis=-1), axis=-1) / K
+    return r if stacked else float(r[0])
+
+
+def depth_risk(P: np.ndarray, prompts: Prompts, L: int, reference: str = "target") -> np.ndarray | float:
+    """Held-out depth-``L`` Richardson risk ``(1/K) mean ‖z_L − ref‖²``, ``z_0 = 0`` (seed 000 §3.1).
+
+    Parameters
+    ----------
+    P : ndarray (K, K) or (T, K, K)
+    prompts : Prompts
+    L : int
+    reference : {"target", "solution"}
+        ``target``: ``z⋆`` (the paper's ``R_L(P_s)``); ``solution``: ``z^†``
+        (the solver error ``(1/K) E‖(I − PH)^L z^†‖²`` of seed 001 §4.2).
+    """
+    if reference not in ("target", "solution"):
+        raise ValueError(f"reference: choose 'target' or 'solution', got {reference!r}")
+    ref = prompts.z_star if reference == "target" else prompts.z_dagger
+    P = np.asarray(P, float)
+    stacked = P.ndim == 3
+    Ps = P if stacked else P[None]
+    K = Ps.shape[-1]
+    out = np.empty(Ps.shape[0])
+    for t, Pt in enumerate(Ps):
+        zL = richardson_iterates(Pt, prompts.H_M, prompts.d, L)[:, -1]
+        out[t] = np.mean(np.sum((zL - ref) ** 2, axis=-1)) / K
+    return out if stacked else float(out[0])
+
+
+def relative_error(P: np.ndarray, P_star: np.ndarray) -> np.ndarray | float:
+    """``‖P − P⋆‖_F / ‖P⋆‖_F`` (stack-aware)."""
+    P = np.asarray(P, float)
+    r = np.linalg.norm(P - P_star, axis=(-2, -1)) / np.linalg.norm(P_star)
+    return r if P.ndim == 3 else float(r)
+
+
+def cosine_defect(P: np.ndarray, P_star: np.ndarray) -> np.ndarray | float:
+    """``1 − ⟨P, P⋆⟩_F / (‖P‖_F ‖P⋆‖_F)`` (stack-aware; 1 for ``P = 0``)."""
+    P = np.asarray(P, float)
+    num = np.einsum("...ij,ij->...", P, P_star)
+    den = np.linalg.norm(P, axis=(-2, -1)) * np.linalg.norm(P_star)
+    c = 1.0 - np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    return c if P.ndim == 3 else float(c)
+
+
+def stable_rank(P: np.ndarray) -> float:
+    """``‖P‖_F² / ‖P‖_2²``."""
+    P = np.asarray(P, float)
+    s = np.linalg.norm(P, 2)
+    if s == 0:
+        raise ValueError("P: stable rank of the zero matrix is undefined")
+    return float(np.linalg.norm(P) ** 2 / s**2)
+
+
+def finite_task_estimator(d: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Empirical risk minimiser ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (seed 000 §3.2).
+
+    Parameters
+    ----------
+    d : ndarray (N, K)
+        Rows ``d_n`` (the columns of ``D``).
+    z : ndarray (N, K)
+        Rows ``z_n`` (the columns of ``Z``).
+
+    Returns
+    -------
+    ndarray (K, K)
+        Minimum-norm solution of ``P̂ Ĉ_N = B̂_N`` (``Ĉ_N = DDᵀ/N``, ``B̂_N = ZDᵀ/N``).
+    """
+    d = np.asarray(d, float)
+    z = np.asarray(z, float)
+    if d.ndim != 2 or z.shape != d.shape:
+        raise ValueError(f"d, z: expected equal shapes (N, K), got {d.shape} and {z.shape}")
+    return (z.T @ d) @ np.linalg.pinv(d.T @ d, hermitian=True)
+
+
+def finite_task_excess_risk(P_hat: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> float:
+    """``(1/K) Tr{(P̂ − P⋆) C (P̂ − P⋆)ᵀ}`` = ``R(P̂) − R(P⋆)`` (seed 000 §3.2)."""
+    return float(excess_risk(P_hat, P_star, C, scale=1.0 / C.shape[0]))
+
+
+@dataclass(frozen=True)
+class PromptContraction:
+    """Population contraction of ``I − P H_∞`` over prompt sizes.
+
+    Attributes
+    ----------
+    M : ndarray (m,)
+    spectral_radius : ndarray (m,)
+    operator_norm : ndarray (m,)
+    """
+
+    M: np.ndarray
+    spectral_radius: np.ndarray
+    operator_norm: np.ndarray
+
+
+def prompt_contraction(config: TaskConfig, M_values, P: np.ndarray | None = None) -> PromptContraction:
+    """``ρ(I − P H_∞)`` as the prompt size ``M`` grows (seed 000 §4, §12.9).
+
+    For each ``M``, ``P`` is the population oracle ``P⋆(M) = B C^†`` of the
+    task distribution with prompt size ``M`` (closed-form moments, target ``β``),
+    unless a fixed ``P`` is given. ``H_∞ = Σ_x + λI``.
+    """
+    Ms = np.asarray(M_values, dtype=np.int64)
+    if Ms.ndim != 1 or Ms.size == 0 or np.any(Ms < 1):
+        raise ValueError("M_values: must be a non-empty 1-D sequence of positive integers")
+    H = config.H_infinity
+    rad = np.empty(Ms.size)
+    nrm = np.empty(Ms.size)
+    for i, M in enumerate(Ms):
+        Pm = P if P is not None else oracle_preconditioner(closed_form_moments(config.replace(M=int(M), target="beta")))
+        c = contraction_factor(Pm, H)
+        rad[i], nrm[i] = c.spectral_radius[0], c.operator_norm[0]
+    return PromptContraction(M=Ms, spectral_radius=rad, operator_norm=nrm)
+
+
+def checkpoint_table(
+    P: np.ndarray, P_star: np.ndarray, prompts: Prompts, L: int, clip: float = 1.0, delta: float = 0.05
+) -> dict[str, float]:
+    """The quantities of seed 001 Table 2 for one preconditioner ``P``.
+
+    Per held-out prompt the loss is the depth-``L`` solver error
+    ``ℓ = (1/K) ‖(I − PH)^L z^†‖²`` (seed 001 §4.2, ``z_0 = 0``).
+
+    Returns
+    -------
+    dict
+        ``depth_risk`` (mean ℓ), ``eb_upper`` (clipped EB bound on ``E min(ℓ, clip)``),
+        ``violation_rate`` (of ``‖e_ℓ‖ ≤ ρ^ℓ ‖e_0‖`` over all ℓ ≤ L and prompts),
+        ``ratio_mean`` / ``ratio_max`` (``‖e_L‖ / (ρ^L ‖e_0‖)``), ``mean_contraction``
+        (mean ``‖I − PH‖_2``), ``max_contraction``, ``mean_spectral_radius``,
+        ``rel_dist_oracle`` and ``stable_rank``.
+    """
+    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L)
+    K = P.shape[0]
+    loss = cert.error_norms[:, -1] ** 2 / K
+    eb = clipped_empirical_bernstein(loss, clip, delta)
+    con = contraction_factor(P, prompts.H_M)
+    return {
+        "depth_risk": float(loss.mean()),
+        "eb_upper": float(eb.upper),
+        "violation_rate": float(cert.violation_rate),
+        "ratio_mean": float(cert.ratio_final.mean()),
+        "ratio_max": float(cert.ratio_final.max()),
+        "mean_contraction": float(con.operator_norm.mean()),
+        "max_contraction": float(con.operator_norm.max()),
+        "mean_spectral_radius": float(con.spectral_radius.mean()),
+        "rel_dist_oracle": float(relative_error(P, P_star)),
+        "stable_rank": stable_rank(P),
+    }
+
+
+def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, steps) -> np.ndarray:
+    """Exact population risk along GD: ``R(P⋆) + (1/K) Σ_i λ_i (1 − ηλ_i)^{2s} ‖(P_0 − P⋆) q_i‖²``.
+
+    Seed 000 §3.1 (modal risk) and §12.2 (the predicted curve). Returns shape (len(steps),).
+    """
+    P_star = oracle_preconditioner(moments)
+    return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta, steps, scale=1.0 / moments.K)
+
+
+@dataclass(frozen=True)
+class FiniteTaskResult:
+    """Excess risk of ``P̂_N`` over repetitions (seed 000 §3.2).
+
+    Attributes
+    ----------
+    N : ndarray (m,)
+    excess : ndarray (m, n_repeats)
+        ``(1/K) Tr{(P̂_N − P⋆) C (P̂_N − P⋆)ᵀ}`` per draw.
+    identity_gap : float
+        ``max |R(P̂_N) − R(P⋆) − excess|`` over all draws, with ``R`` from the moments
+        (rounding level: the identity is exact).
+    d_eff : float
+        ``d_eff(0) = rank C``.
+    oracle_risk : float
+    """
+
+    N: np.ndarray
+    excess: np.ndarray
+    identity_gap: float
+    d_eff: float
+    oracle_risk: float
+
+
+def finite_task_experiment(
+    config: TaskConfig, moments: Moments, N_values, n_repeats: int, rng: np.random.Generator
+) -> FiniteTaskResult:
+    """Draw ``N`` tasks, fit ``P̂_N = Z Dᵀ(DDᵀ)^†``, record its exact excess risk.
+
+    The reference scaling of seed 000 §3.2 is ``(σ²_task/K) d_eff/N`` with
+    ``σ²_task/K = R(P⋆)`` (the residual variance per coordinate); for Gaussian
+    residuals independent of ``d`` the exact mean would be ``R(P⋆) K/(N − K − 1)``.
+    """
+    from iclcore.moments import decoder_risk
+
+    Ns = np.asarray(N_values, dtype=np.int64)
+    if Ns.ndim != 1 or Ns.size == 0 or np.any(Ns < 1):
+        raise ValueError("N_values: must be a non-empty 1-D sequence of positive integers")
+    if not isinstance(n_repeats, (int, np.integer)) or n_repeats < 1:
+        raise ValueError(f"n_repeats: must be a positive integer, got {n_repeats!r}")
+    P_star = oracle_preconditioner(moments)
+    R_star = oracle_risk(moments)
+    exc = np.empty((Ns.size, n_repeats))
+    gap = 0.0
+    for i, N in enumerate(Ns):
+        for j in range(n_repeats):
+            d, z = sample_decoder_pairs(config, int(N), rng)
+            P_hat = finite_task_estimator(d, z)
+            exc[i, j] = finite_task_excess_risk(P_hat, P_star, moments.C)
+            gap = max(gap, abs(decoder_risk(P_hat, moments) - R_star - exc[i, j]))
+    return FiniteTaskResult(N=Ns, excess=exc, identity_gap=float(gap), d_eff=effective_dimension(moments.C, 0.0), oracle_risk=R_star)
+
+
+def ridge_matching_contraction(config: TaskConfig, M: int, target_radius: float) -> float:
+    """The ridge ``λ`` for which ``ρ(I − P⋆(M)(Σ_x + λI)) = target_radius`` (sensitivity check).
+
+    Solves by bisection on ``λ ∈ [0, λ_min(Σ_x)]``. Raises ``ValueError``
+    (``target_radius``) when the target is not bracketed.
+    """
+    from scipy.optimize import brentq
+
+    def f(lam: float) -> float:
+        return prompt_contraction(config.replace(lam=lam), [M]).spectral_radius[0] - target_radius
+
+    hi = float(np.linalg.eigvalsh(config.Sigma_x).min())
+    if f(0.0) * f(hi) > 0:
+        raise ValueError(f"target_radius: {target_radius} is not reached for lam in [0, {hi:.3g}]")
+    return float(brentq(f, 0.0, hi, xtol=1e-12))
