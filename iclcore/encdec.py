@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from iclcore.closure import tracking_error_product_sum
 from iclcore.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
 from iclcore.richardson import richardson_iterates
 from iclcore.subspace import davis_kahan_bound, sin_theta
@@ -60,7 +61,7 @@ __all__ = [
     "moving_oracle",
     "decoder_gd",
     "tracking_identity_residual",
-    "product_sum_error",
+    "product_sum_tracking_error",
     "RiskDecomposition",
     "risk_decomposition",
     "risk_decomposition_naive",
@@ -71,7 +72,6 @@ __all__ = [
     "run_encdec",
     "run_encdec_naive",
     "continuous_triangular",
-    "commutator_defect",
 ]
 
 
@@ -417,44 +417,31 @@ def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray,
     return np.abs(res).max(axis=(-2, -1)) / np.abs(P_star).max()
 
 
-def product_sum_error(E0: np.ndarray, C: np.ndarray, D: np.ndarray, eta: float, s: int) -> np.ndarray:
-    """Non-commuting product/sum formula for ``E_s`` (seed 000 §6.6).
+def product_sum_tracking_error(
+    P: np.ndarray, P_star: np.ndarray, C: np.ndarray, eta_d: float, steps: np.ndarray
+) -> np.ndarray:
+    """Tracked error ``E_s = P_{z,s} - P_z^⋆(U_s)`` from the §6.6 product/sum formula.
 
-    ``E_s = E_0 Π_{t=0}^{s-1}(I - ηC_t) + Σ_{τ=0}^{s-1} D_τ Π_{t=τ+1}^{s-1}(I - ηC_t)``,
-    with the ordered product ``Π_{t=a}^b M_t = M_a M_{a+1} ⋯ M_b``. Evaluated
-    directly (suffix products), not by running the recursion.
+    ``E_s = E_0 Π_{t<s}(I - η_d C_t) + Σ_{τ<s} D_τ Π_{t=τ+1}^{s-1}(I - η_d C_t)`` with
+    ``D_τ = P_z^⋆(U_τ) - P_z^⋆(U_{τ+1})``, evaluated literally (ordered suffix
+    products) by :func:`iclcore.closure.tracking_error_product_sum`, from the
+    run's ``E_0``, ``C_t`` and oracle drifts only — not from the decoder iterates.
 
     Parameters
     ----------
-    E0 : ndarray (r, r)
-    C : ndarray (T, r, r), T >= s
-    D : ndarray (T', r, r), T' >= s
-    eta : float
-    s : int
+    P, P_star : ndarray (S, r, r)
+        Decoder iterates (only ``P[0]`` is used) and moving oracle.
+    C : ndarray (S, r, r)
+    eta_d : float
+    steps : sequence of int in ``[0, S-1]``
 
     Returns
     -------
-    ndarray (r, r)
+    ndarray (len(steps), r, r)
     """
-    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-        raise ValueError(f"s: must be a non-negative integer, got {s!r}")
-    if s > C.shape[0] or s > D.shape[0]:
-        raise ValueError(f"s: {s} exceeds the available steps of C ({C.shape[0]}) or D ({D.shape[0]})")
-    r = C.shape[-1]
-    M = np.eye(r)[None] - eta * C[:s]
-    total = np.zeros_like(np.asarray(E0, float))
-    suffix = np.eye(r)  # Π_{t=τ+1}^{s-1} M_t
-    for tau in range(s - 1, -1, -1):
-        total = total + D[tau] @ suffix
-        suffix = M[tau] @ suffix
-    return E0 @ suffix + total
-
-
-def commutator_defect(C: np.ndarray) -> float:
-    """``max_t ||C_t C_0 - C_0 C_t||_F / ||C_0||_F²``: zero iff the §6.5 commuting closure applies."""
-    C = np.asarray(C, float)
-    comm = C @ C[0] - C[0] @ C
-    return float(np.linalg.norm(comm, axis=(-2, -1)).max() / np.linalg.norm(C[0]) ** 2)
+    E0 = np.asarray(P[0], float) - np.asarray(P_star[0], float)
+    D = np.asarray(P_star[:-1], float) - np.asarray(P_star[1:], float)
+    return tracking_error_product_sum(E0, np.asarray(C[:-1], float), D, eta_d, steps)
 
 
 # ---------------------------------------------------------------------------
