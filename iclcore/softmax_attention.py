@@ -1,0 +1,564 @@
+"""Softmax attention as a nonlinear Richardson step, and its gauge-invariant Q/K kernel.
+
+Implements seed 000 §8 (softmax/nonlinear attention: update map ``Δ_θ(z, H, d)``, local Jacobian
+preconditioner ``J_θ = ∂Δ/∂r``, diagnostic projection ``P^proj = E[Δ rᵀ] E[r rᵀ]^†``) and the Q/K
+panels of §12.10 / Figure 10 (the kernel ``W_Qᵀ W_K`` per head and averaged over heads: stable
+rank, top-k energy, skew/symmetry ratio, factor balance).
+
+Architecture (probe-query residual attention)
+---------------------------------------------
+One prompt is ``(X, y)`` with ``X`` of shape ``(M, K)`` (rows ``x_iᵀ``); the current iterate is
+``z ∈ R^K``. The layer reads *residual tokens* ``(x_i, ρ_i)`` with residual labels
+``ρ_i = y_i - x_iᵀ z`` (so ``(1/M) Σ_i x_i ρ_i = d - H z = r`` for ``H = XᵀX/M``, ``d = Xᵀy/M``,
+``λ = 0``). Each head ``h = 1..n_heads`` has ``W_Q^h, W_K^h ∈ R^{d_k × K}`` and an output weight
+``c_h``. The queries are the ``K`` coordinate probes ``e_j`` (one query per output coordinate),
+keys are ``W_K^h x_i``, values are the residual labels ``ρ_i``. Scores and update:
+
+.. math::
+    s^h_{ji} = \\frac{(W_Q^h e_j)ᵀ (W_K^h x_i)}{\\sqrt{d_k}} = \\frac{(G_h x_i)_j}{\\sqrt{d_k}},
+    \\qquad G_h = W_Q^{hᵀ} W_K^h \\in R^{K×K},
+
+    Δ_θ(z; X, y)_j = \\sum_h c_h \\sum_{i=1}^M \\Big(\\operatorname{softmax}_i(s^h_{j\\cdot}) - \\frac1M\\Big) ρ_i .
+
+The ``-1/M`` is a uniform-attention baseline (equivalently a second head with zero Q/K kernel and
+opposite output weight); it removes the nuisance ``c_h · mean(ρ)`` that plain softmax averaging
+adds to every coordinate. For small scores ``softmax_i(s) - 1/M ≈ (s_i - s̄)/M``, so the layer
+reduces to centred linear attention ``Δ ≈ P_lin r`` with ``P_lin = Σ_h c_h G_h / √d_k``.
+``attention="linear"`` replaces ``softmax_i(s) - 1/M`` by ``s_i / M``; then
+``Δ = P_lin (Xᵀρ/M) = P_lin r`` *exactly* for every ``(z, X, y)``: the global preconditioner of
+seed 000 §3 (``Δ_θ = P_s r``).
+
+The only place the parameters enter the scores is the kernel ``G_h``; hence the gauge
+``W_Q^h → A W_Q^h, W_K^h → A^{-T} W_K^h`` (``A ∈ GL(d_k)``) leaves every ``G_h`` and every output
+unchanged while moving the raw matrices (:func:`gauge_transform`).
+
+Local Jacobian preconditioner
+-----------------------------
+``Δ`` depends on ``z`` only through the residual labels, but it is a function of the whole prompt,
+not of ``r`` alone, so ``∂Δ/∂r`` needs a definition. We use
+``J_θ(z; X, y) = -(∂Δ/∂z) H^{-1}`` (``H = XᵀX/M``, ``M >= K``): if locally ``Δ = F(r)`` then
+``∂Δ/∂z = -(∂F/∂r) H`` and ``J = ∂F/∂r``; for linear attention ``J = P_lin`` at every point.
+In this architecture the scores do not depend on ``z`` (keys read ``x_i`` only), so ``Δ`` is
+affine in ``z`` for a fixed prompt and ``J`` depends on the prompt but not on the iterate;
+its variation across prompts measures the nonlinearity of softmax attention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from iclcore.tasks import TaskConfig, sample_prompts
+
+__all__ = [
+    "ATTENTIONS",
+    "AttentionConfig",
+    "ProbeQueryAttention",
+    "gauge_transform",
+    "stable_rank",
+    "top_energy",
+    "skew_ratio",
+    "KernelStats",
+    "kernel_stats",
+    "head_kernels",
+    "linearized_preconditioner",
+    "update_jacobian",
+    "local_preconditioner",
+    "projected_preconditioner",
+    "projection_fit",
+    "TrainConfig",
+    "TrainHistory",
+    "sample_torch_prompts",
+    "train_attention",
+]
+
+ATTENTIONS = ("softmax", "linear")
+OPTIMIZERS = ("sgd", "adam")
+
+
+def _pos_int(name: str, v: object) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    return int(v)
+
+
+def _pos_float(name: str, v: object, allow_zero: bool = False) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a real number, got {type(v).__name__}")
+    x = float(v)
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+        raise ValueError(f"{name}: expected a finite {'non-negative' if allow_zero else 'positive'} number, got {v!r}")
+    return x
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Architecture of :class:`ProbeQueryAttention`.
+
+    Attributes
+    ----------
+    K : int
+        Dimension of ``x`` and of the iterate ``z``.
+    n_heads : int
+        Number of heads.
+    d_k : int
+        Query/key dimension per head.
+    attention : {"softmax", "linear"}
+        Nonlinearity of the attention weights (see module docstring).
+    init_std : float
+        Standard deviation of the entries of ``W_K`` at initialisation.
+    qk_init_ratio : float
+        ``std(W_Q) / std(W_K)`` at initialisation (1 = balanced factors in expectation).
+    c_init : float
+        Initial output weight of every head.
+    """
+
+    K: int = 8
+    n_heads: int = 4
+    d_k: int = 8
+    attention: str = "softmax"
+    init_std: float = 0.3
+    qk_init_ratio: float = 1.0
+    c_init: float = 1.0
+
+    def __post_init__(self) -> None:
+        _pos_int("K", self.K)
+        _pos_int("n_heads", self.n_heads)
+        _pos_int("d_k", self.d_k)
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention: unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
+        _pos_float("init_std", self.init_std)
+        _pos_float("qk_init_ratio", self.qk_init_ratio)
+        if not math.isfinite(self.c_init):
+            raise ValueError(f"c_init: must be finite, got {self.c_init!r}")
+
+
+class ProbeQueryAttention(nn.Module):
+    """Multi-head probe-query residual attention (module docstring), float64.
+
+    Parameters
+    ----------
+    config : AttentionConfig
+    generator : torch.Generator
+        Source of the initial weights.
+
+    Attributes
+    ----------
+    W_Q, W_K : torch.nn.Parameter, shape (n_heads, d_k, K)
+    c : torch.nn.Parameter, shape (n_heads,)
+    """
+
+    def __init__(self, config: AttentionConfig, generator: torch.Generator) -> None:
+        super().__init__()
+        if not isinstance(generator, torch.Generator):
+            raise TypeError("generator: expected a torch.Generator")
+        self.config = config
+        H, dk, K = config.n_heads, config.d_k, config.K
+        sk = config.init_std
+        sq = config.init_std * config.qk_init_ratio
+        self.W_Q = nn.Parameter(sq * torch.randn(H, dk, K, generator=generator, dtype=torch.float64))
+        self.W_K = nn.Parameter(sk * torch.randn(H, dk, K, generator=generator, dtype=torch.float64))
+        self.c = nn.Parameter(torch.full((H,), float(config.c_init), dtype=torch.float64))
+
+    def scores(self, X: torch.Tensor) -> torch.Tensor:
+        """Scores ``s^h_{ji}``, shape ``(B, n_heads, K, M)`` for ``X`` of shape ``(B, M, K)``."""
+        keys = torch.einsum("hak,bmk->bhma", self.W_K, X)
+        return torch.einsum("haj,bhma->bhjm", self.W_Q, keys) / math.sqrt(self.config.d_k)
+
+    def attention_weights(self, X: torch.Tensor) -> torch.Tensor:
+        """``softmax_i(s) - 1/M`` (softmax) or ``s/M`` (linear), shape ``(B, n_heads, K, M)``."""
+        S = self.scores(X)
+        M = X.shape[-2]
+        if self.config.attention == "softmax":
+            return torch.softmax(S, dim=-1) - 1.0 / M
+        return S / M
+
+    def forward(self, z: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Update ``Δ_θ(z; X, y)``.
+
+        Parameters
+        ----------
+        z : Tensor, shape (B, K)
+            Current iterates.
+        X : Tensor, shape (B, M, K)
+        y : Tensor, shape (B, M)
+
+        Returns
+        -------
+        Tensor, shape (B, K)
+        """
+        K = self.config.K
+        if X.ndim != 3 or X.shape[-1] != K:
+            raise ValueError(f"X: expected shape (B, M, {K}), got {tuple(X.shape)}")
+        if y.shape != X.shape[:2]:
+            raise ValueError(f"y: expected shape {tuple(X.shape[:2])}, got {tuple(y.shape)}")
+        if z.shape != (X.shape[0], K):
+            raise ValueError(f"z: expected shape {(X.shape[0], K)}, got {tuple(z.shape)}")
+        rho = y - torch.einsum("bmk,bk->bm", X, z)
+        A = self.attention_weights(X)
+        return torch.einsum("h,bhjm,bm->bj", self.c, A, rho)
+
+
+def head_kernels(model: ProbeQueryAttention) -> np.ndarray:
+    """Gauge-invariant kernels ``G_h = W_Q^{hᵀ} W_K^h``, shape ``(n_heads, K, K)`` (numpy)."""
+    with torch.no_grad():
+        return torch.einsum("hak,hal->hkl", model.W_Q, model.W_K).cpu().numpy()
+
+
+def linearized_preconditioner(model: ProbeQueryAttention) -> np.ndarray:
+    """``P_lin = Σ_h c_h G_h / √d_k`` (exact global ``P`` of the linear variant), shape ``(K, K)``."""
+    G = head_kernels(model)
+    c = model.c.detach().cpu().numpy()
+    return np.einsum("h,hkl->kl", c, G) / math.sqrt(model.config.d_k)
+
+
+def gauge_transform(model: ProbeQueryAttention, A: np.ndarray | torch.Tensor) -> ProbeQueryAttention:
+    """Copy of ``model`` with ``W_Q^h → A_h W_Q^h`` and ``W_K^h → A_h^{-T} W_K^h`` (Figure 10 gauge).
+
+    Parameters
+    ----------
+    model : ProbeQueryAttention
+    A : array, shape (d_k, d_k) or (n_heads, d_k, d_k)
+        Invertible matrices (one per head, or one shared).
+
+    Returns
+    -------
+    ProbeQueryAttention
+        Same kernels ``G_h`` and outputs, different raw ``W_Q, W_K``.
+    """
+    cfg = model.config
+    A = torch.as_tensor(np.asarray(A, dtype=float), dtype=torch.float64)
+    if A.ndim == 2:
+        A = A.expand(cfg.n_heads, -1, -1)
+    if A.shape != (cfg.n_heads, cfg.d_k, cfg.d_k):
+        raise ValueError(f"A: expected shape ({cfg.d_k}, {cfg.d_k}) or ({cfg.n_heads}, {cfg.d_k}, {cfg.d_k}), got {tuple(A.shape)}")
+    sv = torch.linalg.svdvals(A)
+    if not torch.all(sv[:, -1] > 1e-10 * sv[:, 0]):
+        raise ValueError("A: gauge matrices must be invertible (well conditioned)")
+    new = ProbeQueryAttention(cfg, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        new.W_Q.copy_(A @ model.W_Q)
+        new.W_K.copy_(torch.linalg.solve(A.transpose(-1, -2), model.W_K))
+        new.c.copy_(model.c)
+    return new
+
+
+# --------------------------------------------------------------------------------------------
+# kernel statistics (seed 000 §9 definitions applied to the Q/K kernel)
+# --------------------------------------------------------------------------------------------
+
+
+def _as_matrix(A: np.ndarray, name: str = "A") -> np.ndarray:
+    A = np.asarray(A, dtype=float)
+    if A.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix (or a stack of matrices), got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name}: contains non-finite entries")
+    return A
+
+
+def stable_rank(A: np.ndarray) -> np.ndarray:
+    """``srank(A) = ‖A‖_F² / ‖A‖₂²`` (seed 000 §9); stacks allowed (leading axes). Zero matrix raises."""
+    A = _as_matrix(A)
+    s = np.linalg.svd(A, compute_uv=False)
+    if np.any(s[..., 0] == 0):
+        raise ValueError("A: stable rank of the zero matrix is undefined")
+    return np.sum(s**2, axis=-1) / s[..., 0] ** 2
+
+
+def top_energy(A: np.ndarray, k: int = 1) -> np.ndarray:
+    """``E_top,k(A) = Σ_{i<=k} σ_i² / Σ_i σ_i²`` (seed 000 §9)."""
+    A = _as_matrix(A)
+    k = _pos_int("k", k)
+    s2 = np.linalg.svd(A, compute_uv=False) ** 2
+    if k > s2.shape[-1]:
+        raise ValueError(f"k: must be <= {s2.shape[-1]}, got {k}")
+    tot = s2.sum(axis=-1)
+    if np.any(tot == 0):
+        raise ValueError("A: top energy of the zero matrix is undefined")
+    return s2[..., :k].sum(axis=-1) / tot
+
+
+def skew_ratio(A: np.ndarray) -> np.ndarray:
+    """``‖(A - Aᵀ)/2‖_F / ‖(A + Aᵀ)/2‖_F`` (0 for symmetric, inf for skew-symmetric kernels)."""
+    A = _as_matrix(A)
+    if A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"A: skew ratio needs square matrices, got shape {A.shape}")
+    At = np.swapaxes(A, -1, -2)
+    sym = np.linalg.norm(0.5 * (A + At), axis=(-2, -1))
+    skw = np.linalg.norm(0.5 * (A - At), axis=(-2, -1))
+    return np.where(sym > 0, skw / np.where(sym > 0, sym, 1.0), np.inf)
+
+
+@dataclass(frozen=True)
+class KernelStats:
+    """Figure 10 Q/K statistics at one checkpoint.
+
+    Attributes
+    ----------
+    stable_rank_mean, top1_energy_mean, skew_ratio_mean : float
+        Statistics of the head-averaged kernel ``Ḡ = (1/n_heads) Σ_h G_h``.
+    stable_rank_heads, top1_energy_heads, skew_ratio_heads : ndarray (n_heads,)
+        Per-head statistics of ``G_h``.
+    balance_heads : ndarray (n_heads,)
+        ``‖W_Q^h‖_F / ‖W_K^h‖_F``.
+    balance : float
+        ``‖W_Q‖_F / ‖W_K‖_F`` over all heads.
+    conserved_heads : ndarray (n_heads,)
+        ``‖W_Q^h‖_F² - ‖W_K^h‖_F²`` (trace of the gradient-flow invariant ``W_Q W_Qᵀ - W_K W_Kᵀ``).
+    topk_energy_mean : float
+        ``E_top,k`` of ``Ḡ`` for the ``k`` requested.
+    """
+
+    stable_rank_mean: float
+    top1_energy_mean: float
+    skew_ratio_mean: float
+    topk_energy_mean: float
+    stable_rank_heads: np.ndarray
+    top1_energy_heads: np.ndarray
+    skew_ratio_heads: np.ndarray
+    balance_heads: np.ndarray
+    balance: float
+    conserved_heads: np.ndarray
+
+
+def kernel_stats(model: ProbeQueryAttention, k: int = 2) -> KernelStats:
+    """Gauge-invariant Q/K statistics of ``model`` (per head and head-averaged), seed 000 §12.10."""
+    G = head_kernels(model)
+    Gm = G.mean(axis=0)
+    with torch.no_grad():
+        nq = torch.linalg.norm(model.W_Q, dim=(-2, -1)).numpy()
+        nk = torch.linalg.norm(model.W_K, dim=(-2, -1)).numpy()
+    return KernelStats(
+        stable_rank_mean=float(stable_rank(Gm)),
+        top1_energy_mean=float(top_energy(Gm, 1)),
+        skew_ratio_mean=float(skew_ratio(Gm)),
+        topk_energy_mean=float(top_energy(Gm, k)),
+        stable_rank_heads=stable_rank(G),
+        top1_energy_heads=top_energy(G, 1),
+        skew_ratio_heads=skew_ratio(G),
+        balance_heads=nq / nk,
+        balance=float(np.sqrt((nq**2).sum() / (nk**2).sum())),
+        conserved_heads=nq**2 - nk**2,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# §8: Jacobian preconditioner and diagnostic projection
+# --------------------------------------------------------------------------------------------
+
+
+def _as_t(a, name: str) -> torch.Tensor:
+    t = torch.as_tensor(a, dtype=torch.float64)
+    if not torch.all(torch.isfinite(t)):
+        raise ValueError(f"{name}: contains non-finite entries")
+    return t
+
+
+def update_jacobian(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
+    """``∂Δ_θ/∂z`` at each prompt by autograd (``torch.func.jacrev`` + ``vmap``).
+
+    Parameters
+    ----------
+    z : array (B, K); X : array (B, M, K); y : array (B, M)
+
+    Returns
+    -------
+    ndarray, shape (B, K, K)
+    """
+    z, X, y = _as_t(z, "z"), _as_t(X, "X"), _as_t(y, "y")
+    if X.ndim != 3 or z.ndim != 2 or y.ndim != 2:
+        raise ValueError(f"z, X, y: expected shapes (B, K), (B, M, K), (B, M); got {tuple(z.shape)}, {tuple(X.shape)}, {tuple(y.shape)}")
+
+    def single(zz, XX, yy):
+        return model(zz[None], XX[None], yy[None])[0]
+
+    jac = torch.func.vmap(torch.func.jacrev(single, argnums=0))(z, X, y)
+    return jac.detach().numpy()
+
+
+def local_preconditioner(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
+    """Local Jacobian preconditioner ``J_θ = -(∂Δ/∂z) H^{-1}``, ``H = XᵀX/M`` (seed 000 §8).
+
+    Returns
+    -------
+    ndarray, shape (B, K, K)
+
+    Raises
+    ------
+    ValueError
+        ``X``: when ``M < K`` or some ``H`` is singular (``J`` is then not defined by this formula).
+    """
+    Xn = np.asarray(X, dtype=float)
+    if Xn.ndim != 3:
+        raise ValueError(f"X: expected shape (B, M, K), got {Xn.shape}")
+    B_, M, K = Xn.shape
+    if M < K:
+        raise ValueError(f"X: the local preconditioner needs M >= K (H invertible), got M={M}, K={K}")
+    H = np.einsum("bmi,bmj->bij", Xn, Xn) / M
+    if np.min(np.linalg.eigvalsh(H)) <= 1e-12 * np.max(np.abs(H)):
+        raise ValueError("X: some prompt Hessian H = X^T X / M is singular")
+    D = update_jacobian(model, z, X, y)
+    # J = -D H^{-1}  <=>  J H = -D  <=>  H J^T = -D^T (H symmetric)
+    JT = np.linalg.solve(H, -np.swapaxes(D, -1, -2))
+    return np.swapaxes(JT, -1, -2)
+
+
+def projected_preconditioner(Delta: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Diagnostic projection ``P^proj = E[Δ rᵀ] E[r rᵀ]^†`` (seed 000 §8), shape ``(K, K)``.
+
+    Parameters
+    ----------
+    Delta, r : ndarray, shape (N, K)
+        Updates and residuals over a sample of ``(z, prompt)`` pairs.
+    """
+    Delta = np.asarray(Delta, dtype=float)
+    r = np.asarray(r, dtype=float)
+    if Delta.ndim != 2 or Delta.shape != r.shape:
+        raise ValueError(f"Delta, r: expected two arrays of shape (N, K), got {Delta.shape} and {r.shape}")
+    N = r.shape[0]
+    Cdr = Delta.T @ r / N
+    Crr = r.T @ r / N
+    return Cdr @ np.linalg.pinv(Crr, hermitian=True)
+
+
+def projection_fit(Delta: np.ndarray, r: np.ndarray, P: np.ndarray) -> float:
+    """Fraction of update energy explained by a global ``P``: ``1 - Σ‖Δ - P r‖² / Σ‖Δ‖²``."""
+    Delta = np.asarray(Delta, dtype=float)
+    r = np.asarray(r, dtype=float)
+    P = np.asarray(P, dtype=float)
+    if Delta.shape != r.shape or P.shape != (r.shape[1], r.shape[1]):
+        raise ValueError(f"Delta, r, P: incompatible shapes {Delta.shape}, {r.shape}, {P.shape}")
+    tot = float(np.sum(Delta**2))
+    if tot == 0:
+        raise ValueError("Delta: all updates are zero")
+    return 1.0 - float(np.sum((Delta - r @ P.T) ** 2)) / tot
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Online training of :class:`ProbeQueryAttention` on the decoder objective of seed 000 §3.1.
+
+    Loss ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero iterate, the
+    decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` when attention is linear) and ``z⋆ = β``.
+    A fresh batch of prompts is drawn at every step.
+
+    Attributes
+    ----------
+    steps, batch : int
+    lr : float
+    optimizer : {"sgd", "adam"}
+        Plain SGD keeps ``W_Q W_Qᵀ - W_K W_Kᵀ`` approximately conserved (exactly under gradient
+        flow); Adam does not.
+    log_every : int
+        Checkpoint period for the kernel statistics.
+    topk : int
+        ``k`` of the top-k energy statistic.
+    """
+
+    steps: int = 300
+    batch: int = 64
+    lr: float = 0.05
+    optimizer: str = "sgd"
+    log_every: int = 10
+    topk: int = 2
+
+    def __post_init__(self) -> None:
+        _pos_int("steps", self.steps)
+        _pos_int("batch", self.batch)
+        _pos_int("log_every", self.log_every)
+        _pos_int("topk", self.topk)
+        _pos_float("lr", self.lr)
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer: unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
+
+
+@dataclass
+class TrainHistory:
+    """Checkpointed training trace.
+
+    Attributes
+    ----------
+    step : list of int
+    loss : list of float
+        Training loss at each checkpoint (mean over the batch).
+    stats : list of KernelStats
+    """
+
+    step: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    stats: list[KernelStats] = field(default_factory=list)
+
+    def series(self, name: str) -> np.ndarray:
+        """Stack one :class:`KernelStats` attribute over checkpoints."""
+        if not self.stats or not hasattr(self.stats[0], name):
+            raise ValueError(f"name: unknown kernel statistic {name!r}")
+        return np.array([getattr(s, name) for s in self.stats])
+
+
+def sample_torch_prompts(config: TaskConfig, n: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
+    """Prompts from :func:`iclcore.tasks.sample_prompts` as float64 tensors.
+
+    Returns
+    -------
+    dict with ``X`` (n, M, K), ``y`` (n, M), ``beta`` (n, K), ``H`` (n, K, K), ``d`` (n, K),
+    ``z_dagger`` (n, K).
+    """
+    p = sample_prompts(config, n, rng)
+    t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    return {"X": t(p.X), "y": t(p.y), "beta": t(p.beta), "H": t(p.H_M), "d": t(p.d), "z_dagger": t(p.z_dagger)}
+
+
+def train_attention(
+    model: ProbeQueryAttention, task: TaskConfig, train: TrainConfig, rng: np.random.Generator
+) -> TrainHistory:
+    """Train ``model`` in place (online, fresh prompts each step) and checkpoint kernel statistics.
+
+    Parameters
+    ----------
+    model : ProbeQueryAttention
+    task : TaskConfig
+        Prompt distribution; must have ``lam == 0`` (the layer's residual is ``d - Hz`` with
+        ``H = XᵀX/M``) and ``K == model.config.K``.
+    train : TrainConfig
+    rng : numpy.random.Generator
+        Source of all prompts.
+    """
+    if not isinstance(task, TaskConfig):
+        raise TypeError("task: expected an iclcore.tasks.TaskConfig")
+    if task.K != model.config.K:
+        raise ValueError(f"task: K={task.K} does not match the model's K={model.config.K}")
+    if task.lam != 0:
+        raise ValueError(f"task: lam must be 0 for the residual-token layer, got {task.lam}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng: expected a numpy.random.Generator")
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=train.lr) if train.optimizer == "sgd" else torch.optim.Adam(params, lr=train.lr)
+    hist = TrainHistory()
+    K = task.K
+    for step in range(train.steps + 1):
+        b = sample_torch_prompts(task, train.batch, rng)
+        z0 = torch.zeros(train.batch, K, dtype=torch.float64)
+        out = model(z0, b["X"], b["y"])
+        loss = ((out - b["beta"]) ** 2).sum(dim=1).mean() / (2 * K)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"lr: training diverged at step {step} (loss {loss.item()}); lower lr={train.lr}")
+        if step % train.log_every == 0 or step == train.steps:
+            hist.step.append(step)
+            hist.loss.append(float(loss.item()))
+            hist.stats.append(kernel_stats(model, train.topk))
+        if step == train.steps:
+            break
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return hist
