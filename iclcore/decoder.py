@@ -376,10 +376,13 @@ class FiniteTaskResult:
     d_eff : float
         ``d_eff(0) = rank C``.
     oracle_risk : float
+    train_risk : ndarray (m, n_repeats)
+        Empirical risk ``(1/KN) ‖P̂_N D − Z‖_F²`` on the ``N`` training tasks.
     """
 
     N: np.ndarray
     excess: np.ndarray
+    train_risk: np.ndarray
     identity_gap: float
     d_eff: float
     oracle_risk: float
@@ -404,14 +407,16 @@ def finite_task_experiment(
     P_star = oracle_preconditioner(moments)
     R_star = oracle_risk(moments)
     exc = np.empty((Ns.size, n_repeats))
+    train = np.empty((Ns.size, n_repeats))
     gap = 0.0
     for i, N in enumerate(Ns):
         for j in range(n_repeats):
             d, z = sample_decoder_pairs(config, int(N), rng)
             P_hat = finite_task_estimator(d, z)
             exc[i, j] = finite_task_excess_risk(P_hat, P_star, moments.C)
+            train[i, j] = np.sum((d @ P_hat.T - z) ** 2) / (config.K * int(N))
             gap = max(gap, abs(decoder_risk(P_hat, moments) - R_star - exc[i, j]))
-    return FiniteTaskResult(N=Ns, excess=exc, identity_gap=float(gap), d_eff=effective_dimension(moments.C, 0.0), oracle_risk=R_star)
+    return FiniteTaskResult(N=Ns, excess=exc, train_risk=train, identity_gap=float(gap), d_eff=effective_dimension(moments.C, 0.0), oracle_risk=R_star)
 
 
 def ridge_matching_contraction(config: TaskConfig, M: int, target_radius: float) -> float:

@@ -126,6 +126,8 @@ def test_finite_task_scaling():
     assert res.identity_gap < 1e-12
     assert res.d_eff == 6
     assert mean[0] > mean[1] > mean[2]
+    # optimism: the training risk is below the population risk R(P⋆) + excess
+    assert np.all(res.train_risk.mean(1) < res.oracle_risk + mean)
     ref = res.oracle_risk * 6 / (200 - 7)
     assert abs(mean[1] / ref - 1) < 0.35
 

@@ -1,0 +1,340 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Outer dynamics of the learned preconditioner (seed 000, Figures 1–3 and 5; seed 001, Table 2)
+# This notebook trains the decoder-only linear-attention matrix $P_s$ online (fresh prompts at every
+# outer step $s$), and compares it with the exact population trajectory
+# $P_s-P_\star=(P_0-P_\star)(I-\eta C)^s$ of seed 000 §3.1: held-out risk against the predicted curve
+# (Figure 2 left, Figure 5), alignment with the oracle $P_\star=BC^\dagger$ (Figure 1, Figure 3), the
+# direct estimator $P_sd$ against depth-$L$ Richardson with the same $P_s$, contraction statistics of
+# $I-P_sH$, spectral-overlap weights, the deterministic Richardson certificate, the clipped
+# empirical-Bernstein bound of seed 001 §2 with its coverage, and a table in the form of seed 001 Table 2.
+
+# %% tags=["parameters"]
+K = 16               # dimension of x, beta, d, z*
+M = 120              # prompt size (examples per prompt)
+cond = 10.0          # condition number of Sigma_x (geometric spectrum, trace K)
+sigma = 0.1          # label noise standard deviation
+lam = 0.0            # ridge in H_M
+steps = 400          # outer (pretraining) steps s
+batch = 1024         # fresh prompts per outer step
+eta_frac = 0.5       # step size eta = eta_frac / lambda_max(C)
+L = 20               # Richardson depth
+n_checkpoints = 41   # checkpoints (including s = 0)
+n_eval = 8192        # held-out pairs (d, z*) for the direct risk
+n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates
+n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed
+clip = 1.0           # clipping level c of the empirical-Bernstein bound
+delta = 0.05         # failure probability of the bound
+n_pool = 4096        # pool of held-out losses for the coverage simulation
+n_cov_repeats = 2000 # repetitions of the coverage simulation
+seed = 0
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"K": 64, "M": 480, "steps": 800, "batch": 4096, "n_eval": 16384, "n_eval_prompts": 1024, "n_pool": 8192}}
+
+# %%
+import time
+
+import numpy as np
+import matplotlib.pyplot as plt
+
+from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+from iclcore.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
+from iclcore.dynamics import gd_trajectory, modal_entropy, modal_weights
+from iclcore.richardson import contraction_factor, richardson_certificate, richardson_error, richardson_iterates, iteration_matrix
+from iclcore.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
+from iclcore.decoder import (
+    checkpoint_table,
+    cosine_defect,
+    depth_risk,
+    empirical_decoder_risk,
+    max_stable_step,
+    online_decoder_training,
+    predicted_risk_curve,
+    relative_error,
+)
+
+use_style()
+t_start = time.perf_counter()
+rng = np.random.default_rng(seed)
+
+# %% [markdown]
+# ## Task distribution, population moments and the oracle
+# Closed-form Wishart moments $C=E[dd^\top]$, $B=E[z_\star d^\top]$ with $d=c_M$, $z_\star=\beta$
+# (`iclcore.moments.closed_form_moments`), the oracle $P_\star=BC^\dagger$ and its floor $R(P_\star)$.
+
+# %%
+cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma, lam=lam)
+mom = closed_form_moments(cfg)
+P_star = oracle_preconditioner(mom)
+R_star = oracle_risk(mom)
+eta = max_stable_step(mom.C, eta_frac)
+lamC = np.linalg.eigvalsh(mom.C)
+print(f"R(P*) = {R_star:.4f}, cond(C) = {lamC[-1] / lamC[0]:.1f}, eta * lambda_min(C) * steps = {eta * lamC[0] * steps:.2f}")
+
+# %% [markdown]
+# ## Online training and the exact population prediction
+
+# %%
+ckpt = np.unique(np.linspace(0, steps, n_checkpoints).round().astype(int))
+t0 = time.perf_counter()
+run = online_decoder_training(cfg, eta, steps, batch, rng, checkpoints=ckpt)
+t_train = time.perf_counter() - t0
+P0 = np.zeros((K, K))
+s_dense = np.arange(steps + 1)
+R_pred_dense = predicted_risk_curve(P0, mom, eta, s_dense)
+R_pred = R_pred_dense[ckpt]
+d_ev, z_ev = sample_decoder_pairs(cfg, n_eval, rng)
+R_obs = empirical_decoder_risk(run.P, d_ev, z_ev)          # held-out risk of the online iterate
+R_pop = decoder_risk(run.P, mom)                           # exact population risk of the online iterate
+P_gd = gd_trajectory(P0, P_star, mom.C, eta, ckpt)         # exact population GD trajectory
+rel_err = relative_error(run.P, P_star)
+cos_def = cosine_defect(run.P, P_star)
+rel_err_gd = relative_error(P_gd, P_star)
+abs_disc = np.abs(R_obs - R_pred)
+rel_disc = abs_disc / R_pred
+print(f"training: {t_train:.1f} s for {steps} steps x {batch} prompts")
+
+# %% tags=["nbval-check-output"]
+print(f"max |R_obs - R_pred| / R_pred = {rel_disc.max():.1e}")
+print(f"R_obs(final) = {R_obs[-1]:.3f}, R_pred(final) = {R_pred[-1]:.3f}, R(P*) = {R_star:.3f}")
+print(f"||P_final - P*||_F / ||P*||_F = {rel_err[-1]:.1e}")
+
+# %% [markdown]
+# ## Inner solver with the learned $P_s$: direct estimator against depth-$L$ Richardson
+
+# %%
+ev = sample_prompt_statistics(cfg, n_eval_prompts, rng)
+R_L_target = depth_risk(run.P, ev, L, "target")       # (1/K) E||z_L - z*||^2  (seed 000 R_L)
+R_L_solution = depth_risk(run.P, ev, L, "solution")   # (1/K) E||z_L - z^dagger||^2 (seed 001 R_dec(L))
+R_L_star = depth_risk(P_star, ev, L, "target")
+R_ridge_floor = float(np.mean(np.sum((ev.z_dagger - ev.z_star) ** 2, 1)) / K)  # L -> infinity limit vs z*
+R_1_eval = empirical_decoder_risk(run.P, ev.d, ev.z_star)
+
+idx_c = np.unique(np.linspace(0, len(ckpt) - 1, n_contraction_checkpoints).round().astype(int))
+con_mean, con_max, rad_mean, rad_max = [], [], [], []
+for i in idx_c:
+    c = contraction_factor(run.P[i], ev.H_M)
+    con_mean.append(c.operator_norm.mean()); con_max.append(c.operator_norm.max())
+    rad_mean.append(c.spectral_radius.mean()); rad_max.append(c.spectral_radius.max())
+con_mean, con_max, rad_mean, rad_max = map(np.array, (con_mean, con_max, rad_mean, rad_max))
+
+# %% [markdown]
+# ## Spectral-overlap weights $w_{s,i}$ of the remaining error (eigenbasis of $C$)
+
+# %%
+W = modal_weights(P0, P_star, mom.C, eta, s_dense)      # (steps+1, K), columns: ascending lambda_i(C)
+entropy = modal_entropy(W)
+thirds = np.array_split(np.arange(K), 3)                 # slow / middle / fast modes of C
+W_groups = np.stack([W[:, g].sum(1) for g in thirds], 1)
+
+# %% [markdown]
+# ## Certificates: exact error identity, norm bound, clipped empirical-Bernstein bound
+
+# %%
+P_fin = run.P[-1]
+Z = richardson_iterates(P_fin, ev.H_M, ev.d, L)
+E = richardson_error(P_fin, ev.H_M, -ev.z_dagger, L)
+T_L = np.linalg.matrix_power(iteration_matrix(P_fin, ev.H_M), L)
+identity_err = max(
+    float(np.abs(Z - ev.z_dagger[:, None, :] - E).max()),
+    float(np.abs(E[:, -1] + np.einsum("nij,nj->ni", T_L, ev.z_dagger)).max()),
+)
+viol, ratios_mean, ratios_all = [], [], []
+for i in idx_c:
+    cert = richardson_certificate(run.P[i], ev.H_M, -ev.z_dagger, L)
+    viol.append(cert.violation_rate)
+    ratios_mean.append(cert.ratio_final.mean())
+cert_fin = richardson_certificate(P_fin, ev.H_M, -ev.z_dagger, L)
+violation_rate_all = float(np.max(viol))
+
+loss_depth = cert_fin.error_norms[:, -1] ** 2 / K
+eb_depth = clipped_empirical_bernstein(loss_depth, clip, delta)
+loss_direct = np.sum((ev.d @ P_fin.T - ev.z_star) ** 2, 1) / K
+eb_direct = clipped_empirical_bernstein(loss_direct, clip, delta)
+
+# coverage: the EB inequality holds for every law on [0, c]; take the law of a large pool of fresh
+# held-out losses (its clipped mean is known exactly) and redraw n_eval_prompts losses many times.
+pool_prompts = sample_prompt_statistics(cfg, n_pool, rng)
+pool_direct = np.sum((pool_prompts.d @ P_fin.T - pool_prompts.z_star) ** 2, 1) / K
+pool_depth = np.sum(richardson_error(P_fin, pool_prompts.H_M, -pool_prompts.z_dagger, L)[:, -1] ** 2, 1) / K
+P_early = run.P[1]  # an early checkpoint: large losses, clipping active
+pool_early = np.sum((pool_prompts.d @ P_early.T - pool_prompts.z_star) ** 2, 1) / K
+coverage = {}
+for name, pool in (("direct_final", pool_direct), ("depth_final", pool_depth), ("direct_early", pool_early)):
+    coverage[name], _ = eb_coverage_from_pool(pool, n_eval_prompts, clip, delta, n_cov_repeats, rng)
+clipped_fraction_early = float(np.mean(pool_early > clip))
+
+# %% tags=["nbval-check-output"]
+print(f"identity error (rounding level) < 1e-12: {identity_err < 1e-12}")
+print(f"certificate violation rate: {violation_rate_all}")
+print("coverage >= 1 - delta - 3 s.e.:", {k: bool(v >= 1 - delta - 3 * np.sqrt(delta * (1 - delta) / n_cov_repeats)) for k, v in coverage.items()})
+
+# %% [markdown]
+# ## Table in the form of seed 001 Table 2 (learned linear-attention $P$ vs the oracle $P_\star$)
+
+# %%
+tab_learned = checkpoint_table(P_fin, P_star, ev, L, clip, delta)
+tab_oracle = checkpoint_table(P_star, P_star, ev, L, clip, delta)
+rows = [
+    ("held-out depth risk (1/K)E||e_L||^2", "depth_risk", "7.6747e-03"),
+    ("clipped EB upper", "eb_upper", "1.7710e-01"),
+    ("optimization violation rate", "violation_rate", "0"),
+    ("error / bound ratio (mean)", "ratio_mean", "2.2833e-02"),
+    ("mean contraction E||I-PH||", "mean_contraction", "1.1031"),
+    ("relative distance to oracle P*", "rel_dist_oracle", "2.6788e-01"),
+    ("stable rank of P", "stable_rank", "2.9198"),
+]
+print(f"{'quantity':40s} {'learned P_s':>12s} {'oracle P*':>12s} {'seed 001 (Flexformer, reported)':>32s}")
+for label, key, rep in rows:
+    print(f"{label:40s} {tab_learned[key]:12.4e} {tab_oracle[key]:12.4e} {rep:>32s}")
+
+# %% [markdown]
+# ## Figures
+
+# %%
+sc = ckpt
+fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+ax[0].semilogy(sc, rel_err, "o-", ms=3, label=r"$\|P_s-P_\star\|_F/\|P_\star\|_F$ (online)")
+ax[0].semilogy(sc, cos_def, "s-", ms=3, label=r"cosine defect $1-\cos(P_s,P_\star)$")
+ax[0].semilogy(sc, rel_err_gd, "--", color=PALETTE[7], lw=1, label="relative error, population GD")
+ax[0].set_xlabel("outer step $s$"); ax[0].set_title("learned $P_s$ against the oracle"); ax[0].legend()
+ax[1].semilogy(sc, R_obs, "o-", ms=3, label=r"direct $R_1(P_s)$: $P_sd$")
+ax[1].semilogy(sc, R_L_target, "s-", ms=3, label=fr"Richardson $R_L(P_s)$, $L={L}$")
+ax[1].axhline(R_star, ls=":", color=PALETTE[7], label=r"oracle floor $R(P_\star)$")
+ax[1].axhline(R_ridge_floor, ls="-.", color=PALETTE[2], lw=1, label=r"$L\to\infty$ limit $(1/K)E\|z^\dagger-z_\star\|^2$")
+ax[1].set_xlabel("outer step $s$"); ax[1].set_title("what $P_s$ buys the solver"); ax[1].legend()
+fig.tight_layout()
+save_figure(fig, "fig1_decoder");
+
+# %%
+fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+ax[0].plot(s_dense, R_pred_dense, color=PALETTE[0], label="predicted (exact population GD)")
+ax[0].plot(sc, R_obs, "o", ms=4, color=PALETTE[1], label="observed (online, held out)")
+ax[0].axhline(R_star, ls=":", color=PALETTE[7], label=r"oracle floor $R(P_\star)$")
+ax[0].set_yscale("log"); ax[0].set_xlabel("outer step $s$"); ax[0].set_ylabel("decoder risk"); ax[0].legend()
+ax[0].set_title("observed vs predicted risk")
+pos = sc > 0  # at s = 0 both runs start from P_0 = 0 (population discrepancy exactly 0)
+ax[1].semilogy(sc[pos], rel_disc[pos], "o-", ms=3, label="held-out vs predicted")
+ax[1].semilogy(sc[pos], (np.abs(R_pop - R_pred) / R_pred)[pos], "s-", ms=3, label="exact risk of online $P_s$ vs predicted")
+ax[1].set_xlabel("outer step $s$"); ax[1].set_title("relative discrepancy"); ax[1].legend()
+save_figure(fig, "fig2_left_risk_overlap");
+
+# %%
+fig, ax = plt.subplots(2, 2, figsize=(10, 7))
+a = ax[0, 0]
+a.semilogy(sc, R_obs, "o-", ms=3, label="direct $P_sd$")
+a.semilogy(sc, R_L_target, "s-", ms=3, label=fr"depth $L={L}$, error to $z_\star$")
+a.semilogy(sc, R_L_solution, "^-", ms=3, label=fr"depth $L={L}$, error to $z^\dagger$")
+a.axhline(R_star, ls=":", color=PALETTE[7]); a.set_xlabel("outer step $s$"); a.set_title("direct vs iterated"); a.legend()
+a = ax[0, 1]
+a.plot(sc[idx_c], con_mean, "o-", label=r"mean $\|I-P_sH\|_2$")
+a.plot(sc[idx_c], con_max, "o--", label=r"max $\|I-P_sH\|_2$")
+a.plot(sc[idx_c], rad_mean, "s-", label="mean spectral radius")
+a.plot(sc[idx_c], rad_max, "s--", label="max spectral radius")
+a.axhline(1.0, color=PALETTE[7], lw=0.8); a.set_xlabel("outer step $s$"); a.set_title(f"contraction over {n_eval_prompts} held-out prompts"); a.legend()
+a = ax[1, 0]
+a.semilogy(sc, rel_err, "o-", ms=3, label="relative Frobenius error")
+a.semilogy(sc, cos_def, "s-", ms=3, label="cosine defect")
+a.set_xlabel("outer step $s$"); a.set_title(r"$P_s \to P_\star$"); a.legend()
+a = ax[1, 1]
+for j, name in enumerate(("slow third", "middle third", "fast third")):
+    a.plot(s_dense, W_groups[:, j], label=f"{name} of spec($C$)")
+a.plot(s_dense, entropy, "k:", label="normalised entropy")
+a.set_xlabel("outer step $s$"); a.set_title(r"spectral-overlap weights $w_{s,i}$"); a.legend()
+fig.tight_layout()
+save_figure(fig, "fig3_decoder_diagnostics");
+
+# %%
+fig, ax = plt.subplots(figsize=(6.4, 4.0))
+ax.plot(s_dense, R_pred_dense, label="predicted population curve")
+ax.plot(sc, R_obs, "o", ms=4, label="online checkpoints (held out)")
+ax.axhline(R_star, ls=":", color=PALETTE[7], label=r"$R(P_\star)$")
+ax.set_yscale("log"); ax.set_xlabel("outer step $s$"); ax.set_ylabel("decoder risk")
+ax2 = ax.twinx(); ax2.semilogy(sc, rel_err, "--", color=PALETTE[2], label="relative distance to $P_\\star$"); ax2.grid(False)
+ax2.set_ylabel(r"$\|P_s-P_\star\|_F/\|P_\star\|_F$")
+h1, l1 = ax.get_legend_handles_labels(); h2, l2 = ax2.get_legend_handles_labels(); ax.legend(h1 + h2, l1 + l2)
+ax.set_title("online decoder training")
+save_figure(fig, "fig5_online_decoder");
+
+# %%
+fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
+ells = np.arange(L + 1)
+for j in range(6):
+    ax[0].semilogy(ells, cert_fin.error_norms[j], color=PALETTE[j])
+    ax[0].semilogy(ells, cert_fin.bounds[j], "--", color=PALETTE[j], lw=1)
+ax[0].set_xlabel(r"inner step $\ell$"); ax[0].set_title(r"$\|e_\ell\|$ (solid) and $\|I-PH\|^\ell\|e_0\|$ (dashed)")
+ax[1].hist(np.log10(np.maximum(cert_fin.ratio_final, 1e-300)), bins=40, color=PALETTE[0])
+ax[1].set_xlabel(r"$\log_{10}$ error/bound at $\ell=L$"); ax[1].set_title(f"violation rate {violation_rate_all:g}")
+names = list(coverage)
+ax[2].bar(range(len(names)), [coverage[n] for n in names], color=PALETTE[2])
+ax[2].axhline(1 - delta, color="k", ls="--", label=r"$1-\delta$")
+ax[2].set_xticks(range(len(names)), names); ax[2].set_ylim(0.9, 1.005); ax[2].set_title("EB coverage"); ax[2].legend()
+fig.tight_layout()
+save_figure(fig, "fig9_certificates");
+
+# %%
+runtime = time.perf_counter() - t_start
+metrics = {
+    "K": K, "M": M, "steps": steps, "batch": batch, "L": L, "eta": eta,
+    "oracle_risk": R_star,
+    "max_abs_discrepancy": abs_disc.max(),
+    "max_rel_discrepancy": rel_disc.max(),
+    "max_rel_discrepancy_after_10": rel_disc[sc >= 10].max(),
+    "max_rel_pop_vs_pred": (np.abs(R_pop - R_pred) / R_pred).max(),
+    "R_obs_final": R_obs[-1],
+    "R_pred_final": R_pred[-1],
+    "R_obs_over_pred_final": R_obs[-1] / R_pred[-1],
+    "rel_err_final": rel_err[-1],
+    "cos_defect_final": cos_def[-1],
+    "rel_err_gd_final": rel_err_gd[-1],
+    "R_direct_final": R_1_eval[-1],
+    "R_depth_final": R_L_target[-1],
+    "R_depth_solution_final": R_L_solution[-1],
+    "R_depth_oracle": R_L_star,
+    "R_ridge_floor": R_ridge_floor,
+    "direct_over_depth": R_1_eval[-1] / R_L_target[-1],
+    "iterated_orders_below_direct": bool(R_1_eval[-1] / R_L_target[-1] >= 1e3),
+    "mean_contraction_final": con_mean[-1],
+    "max_contraction_final": con_max[-1],
+    "mean_radius_final": rad_mean[-1],
+    "mean_contraction_below_one": bool(con_mean[-1] < 1),
+    "max_contraction_exceeds_one": bool(con_max[-1] > 1),
+    "entropy_final": entropy[-1],
+    "identity_max_error": identity_err,
+    "violation_rate": violation_rate_all,
+    "eb_upper_depth": eb_depth.upper,
+    "eb_upper_direct": eb_direct.upper,
+    "eb_upper_above_risk": bool(eb_depth.upper >= loss_depth.mean() and eb_direct.upper >= loss_direct.mean()),
+    "coverage_direct_final": coverage["direct_final"],
+    "coverage_depth_final": coverage["depth_final"],
+    "coverage_direct_early": coverage["direct_early"],
+    "coverage_min": min(coverage.values()),
+    "clipped_fraction_early": clipped_fraction_early,
+    "table_depth_risk": tab_learned["depth_risk"],
+    "table_eb_upper": tab_learned["eb_upper"],
+    "table_violation_rate": tab_learned["violation_rate"],
+    "table_ratio_mean": tab_learned["ratio_mean"],
+    "table_ratio_max": tab_learned["ratio_max"],
+    "table_mean_contraction": tab_learned["mean_contraction"],
+    "table_rel_dist_oracle": tab_learned["rel_dist_oracle"],
+    "table_stable_rank": tab_learned["stable_rank"],
+    "oracle_table_depth_risk": tab_oracle["depth_risk"],
+    "oracle_table_mean_contraction": tab_oracle["mean_contraction"],
+    "oracle_table_stable_rank": tab_oracle["stable_rank"],
+    "table_bound_above_risk": bool(tab_learned["eb_upper"] >= tab_learned["depth_risk"]),
+    "train_seconds": t_train,
+    "runtime_seconds": runtime,
+}
+write_metrics(metrics)
+print(f"runtime {runtime:.1f} s")
