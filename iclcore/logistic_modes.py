@@ -76,6 +76,7 @@ __all__ = [
     "exact_fixed_point_loss",
     "integrate_mode_flow",
     "monte_carlo_loss",
+    "crossing_times",
 ]
 
 
@@ -822,3 +823,26 @@ def monte_carlo_loss(
     mean = total / n
     var = total2 / n - mean**2
     return float(mean), float(np.sqrt(max(var, 0.0) / n))
+
+
+def crossing_times(t: ArrayLike, a: ArrayLike, level: ArrayLike) -> Array:
+    """First time each column of ``a`` (T, d) reaches ``level`` (d,), linearly interpolated
+    between samples (``nan`` if never reached). With ``level = a_end / 2`` this is the
+    measured half-saturation time, comparable with :func:`half_time`."""
+    t = np.asarray(t, dtype=float)
+    a = np.asarray(a, dtype=float)
+    if a.ndim != 2 or a.shape[0] != t.size:
+        raise ValueError(f"a: expected shape ({t.size}, d), got {a.shape}")
+    level = np.broadcast_to(np.asarray(level, dtype=float), (a.shape[1],))
+    out = np.full(a.shape[1], np.nan)
+    for k in range(a.shape[1]):
+        idx = np.nonzero(a[:, k] >= level[k])[0]
+        if idx.size == 0:
+            continue
+        j = idx[0]
+        if j == 0:
+            out[k] = t[0]
+        else:
+            f = (level[k] - a[j - 1, k]) / (a[j, k] - a[j - 1, k])
+            out[k] = t[j - 1] + f * (t[j] - t[j - 1])
+    return out

@@ -36,6 +36,7 @@ __all__ = [
     "lag_autocorrelation",
     "smoothed_derivative",
     "find_extrema",
+    "moving_average",
 ]
 
 
@@ -209,3 +210,15 @@ def find_extrema(y: ArrayLike, x: ArrayLike, *, sign: int = 1, prominence: float
     scale = np.max(np.abs(y)) if y.size else 0.0
     idx, _ = find_peaks(sign * y, prominence=prominence * scale if scale > 0 else None)
     return x[idx]
+
+
+def moving_average(y: ArrayLike, k: int) -> Array:
+    """Running mean of ``k`` consecutive samples along the last axis ("valid" part only,
+    length ``T - k + 1``; sample ``j`` is centred on ``j + (k - 1)/2``). With ``k`` = log
+    points per epoch it turns a per-step series into the per-epoch average of (A93) and
+    removes the periodicity of a fixed task order."""
+    y = np.asarray(y, dtype=float)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= y.shape[-1]:
+        raise ValueError(f"k: window must be an integer in [1, {y.shape[-1]}], got {k!r}")
+    c = np.cumsum(np.concatenate([np.zeros(y.shape[:-1] + (1,)), y], axis=-1), axis=-1)
+    return (c[..., k:] - c[..., :-k]) / k

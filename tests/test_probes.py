@@ -137,7 +137,17 @@ def test_probes_locate_mode_times_on_theory_curves():
         assert before.size == 1 and after.size == 1
 
 
+def test_moving_average_removes_period():
+    t = np.arange(200)
+    y = 0.1 * t + np.sin(2 * np.pi * t / 8)
+    m = pr.moving_average(y, 8)
+    assert m.shape == (193,)
+    np.testing.assert_allclose(m, 0.1 * (t[:193] + 3.5), atol=1e-12)
+
+
 def test_bad_inputs():
+    with pytest.raises(ValueError, match="k"):
+        pr.moving_average(np.ones(5), 6)
     with pytest.raises(ValueError, match="values"):
         pr.effective_rank_of_values([1.0, -1.0])
     with pytest.raises(ValueError, match="values"):
