@@ -1,0 +1,332 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Encoder + decoder: a decoder tracking a moving oracle, and the end-to-end risk split
+# This notebook recomputes the low-rank encoder+decoder run of seed 000 §6 (Figure 1 bottom panels,
+# Figure 2 right, Figure 4, Figure 7 and the §11 numbers at $s=420$) and seed 001 §5.2 (Table 3 and
+# Figure 3). The encoder is the dictionary $G_s$ of §5.1 fitted to the prompts' ridge estimates on a
+# pool of training prompts, with subspace $U_s=G_s(G_s^\top G_s)^{-1/2}$; the decoder $P_{z,s}$ is trained
+# by gradient descent on the moving latent distribution $(A_s,d_s)=(U_s^\top H_MU_s,U_s^\top c_M)$. Every
+# exact statement is checked at every step: the boxed tracking identity, the Richardson identity
+# $z_L-z^\dagger=-(I-P_{z,s}A_s)^Lz^\dagger$, the risk decomposition, the §6.6 product/sum formula, and the
+# §6.4 continuous-time limit.
+
+# %% tags=["parameters"]
+K = 16              # ambient dimension of x and beta
+r = 3               # task rank (latent dimension)
+M = 64              # prompt length
+sigma = 0.3         # label noise
+lam = 0.01          # ridge in H_M
+cond_x = 8.0        # condition number of Sigma_x (geometric spectrum, Tr = K)
+mu_1 = 0.2          # eigenvalues of Sigma_z ...
+mu_2 = 0.08
+mu_3 = 0.03
+n_train = 64        # pool of training prompts (encoder and decoder moments)
+n_eval = 2048       # held-out prompts for the risks
+L = 7               # Richardson depth of the latent decoder
+steps = 420         # outer steps (seed 000 §11 reports s = 420)
+eta_e_rel = 0.5     # encoder step times lambda_max(Sigma_z hat)
+eta_d_rel = 0.2     # decoder step times max_s lambda_max(C_s)
+eval_every = 2      # held-out risks every this many steps (and at the last)
+refine_max = 4      # continuous-time check: step sizes eta/k for k = 1, 2, ..., refine_max (powers of 2)
+seed = 0
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"n_eval": 16384, "eval_every": 1, "refine_max": 8}}
+
+# %%
+import time
+
+import numpy as np
+import matplotlib.pyplot as plt
+
+from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.closure import commutator_defect
+from iclcore.encdec import (
+    EncDecConfig,
+    continuous_triangular,
+    encdec_dynamics,
+    product_sum_tracking_error,
+    run_encdec,
+)
+
+use_style()
+t_start = time.perf_counter()
+cfg = EncDecConfig(K=K, r=r, M=M, sigma=sigma, lam=lam, cond_x=cond_x, mu_z=(mu_1, mu_2, mu_3),
+                   n_train=n_train, n_eval=n_eval, L=L, steps=steps, eta_e_rel=eta_e_rel,
+                   eta_d_rel=eta_d_rel, seed=seed)
+run = run_encdec(cfg, eval_every=eval_every)
+R = run.risks
+rs = run.risk_steps
+grid = np.arange(steps + 1)
+t_run = time.perf_counter() - t_start
+
+# %% [markdown]
+# ## The run at a glance (seed 000 Figure 1, bottom panels)
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+ax = axes[0]
+ax.semilogy(grid, run.tracking_rel, color=PALETTE[0],
+            label=r"$\|P_{z,s}-P_z^\star(U_s)\|_F/\|P_z^\star(U_s)\|_F$")
+ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"$\sin^2\Theta(U_s,U_\star)$")
+ax.set_xlabel("outer step $s$")
+ax.set_title("Decoder tracks its moving oracle; encoder reaches its floor")
+ax.legend()
+ax = axes[1]
+ax.semilogy(rs, R.e2e, color=PALETTE[0], label=r"$R_{e2e}(s)$")
+ax.semilogy(rs, R.floor, "--", color="gray", label=r"$R_{floor}(s)$ (encoder)")
+ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"$R_{dec}(s)$ (decoder)")
+ax.set_xlabel("outer step $s$")
+ax.set_title("End-to-end risk = encoder floor + decoder part")
+ax.legend()
+save_figure(fig, "fig1_encdec_panels")
+
+# %% [markdown]
+# ## Exact identities at every step (seed 000 Figure 2 right)
+# "Observed" is the held-out risk of $U_s z_{L,s}$ with $z_{L,s}$ produced by running the latent
+# Richardson iteration; "exact" uses $z_{L,s}=z_s^\dagger-(I-P_{z,s}A_s)^Lz_s^\dagger$ (matrix powers). The
+# right panel shows the three rounding-level residuals along the run.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+ax = axes[0]
+ax.semilogy(rs, R.e2e, color=PALETTE[0], label="observed (iterated Richardson)")
+ax.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
+ax.semilogy(rs, R.dec, color=PALETTE[2], label="decoder component")
+ax.semilogy(rs, R.floor, "--", color="gray", label="encoder floor")
+ax.set_xlabel("outer step $s$")
+ax.set_title("Observed vs exact identity risk")
+ax.legend()
+ax = axes[1]
+tiny = 1e-20  # exact zeros drawn at the bottom of the log axis
+ax.semilogy(rs, np.maximum(R.identity_gap, tiny), ".", ms=3, color=PALETTE[0], label=r"$|R_{obs}-R_{exact}|$")
+ax.semilogy(rs, np.maximum(R.decomposition_gap, tiny), ".", ms=3, color=PALETTE[3],
+            label=r"$|R_{e2e}-(R_{floor}+R_{dec}+2\,\mathrm{cross})|$")
+ax.semilogy(grid[1:], np.maximum(run.identity_residual, tiny), ".", ms=3, color=PALETTE[4],
+            label="tracking identity residual (relative)")
+ax.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
+ax.set_ylim(tiny / 2, 1e-12)
+ax.set_xlabel("outer step $s$")
+ax.set_title("Rounding-level residuals")
+ax.legend(fontsize=7)
+save_figure(fig, "fig2_right_identity")
+
+# %% [markdown]
+# ## Detailed diagnostics (seed 000 Figure 4)
+# Spectral-overlap fractions of the tracking error in the eigenbasis $q_{s,i}$ of the moving
+# $C_s$: $w_{s,i}=\lambda_i(C_s)\|E_sq_{s,i}\|^2/\sum_j\lambda_j(C_s)\|E_sq_{s,j}\|^2$ with $E_s=P_{z,s}-P_z^\star(U_s)$.
+
+# %%
+E = run.P - run.P_star
+lamC, QC = np.linalg.eigh(run.C)  # ascending
+energy = lamC * np.sum((E @ QC) ** 2, axis=-2)
+weights = energy / energy.sum(axis=1, keepdims=True)
+drift = np.linalg.norm(run.P_star[1:] - run.P_star[:-1], axis=(-2, -1))
+
+fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+ax = axes[0, 0]
+ax.semilogy(rs, R.e2e, color=PALETTE[0], label=r"$R_{e2e}$")
+ax.semilogy(rs, R.floor, "--", color="gray", label=r"$R_{floor}$")
+ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"$R_{dec}$")
+ax.semilogy(rs, 2 * np.abs(R.cross), color=PALETTE[3], lw=1, label=r"$2|\mathrm{cross}|$")
+ax.set_title("Risk decomposition")
+ax.legend()
+ax = axes[0, 1]
+ax.plot(rs, R.rho_mean, color=PALETTE[0], label=r"mean $\|I-P_{z,s}A_s\|_2$")
+ax.plot(rs, R.rho_max, color=PALETTE[1], lw=1, label=r"max over held-out prompts")
+ax.axhline(1.0, color="gray", ls=":")
+ax.set_title("Latent contraction")
+ax.legend()
+ax = axes[1, 0]
+ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"$\sin^2\Theta(U_s,U_\star)$")
+ax.semilogy(grid, run.tracking_rel, color=PALETTE[0], label="relative tracking error")
+ax.semilogy(grid[:-1], drift / np.linalg.norm(run.P_star[:-1], axis=(-2, -1)), color=PALETTE[4], lw=1,
+            label=r"oracle drift $\|P^\star_{s+1}-P^\star_s\|_F/\|P^\star_s\|_F$")
+ax.set_title("Encoder subspace and decoder tracking")
+ax.set_xlabel("outer step $s$")
+ax.legend(fontsize=7)
+ax = axes[1, 1]
+names = ["slow (smallest $\\lambda_i$)"] + ["middle"] * (r - 2) + ["fast (largest $\\lambda_i$)"]
+ax.stackplot(grid, weights.T[::-1], colors=PALETTE[:r], labels=names[::-1])
+ax.set_ylim(0, 1)
+ax.set_title("Spectral overlap of the tracking error")
+ax.set_xlabel("outer step $s$")
+ax.legend(fontsize=7, loc="center right", frameon=True)
+for a in axes[0]:
+    a.set_xlabel("outer step $s$")
+fig.tight_layout()
+save_figure(fig, "fig4_encdec_detail")
+
+# %% [markdown]
+# ## Online encoder+decoder training and its certificates (seed 000 Figure 7, seed 001 Figure 3)
+# The decoder certificate is the §6.3 chain $R_{dec}\le\|\Sigma_x\|E\|z_L-z^\dagger\|^2\le\|\Sigma_x\|E[\rho^{2L}\|z^\dagger\|^2]$.
+# The subspace certificate is Davis–Kahan with $S_s=G_s\Sigma_zG_s^\top$ (whose top-$r$ eigenspace is
+# $U_s$) against $\Sigma_\beta$, in the paper's form $(\|S_s-\Sigma_\beta\|/\gamma)^2$ and in the valid form
+# $(\|S_s-\Sigma_\beta\|/(\gamma-\|S_s-\Sigma_\beta\|))^2$ (infinite while $\|S_s-\Sigma_\beta\|\ge\gamma$).
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+ax = axes[0]
+ax.semilogy(rs, R.e2e, color=PALETTE[0], label="held-out prediction risk")
+ax.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
+ax.set_title("Held-out risk (seed 000 Fig. 7)")
+ax.legend()
+ax = axes[1]
+ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"decoder actual $R_{dec}$")
+ax.semilogy(rs, R.dec_mid, color=PALETTE[5], label=r"$\|\Sigma_x\|E\|z_L-z^\dagger\|^2$")
+ax.semilogy(rs, R.dec_bound, "--", color=PALETTE[1], label=r"certified $\|\Sigma_x\|E[\rho^{2L}\|z^\dagger\|^2]$")
+ax.set_title("Decoder risk and its certificate")
+ax.legend(fontsize=7)
+ax = axes[2]
+finite = np.isfinite(run.dk2_weyl)
+ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"true $\sin^2\Theta(U_s,U_\star)$")
+ax.semilogy(grid, run.dk2_paper, "--", color=PALETTE[0], label="Davis–Kahan$^2$, paper form")
+ax.semilogy(grid[finite], run.dk2_weyl[finite], ":", color=PALETTE[3], lw=2, label="Davis–Kahan$^2$, valid form")
+ax.set_title("Subspace certificate (seed 001 Fig. 3)")
+ax.legend(fontsize=7)
+for a in axes:
+    a.set_xlabel("outer step $s$")
+save_figure(fig, "fig7_encdec_online")
+
+# %% [markdown]
+# ## §6.6: the product/sum formula reproduces the tracked error of the real run
+# $E_s=E_0\prod_{t<s}(I-\eta_dC_t)+\sum_{\tau<s}D_\tau\prod_{t=\tau+1}^{s-1}(I-\eta_dC_t)$, evaluated from
+# $E_0$, the moments $C_t$ and the oracle drifts $D_\tau$ only, against $P_{z,s}-P_z^\star(U_s)$ of the run.
+
+# %%
+check_steps = np.unique(np.r_[np.linspace(0, steps, 43).astype(int), steps])
+E_formula = product_sum_tracking_error(run.P, run.P_star, run.C, run.eta_d, check_steps)
+ps_err = np.abs(E_formula - E[check_steps]).max(axis=(-2, -1)) / np.abs(E).max()
+comm = commutator_defect(run.C[:: max(1, steps // 40)])
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+ax = axes[0]
+ax.semilogy(grid, np.linalg.norm(E, axis=(-2, -1)), color=PALETTE[0], label=r"$\|E_s\|_F$ tracked in the run")
+ax.semilogy(check_steps, np.linalg.norm(E_formula, axis=(-2, -1)), "o", ms=4, mfc="none", color=PALETTE[1],
+            label="product/sum formula")
+ax.semilogy(grid[:-1], drift, color=PALETTE[4], lw=1, label=r"drift $\|D_s\|_F$")
+ax.set_xlabel("outer step $s$")
+ax.set_title("Non-commuting exact matrix dynamics")
+ax.legend()
+ax = axes[1]
+ax.semilogy(check_steps, np.maximum(ps_err, 1e-20), "o", ms=4, color=PALETTE[1])
+ax.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
+ax.set_ylim(1e-20, 1e-12)
+ax.set_xlabel("outer step $s$")
+ax.set_title("Formula vs run: max entry error / max|E|")
+ax.legend()
+save_figure(fig, "fig_product_sum")
+
+# %% [markdown]
+# ## §6.4: the stop-gradient triangular dynamics in continuous time
+# $\dot G_t=\eta_e(\Sigma_{bz}-G_t\Sigma_z)$ (closed form) and $\dot P_t=\eta_d(B(G_t)-P_tC(G_t))$ (integrated
+# with RK45), time in units of steps. Gradient descent is its forward-Euler discretisation: runs
+# with steps $\eta/k$ over $k\cdot s$ steps converge to the ODE at rate $O(\eta/k)$.
+
+# %%
+t_ode = np.arange(0, steps + 1, 2.0)
+_, P_ode = continuous_triangular(run.G[0], run.G_hat, run.Sz, run.train, np.zeros((r, r)), run.eta_e,
+                                 run.eta_d, t_ode, rtol=1e-10, atol=1e-13)
+ks = [2**j for j in range(int(np.log2(refine_max)) + 1)]
+gaps = []
+for k in ks:
+    dyn = run if k == 1 else encdec_dynamics(cfg, steps=steps * k, eta_e=run.eta_e / k, eta_d=run.eta_d / k)
+    gaps.append(float(np.abs(dyn.P[:: 2 * k] - P_ode).max() / np.abs(P_ode).max()))
+gaps = np.array(gaps)
+order = float(np.polyfit(np.log(ks), np.log(gaps), 1)[0])
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+ax = axes[0]
+for i in range(r):
+    ax.plot(grid, run.P[:, i, i], color=PALETTE[i], lw=1.2, label=f"GD $P_{{z,s}}[{i},{i}]$")
+    ax.plot(t_ode, P_ode[:, i, i], ":", color="black", lw=1)
+ax.plot([], [], ":", color="black", label="continuous time")
+ax.set_xlabel("time (steps at the base step size)")
+ax.set_title("Decoder diagonal: discrete vs continuous")
+ax.legend(fontsize=7)
+ax = axes[1]
+ax.loglog(ks, gaps, "o-", color=PALETTE[0], label="max gap to the ODE / max|P|")
+ax.loglog(ks, gaps[0] / np.array(ks, float), ":", color="gray", label="slope $-1$")
+ax.set_xticks(ks, [str(k) for k in ks])
+ax.minorticks_off()
+ax.set_xlabel("refinement $k$ (step sizes $\\eta/k$)")
+ax.set_title("First-order convergence to the ODE")
+ax.legend()
+save_figure(fig, "fig_continuous_time")
+
+# %% [markdown]
+# ## Seed 001 Table 3 and the seed 000 §11 numbers at the last step
+
+# %%
+i_last = -1
+table3 = {
+    "held-out prediction risk": R.e2e[i_last],
+    "exact identity risk": R.exact[i_last],
+    "max identity absolute gap": R.identity_gap.max(),
+    "decoder actual risk": R.dec[i_last],
+    "decoder certified risk": R.dec_bound[i_last],
+    "encoder true subspace sin^2": run.sin2[-1],
+    "Davis-Kahan sin^2 bound (paper)": run.dk2_paper[-1],
+    "Davis-Kahan sin^2 bound (valid)": run.dk2_weyl[-1],
+    "R_floor": R.floor[i_last],
+    "relative tracking error": run.tracking_rel[-1],
+}
+
+# %% tags=["nbval-check-output"]
+for k_, v in table3.items():
+    print(f"{k_:34s} {v:.4e}")
+print(f"product/sum max error {ps_err.max():.1e}, identity residual max {run.identity_residual.max():.1e}")
+
+# %%
+elapsed = time.perf_counter() - t_start
+write_metrics({
+    "steps": steps,
+    "e2e_final": R.e2e[i_last],
+    "exact_final": R.exact[i_last],
+    "floor_final": R.floor[i_last],
+    "dec_final": R.dec[i_last],
+    "cross_final": R.cross[i_last],
+    "dec_mid_final": R.dec_mid[i_last],
+    "dec_bound_final": R.dec_bound[i_last],
+    "rho_mean_final": R.rho_mean[i_last],
+    "rho_max_final": R.rho_max[i_last],
+    "violation_rate_max": R.violations.max(),
+    "tracking_rel_final": run.tracking_rel[-1],
+    "sin2_final": run.sin2[-1],
+    "sin2_fro_final": run.sin2_fro[-1],
+    "dk2_paper_final": run.dk2_paper[-1],
+    "dk2_weyl_final": run.dk2_weyl[-1],
+    "identity_gap_max": R.identity_gap.max(),
+    "identity_gap_rel_max": float(np.max(R.identity_gap / R.e2e)),
+    "decomposition_gap_max": R.decomposition_gap.max(),
+    "tracking_identity_residual_max": run.identity_residual.max(),
+    "product_sum_err_max": ps_err.max(),
+    "commutator_defect": comm,
+    "floor_share_final": R.floor[i_last] / R.e2e[i_last],
+    "dec_share_final": R.dec[i_last] / R.e2e[i_last],
+    "e2e_is_floor_plus_small_dec": bool(abs(R.e2e[i_last] / R.floor[i_last] - 1) < 0.02
+                                        and R.dec[i_last] < 0.01 * R.floor[i_last]),
+    "dec_bound_holds": bool(np.all(R.dec <= R.dec_mid * (1 + 1e-12)) and np.all(R.dec_mid <= R.dec_bound * (1 + 1e-12))),
+    "dec_bound_conservative_factor": R.dec_bound[i_last] / R.dec[i_last],
+    "dk_paper_holds_all_steps": bool(np.all(run.sin2 <= run.dk2_paper * (1 + 1e-12))),
+    "dk_valid_holds_where_finite": bool(np.all(run.sin2[finite] <= run.dk2_weyl[finite] * (1 + 1e-12))),
+    "sin2_plateau_ratio": run.sin2[-1] / run.sin2[steps // 2],
+    "encoder_plateau_decoder_tracking": bool(abs(run.sin2[-1] / run.sin2[steps // 2] - 1) < 0.05
+                                             and run.tracking_rel[-1] < 0.1 * run.tracking_rel[steps // 4]),
+    "ode_gap_base": gaps[0],
+    "ode_gap_finest": gaps[-1],
+    "ode_order": order,
+    "eta_e": run.eta_e,
+    "eta_d": run.eta_d,
+    "run_seconds": t_run,
+    "elapsed_seconds": elapsed,
+})
