@@ -285,3 +285,19 @@ def test_bad_inputs_name_parameter():
         counterexample_eigenvalues(0.5, 1.5, 0.1)
     with pytest.raises(ValueError, match="exact"):
         closure_mismatch(np.zeros(3), np.zeros(3))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 4), r=st.integers(1, 5), S=st.integers(0, 40))
+def test_property_ordered_product_sum_equals_recursion(seed, m, r, S):
+    """Random non-commuting PSD sequences C_t and drifts D_t (seed 000 §6.6)."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((S, r, r))
+    C_seq = A @ np.swapaxes(A, 1, 2) / r
+    lam = max((np.linalg.eigvalsh(c)[-1] for c in C_seq), default=1.0)
+    eta = 0.9 * 2.0 / max(lam, 1e-3)
+    D_seq = rng.standard_normal((S, m, r))
+    E0 = rng.standard_normal((m, r))
+    rec = tracking_error_iterate(E0, C_seq, D_seq, eta)
+    ps = tracking_error_product_sum(E0, C_seq, D_seq, eta, np.arange(S + 1))
+    assert np.abs(rec - ps).max() <= RTOL * max(np.abs(rec).max(), 1.0)
