@@ -50,6 +50,7 @@ __all__ = [
     "online_encoder_run",
     "online_encoder_run_naive",
     "heldout_risk",
+    "sgd_stationary_sq_error",
 ]
 
 
@@ -455,3 +456,23 @@ def online_encoder_run_naive(
     Gs = np.array(out)
     z_ev, b_ev, _ = sample_encoder_data(problem, n_eval, rng)
     return _summarise(problem, G0, Gs, eta, np.asarray(heldout_risk(Gs, z_ev, b_ev)))
+
+
+def sgd_stationary_sq_error(problem: EncoderProblem, eta: float, batch: int) -> float:
+    """Stationary ``E||G_s - G⋆||_F²`` of constant-step minibatch SGD, to first order in ``1/B``.
+
+    Keeping the additive gradient noise ``(1/B) Ξ^T Z`` (row covariance ``σ² Σ_z / B``) and
+    dropping the multiplicative noise ``E_s(Σ̂_z - Σ_z)`` (which vanishes at ``E = 0``), each row
+    ``e`` of ``E = G - G⋆`` obeys ``e_{s+1} = e_s (I - ηΣ_z) + η n_s``; its stationary covariance
+    in the eigenbasis of ``Σ_z`` is ``η σ² / (B (2 - η μ_i))``, so
+
+    ``E||E||_F² ≈ q Σ_i η σ² / (B (2 - η μ_i))``.
+
+    Returns
+    -------
+    float
+    """
+    spec = psd_spectrum(problem.Sigma_z, "Sigma_z")
+    check_step_size(eta, problem.Sigma_z, "eta")
+    B = _check_pos_int(batch, "batch")
+    return float(problem.q * np.sum(eta * problem.sigma**2 / (B * (2.0 - eta * spec.lam))))

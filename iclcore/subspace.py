@@ -38,6 +38,7 @@ __all__ = [
     "DK_VARIANTS",
     "floor_risk",
     "floor_risk_bound",
+    "wedin_sin_bound",
 ]
 
 DK_VARIANTS = ("paper", "weyl", "mixed")
@@ -302,3 +303,28 @@ def floor_risk_bound(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sig
     Sz = _as_symmetric(Sigma_z, "Sigma_z")
     Sx = _as_symmetric(Sigma_x, "Sigma_x")
     return float(np.linalg.norm(Sx, 2) * np.trace(Sz) * sin_theta(U, U_star, "fro", squared=True))
+
+
+def wedin_sin_bound(G: np.ndarray, G_star: np.ndarray) -> float:
+    """``||G - G⋆||_2 / σ_r(G)``, an upper bound of ``||sin Θ(range G, range G⋆)||_2``.
+
+    With ``G = W S V^T`` (thin SVD) the sines are the singular values of
+    ``(I - P⋆) W = (I - P⋆)(G - G⋆) V S^{-1}``, hence the bound (a Wedin-type
+    inequality with constant 1). It shows that the subspace error of an encoder
+    dictionary is at most first order in ``||G - G⋆||``, so ``sin²Θ`` is second order.
+
+    Parameters
+    ----------
+    G, G_star : array_like, shape (K, r), full column rank
+
+    Returns
+    -------
+    float
+    """
+    G = _as_matrix(G, "G")
+    Gs = _as_matrix(G_star, "G_star")
+    if G.shape != Gs.shape:
+        raise ValueError(f"G_star: shape {Gs.shape} differs from G's {G.shape}")
+    orthonormal_basis(G, "G")  # rank check
+    sv = np.linalg.svd(G, compute_uv=False)
+    return float(np.linalg.norm(G - Gs, 2) / sv[-1])

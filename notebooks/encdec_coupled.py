@@ -35,7 +35,7 @@ L = 7               # Richardson depth of the latent decoder
 steps = 420         # outer steps (seed 000 §11 reports s = 420)
 eta_e_rel = 0.5     # encoder step times lambda_max(Sigma_z hat)
 eta_d_rel = 0.2     # decoder step times max_s lambda_max(C_s)
-eval_every = 2      # held-out risks every this many steps (and at the last)
+eval_every = 4      # held-out risks every this many steps (and at the last)
 refine_max = 4      # continuous-time check: step sizes eta/k for k = 1, 2, ..., refine_max (powers of 2)
 seed = 0
 

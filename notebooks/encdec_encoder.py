@@ -57,6 +57,7 @@ from iclcore.encoder import (
     encoder_risk,
     make_encoder_problem,
     online_encoder_run,
+    sgd_stationary_sq_error,
 )
 from iclcore.encdec import make_lowrank_model, sample_lowrank_prompts
 from iclcore.subspace import (
@@ -68,6 +69,7 @@ from iclcore.subspace import (
     floor_risk_bound,
     sin_theta,
     top_r_subspace,
+    wedin_sin_bound,
 )
 
 use_style()
@@ -98,6 +100,12 @@ max_err_modal_rel = float(np.max(np.abs(risk_trace - risk_modal) / risk_modal))
 res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, rng, n_eval=n_eval)
 ratio_noisy = float(res_n.risk_heldout[-1] / res_n.risk_pred[-1])
 se_noisy = float(np.sqrt(2.0 / (q * n_eval)))  # relative s.e. of a mean of sigma^2 chi^2_q / q over n_eval
+# the level of the relative G error is set by the stationary SGD noise (first order in 1/B)
+rel_err_stationary = float(np.sqrt(sgd_stationary_sq_error(prob_noisy, eta_noisy, batch_noisy))
+                           / np.linalg.norm(prob_noisy.G_star))
+rel_err_time_avg = float(np.sqrt(np.mean(res_n.rel_err[steps // 2:] ** 2)))
+# subspace error is second order: sin Θ <= ||G - G⋆||_2 / σ_r(G)
+wedin_noisy = wedin_sin_bound(res_n.G[-1], prob_noisy.G_star) ** 2
 table1 = {
     "held-out encoder risk": res_n.risk_heldout[-1],
     "exact population risk": res_n.risk_pred[-1],
@@ -141,6 +149,7 @@ prob_clean = make_encoder_problem(q, mu, 0.0, rng)
 G0c = rng.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng, n_eval=n_eval)
 log_ratio = np.log(res_c.risk_heldout / res_c.risk_pred)
+wedin_clean = wedin_sin_bound(res_c.G[-1], prob_clean.G_star) ** 2
 clean = {
     "R_enc final observed (held-out)": res_c.risk_heldout[-1],
     "R_enc final observed (exact, iterate)": res_c.risk_iterate[-1],
@@ -242,6 +251,10 @@ norm_err_or = col("oracle", "err") / (np.linalg.norm(Sigma_beta, 2) * np.sqrt(re
 fl_all = np.r_[col("estimated", "floor"), col("oracle", "floor")]
 flb_all = np.r_[col("estimated", "floor_bound"), col("oracle", "floor_bound")]
 dkw_est = col("estimated", "dk_weyl")
+# the 2x2 counterexample to the printed Davis–Kahan form: Σ = diag(1, 0), Ŝ = [[1/2, δ], [δ, 1/2]]
+S_cx = np.array([[0.5, 1e-3], [1e-3, 0.5]])
+sin_cx = sin_theta(top_r_subspace(S_cx, 1), np.eye(2)[:, :1])
+dk_cx = davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "paper")
 valid_holds = bool(np.all(sin_or <= dkw_or * (1 + 1e-12)) and np.all(sin_est <= dkw_est * (1 + 1e-12)))
 
 # %% tags=["nbval-check-output"]
@@ -262,6 +275,10 @@ write_metrics({
     "noisy_ratio_within_3se": bool(abs(ratio_noisy - 1) <= 3 * se_noisy),
     "noisy_rel_err_final": res_n.rel_err[-1],
     "noisy_sin2_final": res_n.sin2[-1],
+    "noisy_rel_err_stationary_pred": rel_err_stationary,
+    "noisy_rel_err_time_avg": rel_err_time_avg,
+    "noisy_sin2_wedin_bound": wedin_noisy,
+    "noisy_sin2_below_wedin": bool(res_n.sin2[-1] <= wedin_noisy),
     "noise_floor": prob_noisy.noise_floor,
     "clean_risk_heldout_final": res_c.risk_heldout[-1],
     "clean_risk_iterate_final": res_c.risk_iterate[-1],
@@ -271,6 +288,8 @@ write_metrics({
     "clean_rel_err_pred_final": res_c.rel_err_pred[-1],
     "clean_rel_err_ratio_final": res_c.rel_err[-1] / res_c.rel_err_pred[-1],
     "clean_sin2_final": res_c.sin2[-1],
+    "clean_sin2_wedin_bound": wedin_clean,
+    "clean_sin2_below_wedin": bool(res_c.sin2[-1] <= wedin_clean),
     "clean_max_abs_log_ratio": np.abs(log_ratio).max(),
     "clean_final_agrees_1pct": bool(abs(res_c.risk_heldout[-1] / res_c.risk_pred[-1] - 1) < 0.01
                                     and abs(res_c.rel_err[-1] / res_c.rel_err_pred[-1] - 1) < 0.01),
@@ -283,6 +302,11 @@ write_metrics({
     "subspace_oracle_err_normalised_min": norm_err_or.min(),
     "subspace_oracle_err_normalised_max": norm_err_or.max(),
     "subspace_valid_dk_holds": valid_holds,
+    "subspace_reff_scaling_holds": bool(0.3 <= norm_err_or.min() and norm_err_or.max() <= 3.0),
+    "dk_counterexample_sin": sin_cx,
+    "dk_counterexample_paper_bound": dk_cx,
+    "dk_paper_form_valid_in_general": bool(sin_cx <= dk_cx),
+    "subspace_sin_estimated_over_dk": sin_est[-1] / dk_est[-1],
     "subspace_floor_bound_holds": bool(np.all(fl_all <= flb_all * (1 + 1e-12))),
     "subspace_floor_bound_ratio_max": float(np.max(fl_all / flb_all)),
     "elapsed_seconds": elapsed,

@@ -15,6 +15,7 @@ from iclcore.encoder import (
     online_encoder_run_naive,
     relative_error,
     sample_encoder_data,
+    sgd_stationary_sq_error,
 )
 from iclcore.encoder import _heldout_moments
 
@@ -101,6 +102,16 @@ def test_online_noisy_run_reaches_the_noise_floor():
     # held-out MC on 1e5 × 32 residuals: relative s.e. sqrt(2/3.2e6) ≈ 8e-4; allow 5 s.e.
     assert abs(res.risk_heldout[-1] / res.risk_pred[-1] - 1) < 4e-3
     assert res.sin2[-1] < 1e-4 and res.rel_err[-1] < 3e-3
+
+
+def test_stationary_sgd_error_matches_time_average():
+    # after burn-in, the time average of ||G_s - G⋆||_F² matches the first-order stationary formula
+    # (batch 500: multiplicative-noise corrections are O(1/B) ~ 0.2 %; averaging 2000 correlated
+    # steps leaves a few % of Monte Carlo spread, hence the 10 % tolerance)
+    p = _problem(sigma=0.1, q=16)
+    res = online_encoder_run(p, p.G_star.copy() + 1e-3, 0.5, 500, 2500, np.random.default_rng(8), n_eval=10)
+    sq = np.sum((res.G[500:] - p.G_star) ** 2, axis=(1, 2))
+    assert sq.mean() == pytest.approx(sgd_stationary_sq_error(p, 0.5, 500), rel=0.1)
 
 
 def test_vectorised_and_naive_runs_have_the_same_law():

@@ -16,6 +16,7 @@ from iclcore.subspace import (
     principal_angles,
     sin_theta,
     top_r_subspace,
+    wedin_sin_bound,
 )
 
 
@@ -165,6 +166,15 @@ def test_floor_risk_bound_holds(seed, tilt):
     assert floor_risk(U, Us, Sz, Sx) <= floor_risk_bound(U, Us, Sz, Sx) * (1 + 1e-12) + 1e-15
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.floats(1e-8, 1.0))
+def test_wedin_bound_holds(seed, size):
+    rng = np.random.default_rng(seed)
+    Gs = rng.standard_normal((8, 3))
+    G = Gs + size * rng.standard_normal((8, 3))
+    assert sin_theta(G, Gs) <= wedin_sin_bound(G, Gs) * (1 + 1e-10)
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="U"):
         orthonormal_basis(np.ones((4, 2)))
@@ -186,5 +196,7 @@ def test_bad_inputs():
         effective_rank(np.diag([1.0, -1.0]))
     with pytest.raises(ValueError, match="U"):
         principal_angles(np.full((3, 1), np.nan), np.eye(3)[:, :1])
+    with pytest.raises(ValueError, match="G_star"):
+        wedin_sin_bound(np.eye(3)[:, :2], np.eye(3))
     with pytest.raises(TypeError, match="beta_hat"):
         empirical_task_covariance({"a": 1})
