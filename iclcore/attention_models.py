@@ -335,23 +335,41 @@ class ReducedGammaStack(nn.Module):
     tied : bool
         One shared ``Γ`` (recurrent model) or ``L`` independent ones.
     scalar : bool
-        ``Γ^ℓ = γ^ℓ I`` (one scalar per layer) instead of full ``D x D`` matrices.
+        ``Γ^ℓ = γ^ℓ I`` (one scalar per layer) instead of full matrices.
+    frame : tensor ``(D, N)`` with orthonormal columns, or None
+        Width-``N`` model (seed 002 Eq. 14): the trainable matrices ``tilde Γ^ℓ`` are ``N x N``
+        and act in ``D``-space as ``Γ^ℓ = (D/N) U tilde Γ^ℓ U^T`` (the book's normalisation, see
+        :mod:`iclcore.dmft_width`). ``tilde Γ = γ I_N`` gives the scalar ``γ`` of the theory; the
+        reduced flow holds at ``t = eta * steps`` with ``lr = eta * N / 2`` (tied).
     dtype : torch dtype
     """
 
-    def __init__(self, D: int, L: int, tied: bool = False, scalar: bool = False, dtype: torch.dtype = torch.float64):
+    def __init__(self, D: int, L: int, tied: bool = False, scalar: bool = False,
+                 frame: torch.Tensor | None = None, dtype: torch.dtype = torch.float64):
         super().__init__()
         self.D = _pos_int("D", D)
         self.L = _pos_int("L", L)
         self.tied = bool(tied)
         self.scalar = bool(scalar)
+        if frame is not None:
+            frame = torch.as_tensor(frame, dtype=dtype)
+            if frame.ndim != 2 or frame.shape[0] != D or frame.shape[1] > D:
+                raise ValueError(f"frame: expected a (D, N) matrix with D={D} and N <= D, got {tuple(frame.shape)}")
+            if not torch.allclose(frame.T @ frame, torch.eye(frame.shape[1], dtype=dtype), atol=1e-8):
+                raise ValueError("frame: columns must be orthonormal")
+        self.frame = frame
+        m = D if frame is None else frame.shape[1]
+        self.m = m
         n = 1 if tied else L
-        shape = (n,) if scalar else (n, D, D)
+        shape = (n,) if scalar else (n, m, m)
         self.G = nn.Parameter(torch.zeros(shape, dtype=dtype))
 
     def layer(self, l: int) -> torch.Tensor:
         i = 0 if self.tied else l
-        return self.G[i] * torch.eye(self.D, dtype=self.G.dtype) if self.scalar else self.G[i]
+        G = self.G[i] * torch.eye(self.m, dtype=self.G.dtype) if self.scalar else self.G[i]
+        if self.frame is None:
+            return G
+        return (self.D / self.m) * self.frame @ G @ self.frame.T
 
     def gammas(self) -> np.ndarray:
         """``γ^ℓ = tr Γ^ℓ`` for every layer (normalised trace), shape ``(L,)``."""

@@ -196,3 +196,22 @@ def test_bad_inputs():
         train(LinearAttention(4, 2, 3.0), sampler, 200, 50.0, g)
     with pytest.raises(ValueError, match="t"):
         power_five_flow(np.array([1.0, 0.0]), lambda x: -1.0, 0.1, 1.0)
+
+
+def test_width_frame_model_follows_width_theory():
+    """Width-N reduced model (frame U, D = 16, N = 4): SGD with lr = eta N / 2 on population RRS
+    contexts follows the width-N flow of dmft_width (40 pooled projections) within 10% once
+    gamma = O(1); a non-orthonormal frame is rejected."""
+    from iclcore.dmft_width import haar_columns, width_gradient_flow, width_spectrum_mc
+
+    D, N, L, Bc, eta, steps = 16, 4, 2, 64, 0.5, 120
+    lam, omega = power_law_spectrum(D, 1.0, 1.0)
+    U = haar_columns(D, N, np.random.default_rng(0))
+    m = ReducedGammaStack(D, L, tied=True, frame=torch.as_tensor(U))
+    r = train(m, lambda gg: sample_rrs_contexts(Bc, 1, 1, lam, omega, gg), steps, eta * N / 2, _gen(8),
+              population=True)
+    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(1), n_draws=40)
+    th = width_gradient_flow(spec, L, eta * np.arange(steps + 1))
+    np.testing.assert_allclose(r.gamma[[40, 80, 120], 0], th.gamma[[40, 80, 120]], rtol=0.10)
+    with pytest.raises(ValueError, match="frame"):
+        ReducedGammaStack(D, L, frame=torch.ones(D, N, dtype=torch.float64))
