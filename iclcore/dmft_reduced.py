@@ -62,6 +62,7 @@ __all__ = [
     "iso_gradient_flow",
     "iso_depth1_flow",
     "iso_loss_finite_d_mc",
+    "iso_optimum_finite_d_mc",
     "ShallowSGDTheory",
     "shallow_sgd_theory",
     "fs_loss",
@@ -75,6 +76,7 @@ __all__ = [
     "rrs_loss_grad",
     "rrs_optimum",
     "rrs_gradient_flow",
+    "rrs_time_of_gamma",
     "width_bottleneck",
     "width_bottleneck_paper",
     "width_bottleneck_mc",
@@ -313,12 +315,11 @@ def iso_optimum_closed_form(alpha: float, L: int | float) -> tuple[float, float]
     if math.isinf(Lf):
         return math.inf, max(0.0, 1.0 - alpha)
     x = alpha / (1.0 + alpha) ** 2
-    total, cat, xn = 0.0, 1.0, 1.0
+    total, term = 0.0, 1.0  # term = Cat(n) x^n, updated by the ratio Cat(n+1)/Cat(n) = 2(2n+1)/(n+2)
     for n in range(int(Lf)):
-        total += cat * xn
-        cat = cat * 2 * (2 * n + 1) / (n + 2)
-        xn *= x
-    return Lf * alpha / (1.0 + alpha), 1.0 - alpha / (1.0 + alpha) * total
+        total += term
+        term *= 2.0 * (2 * n + 1) / (n + 2) * x
+    return Lf * alpha / (1.0 + alpha), max(0.0, 1.0 - alpha / (1.0 + alpha) * total)
 
 
 def iso_optimum(alpha: float, L: int, sigma: float = 0.0) -> tuple[float, float]:
@@ -422,6 +423,37 @@ def iso_loss_finite_d_mc(
     return sigma**2 + (signal + noise).mean(axis=-1)
 
 
+def iso_optimum_finite_d_mc(
+    alpha: float, L: int, D: int, rng: np.random.Generator, draws: int = 200, sigma: float = 0.0,
+    n_grid: int = 401,
+) -> tuple[float, float]:
+    """Optimal isotropic step and loss at finite ``D`` (Monte Carlo Wishart spectra, common draws).
+
+    Minimises the finite-``D`` landscape of :func:`iso_loss_finite_d_mc` (same eigenvalue draws for
+    every γ) over a grid on ``[0, 2L/λ_+]`` refined by bounded Brent. Returns ``(gamma_star, loss_star)``.
+    """
+    alpha = _pos_float(alpha, "alpha")
+    Lf = int(_depth(L))
+    D = _pos_int(D, "D")
+    draws = _pos_int(draws, "draws")
+    sigma = _nonneg_float(sigma, "sigma")
+    rng = _check_rng(rng)
+    P = max(1, int(round(alpha * D)))
+    X = rng.standard_normal((draws, P, D))
+    ev = np.linalg.eigvalsh(np.matmul(X.transpose(0, 2, 1), X) / P).ravel()
+
+    def f(g):
+        s_, _, n_, _ = _iso_integrands(np.asarray(g, dtype=float), ev, Lf, P / D, sigma)
+        return sigma**2 + (s_ + n_).mean(axis=-1)
+
+    grid = np.linspace(0.0, 2.0 * Lf / ev.max(), n_grid)
+    vals = f(grid)
+    i = int(np.argmin(vals))
+    res = minimize_scalar(lambda g: float(f(g)), bounds=(grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]),
+                          method="bounded")
+    return float(res.x), float(res.fun)
+
+
 # --------------------------------------------------------------------------------------------------
 # Shallow SGD theory (seed 002 App. C.1, Result 10) with the corrected initial condition
 # --------------------------------------------------------------------------------------------------
@@ -452,7 +484,7 @@ class ShallowSGDTheory:
 
 def shallow_sgd_theory(
     steps: np.ndarray, eta: float, alpha: float, kappa: float, tau: float, sigma: float = 0.0,
-    paper_initial_condition: bool = False,
+    paper_initial_condition: bool = False, D: int | None = None,
 ) -> ShallowSGDTheory:
     """Depth-1 reduced-Γ online SGD from ``Γ(0) = 0`` (seed 002 Result 10, Eqs. 74–79).
 
@@ -464,6 +496,11 @@ def shallow_sgd_theory(
 
     ``param_error(t) = C(t) + 2(a₀-1)a₀^{-2}(1-ηa₀)^t + (a₀-1)²a₀^{-2}`` (Eq. 78) and
     ``icl_loss(t) = a₀ C(t) + 1 + σ² - 1/a₀``.
+
+    ``D`` (optional) applies the exact finite-``D`` second moments of Wishart matrices,
+    ``E Σ̂² = (1 + (D+1)/P) I`` and ``E Σ̂_*² = (1 + (D+1)/K) I``, i.e. ``α → αD/(D+1)`` and
+    ``κ → κD/(D+1)``. The stationary level ``b/(1-a)`` amplifies such ``O(1/D)`` corrections by
+    ``1/(1-a)``, so they matter at small ``τ``.
 
     Raises
     ------
@@ -478,6 +515,9 @@ def shallow_sgd_theory(
     kappa = _pos_float(kappa, "kappa")
     tau = _pos_float(tau, "tau")
     sigma = _nonneg_float(sigma, "sigma")
+    if D is not None:
+        D = _pos_int(D, "D")
+        alpha, kappa = alpha * D / (D + 1.0), kappa * D / (D + 1.0)
     a0 = 1.0 + (1.0 + sigma**2) / alpha
     noise = eta**2 / tau * (1.0 + 1.0 / kappa)
     a = (1.0 - eta * a0) ** 2 + noise * a0**2
@@ -706,6 +746,46 @@ def rrs_gradient_flow(
         raise RuntimeError(sol.message)
     gamma = sol.y[0]
     return gamma, rrs_loss(gamma, lam, omega, Lf)
+
+
+def rrs_time_of_gamma(gamma: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+    """Inverse of the RRS flow: ``t(γ) = ∫_0^γ dg / F(g)``, ``F(g) = tr ΩΛ²(I - gΛ/L)^{2L-1}`` (Eq. 13).
+
+    The flow is one-dimensional and autonomous, so the trajectory is known parametrically:
+    ``(t(γ), rrs_loss(γ))``. This avoids stiff ODE solves over many decades of ``t`` at large ``D``.
+    Valid for ``γ`` below the first zero of ``F`` (the optimum; ``t → ∞`` there).
+    Composite Gauss–Legendre (16 nodes) on geometric panels, accurate to ~1e-10 relative.
+
+    Parameters
+    ----------
+    gamma : array_like, shape ``(G,)``, increasing, ``>= 0``
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(G,)``
+    """
+    lam, omega = _spectrum(lam, omega)
+    g = np.asarray(gamma, dtype=float)
+    if g.ndim != 1 or g.size == 0 or np.any(g < 0) or np.any(np.diff(g) <= 0) or not np.all(np.isfinite(g)):
+        raise ValueError("gamma: expected a 1-D increasing array of finite non-negative values")
+    Lf = _depth(L, allow_inf=True)
+    F = lambda x: -0.5 * rrs_loss_grad(x, lam, omega, Lf)  # noqa: E731
+    if np.any(F(g) <= 0):
+        raise ValueError("gamma: values at or beyond the optimum, where the flow stops (t = inf)")
+    x16, w16 = np.polynomial.legendre.leggauss(16)
+    edges = np.concatenate([[0.0], g])
+    out = np.empty(g.size)
+    acc = 0.0
+    for i in range(g.size):
+        a, b = edges[i], edges[i + 1]
+        # split each interval geometrically so that long intervals stay accurate
+        n_sub = max(1, int(np.ceil(np.log2((b + 1e-300) / max(a, b * 1e-3, 1e-300)))) + 1)
+        sub = np.linspace(a, b, n_sub + 1)
+        for lo, hi in zip(sub[:-1], sub[1:]):
+            xm, xr = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            acc += xr * float(np.sum(w16 / F(xm + xr * x16)))
+        out[i] = acc
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -949,8 +1029,11 @@ class SGDResult:
     ----------
     t : theory time after each step, ``cumsum(η)``, shape ``(steps,)``
     batch_loss : mean loss of the batch used at each step (fresh contexts, so an unbiased estimate of
-        the population loss of the current Γ), shape ``(steps,)``
+        the population loss of the Γ *before* that step's update), shape ``(steps,)``
+    t_loss : theory time at which ``batch_loss`` is evaluated, ``t - η`` (shape ``(steps,)``)
     gamma_mean : ``tr Γ`` after each step, shape ``(steps,)``
+    gamma_sq_mean : ``tr ΓᵀΓ`` after each step, shape ``(steps,)`` (so ``(1/D)|Γ - I|² = gamma_sq_mean
+        - 2 gamma_mean + 1``)
     record_t : times of the snapshots, shape ``(R,)``
     gamma_diag : ``diag Γ`` snapshots, shape ``(R, D)``
     Gamma : final ``Γ``, shape ``(D, D)``
@@ -958,7 +1041,9 @@ class SGDResult:
 
     t: np.ndarray
     batch_loss: np.ndarray
+    t_loss: np.ndarray
     gamma_mean: np.ndarray
+    gamma_sq_mean: np.ndarray
     record_t: np.ndarray
     gamma_diag: np.ndarray
     Gamma: np.ndarray
@@ -1101,6 +1186,7 @@ def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Genera
         raise ValueError(f"Gamma0: expected shape {(D, D)}, got {Gamma.shape}")
     losses = np.empty(cfg.steps)
     gmean = np.empty(cfg.steps)
+    gsq = np.empty(cfg.steps)
     rec_t, rec_d = [], []
     t = np.cumsum(eta)
     for s in range(cfg.steps):
@@ -1111,10 +1197,11 @@ def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Genera
             raise ValueError(f"eta: SGD diverged at step {s} (step size too large for this setting)")
         losses[s] = loss.mean()
         gmean[s] = np.trace(Gamma) / D
+        gsq[s] = np.sum(Gamma**2) / D
         if (s + 1) % cfg.record_every == 0:
             rec_t.append(t[s])
             rec_d.append(np.diag(Gamma).copy())
-    return SGDResult(t=t, batch_loss=losses, gamma_mean=gmean, record_t=np.array(rec_t),
+    return SGDResult(t=t, batch_loss=losses, t_loss=t - eta, gamma_mean=gmean, gamma_sq_mean=gsq, record_t=np.array(rec_t),
                      gamma_diag=np.array(rec_d).reshape(len(rec_t), D), Gamma=Gamma)
 
 

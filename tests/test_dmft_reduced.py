@@ -107,6 +107,16 @@ def test_iso_landscape_vs_wishart_monte_carlo(L, sigma):
     np.testing.assert_allclose(mc, theory, rtol=0.02)
 
 
+def test_iso_finite_d_optimum_approaches_closed_form():
+    """Finite-D optimum (Wishart MC) converges to the Catalan value as D grows (O(1/D) gap)."""
+    _, l_cf = dr.iso_optimum_closed_form(1.0, 4)
+    gaps = []
+    for D in [16, 128]:
+        _, l_d = dr.iso_optimum_finite_d_mc(1.0, 4, D, np.random.default_rng(12), draws=4096 // D)
+        gaps.append(abs(l_d - l_cf))
+    assert gaps[1] < gaps[0] and gaps[1] < 0.01
+
+
 def test_iso_noise_term_vs_predictor_monte_carlo():
     """Eq. 83 noise term: simulate noisy labels through the in-context GD predictor (D = 24, L = 2) and
     compare with the exact finite-D spectral average (4 standard errors)."""
@@ -242,8 +252,9 @@ def test_shallow_theory_vs_sgd_simulation():
     for seed in range(4):
         cfg = dr.ReducedGammaSGDConfig("iso", D=D, L=1, B=D, eta=0.1, steps=steps, P=D, K=D, record_every=1)
         res = dr.simulate_reduced_gamma_sgd(cfg, np.random.default_rng(100 + seed))
-        # parameter error from the recorded diagonal is not enough; rerun final Γ exactly
         errs.append(np.sum((res.Gamma - np.eye(D)) ** 2) / D)
+        pe = res.gamma_sq_mean - 2 * res.gamma_mean + 1
+        assert pe[-1] == pytest.approx(errs[-1], rel=1e-12)
     assert np.mean(errs) == pytest.approx(th.param_error[-1], rel=0.1)
 
 
@@ -341,6 +352,19 @@ def test_rrs_depth1_flow_closed_form_and_gradient():
     h = 1e-6
     fd = (dr.rrs_loss(x + h, lam, om, 5) - dr.rrs_loss(x - h, lam, om, 5)) / (2 * h)
     np.testing.assert_allclose(dr.rrs_loss_grad(x, lam, om, 5), fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("L", [1, 4, math.inf])
+def test_rrs_parametric_time_vs_ode(L):
+    """t(γ) by quadrature of 1/F vs integrating the Eq. 13 ODE to those times (1e-7 relative)."""
+    lam, om = dr.power_law_spectrum(300, 1.0, 1.0)
+    top = 30.0 if math.isinf(L) else 0.9 * dr.rrs_optimum(lam, om, L)[0]
+    gs = np.geomspace(1e-2, top, 12)
+    t = dr.rrs_time_of_gamma(gs, lam, om, L)
+    g, _ = dr.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, L)
+    np.testing.assert_allclose(g[1:], gs, rtol=1e-7)
+    with pytest.raises(ValueError, match="gamma"):
+        dr.rrs_time_of_gamma(np.array([1.0, 2 * dr.rrs_optimum(lam, om, 2)[0]]), lam, om, 2)
 
 
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0])
