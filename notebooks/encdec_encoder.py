@@ -277,6 +277,7 @@ write_metrics({
     "noisy_sin2_final": res_n.sin2[-1],
     "noisy_rel_err_stationary_pred": rel_err_stationary,
     "noisy_rel_err_time_avg": rel_err_time_avg,
+    "noisy_rel_err_matches_stationary": bool(abs(rel_err_time_avg / rel_err_stationary - 1) < 0.1),
     "noisy_sin2_wedin_bound": wedin_noisy,
     "noisy_sin2_below_wedin": bool(res_n.sin2[-1] <= wedin_noisy),
     "noise_floor": prob_noisy.noise_floor,
