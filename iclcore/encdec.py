@@ -314,10 +314,10 @@ def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, n
     Us = U if U.ndim == 3 else U[None]
     if Us.ndim != 3 or Us.shape[1] != prompts.H.shape[1]:
         raise ValueError(f"U: expected shape (K, r) or (S, K, r) with K={prompts.H.shape[1]}, got {U.shape}")
-    HU = np.einsum("nij,sjk->snik", prompts.H, Us)
-    A = np.einsum("sji,snjk->snik", Us, HU)
+    HU = prompts.H[None] @ Us[:, None]  # (S, n, K, r), batched matmul (BLAS) rather than einsum
+    A = np.swapaxes(Us, -1, -2)[:, None] @ HU
     A = 0.5 * (A + np.swapaxes(A, -1, -2))
-    d = np.einsum("sji,nj->sni", Us, prompts.c)
+    d = prompts.c @ Us  # (S, n, r)
     z_dag = np.linalg.solve(A, d[..., None])[..., 0]
     return A, d, z_dag
 
@@ -519,16 +519,17 @@ def risk_decomposition(
         Pb = np.broadcast_to(Pc[:, None], (S, n, r, r)).reshape(S * n, r, r)
         zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L)[:, -1].reshape(S, n, r)
         T = np.eye(r) - Pc[:, None] @ A  # (S, n, r, r)
-        zL_exact = zd - np.einsum("snij,snj->sni", np.linalg.matrix_power(T, L), zd)
-        beta_L = np.einsum("ski,sni->snk", Uc, zL)
-        beta_L_ex = np.einsum("ski,sni->snk", Uc, zL_exact)
-        beta_dag = np.einsum("ski,sni->snk", Uc, zd)
+        zL_exact = zd - (np.linalg.matrix_power(T, L) @ zd[..., None])[..., 0]
+        UcT = np.swapaxes(Uc, -1, -2)
+        beta_L = zL @ UcT
+        beta_L_ex = zL_exact @ UcT
+        beta_dag = zd @ UcT
         dz = zL - zd
         e_floor = beta_dag - prompts.beta[None]
-        e_dec = np.einsum("ski,sni->snk", Uc, dz)
+        e_dec = dz @ UcT
 
         def q(u, v):
-            return np.einsum("snk,kl,snl->sn", u, Sx, v).mean(axis=1)
+            return np.sum((u @ Sx) * v, axis=-1).mean(axis=1)
 
         e2e = q(beta_L - prompts.beta[None], beta_L - prompts.beta[None])
         exact = q(beta_L_ex - prompts.beta[None], beta_L_ex - prompts.beta[None])
@@ -671,8 +672,9 @@ def _setup(config: EncDecConfig):
         config.K, config.r, config.M, config.sigma, config.lam, config.cond_x, np.array(config.mu_z), rng
     )
     train = sample_lowrank_prompts(model, config.n_train, rng)
-    test = sample_lowrank_prompts(model, config.n_eval, rng)
     G0 = config.g0_scale * rng.standard_normal((config.K, config.r)) / np.sqrt(config.K)
+    # the held-out set is drawn last, so that changing n_eval leaves the training run unchanged
+    test = sample_lowrank_prompts(model, config.n_eval, rng)
     return model, train, test, G0
 
 

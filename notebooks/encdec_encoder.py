@@ -97,7 +97,7 @@ max_err_modal_rel = float(np.max(np.abs(risk_trace - risk_modal) / risk_modal))
 # ## Noisy online run (seed 001 §3, Table 1, Figure 1)
 
 # %%
-res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, rng, n_eval=n_eval)
+res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, np.random.default_rng([seed, 1]), n_eval=n_eval)
 ratio_noisy = float(res_n.risk_heldout[-1] / res_n.risk_pred[-1])
 se_noisy = float(np.sqrt(2.0 / (q * n_eval)))  # relative s.e. of a mean of sigma^2 chi^2_q / q over n_eval
 # the level of the relative G error is set by the stationary SGD noise (first order in 1/B)
@@ -145,9 +145,10 @@ save_figure(fig, "seed001_fig1_encoder")
 # up to the multiplicative batch noise of $\widehat\Sigma_{z,s}$.
 
 # %%
-prob_clean = make_encoder_problem(q, mu, 0.0, rng)
-G0c = rng.standard_normal((q, mu.size)) / np.sqrt(mu.size)
-res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng, n_eval=n_eval)
+rng_c = np.random.default_rng([seed, 2])  # each section has its own stream: presets change only sample sizes
+prob_clean = make_encoder_problem(q, mu, 0.0, rng_c)
+G0c = rng_c.standard_normal((q, mu.size)) / np.sqrt(mu.size)
+res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng_c, n_eval=n_eval)
 log_ratio = np.log(res_c.risk_heldout / res_c.risk_pred)
 wedin_clean = wedin_sin_bound(res_c.G[-1], prob_clean.G_star) ** 2
 clean = {
@@ -199,8 +200,9 @@ save_figure(fig, "fig6_encoder_online")
 # $\approx\sigma^2\Sigma_x^{-1}/M$ and ridge bias), so both the true angle and the bound stop improving.
 
 # %%
-model = make_lowrank_model(K_sub, r_sub, M_sub, sigma_sub, 0.01, 8.0, np.array([0.2, 0.08, 0.03]), rng)
-pool = sample_lowrank_prompts(model, N_max, rng)
+rng_s = np.random.default_rng([seed, 3])
+model = make_lowrank_model(K_sub, r_sub, M_sub, sigma_sub, 0.01, 8.0, np.array([0.2, 0.08, 0.03]), rng_s)
+pool = sample_lowrank_prompts(model, N_max, rng_s)
 Sigma_beta = model.Sigma_beta
 gamma = eigengap(Sigma_beta, r_sub)
 reff = effective_rank(Sigma_beta)

@@ -132,6 +132,12 @@ def test_continuous_time_limit_of_the_discrete_run():
     assert 1.6 < gaps[0] / gaps[1] < 2.5 and 1.6 < gaps[1] / gaps[2] < 2.5
 
 
+def test_training_run_does_not_depend_on_the_evaluation_size():
+    a = encdec_dynamics(SMALL)
+    b = encdec_dynamics(EncDecConfig(**{**SMALL.__dict__, "n_eval": 7}))
+    assert np.array_equal(a.P, b.P) and np.array_equal(a.G, b.G)
+
+
 def test_subspace_certificates_on_the_run(run):
     # the valid Davis–Kahan variant bounds the true sin² wherever it is finite
     ok = np.isfinite(run.dk2_weyl)
