@@ -209,6 +209,10 @@ rows = []
 fits = {}
 
 
+def tag(x):
+    return f"{x:g}".replace(".", "p")
+
+
 def fs_fit(nu_, beta_):
     lam_, om_ = dr.power_law_spectrum(D_fit, nu_, beta_)
     k_t = lambda k: k ** (nu_ * beta_ + 2 * nu_ + 1) / float(om_[0] * lam_[0] ** 3)  # noqa: E731
@@ -236,19 +240,19 @@ def bottleneck_fit(fn, nu_, beta_):
 
 for nu_, beta_ in [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (2.0, 1.0)]:
     e = dr.scaling_exponents(nu_, beta_)
-    fits[f"tfs_nu{nu_:g}_beta{beta_:g}"] = (fs_fit(nu_, beta_), e["t_fs_paper"], e["t_fs_corrected"], "t (FS)")
+    fits[f"tfs_nu{tag(nu_)}_beta{tag(beta_)}"] = (fs_fit(nu_, beta_), e["t_fs_paper"], e["t_fs_corrected"], "t (FS)")
 for beta_ in [0.5, 1.0, 2.0]:
     e = dr.scaling_exponents(1.0, beta_)
-    fits[f"trrs_nu1_beta{beta_:g}"] = (rrs_t_fit(1.0, beta_), e["t_rrs_paper"], e["t_rrs_corrected"], "t (RRS)")
+    fits[f"trrs_nu1_beta{tag(beta_)}"] = (rrs_t_fit(1.0, beta_), e["t_rrs_paper"], e["t_rrs_corrected"], "t (RRS)")
 for nu_, beta_ in [(1.0, 0.5), (1.0, 1.0), (1.0, 2.0), (2.0, 1.5)]:
     e = dr.scaling_exponents(nu_, beta_)
-    fits[f"depth_nu{nu_:g}_beta{beta_:g}"] = (depth_fit(nu_, beta_), e["L_paper"], e["L_corrected"], "L")
+    fits[f"depth_nu{tag(nu_)}_beta{tag(beta_)}"] = (depth_fit(nu_, beta_), e["L_paper"], e["L_corrected"], "L")
 for beta_ in [0.5, 1.5, 3.0]:
     e = dr.scaling_exponents(2.0, beta_)
-    fits[f"width_nu2_beta{beta_:g}"] = (bottleneck_fit(dr.width_bottleneck, 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
-    fits[f"context_nu2_beta{beta_:g}"] = (bottleneck_fit(dr.context_bottleneck, 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
+    fits[f"width_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr.width_bottleneck, 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
+    fits[f"context_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr.context_bottleneck, 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
 # compute-optimal shape L ∝ N^(a_N / a_L) at nu = 2, beta = 1.5 (printed: L ∝ N^nu)
-shape_fit = fits["width_nu2_beta1.5"][0] / fits["depth_nu2_beta1.5"][0]
+shape_fit = fits["width_nu2_beta1p5"][0] / fits["depth_nu2_beta1p5"][0]
 
 # %% tags=["nbval-check-output"]
 print("| resource | case | printed | corrected | fitted |")
@@ -272,7 +276,7 @@ metrics = {
     "rrs_max_rel_dev_loss": rrs_dev,
     "rrs_gammastar_over_L_L1": ratios[0],
     "rrs_gammastar_over_L_L16": ratios[-1],
-    "shape_exponent_nu2_beta1.5": shape_fit,
+    "shape_exponent_nu2_beta1p5": shape_fit,
 }
 for key, (fit, pr, co, _) in fits.items():
     metrics[f"exp_{key}_fit"] = fit
