@@ -8,7 +8,7 @@ timescales), and the *exact* expected dynamics of the stated model at finite con
 length ``N``.
 
 Notation and conventions (every choice the paper leaves open is stated here)
----------------------------------------------------------------------------
+----------------------------------------------------------------------------
 * ``d`` input/output dimension, ``D = 2d`` embedding dimension, ``N`` context length.
 * The read-out blocks are stored as ``pT = p^T = (p1 p2)`` of shape ``(d, D)`` (the
   bottom ``d`` rows of ``W^P``) and ``q = (q1; q2)`` of shape ``(D, d)`` (the first
@@ -323,7 +323,7 @@ def sample_contexts(
 
     Returns
     -------
-    x_ctx, y_ctx : (*shape, N, d);  x_q, y_q : (*shape, d).
+    x_ctx, y_ctx : ``(*shape, N, d)``;  x_q, y_q : ``(*shape, d)``.
     """
     d, N = problem.d, problem.N
     task = np.broadcast_to(np.asarray(task), shape)
@@ -343,12 +343,12 @@ def loss_and_gradients(
     """Per-context loss (Eq. 5/7) and its gradients for the exact model.
 
     ``pT`` (..., d, D) and ``q`` (..., D, d) broadcast against the context batch
-    (*batch, N, d). With ``g = Gamma_hat q x_q`` and ``e = y_hat - y_q``:
+    ``(*batch, N, d)``. With ``g = Gamma_hat q x_q`` and ``e = y_hat - y_q``:
     ``dL/dpT = e g^T``, ``dL/dq = Gamma_hat pT^T e x_q^T``.
 
     Returns
     -------
-    loss : (*batch,), grad_pT : (*batch, d, D), grad_q : (*batch, D, d).
+    loss : ``(*batch,)``, grad_pT : ``(*batch, d, D)``, grad_q : ``(*batch, D, d)``.
     """
     N = x_ctx.shape[-2]
     xs = np.concatenate([x_ctx, x_q[..., None, :]], axis=-2)  # (..., N+1, d)
@@ -513,7 +513,7 @@ def mode_products(result: SGDResult) -> dict[str, Array]:
     """Per-mode quantities of a simulation in the U basis, each (T, R, d):
     ``a = diag(U^T p2 q1 U)`` (the paper's ``a_alpha``), ``b = diag(U^T p1 q2 U)`` (the
     null route), ``p``, ``q`` = diagonals of ``U^T p2 U``, ``U^T q1 U``; and
-    ``offdiag`` (T, R): max |off-diagonal| of ``U^T p2 q1 U``."""
+    ``offdiag`` (T, R): largest absolute off-diagonal entry of ``U^T p2 q1 U``."""
     blk = result.blocks_mode_basis()
     A = blk["p2"] @ blk["q1"]
     Bm = blk["p1"] @ blk["q2"]
