@@ -31,16 +31,16 @@ d_k = 8               # query/key dimension per head
 init_std = 0.05       # std of W_K entries at initialisation
 qk_init_ratio = 2.0   # std(W_Q)/std(W_K) at initialisation (unbalanced start, to watch balancing)
 lr = 1.0              # SGD step size
-steps = 300           # training steps (fresh prompts each step)
+steps = 200           # training steps (fresh prompts each step)
 batch = 64            # prompts per step
 log_every = 10        # checkpoint period
 topk = 2              # k of the top-k energy
-n_eval = 512          # held-out prompts for the Jacobian analysis
+n_eval = 256          # held-out prompts for the Jacobian analysis
 L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj
 seed = 0
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "steps": 3000, "batch": 256, "log_every": 50, "n_eval": 2048}}
+PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
 
 # %%
 import time
