@@ -32,7 +32,7 @@ eta_A = 0.02
 epochs_A = 70
 N_B = 64               # regime B: S = diag(2^{-k}), k = 0..3
 eta_B = 0.05
-epochs_B = 150
+epochs_B = 200
 N_C = 16               # regime C: S = diag(1, .6, .35, .2)
 eta_C = 0.02
 epochs_C = 220
@@ -89,6 +89,34 @@ for name, (s, N, eta, epochs, R) in SPECTRA.items():
         p_exact=pe, q_exact=qe, a_exact=pe * qe, seconds=time.time() - t0,
     )
     print(f"regime {name}: {len(t)} log points, {res.pT.shape[1]} replicas, {time.time() - t0:.1f} s")
+
+# %% [markdown]
+# ## Two identities checked on the spot
+# (i) Monte Carlo of the true model's loss (query column included in Gamma_hat, tasks of the
+# regime-C set) at the paper's fixed point p = q = (1/s_inf)^(1/2), against the exact expected
+# loss and against the paper's (14). (ii) One SGD step changes C by exactly
+# eta^2 (|g_p|^2 - |g_q|^2): the ratio Delta C / eta^2 does not depend on eta.
+
+# %%
+rC = runs["C"]
+p_star = np.sqrt(lm.paper_fixed_point(rC["s"], rC["N"]))
+d_ = rC["prob"].d
+pT_star = np.zeros((d_, 2 * d_))
+q_star = np.zeros((2 * d_, d_))
+pT_star[:, d_:] = rC["prob"].U @ np.diag(p_star) @ rC["prob"].U.T
+q_star[:d_] = pT_star[:, d_:]
+mc_mean, mc_se = lm.monte_carlo_loss(pT_star, q_star, rC["prob"], 200_000, np.random.default_rng(seed + 1))
+mc_exact = float(lm.exact_mode_loss(p_star, p_star, rC["s"], rC["N"], rC["prob"].c))
+mc_paper = float(lm.paper_loss(p_star**2, rC["s"], rC["N"], rC["prob"].c))
+print(f"MC {mc_mean:.5f} +- {mc_se:.5f}; exact {mc_exact:.5f}; paper (14) {mc_paper:.5f}")
+xc, yc, xq, yq = lm.sample_contexts(rC["prob"], 0, (B,), np.random.default_rng(seed + 2))
+_, gp, gq = lm.loss_and_gradients(pT_star, q_star, xc, yc, xq, yq)
+gp, gq = gp.mean(0), gq.mean(0)
+dC_pred = np.sum(gp**2) - np.sum(gq**2)
+dC_ratio = [(lm.conserved_quantity(pT_star - e * gp, q_star - e * gq) - lm.conserved_quantity(pT_star, q_star)) / e**2
+            for e in (1e-1, 1e-2, 1e-3)]
+dC_relerr = float(np.max(np.abs(np.array(dC_ratio) / dC_pred - 1)))
+print("Delta C / eta^2 at eta = 0.1, 0.01, 0.001:", np.round(dC_ratio, 6), "predicted", round(float(dC_pred), 6))
 
 # %% [markdown]
 # ## Figure 1: the fixed point in the U basis
@@ -191,7 +219,8 @@ for name in ("A", "C"):
 
 # %% [markdown]
 # ## Figure 3: loss with plateaus and cliffs (regime B)
-# Per-window mean of the SGD batch losses against the paper's (14) evaluated on its logistic
+# Per-epoch mean of the SGD batch losses (the epoch loss of A93; the raw per-window series
+# oscillates with the fixed task order) against the paper's (14) evaluated on its logistic
 # a(t), and the exact expected loss along the exact flow; horizontal lines: the paper's
 # L(inf) (A114) and the exact minimum.
 
@@ -208,9 +237,13 @@ Linf_exact = lm.exact_fixed_point_loss(sB, NB, prob.c)
 tc_B = lm.cliff_time(a0, sB, NB, r["eta"], P, c=prob.c)
 th_B = lm.half_time(a0, sB, NB, r["eta"], P, c=prob.c)
 tau_B = lm.timescales(sB, r["eta"], P, c=prob.c)
+epB = int(round(1 / (t[1] - t[0])))
+L_sim_ep = pr.moving_average(L_sim[1:], epB)
+t_epB = t[1 : 1 + L_sim_ep.size] + (epB - 1) / 2 * (t[1] - t[0])
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for ax, xscale in zip(axes, ("linear", "log")):
-    ax.plot(t[1:], L_sim[1:], lw=1, alpha=0.8, label="simulation")
+    ax.plot(t[1:], L_sim[1:], lw=0.5, alpha=0.3, color="C0", label="simulation (per log window)")
+    ax.plot(t_epB, L_sim_ep, color="C0", label="simulation, per-epoch mean (A93)")
     ax.plot(t[1:], L_paper[1:], "--", label="paper Eq. 14 (c measured)")
     ax.plot(t[1:], L_exact[1:], ":", color="k", label="exact expected loss")
     ax.axhline(Linf_paper, color="C1", lw=0.8, label="paper L(inf), A114")
@@ -418,6 +451,10 @@ metrics.update({
     "claim_null_decay_small_init": small["p1"] < 0.1 and small["q2"] < 0.1,
     "claim_null_decay_iid_tasks": iid["p1"] < 0.1 and iid["q2"] < 0.1,
     "claim_null_decay_large_init": large["p1"] < 0.1 and large["q2"] < 0.1,
+    "mc_C_loss": mc_mean, "mc_C_se": mc_se, "mc_C_exact": mc_exact, "mc_C_paper": mc_paper,
+    "mc_C_exact_z": abs(mc_mean - mc_exact) / mc_se, "mc_C_paper_z": abs(mc_mean - mc_paper) / mc_se,
+    "dC_second_order_relerr": dC_relerr,
+    "claim_C_identity_second_order": dC_relerr < 1e-6,
     "seconds_total": time.time() - T0,
 })
 write_metrics(metrics)
