@@ -30,7 +30,7 @@ sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (seed 001 Tab
 eta_noisy = 0.5     # step of the noisy run (stability window (0, 2/mu_1))
 batch_noisy = 2000  # fresh samples per step, noisy run
 eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like seed 000 §11)
-batch_clean = 20000 # fresh samples per step, noise-free run
+batch_clean = 200000  # fresh samples per step, noise-free run (cost independent of the batch)
 n_eval = 50000      # held-out samples (q residuals each)
 K_sub = 16          # subspace recovery (§5.2): ambient dimension
 r_sub = 3           # task rank
