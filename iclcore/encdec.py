@@ -8,7 +8,7 @@ Model (seed 000 §1.2): ``x ~ N(0, Σ_x)`` in ``R^K``, ``β = U⋆ z`` with
 ``z ~ N(0, Σ_z)`` in ``R^r``, one prompt = ``M`` pairs ``y_i = x_i^T β + ξ_i``,
 ``H_M = X^T X/M + λ I``, ``c_M = X^T y/M``, ridge estimate ``β̂ = H_M^{-1} c_M``.
 
-Encoder (our concrete choice, see the chapter's errata "Which encoder"): the
+Encoder (our concrete choice, see the errata entry "Which encoder, and which basis of U_s"): the
 dictionary ``G ∈ R^{K×r}`` of seed 000 §5.1 with measurement ``b = β̂`` (the
 prompt's own ridge estimate) and latent ``z``, trained by full-batch gradient
 descent on a pool of ``N`` training prompts:
