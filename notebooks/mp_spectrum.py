@@ -275,6 +275,7 @@ metrics = {
     "violation_freq_t0_min": float(rows[rows[:, 2] == 0, 3].min()),
     "freq_within_bound": bool(np.all(bound_excess <= 4 * sd + 1e-12)),
     "max_freq_minus_bound": float(bound_excess.max()),
+    "paper_window_holds_all": bool(np.all(rows[:, 4] - rows[:, 5] <= 4 * sd + 1e-12)),
     "paper_window_freq_gamma_ge1_min": float(rows[(rows[:, 0] >= 1) & (rows[:, 2] > 0), 4].min()),
     "paper_window_freq_gamma_lt1_checked_max": float(rows[(rows[:, 0] < 1) & checked, 4].max()),
     "resolvent_identity_residual_max": float(id_res),

@@ -292,6 +292,7 @@ metrics = {
     "gauge_output_rel_diff": gauge_out,
     "gauge_kernel_rel_diff": gauge_kernel,
     "gauge_raw_rel_change": gauge_raw,
+    "softmax_J_varies": bool(js["dev"].mean() > 0.02 and js["offset"] > 1e-6),
     "jac_spread_softmax_mean": float(js["dev"].mean()),
     "jac_spread_softmax_max": float(js["dev"].max()),
     "jac_spread_linear_max": float(jac["linear"]["dev"].max()),
