@@ -27,6 +27,7 @@ P = 64                 # tasks (antithetic: P/2 draws and their negatives)
 B = 32                 # contexts per SGD step (mean gradient)
 replicas = 3           # independent data streams (same tasks and init)
 init_scale = 0.01      # p2(0) = q1(0) = init_scale * I, so a_alpha(0) = 1e-4
+log_every = 4          # SGD steps per log point
 N_A = 64               # regime A: S = diag(2^{-k/2}), k = 0..3
 eta_A = 0.02
 epochs_A = 70
@@ -42,7 +43,7 @@ null_small = 0.0005    # std of p1(0), q2(0) entries: well below the active init
 null_large = 0.05      # std of p1(0), q2(0) entries: above the active init
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"P": 256, "replicas": 8, "replicas_BC": 6, "epochs_A": 30, "epochs_B": 60, "epochs_C": 250, "null_epochs": 200}}
+PRESETS = {"paper": {"P": 256, "replicas": 8, "replicas_BC": 6, "epochs_A": 20, "epochs_B": 55, "epochs_C": 60, "null_epochs": 60}}
 
 # %%
 import time
@@ -76,7 +77,7 @@ SPECTRA = {
 runs = {}
 for name, (s, N, eta, epochs, R) in SPECTRA.items():
     prob = lm.make_problem(s, N, P, rng, antithetic=True)
-    cfg = lm.SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R, log_every=max(1, P // 16))
+    cfg = lm.SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R, log_every=log_every)
     t0 = time.time()
     res = lm.run_sgd(prob, cfg, rng)
     mp = lm.mode_products(res)
