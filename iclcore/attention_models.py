@@ -468,10 +468,12 @@ class TrainResult:
     ----------
     loss : array ``(steps,)``, the training-batch loss before each update
     gamma : array ``(steps + 1, n_layers)`` or None, ``tr Γ^ℓ`` (normalised) before each update
+    t : array ``(steps + 1,)``, cumulative learning rate ``sum_k lr_k`` (the SGD clock)
     """
 
     loss: np.ndarray
     gamma: np.ndarray | None
+    t: np.ndarray
 
 
 def train(
@@ -482,13 +484,15 @@ def train(
     gen: torch.Generator,
     optimizer: str = "sgd",
     population: bool = False,
+    schedule: Callable[[int], float] | None = None,
 ) -> TrainResult:
     """Online training on fresh prompts at every step.
 
     The loss is the mean squared error on the query tokens (Eq. 3's ``L(D)`` averaged over the
     batch) or, with ``population=True`` (only :class:`ReducedGammaStack`), the population-context
     loss ``e_L^T Sigma_c e_L``. ``optimizer="sgd"`` is plain SGD ``W <- W - lr grad``; ``"adam"``
-    is Adam with default betas.
+    is Adam with default betas. ``schedule(k)`` (default 1) multiplies the learning rate of step
+    ``k``; :attr:`TrainResult.t` records the clock ``t_k = sum_{j<k} lr_j``.
 
     Time maps: for :class:`LinearAttention`, plain SGD with ``lr = eta`` follows the flow of
     :func:`power_five_flow` at ``t = eta * steps``; for :class:`ReducedGammaStack` with ``D x D``
@@ -505,6 +509,10 @@ def train(
         opt = torch.optim.Adam(model.parameters(), lr=lr)
     else:
         raise ValueError(f"optimizer: expected 'sgd' or 'adam', got {optimizer!r}")
+    factors = np.ones(steps) if schedule is None else np.array([float(schedule(k)) for k in range(steps)])
+    if not (np.all(np.isfinite(factors)) and np.all(factors > 0)):
+        raise ValueError("schedule: learning-rate factors must be finite and > 0")
+    clock = np.concatenate([[0.0], np.cumsum(lr * factors)])
     track = isinstance(model, (LinearAttention, ReducedGammaStack))
     if population and not isinstance(model, ReducedGammaStack):
         raise ValueError("population: only ReducedGammaStack has a population-context loss")
@@ -514,6 +522,8 @@ def train(
         if track:
             gam.append(np.atleast_1d(model.gammas() if isinstance(model, ReducedGammaStack) else model.gamma()))
         ctx = sampler(gen)
+        for group in opt.param_groups:
+            group["lr"] = lr * factors[i]
         opt.zero_grad()
         if population:
             loss = model.population_loss(ctx)
@@ -526,4 +536,4 @@ def train(
             raise FloatingPointError(f"train: loss diverged at step {i} (lr={lr} too large?)")
     if track:
         gam.append(np.atleast_1d(model.gammas() if isinstance(model, ReducedGammaStack) else model.gamma()))
-    return TrainResult(loss=losses, gamma=np.array(gam) if track else None)
+    return TrainResult(loss=losses, gamma=np.array(gam) if track else None, t=clock)

@@ -30,7 +30,7 @@ eval_contexts = 2000  # held-out contexts for the final loss
 seed = 0
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"D": 16, "n": 64, "steps": 3000, "B": 128, "eval_contexts": 4000}}
+PRESETS = {"paper": {"D": 16, "n": 64, "steps": 2000, "B": 128, "eval_contexts": 4000}}
 
 # %%
 import time

@@ -196,6 +196,17 @@ def test_bad_inputs():
         train(LinearAttention(4, 2, 3.0), sampler, 200, 50.0, g)
     with pytest.raises(ValueError, match="t"):
         power_five_flow(np.array([1.0, 0.0]), lambda x: -1.0, 0.1, 1.0)
+    with pytest.raises(ValueError, match="schedule"):
+        train(m, sampler, 5, 0.1, g, schedule=lambda k: -1.0)
+
+
+def test_schedule_clock():
+    """The SGD clock is the cumulative step size: t_k = sum_{j<k} lr * schedule(j) (exact)."""
+    m = ReducedGammaStack(4, 2, tied=True, scalar=True)
+    lam, omega = power_law_spectrum(4, 1.0, 1.0)
+    r = train(m, lambda gg: sample_rrs_contexts(2, 1, 1, lam, omega, gg), 7, 0.2, _gen(0), population=True,
+              schedule=lambda k: 1.0 / (1.0 + k))
+    np.testing.assert_allclose(r.t, np.concatenate([[0.0], np.cumsum(0.2 / (1.0 + np.arange(7)))]), rtol=1e-15)
 
 
 def test_width_frame_model_follows_width_theory():

@@ -265,3 +265,14 @@ def test_bad_inputs():
         free_product_psi(np.array([1.0]), lam, np.array([0.0, 1.0]), np.array([0.5, 0.6]))
     with pytest.raises(ValueError, match="P"):
         width_landscape_mc([1.0], lam, omega, 5, 2, rng, P=0)
+
+
+def test_psi_is_one_at_full_width():
+    """N = D (B = I): the subordination function is exactly 1 since (z + M)^{-1} = (z + Lambda)^{-1}.
+    The label of Eq. 16/105, Psi = z / u_{(A^T A)^2}(tau) = z tau / (1 - tau), is not 1 here."""
+    lam, _ = power_law_spectrum(200, 1.0, 1.0)
+    z = np.array([2.0, 1.0 + 1.0j, 0.3 - 0.5j])
+    psi = width_psi(z, lam, 1.0)
+    np.testing.assert_allclose(psi, 1.0, atol=1e-12)
+    tau = np.array([np.mean(lam / (zz + lam)) for zz in z])
+    assert np.all(np.abs(z * tau / (1 - tau) - 1.0) > 0.1)
