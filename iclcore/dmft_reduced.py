@@ -24,8 +24,8 @@ Conventions fixed once for the whole module
 * Power-law data: ``λ_k = k^{-ν}`` and ``ω_k λ_k = k^{-νβ-1} / Z`` with ``Z`` such that
   ``tr ΩΛ = 1`` (source/capacity conditions of Eqs. 17/88).
 
-Contents
---------
+Functions by setting
+--------------------
 ISO (§3.1, App. C): :func:`iso_loss`, :func:`iso_loss_grad`, :func:`iso_optimum`,
 :func:`iso_optimum_closed_form` (the Catalan formula), :func:`iso_gradient_flow`,
 :func:`iso_loss_finite_d_mc`, :func:`shallow_sgd_theory` (Result 10, corrected).
@@ -1032,8 +1032,8 @@ class SGDResult:
         the population loss of the Γ *before* that step's update), shape ``(steps,)``
     t_loss : theory time at which ``batch_loss`` is evaluated, ``t - η`` (shape ``(steps,)``)
     gamma_mean : ``tr Γ`` after each step, shape ``(steps,)``
-    gamma_sq_mean : ``tr ΓᵀΓ`` after each step, shape ``(steps,)`` (so ``(1/D)|Γ - I|² = gamma_sq_mean
-        - 2 gamma_mean + 1``)
+    gamma_sq_mean : ``tr ΓᵀΓ`` after each step, shape ``(steps,)``; the parameter error is
+        ``gamma_sq_mean - 2 gamma_mean + 1`` = ``(1/D)|Γ - I|²``
     record_t : times of the snapshots, shape ``(R,)``
     gamma_diag : ``diag Γ`` snapshots, shape ``(R, D)``
     Gamma : final ``Γ``, shape ``(D, D)``
