@@ -173,7 +173,7 @@ print(f"final vs flow {dev_final_flow:.2f}; converged runs: vs Catalan {dev_fina
 # %%
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
 for i, L in enumerate([1, 2, 4, 8, 16]):
-    x = np.linspace(0, 0.5, 300)  # up to 2/λ₊ = 1/2 at α = 1, where the top mode stops contracting
+    x = np.linspace(0, 0.7, 300)  # beyond 2/λ₊ = 1/2 (α = 1) the top modes expand and the loss rises steeply
     ax[0].plot(x, dr.iso_loss(x * L, 1.0, L), color=f"C{i}", label=f"L = {L}")
     ax[0].plot(0.5, dr.iso_optimum_closed_form(1.0, L)[1], "o", color=f"C{i}", ms=4)
 ax[0].set(xlabel="γ / L", ylabel="ICL loss", title="(a) α = 1", ylim=(0, 1.05))
