@@ -492,7 +492,7 @@ def train(
     batch) or, with ``population=True`` (only :class:`ReducedGammaStack`), the population-context
     loss ``e_L^T Sigma_c e_L``. ``optimizer="sgd"`` is plain SGD ``W <- W - lr grad``; ``"adam"``
     is Adam with default betas. ``schedule(k)`` (default 1) multiplies the learning rate of step
-    ``k``; :attr:`TrainResult.t` records the clock ``t_k = sum_{j<k} lr_j``.
+    ``k``; ``TrainResult.t`` records the clock ``t_k = sum_{j<k} lr_j``.
 
     Time maps: for :class:`LinearAttention`, plain SGD with ``lr = eta`` follows the flow of
     :func:`power_five_flow` at ``t = eta * steps``; for :class:`ReducedGammaStack` with ``D x D``

@@ -35,6 +35,9 @@ Contents
   bottlenecks live in :mod:`iclcore.dmft_reduced` (``width_bottleneck``, ``rrs_optimum``,
   ``context_bottleneck``), which the tests check against this module.
 
+* Untied layers (§5.1, App. G.1): :func:`untied_loss` and the Hessian at the balanced point,
+  :func:`untied_balanced_hessian`, and an unbalanced local minimum :func:`untied_optimum`.
+
 Power-law spectra: :func:`iclcore.dmft_reduced.power_law_spectrum`.
 """
 
@@ -62,6 +65,9 @@ __all__ = [
     "free_product_psi",
     "two_point_F",
     "two_point_loss_de",
+    "untied_loss",
+    "untied_balanced_hessian",
+    "untied_optimum",
 ]
 
 
@@ -714,3 +720,67 @@ def two_point_loss_de(
         q2 = (1.0 - gam * z2 / L) ** L * w2
         out[i] = float(np.real(q1 @ F @ q2))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Untied layers at N = D, P = infinity (seed 002 §5.1, Eq. 19/117, App. G.1)
+# --------------------------------------------------------------------------------------------
+
+
+def untied_loss(layer_gammas: np.ndarray, lam: np.ndarray, omega: np.ndarray) -> float:
+    """Loss of untied isotropic layers ``tr[Omega Lambda prod_l (I - gamma^l Lambda / L)^2]`` (Eq. 117).
+
+    Parameters
+    ----------
+    layer_gammas : array ``(L,)``, one scale per layer
+    lam, omega : arrays ``(D,)``
+    """
+    lam, omega = _check_spectra(lam, omega)
+    g = np.asarray(layer_gammas, dtype=float)
+    if g.ndim != 1 or g.size < 1 or not np.all(np.isfinite(g)):
+        raise ValueError("layer_gammas: expected a finite 1-D array with one scale per layer")
+    L = g.size
+    prod = np.prod((1.0 - g[:, None] * lam[None, :] / L) ** 2, axis=0)
+    return float(np.mean(omega * lam * prod))
+
+
+def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, float]:
+    """Eigenvalues of the Hessian of :func:`untied_loss` at the balanced point ``gamma^l = gamma``.
+
+    With ``u = 1 - gamma Lambda / L`` and ``m = tr[Omega Lambda^3 u^{2L-2}] / L^2`` the Hessian is
+    ``2m I + 4m (11^T - I)``: eigenvalue ``(4L - 2) m`` along the balanced direction ``1`` and
+    ``-2m`` (multiplicity ``L - 1``) on every direction transverse to it. Since ``m > 0`` the
+    balanced manifold, invariant under gradient flow (App. G.1, Eq. 118), is transversally
+    *unstable* at every ``gamma``: perturbations of the balance grow.
+
+    Returns
+    -------
+    (balanced, transverse) : tuple of float
+    """
+    lam, omega = _check_spectra(lam, omega)
+    L = _check_int("L", L)
+    if not np.isfinite(gamma):
+        raise ValueError(f"gamma: expected a finite scale, got {gamma}")
+    u = 1.0 - gamma * lam / L
+    m = float(np.mean(omega * lam**3 * u ** (2 * L - 2))) / L**2
+    return (4 * L - 2) * m, -2.0 * m
+
+
+def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int, spread: float = 0.3) -> tuple[np.ndarray, float]:
+    """A local minimum of :func:`untied_loss` reached from a slightly unbalanced start.
+
+    Starts at ``gamma^l = gamma_*(1 + spread * s_l)`` with ``s_l`` evenly spaced in ``[-1, 1]``
+    (``gamma_*`` the balanced optimum, :func:`iclcore.dmft_reduced.rrs_optimum`) and runs
+    Nelder-Mead in ``log gamma^l``. Returns the sorted layer scales and the loss.
+    """
+    from scipy.optimize import minimize
+
+    from iclcore.dmft_reduced import rrs_optimum
+
+    lam, omega = _check_spectra(lam, omega)
+    L = _check_int("L", L)
+    g_star, _ = rrs_optimum(lam, omega, L)
+    x0 = np.log(g_star * (1.0 + spread * np.linspace(-1.0, 1.0, L)))
+    res = minimize(lambda x: untied_loss(np.exp(x), lam, omega), x0, method="Nelder-Mead",
+                   options={"maxiter": 40000, "maxfev": 40000, "xatol": 1e-10, "fatol": 1e-16})
+    return np.sort(np.exp(res.x)), float(res.fun)

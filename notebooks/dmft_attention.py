@@ -59,8 +59,15 @@ from iclcore.attention_models import (
     sample_rrs_contexts,
     train,
 )
-from iclcore.dmft_reduced import fit_power_law_exponent, power_law_spectrum, rrs_gradient_flow, rrs_loss, rrs_loss_grad
-from iclcore.dmft_width import width_landscape_mc
+from iclcore.dmft_reduced import (
+    fit_power_law_exponent,
+    power_law_spectrum,
+    rrs_gradient_flow,
+    rrs_loss,
+    rrs_loss_grad,
+    rrs_optimum,
+)
+from iclcore.dmft_width import untied_balanced_hessian, untied_optimum, width_landscape_mc
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 
 use_style()
@@ -168,7 +175,10 @@ print("w^5 exponent fit %.3f (5b/(5b+2) = %.3f); gamma-flow exponent %.3f (b/(2+
 # $L$ independent $D\times D$ matrices $\Gamma^\ell$ from zero, SGD on population contexts
 # ($P=K=\infty$, Haar-rotated power-law covariance) with learning rate $\eta\,DL/2$ (the paper's
 # $\eta=\eta_0 L$); theory: the recurrent flow $\dot\gamma=\mathrm{tr}\,\Omega\Lambda^2(I-\gamma\Lambda/L)^{2L-1}$
-# at $t=\eta\cdot$steps.
+# at $t=\eta\cdot$steps. Panel (c): the balanced manifold is invariant under gradient flow but
+# transversally unstable (Hessian eigenvalue $-2\,\mathrm{tr}[\Omega\Lambda^3(I-\gamma\Lambda/L)^{2L-2}]/L^2$
+# across it, `untied_balanced_hessian`), so SGD noise splits the layers once $\gamma$ nears the balanced
+# optimum, most visibly at $L=2$; unequal layer scales reach a lower loss (`untied_optimum`).
 
 # %%
 lam_u, om_u = power_law_spectrum(D_untied, nu, beta)
@@ -181,28 +191,51 @@ for L in (2, 4, 8):
     g_th, l_th = rrs_gradient_flow(tu, lam_u, om_u, L)
     untied[L] = (res, g_th, l_th)
 
-fig8, axs8 = plt.subplots(1, 2, figsize=(11, 3.8))
-err8, spread8 = [], []
+fig8, axs8 = plt.subplots(1, 3, figsize=(16, 3.8))
+err8 = []
 for i, (L, (res, g_th, l_th)) in enumerate(untied.items()):
     axs8[0].plot(tu, l_th, color=PALETTE[i], label=f"L={L} recurrent theory")
     axs8[0].plot(windowed(tu[:-1], 10), windowed(res.loss, 10), "o", ms=3, color=PALETTE[i])
     late = slice(steps_untied // 10, None)
     err8.append(np.max(np.abs(res.gamma[late].mean(axis=1) / g_th[late] - 1)))
-    spread8.append(np.max((res.gamma[late].max(axis=1) - res.gamma[late].min(axis=1)) / res.gamma[late].mean(axis=1)))
-axs8[0].set(xlabel="t = Σ η_k", ylabel="loss", yscale="log", title=f"(a) untied layers, D={D_untied}, RRS power law")
+late = slice(steps_untied // 10, None)
+gam8 = untied[8][0].gamma[late]
+spread8 = float(np.max((gam8.max(axis=1) - gam8.min(axis=1)) / gam8.mean(axis=1)))
+gam2 = untied[2][0].gamma
+split2 = float(abs(gam2[-1, 0] - gam2[-1, 1]) / gam2[-1].mean())
+axs8[0].set(xlabel="t = η · steps", ylabel="loss", yscale="log", title=f"(a) untied layers, D={D_untied}, RRS power law")
 axs8[0].legend(fontsize=7)
 L_show = 8
 res, g_th, _ = untied[L_show]
 for l in range(L_show):
     axs8[1].plot(tu, res.gamma[:, l], color=plt.cm.viridis(l / L_show), lw=1, label=f"γ^{l + 1}" if l in (0, L_show - 1) else None)
 axs8[1].plot(tu, g_th, "k--", label="recurrent theory γ(t)")
-axs8[1].set(xlabel="t = Σ η_k", ylabel="γ^ℓ = tr Γ^ℓ", title=f"(b) balance across layers, L={L_show}")
+axs8[1].set(xlabel="t = η · steps", ylabel="γ^ℓ = tr Γ^ℓ", title=f"(b) balance across layers, L={L_show}")
 axs8[1].legend(fontsize=7)
+# (c) the balanced manifold is transversally unstable: the two layers of L = 2 split
+res2, g2_th, _ = untied[2]
+axs8[2].plot(tu, res2.gamma[:, 0], color=PALETTE[0], label="γ¹ (SGD)")
+axs8[2].plot(tu, res2.gamma[:, 1], color=PALETTE[1], label="γ² (SGD)")
+axs8[2].plot(tu, g2_th, "k--", label="balanced theory")
+axs8[2].set(xlabel="t = η · steps", ylabel="γ^ℓ", title="(c) L=2: balance is unstable")
+axs8[2].legend(fontsize=7)
 fig8.tight_layout()
 save_figure(fig8, "fig8_untied_layers")
 
+# Hessian at the balanced optimum and an unbalanced minimum of the untied landscape
+instab = {}
+for L in (2, 4, 8):
+    g_star, l_bal = rrs_optimum(lam_u, om_u, L)
+    lon, tra = untied_balanced_hessian(g_star, lam_u, om_u, L)
+    _, l_unt = untied_optimum(lam_u, om_u, L)
+    instab[L] = (lon, tra, l_bal, l_unt)
+
 # %% tags=["nbval-check-output"]
-print("untied vs recurrent theory: max late rel gamma error %.3f; max layer spread %.3f" % (max(err8), max(spread8)))
+print("untied vs recurrent theory: max late rel gamma error %.3f; layer spread (L=8) %.3f; final split (L=2) %.3f"
+      % (max(err8), spread8, split2))
+for L, (lon, tra, lb, lu) in instab.items():
+    print(f"L={L}: Hessian at balanced optimum {lon:.2e} (balanced), {tra:.2e} (transverse); "
+          f"balanced min {lb:.4f}, unbalanced min {lu:.4f}")
 
 # %%
 write_metrics({
@@ -217,6 +250,10 @@ write_metrics({
     "gamma_time_exponent_fit": fits["gamma"],
     "w5_exponent_matches_eq22": bool(abs(fits["w5"] - 5 * beta / (5 * beta + 2)) < 0.03),
     "fig8_untied_gamma_max_rel_err": max(err8),
-    "fig8_layer_spread_max": max(spread8),
+    "fig8_layer_spread_L8": spread8,
+    "fig8_layer_split_L2_final": split2,
+    "untied_transverse_curvature_negative": bool(all(v[1] < 0 for v in instab.values())),
+    "untied_min_over_balanced_min_L4": instab[4][3] / instab[4][2],
+    "untied_min_over_balanced_min_L8": instab[8][3] / instab[8][2],
     "runtime_s": time.time() - t_start,
 })

@@ -276,3 +276,32 @@ def test_psi_is_one_at_full_width():
     np.testing.assert_allclose(psi, 1.0, atol=1e-12)
     tau = np.array([np.mean(lam / (zz + lam)) for zz in z])
     assert np.all(np.abs(z * tau / (1 - tau) - 1.0) > 0.1)
+
+
+@pytest.mark.parametrize("L", [2, 3, 5])
+def test_untied_balanced_point_is_transversally_unstable(L):
+    """Hessian of the untied loss at a balanced point: closed form vs finite differences (1e-5 rel),
+    transverse eigenvalue -2m < 0; and unequal layer scales reach a lower loss than the best
+    balanced one (the balanced optimum is a saddle)."""
+    from iclcore.dmft_reduced import rrs_optimum
+    from iclcore.dmft_width import untied_balanced_hessian, untied_loss
+
+    lam, omega = power_law_spectrum(40, 1.0, 1.0)
+    g_star, l_star = rrs_optimum(lam, omega, L)
+    x0 = np.full(L, 0.7 * g_star)
+    h = 1e-4
+    H = np.zeros((L, L))
+    for i in range(L):
+        for j in range(L):
+            ei, ej = np.eye(L)[i] * h, np.eye(L)[j] * h
+            H[i, j] = (untied_loss(x0 + ei + ej, lam, omega) - untied_loss(x0 + ei - ej, lam, omega)
+                       - untied_loss(x0 - ei + ej, lam, omega) + untied_loss(x0 - ei - ej, lam, omega)) / (4 * h * h)
+    ev = np.linalg.eigvalsh(H)
+    lon, tra = untied_balanced_hessian(0.7 * g_star, lam, omega, L)
+    np.testing.assert_allclose(ev, sorted([tra] * (L - 1) + [lon]), rtol=1e-5)
+    assert tra < 0 < lon
+    assert untied_loss(np.full(L, g_star), lam, omega) == pytest.approx(l_star, rel=1e-12)
+    # move along a transverse direction at fixed sum: the loss decreases
+    v = np.zeros(L)
+    v[0], v[1] = 1.0, -1.0
+    assert untied_loss(np.full(L, g_star) + 0.05 * g_star * v, lam, omega) < l_star
