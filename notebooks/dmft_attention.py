@@ -253,6 +253,7 @@ write_metrics({
     "fig8_layer_spread_L8": spread8,
     "fig8_layer_split_L2_final": split2,
     "untied_transverse_curvature_negative": bool(all(v[1] < 0 for v in instab.values())),
+    "untied_balance_stable": bool(all(v[1] >= 0 for v in instab.values())),
     "untied_min_over_balanced_min_L4": instab[4][3] / instab[4][2],
     "untied_min_over_balanced_min_L8": instab[8][3] / instab[8][2],
     "runtime_s": time.time() - t_start,
