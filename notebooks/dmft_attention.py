@@ -36,7 +36,7 @@ D_untied = 24       # dimension of the untied-layer runs (Figure 8)
 B_untied = 32       # contexts per step (population contexts)
 eta_untied = 0.5    # theory time step
 steps_untied = 200  # SGD steps
-D_exp = 30000       # dimension of the w^5 exponent fit (panel e)
+D_exp = 100000      # dimension of the w^5 exponent fit (panel e)
 seed = 0
 
 # %% tags=["presets"]
@@ -146,7 +146,8 @@ save_figure(fig, "fig6ab_full_linear_attention")
 # With $\gamma=cs^5$ the reduced flow becomes $\dot\gamma=-5c^{2/5}\gamma^{8/5}\mathcal L'(\gamma)$;
 # on a power law $\mathcal L\sim\gamma^{-\beta}$ this gives $\mathcal L\sim t^{-5\beta/(5\beta+2)}$,
 # against $t^{-\beta/(2+\beta)}$ for gradient flow on $\gamma$ itself. We fit both at $L=\infty$,
-# $P=\infty$ and large $D$ over the window $\gamma\in[30, 10^{-2}D^\nu]$.
+# $P=\infty$ and large $D$ over the window $\gamma\in[100, 10^{-2}D^\nu]$ (the fitted slope approaches
+# the asymptote slowly from above: the plateau escape time is still a visible offset of $t$).
 
 # %%
 lam_e, om_e = power_law_spectrum(D_exp, nu, beta)
@@ -156,7 +157,7 @@ gam_g, _ = rrs_gradient_flow(te, lam_e, om_e, np.inf)
 fits = {}
 for name, gam in (("w5", gam_w5), ("gamma", gam_g)):
     lo = rrs_loss(gam, lam_e, om_e, np.inf)
-    sel = (gam > 30) & (gam < 1e-2 * D_exp**nu)
+    sel = (gam > 100) & (gam < 1e-2 * D_exp**nu)
     fits[name] = fit_power_law_exponent(te[sel], lo[sel]) if sel.sum() > 5 else float("nan")
 fig_e, ax = plt.subplots(figsize=(5, 3.6))
 ax.loglog(te, rrs_loss(gam_w5, lam_e, om_e, np.inf), label=f"γ = s⁵ flow: fit {fits['w5']:.3f}, Eq. 22 {5 * beta / (5 * beta + 2):.3f}")
