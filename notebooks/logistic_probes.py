@@ -59,6 +59,13 @@ from iclcore.plotting import save_figure, use_style, write_metrics
 use_style()
 T0 = time.time()
 
+# %% tags=["nbval-check-output"]
+_cfgs = {L: tt.AttnConfig(n_layers=L, d_model=d_model, n_heads=n_heads, d_head=d_head, vocab=vocab, seq_len=seq_len,
+                          max_period=min(12, seq_len // 3)) for L in range(1, max_layers + 1)}
+_gcfg = tt.GrokConfig(p=grok_p, frac_train=grok_frac)
+_xtr, _, _xte, _ = tt.modular_addition_split(_gcfg, seed)
+print("attention weights per layer:", 4 * n_heads * d_model * d_head, "| grokking train/test pairs:", len(_xtr), len(_xte))
+
 # %% [markdown]
 # ## Attention-only models of 1-4 layers
 # Late-position loss (last quarter of the sequence, fixed evaluation batch) per depth; the
