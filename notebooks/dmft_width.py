@@ -261,7 +261,7 @@ for b, (e1, e2, e3) in expo.items():
 final_a = {N: curves_a[N].loss[-1] for N in N_list}
 final_b = {L: curves_b[L].loss[-1] for L in L_list}
 fa = np.array([final_a[N] for N in N_list])
-fb = np.array([final_b[L] for L in L_list])
+fb = np.array([width_min_loss(specs[N_fixed], L)[1] for L in L_list])  # t -> infinity loss per depth
 fc = np.array([curves_c[p].loss[-1] for p in pairs])
 fw = min(cv.loss[-1] for cv in curves_w.values())
 fd = min(cv.loss[-1] for cv in curves_d.values())
@@ -270,6 +270,7 @@ write_metrics({
                                                        and abs(fa[-1] / depth_bn - 1) < 1e-3),
     "fig5b_width_bottleneck_bounds_depth_scaling": bool(np.all(np.diff(fb) < 0) and np.all(fb >= width_bn_mc * (1 - 1e-9))
                                                        and abs(fb[-1] / width_bn_mc - 1) < 0.02),
+    "fig5b_min_loss_L64_over_width_bn_mc": fb[-1] / width_bn_mc,
     "fig5c_joint_scaling_monotone": bool(np.all(np.diff(fc) < 0) and fc[-1] < 0.5 * min(fw, fd)),
     "depth_bottleneck_L8": depth_bn,
     "fig5a_full_width_final_over_depth_bn": final_a[D] / depth_bn,
