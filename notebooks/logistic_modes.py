@@ -28,6 +28,7 @@ B = 32                 # contexts per SGD step (mean gradient)
 replicas = 3           # independent data streams (same tasks and init)
 init_scale = 0.01      # p2(0) = q1(0) = init_scale * I, so a_alpha(0) = 1e-4
 log_every = 4          # SGD steps per log point
+probe_avg_steps = 64   # running mean before the curvature probes (= one epoch when P = 64)
 N_A = 64               # regime A: S = diag(2^{-k/2}), k = 0..3
 eta_A = 0.02
 epochs_A = 70
@@ -266,8 +267,8 @@ loss_end = {name: float(runs[name]["res"].loss[tail].mean()) for name in runs}
 # (A) curvature A''(lag) of the loss autocorrelation `A(lag) = mean_t L(t) L(t + lag)`
 # (replica-mean loss); (B) curvature of the parameter norm `||p2(t)||_F`; (C) marginalized
 # effective rank of `diag(a(t))`, removing modes in the order they are learned (fastest
-# first). Loss and norm are first averaged over one epoch (A93; this removes the period of the
-# fixed task order), then differentiated by a Savitzky-Golay filter over about one fastest
+# first). Loss and norm are first averaged over `probe_avg_steps` SGD steps (one epoch, as in
+# A93, when P = 64: this removes the period of the fixed task order), then differentiated by a Savitzky-Golay filter over about one fastest
 # timescale; the same probes on
 # the theory curves are dashed. Vertical lines: per-mode times of the exact flow (t_cliff for
 # A, t_half for B and C). Regime A is used because one smoothing window then resolves all
@@ -282,7 +283,7 @@ tc_pap = lm.cliff_time(a0, sA, NA, r["eta"], P, c=probA.c)
 th_ex = lm.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
 tc_ex = lm.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 3)
 dt = t[1] - t[0]
-ep = int(round(1 / dt))  # log points per epoch: the per-epoch average (A93) removes the task-order period
+ep = max(1, probe_avg_steps // log_every)  # log points averaged (one epoch at P = 64: removes the task-order period)
 win = 2 * int(0.9 * tau_A[0] / dt) + 1
 L_sim_A = pr.moving_average(r["res"].loss[1:], ep)
 L_th_A = pr.moving_average(lm.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:], ep)
