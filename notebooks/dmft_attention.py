@@ -167,7 +167,7 @@ ax.legend(fontsize=7)
 save_figure(fig_e, "fig6e_w5_exponent")
 
 # %% tags=["nbval-check-output"]
-print("max late relative gamma error (SGD vs c s^5 theory): ISO %.3f, RRS %.3f" % (err6["iso"], err6["rrs"]))
+print("max late relative gamma error (SGD vs c s^5 theory): ISO %.2f, RRS %.2f" % (err6["iso"], err6["rrs"]))
 print("w^5 exponent fit %.3f (5b/(5b+2) = %.3f); gamma-flow exponent %.3f (b/(2+b) = %.3f)"
       % (fits["w5"], 5 * beta / (5 * beta + 2), fits["gamma"], beta / (2 + beta)))
 
@@ -232,7 +232,7 @@ for L in (2, 4, 8):
     instab[L] = (lon, tra, l_bal, l_unt)
 
 # %% tags=["nbval-check-output"]
-print("untied vs recurrent theory: max late rel gamma error %.3f; layer spread (L=8) %.3f; final split (L=2) %.3f"
+print("untied vs recurrent theory: max late rel gamma error %.2f; layer spread (L=8) %.2f; final split (L=2) %.2f"
       % (max(err8), spread8, split2))
 for L, (lon, tra, lb, lu) in instab.items():
     print(f"L={L}: Hessian at balanced optimum {lon:.2e} (balanced), {tra:.2e} (transverse); "
