@@ -244,7 +244,7 @@ for i, b in enumerate([0.5, 1.5]):
     expo[b] = (fit_power_law_exponent(Ns, wb), fit_power_law_exponent(Ns, wp), fit_power_law_exponent(Ls, db))
     ax.loglog(Ns, wb, "-o", ms=3, color=PALETTE[i], label=f"β={b}: corrected, slope {expo[b][0]:.2f}")
     ax.loglog(Ns, wp, ":", color=PALETTE[i], label=f"β={b}: Eq. 113, slope {expo[b][1]:.2f}")
-ax.set(xlabel="N", ylabel="loss at t, L → ∞", title=f"(c) width bottleneck, ν={nu}, D={D_exp}")
+ax.set(xlabel="N", ylabel="width-bottleneck loss", title=f"(c) width bottleneck (t, L = ∞), ν={nu}, D={D_exp}")
 ax.legend(fontsize=7)
 fig2.tight_layout()
 save_figure(fig2, "fig5s_deterministic_equivalents")
