@@ -112,11 +112,6 @@ def mp_density(x: np.ndarray | float, gamma: float) -> np.ndarray:
     return out
 
 
-def _theta_rule(n: int) -> tuple[np.ndarray, np.ndarray]:
-    nodes, weights = np.polynomial.legendre.leggauss(n)
-    return nodes, weights
-
-
 def mp_cdf(x: np.ndarray | float, gamma: float, n: int = 96) -> np.ndarray:
     """Cumulative distribution function of ``mu_MP,gamma`` (atom included).
 
@@ -138,6 +133,7 @@ def mp_cdf(x: np.ndarray | float, gamma: float, n: int = 96) -> np.ndarray:
     numpy.ndarray, same shape as ``x``
     """
     g = _check_gamma(gamma)
+    n = _check_n(n)
     x = np.asarray(x, dtype=float)
     if np.isnan(x).any():
         raise ValueError("x: contains NaN")
@@ -145,7 +141,7 @@ def mp_cdf(x: np.ndarray | float, gamma: float, n: int = 96) -> np.ndarray:
     atom = mp_atom(g)
     u = np.clip((x - a) / (b - a), 0.0, 1.0)
     theta_x = np.arccos(1.0 - 2.0 * u)  # in [0, pi]
-    t, w = _theta_rule(n)
+    t, w = np.polynomial.legendre.leggauss(n)
     # map [-1, 1] -> [0, theta_x]
     th = 0.5 * theta_x[..., None] * (t + 1.0)
     xx = a + (b - a) * (1.0 - np.cos(th)) / 2.0
