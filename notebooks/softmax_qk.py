@@ -40,7 +40,7 @@ L_rich = 8            # Richardson steps used to sample states (z, prompt) for P
 seed = 0
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
+PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "init_std": 0.03, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
 
 # %%
 import time
