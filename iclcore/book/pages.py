@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from .notebooks import toc_order
+
 KINDS = ("exact", "rel", "abs", "max", "min", "qualitative")
 REQUIRED = ("notebook", "metric", "claim", "reported", "seed", "section", "kind")
 OPTIONAL = ("tolerance", "note")
@@ -142,8 +144,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_report(rows: list[Row]) -> str:
-    counts = {s: sum(r.status == s for r in rows) for s in ("reproduced", "differs", "missing")}
+STATUS_LABEL = {"reproduced": "✓ reproduced", "differs": "✗ differs", "missing": "? missing"}
+
+
+def render_report(rows: list[Row], order: list[str] | None = None) -> str:
+    """The report page: a summary per notebook, then one table per notebook with numbered notes.
+
+    ``order`` lists notebook names in book order; notebooks not in it come last, by name.
+    """
+    counts = {s: sum(r.status == s for r in rows) for s in STATUS_LABEL}
     lines = [
         "# Reproduction report",
         "",
@@ -153,8 +162,8 @@ def render_report(rows: list[Row]) -> str:
         "within the tolerance; *abs* — absolute difference within it; *exact* — equal; *max*/*min* — the",
         "reproduced value is below/above the tolerance (used for rounding-level identities and bounds,",
         "whose exact digits depend on the draw); *qualitative* — the paper states a property in words and",
-        "the notebook computes whether it holds. Where a row differs, the note says why (see",
-        "{doc}`errata`).",
+        "the notebook computes whether it holds. Where a row differs, its note says why (see",
+        "{doc}`errata`). The numbers are those of the preset the book was built with (normally `quick`).",
         "",
         f"**{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['missing']} missing** "
         f"out of {len(rows)} claims.",
@@ -163,24 +172,36 @@ def render_report(rows: list[Row]) -> str:
     by_notebook: dict[str, list[Row]] = {}
     for r in rows:
         by_notebook.setdefault(r.claim.notebook, []).append(r)
-    for nb, nb_rows in by_notebook.items():
+    rank = {name: i for i, name in enumerate(order or [])}
+    notebooks = sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n))
+    lines += ["| notebook | claims | reproduced | differ | missing |", "|---|---|---|---|---|"]
+    for nb in notebooks:
+        nb_rows = by_notebook[nb]
+        c = {s: sum(r.status == s for r in nb_rows) for s in STATUS_LABEL}
+        lines.append(f"| `{nb}` | {len(nb_rows)} | {c['reproduced']} | {c['differs']} | {c['missing']} |")
+    lines.append("")
+    for nb in notebooks:
         lines += [
             f"## Notebook `{nb}`",
             "",
-            "| claim | seed, section | reported | reproduced | difference | rule | status | note |",
-            "|---|---|---|---|---|---|---|---|",
+            "| # | status | claim (seed, section) | reported | reproduced | difference | rule |",
+            "|---|---|---|---|---|---|---|",
         ]
-        for r in nb_rows:
+        notes = []
+        for i, r in enumerate(by_notebook[nb], start=1):
             c = r.claim
             rule = c.kind + (f" ({c.tolerance:g})" if c.tolerance is not None else "")
-            status = {"reproduced": "✅ reproduced", "differs": "❌ differs", "missing": "⚠️ missing"}[r.status]
             lines.append(
                 "| " + " | ".join(_cell(x) for x in (
-                    c.claim, f"{c.seed} {c.section}", _fmt(c.reported), _fmt(r.reproduced), r.difference,
-                    rule, status, c.note,
+                    str(i), STATUS_LABEL[r.status], f"{c.claim} (seed {c.seed} {c.section})", _fmt(c.reported),
+                    _fmt(r.reproduced), r.difference, rule,
                 )) + " |"
             )
+            if c.note:
+                notes.append(f"- **{i}.** {c.note.strip()}")
         lines.append("")
+        if notes:
+            lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]
     return "\n".join(lines)
 
 
@@ -232,7 +253,7 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
-    (generated / "report.md").write_text(render_report(rows))
+    (generated / "report.md").write_text(render_report(rows, toc_order(root / "_toc.yml")))
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
     (generated / "errata.md").write_text(render_errata(root / "book" / "errata", chapter_order))
