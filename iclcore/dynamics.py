@@ -201,6 +201,44 @@ def _match(X: np.ndarray, ref: np.ndarray, name: str, ref_name: str) -> None:
         raise ValueError(f"{name}: shape {X.shape} does not match {ref_name} of shape {ref.shape}")
 
 
+def _as_stack(
+    X: object, ref2: np.ndarray, vec: bool, ref_name: str, ref_shape: tuple[int, ...]
+) -> tuple[np.ndarray, bool]:
+    """Return ``X`` as a stack ``(n, m, K)`` matching ``ref2`` and whether it was stacked.
+
+    ``ref2`` is the ``(m, K)`` form of the reference parameter (from ``_as_param``),
+    ``vec`` whether that reference was a vector, ``ref_shape`` its original shape.
+    """
+    Xa = _as_float_array(X, "X")
+    if vec:
+        stacked = Xa.ndim == 2
+        Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
+    else:
+        stacked = Xa.ndim == 3
+        Xs = Xa if stacked else Xa[None]
+    if Xs.shape[1:] != ref2.shape:
+        raise ValueError(f"X: shape {Xa.shape} does not match {ref_name} of shape {ref_shape}")
+    return Xs, stacked
+
+
+def _error_pair(
+    X: object, Xstar: object, K: int, name: str
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Validate ``X`` (called ``name``) and ``Xstar`` as same-shape parameters.
+
+    Returns their ``(m, K)`` forms and whether ``X`` was a vector.
+    """
+    X2, vec = _as_param(X, K, name)
+    Xs2, _ = _as_param(Xstar, K, "Xstar")
+    _match(Xs2, X2, "Xstar", name)
+    return X2, Xs2, vec
+
+
+def _modal_energy(spec: Spectrum, E: np.ndarray) -> np.ndarray:
+    """``λ_i ||E q_i||²`` for an error ``E`` of shape ``(m, K)``; shape ``(K,)``."""
+    return spec.lam * np.sum((E @ spec.Q) ** 2, axis=0)
+
+
 def _default_scale(X2: np.ndarray, vec: bool, scale: float | None) -> float:
     if scale is None:
         return 1.0 if vec else 1.0 / X2.shape[0]
@@ -288,15 +326,7 @@ def quadratic_risk(
     K = spec.Q.shape[0]
     C = _as_float_array(C, "C")
     B2, vec = _as_param(B, K, "B")
-    Xa = _as_float_array(X, "X")
-    if vec:
-        stacked = Xa.ndim == 2
-        Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
-    else:
-        stacked = Xa.ndim == 3
-        Xs = Xa if stacked else Xa[None]
-    if Xs.shape[1:] != B2.shape:
-        raise ValueError(f"X: shape {Xa.shape} does not match B of shape {np.shape(B)}")
+    Xs, stacked = _as_stack(X, B2, vec, "B", np.shape(B))
     if np.ndim(S) == 0:
         trS = float(S)
     else:
@@ -335,15 +365,7 @@ def excess_risk(
     K = spec.Q.shape[0]
     C = _as_float_array(C, "C")
     Xs2, vec = _as_param(Xstar, K, "Xstar")
-    Xa = _as_float_array(X, "X")
-    if vec:
-        stacked = Xa.ndim == 2
-        Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
-    else:
-        stacked = Xa.ndim == 3
-        Xs = Xa if stacked else Xa[None]
-    if Xs.shape[1:] != Xs2.shape:
-        raise ValueError(f"X: shape {Xa.shape} does not match Xstar of shape {np.shape(Xstar)}")
+    Xs, stacked = _as_stack(X, Xs2, vec, "Xstar", np.shape(Xstar))
     sc = _default_scale(Xs2, vec, scale)
     E = Xs - Xs2[None]
     r = sc * np.einsum("nmk,kl,nml->n", E, C, E)
@@ -412,9 +434,7 @@ def gd_trajectory(
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
     e = _check_eta(eta, spec, "eta")
-    X2, vec = _as_param(X0, K, "X0")
-    Xs2, vec_s = _as_param(Xstar, K, "Xstar")
-    _match(Xs2, X2, "Xstar", "X0")
+    X2, Xs2, vec = _error_pair(X0, Xstar, K, "X0")
     st = _as_steps(steps)
     base = 1.0 - e * spec.lam  # (K,)
     factor = np.power(base[None, :], st[:, None])  # (S, K)
@@ -437,10 +457,8 @@ def modal_energies(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray) -> np.ndarra
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
-    X2, _ = _as_param(X, K, "X")
-    Xs2, _ = _as_param(Xstar, K, "Xstar")
-    _match(Xs2, X2, "Xstar", "X")
-    return spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)
+    X2, Xs2, _ = _error_pair(X, Xstar, K, "X")
+    return _modal_energy(spec, X2 - Xs2)
 
 
 def modal_excess_risk(
@@ -473,12 +491,10 @@ def modal_excess_risk(
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
     e = _check_eta(eta, spec, "eta")
-    X2, vec = _as_param(X0, K, "X0")
-    Xs2, _ = _as_param(Xstar, K, "Xstar")
-    _match(Xs2, X2, "Xstar", "X0")
+    X2, Xs2, vec = _error_pair(X0, Xstar, K, "X0")
     sc = _default_scale(X2, vec, scale)
     st = _as_steps(steps)
-    energy0 = spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)  # (K,)
+    energy0 = _modal_energy(spec, X2 - Xs2)  # (K,)
     factor = np.power((1.0 - e * spec.lam)[None, :] ** 2, st[:, None])
     return sc * (factor @ energy0)
 
@@ -513,11 +529,9 @@ def modal_weights(
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
     e = _check_eta(eta, spec, "eta")
-    X2, _ = _as_param(X0, K, "X0")
-    Xs2, _ = _as_param(Xstar, K, "Xstar")
-    _match(Xs2, X2, "Xstar", "X0")
+    X2, Xs2, _ = _error_pair(X0, Xstar, K, "X0")
     st = _as_steps(steps)
-    energy0 = spec.lam * np.sum(((X2 - Xs2) @ spec.Q) ** 2, axis=0)
+    energy0 = _modal_energy(spec, X2 - Xs2)
     base = np.abs(1.0 - e * spec.lam)
     alive = (energy0 > 0) & (base > 0)
     if not np.any(energy0 > 0):
@@ -600,6 +614,20 @@ def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarr
     return 0.5 * (C + C.T)
 
 
+def _moment_inputs(
+    M: object, name: str, Sigma_z: object, noise_var: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a map ``M`` (called ``name``) acting on ``z ~ (0, Σ_z)`` and the noise variance."""
+    M = _as_float_array(M, name)
+    psd_spectrum(Sigma_z, "Sigma_z")
+    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
+    if M.ndim != 2 or M.shape[1] != Sigma_z.shape[0]:
+        raise ValueError(f"{name}: shape {M.shape} does not match Sigma_z of shape {Sigma_z.shape}")
+    if not np.isfinite(noise_var) or noise_var < 0:
+        raise ValueError(f"noise_var: must be a finite non-negative number, got {noise_var!r}")
+    return M, Sigma_z
+
+
 def decoder_moments(
     H: np.ndarray, Sigma_z: np.ndarray, noise_var: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -619,13 +647,7 @@ def decoder_moments(
     -------
     (C, B, S) : tuple of ndarray, each (K, K)
     """
-    H = _as_float_array(H, "H")
-    psd_spectrum(Sigma_z, "Sigma_z")
-    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
-    if H.ndim != 2 or H.shape[1] != Sigma_z.shape[0]:
-        raise ValueError(f"H: shape {H.shape} does not match Sigma_z of shape {Sigma_z.shape}")
-    if not np.isfinite(noise_var) or noise_var < 0:
-        raise ValueError(f"noise_var: must be a finite non-negative number, got {noise_var!r}")
+    H, Sigma_z = _moment_inputs(H, "H", Sigma_z, noise_var)
     C = H @ Sigma_z @ H.T + noise_var * np.eye(H.shape[0])
     return 0.5 * (C + C.T), Sigma_z @ H.T, Sigma_z.copy()
 
@@ -648,12 +670,6 @@ def encoder_moments(
     -------
     (C, B, S) : ndarrays of shapes (r, r), (q, r), (q, q)
     """
-    G = _as_float_array(Gstar, "Gstar")
-    psd_spectrum(Sigma_z, "Sigma_z")
-    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
-    if G.ndim != 2 or G.shape[1] != Sigma_z.shape[0]:
-        raise ValueError(f"Gstar: shape {G.shape} does not match Sigma_z of shape {Sigma_z.shape}")
-    if not np.isfinite(noise_var) or noise_var < 0:
-        raise ValueError(f"noise_var: must be a finite non-negative number, got {noise_var!r}")
+    G, Sigma_z = _moment_inputs(Gstar, "Gstar", Sigma_z, noise_var)
     S = G @ Sigma_z @ G.T + noise_var * np.eye(G.shape[0])
     return Sigma_z.copy(), G @ Sigma_z, 0.5 * (S + S.T)
