@@ -366,6 +366,16 @@ def _heldout_moments(problem: EncoderProblem, G: np.ndarray, z: np.ndarray, xi: 
     return (quad - 2.0 * cross + sxx) / problem.q
 
 
+def _check_run(
+    problem: EncoderProblem, G0: np.ndarray, eta: float, n_steps: int, rng: np.random.Generator
+) -> tuple[np.ndarray, int]:
+    """Validate the common arguments of the online runs; return ``G0`` (q, r) and ``n_steps``."""
+    _check_rng(rng)
+    G0 = _as_stack(G0, problem, "G0")[0][0]
+    check_step_size(eta, problem.Sigma_z, "eta")
+    return G0, _check_pos_int(n_steps, "n_steps")
+
+
 def online_encoder_run(
     problem: EncoderProblem,
     G0: np.ndarray,
@@ -396,10 +406,7 @@ def online_encoder_run(
     -------
     OnlineEncoderResult
     """
-    _check_rng(rng)
-    G0 = _as_stack(G0, problem, "G0")[0][0]
-    check_step_size(eta, problem.Sigma_z, "eta")
-    n_steps = _check_pos_int(n_steps, "n_steps")
+    G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
     Sz, Sbz = batch_moments(problem, batch, n_steps, rng)
     G = _sgd_from_moments(G0, Sz, Sbz, float(eta))
     z_ev, _, xi_ev = sample_encoder_data(problem, n_eval, rng)
@@ -439,10 +446,7 @@ def online_encoder_run_naive(
     one sample at a time; the held-out risk is the explicit mean of
     ``||G z_i - b_i||²``.  Same law as the vectorised run (not the same draws).
     """
-    _check_rng(rng)
-    G0 = _as_stack(G0, problem, "G0")[0][0]
-    check_step_size(eta, problem.Sigma_z, "eta")
-    n_steps = _check_pos_int(n_steps, "n_steps")
+    G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
     B = _check_pos_int(batch, "batch")
     G = np.array(G0, dtype=float)
     out = [G.copy()]
