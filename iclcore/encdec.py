@@ -43,6 +43,7 @@ from scipy.integrate import solve_ivp
 
 from iclcore.closure import tracking_error_product_sum
 from iclcore.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
+from iclcore.encoder import _check_pos_int, _check_rng
 from iclcore.richardson import richardson_iterates
 from iclcore.subspace import davis_kahan_bound, sin_theta
 from iclcore.tasks import design_spectrum, ridge_solution
@@ -73,17 +74,6 @@ __all__ = [
     "run_encdec_naive",
     "continuous_triangular",
 ]
-
-
-def _check_rng(rng: object) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
-
-
-def _check_pos_int(x: object, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
-    return int(x)
 
 
 # ---------------------------------------------------------------------------
