@@ -160,6 +160,14 @@ def _spectrum(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
     return lam, omega
 
 
+def _flow_times(t: object) -> np.ndarray:
+    """Validate the output times of a gradient-flow solve: non-empty, 1-D, non-decreasing, finite, ``>= 0``."""
+    t = np.asarray(t, dtype=float)
+    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or np.any(np.diff(t) < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("t: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
+    return t
+
+
 def _gamma_array(gamma: object, name: str = "gamma") -> np.ndarray:
     g = np.asarray(gamma, dtype=float)
     if not np.all(np.isfinite(g)):
@@ -376,9 +384,7 @@ def iso_gradient_flow(
     -------
     gamma, loss : numpy.ndarray, shape ``(T,)``
     """
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or np.any(np.diff(t) < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("t: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
+    t = _flow_times(t)
     alpha = _pos_float(alpha, "alpha")
     Lf = int(_depth(L))
     sigma = _nonneg_float(sigma, "sigma")
@@ -393,6 +399,23 @@ def iso_gradient_flow(
         raise RuntimeError(sol.message)
     gamma = sol.y[0]
     return gamma, iso_loss(gamma, alpha, Lf, sigma)
+
+
+def _finite_d_designs(
+    alpha: float, L: int, D: int, rng: np.random.Generator, draws: int, sigma: float
+) -> tuple[int, float, int, np.ndarray]:
+    """Validate the finite-``D`` ISO arguments and draw Gaussian designs with ``P = round(αD)`` rows.
+
+    Returns ``(L, sigma, P, X)`` with ``X`` of shape ``(draws, P, D)``.
+    """
+    alpha = _pos_float(alpha, "alpha")
+    Lf = int(_depth(L))
+    D = _pos_int(D, "D")
+    draws = _pos_int(draws, "draws")
+    sigma = _nonneg_float(sigma, "sigma")
+    rng = _check_rng(rng)
+    P = max(1, int(round(alpha * D)))
+    return Lf, sigma, P, rng.standard_normal((draws, P, D))
 
 
 def iso_loss_finite_d_mc(
@@ -410,14 +433,7 @@ def iso_loss_finite_d_mc(
     numpy.ndarray, shape of ``gamma``
     """
     g = _gamma_array(gamma)
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    D = _pos_int(D, "D")
-    draws = _pos_int(draws, "draws")
-    sigma = _nonneg_float(sigma, "sigma")
-    rng = _check_rng(rng)
-    P = max(1, int(round(alpha * D)))
-    X = rng.standard_normal((draws, P, D))
+    Lf, sigma, P, X = _finite_d_designs(alpha, L, D, rng, draws, sigma)
     ev = np.linalg.eigvalsh(np.einsum("npi,npj->nij", X, X) / P).ravel()
     signal, _, noise, _ = _iso_integrands(g, ev, Lf, P / D, sigma)
     return sigma**2 + (signal + noise).mean(axis=-1)
@@ -432,14 +448,7 @@ def iso_optimum_finite_d_mc(
     Minimises the finite-``D`` landscape of :func:`iso_loss_finite_d_mc` (same eigenvalue draws for
     every γ) over a grid on ``[0, 2L/λ_+]`` refined by bounded Brent. Returns ``(gamma_star, loss_star)``.
     """
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    D = _pos_int(D, "D")
-    draws = _pos_int(draws, "draws")
-    sigma = _nonneg_float(sigma, "sigma")
-    rng = _check_rng(rng)
-    P = max(1, int(round(alpha * D)))
-    X = rng.standard_normal((draws, P, D))
+    Lf, sigma, P, X = _finite_d_designs(alpha, L, D, rng, draws, sigma)
     ev = np.linalg.eigvalsh(np.matmul(X.transpose(0, 2, 1), X) / P).ravel()
 
     def f(g):
@@ -557,6 +566,18 @@ def fs_loss(gamma_k: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | fl
     return (omega * lam * fac).mean(axis=-1)
 
 
+def _fs_flow_exponent(
+    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Validate the FS flow arguments; return ``lam, omega, L`` and ``x_k = ω_k λ_k³ t`` of shape ``(T, D)``."""
+    lam, omega = _spectrum(lam, omega)
+    t = np.asarray(t, dtype=float)
+    if t.ndim != 1 or np.any(t < 0) or not np.all(np.isfinite(t)):
+        raise ValueError("t: expected a 1-D array of finite non-negative times")
+    Lf = _depth(L, allow_inf=True)
+    return lam, omega, Lf, t[:, None] * (omega * lam**3)[None, :]
+
+
 def fs_mode_flow(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
     """Closed-form FS eigenvalue dynamics ``γ_k(t)`` from 0 under ``dγ_k/dt = ω_kλ_k²u_k^{2L-1}`` (Eq. 10).
 
@@ -577,12 +598,7 @@ def fs_mode_flow(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | flo
     -------
     numpy.ndarray, shape ``(T, D)``
     """
-    lam, omega = _spectrum(lam, omega)
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or np.any(t < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("t: expected a 1-D array of finite non-negative times")
-    Lf = _depth(L, allow_inf=True)
-    x = t[:, None] * (omega * lam**3)[None, :]
+    lam, omega, Lf, x = _fs_flow_exponent(t, lam, omega, L)
     if math.isinf(Lf):
         return np.log1p(2.0 * x) / (2.0 * lam)
     if Lf == 1:
@@ -610,12 +626,7 @@ def fs_loss_curve(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | fl
     Per mode ``ω_kλ_k e^{-2x_k}`` (L = 1), ``ω_kλ_k [1 + 2(L-1)x_k/L]^{-L/(L-1)}`` (L >= 2),
     ``ω_kλ_k / (1 + 2x_k)`` (L = inf), averaged over ``k`` (normalised trace).
     """
-    lam, omega = _spectrum(lam, omega)
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or np.any(t < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("t: expected a 1-D array of finite non-negative times")
-    Lf = _depth(L, allow_inf=True)
-    x = t[:, None] * (omega * lam**3)[None, :]
+    lam, omega, Lf, x = _fs_flow_exponent(t, lam, omega, L)
     if math.isinf(Lf):
         fac = 1.0 / (1.0 + 2.0 * x)
     elif Lf == 1:
@@ -733,9 +744,7 @@ def rrs_gradient_flow(
     gamma, loss : numpy.ndarray, shape ``(T,)``
     """
     lam, omega = _spectrum(lam, omega)
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or np.any(np.diff(t) < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("t: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
+    t = _flow_times(t)
     Lf = _depth(L, allow_inf=True)
 
     def rhs(_t, y):
@@ -803,6 +812,30 @@ def _solve_kappa(lam: np.ndarray, n_eff: float, name: str) -> float:
     return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-14))
 
 
+def _bottleneck_kappa(
+    lam: np.ndarray, omega: np.ndarray, n: int, name: str
+) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """Validate ``lam, omega`` and the size ``n`` (``N`` or ``P``); return them and κ with ``Σ λ/(κ+λ) = n``."""
+    lam, omega = _spectrum(lam, omega)
+    n = _pos_int(n, name)
+    return lam, omega, n, _solve_kappa(lam, float(n), name)
+
+
+def _bottleneck_mc_args(
+    lam: np.ndarray, omega: np.ndarray, n: int, name: str, rng: np.random.Generator, draws: int
+) -> tuple[np.ndarray, np.ndarray, int, int, np.random.Generator, int]:
+    """Validate the bottleneck Monte Carlo arguments (``n = N`` or ``P``, below ``D``).
+
+    Returns ``lam, omega, n, D, rng, draws``.
+    """
+    lam, omega = _spectrum(lam, omega)
+    n = _pos_int(n, name)
+    D = lam.size
+    if n >= D:
+        raise ValueError(f"{name}: must be smaller than D = {D}, got {n}")
+    return lam, omega, n, D, _check_rng(rng), _pos_int(draws, "draws")
+
+
 def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     """Width bottleneck ``lim_{t,L→∞, P=∞} L(N) = tr[ΩΛ κ(κ + Λ)^{-1}]``, ``Σ_k λ_k/(κ+λ_k) = N``.
 
@@ -811,17 +844,13 @@ def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     weighted by ``Λ^{1/2}``, whose deterministic equivalent is ``κ(κ+Λ)^{-1}`` (linear in κ).
     Seed 002 Eq. 113 prints the squared form ``κ²(κ+Λ)^{-2}``; see :func:`width_bottleneck_paper`.
     """
-    lam, omega = _spectrum(lam, omega)
-    N = _pos_int(N, "N")
-    kap = _solve_kappa(lam, float(N), "N")
+    lam, omega, N, kap = _bottleneck_kappa(lam, omega, N, "N")
     return float(np.mean(omega * lam * kap / (kap + lam)))
 
 
 def width_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     """Eq. 113 as printed: ``tr[ΩΛ κ²(κ+Λ)^{-2}]`` with the same κ (kept for the comparison)."""
-    lam, omega = _spectrum(lam, omega)
-    N = _pos_int(N, "N")
-    kap = _solve_kappa(lam, float(N), "N")
+    lam, omega, N, kap = _bottleneck_kappa(lam, omega, N, "N")
     return float(np.mean(omega * lam * kap**2 / (kap + lam) ** 2))
 
 
@@ -831,13 +860,7 @@ def width_bottleneck_mc(
     """Monte Carlo of the width bottleneck: ``E tr[ΩΛ (I - Π_N)]``, ``Π_N`` the orthogonal projector onto
     ``range(Λ^{1/2} U)`` for a Haar ``D x N`` frame ``U`` (the null space of ``K = Λ^{1/2}UUᵀΛ^{1/2}``
     is what ``(I - γK/L)^{2L}`` keeps as ``γ, L → ∞``)."""
-    lam, omega = _spectrum(lam, omega)
-    N = _pos_int(N, "N")
-    D = lam.size
-    if N >= D:
-        raise ValueError(f"N: must be smaller than D = {D}, got {N}")
-    rng = _check_rng(rng)
-    draws = _pos_int(draws, "draws")
+    lam, omega, N, D, rng, draws = _bottleneck_mc_args(lam, omega, N, "N", rng, draws)
     out = []
     for _ in range(draws):
         U = np.linalg.qr(rng.standard_normal((D, N)))[0]
@@ -856,9 +879,7 @@ def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
 
     Seed 002 Eq. 116 omits the denominator (:func:`context_bottleneck_paper`).
     """
-    lam, omega = _spectrum(lam, omega)
-    P = _pos_int(P, "P")
-    kap = _solve_kappa(lam, float(P), "P")
+    lam, omega, P, kap = _bottleneck_kappa(lam, omega, P, "P")
     num = kap**2 * np.mean(omega * lam / (kap + lam) ** 2)
     den = 1.0 - np.sum(lam**2 / (kap + lam) ** 2) / P
     return float(num / den)
@@ -866,9 +887,7 @@ def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
 
 def context_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
     """Eq. 116 as printed: ``tr[ΩΛ κ²(κ+Λ)^{-2}]`` (no ``1 - df₂/P`` denominator)."""
-    lam, omega = _spectrum(lam, omega)
-    P = _pos_int(P, "P")
-    kap = _solve_kappa(lam, float(P), "P")
+    lam, omega, P, kap = _bottleneck_kappa(lam, omega, P, "P")
     return float(kap**2 * np.mean(omega * lam / (kap + lam) ** 2))
 
 
@@ -877,13 +896,7 @@ def context_bottleneck_mc(
 ) -> float:
     """Monte Carlo of the context bottleneck: ``E tr[Ω(I-Π_X)Λ(I-Π_X)]``, ``Π_X`` the projector onto the
     row span of ``X`` (``P x D`` with rows ``~ N(0, Λ)``): the limit of ``(I - γΣ̂/L)^L`` as ``γ, L → ∞``."""
-    lam, omega = _spectrum(lam, omega)
-    P = _pos_int(P, "P")
-    D = lam.size
-    if P >= D:
-        raise ValueError(f"P: must be smaller than D = {D}, got {P}")
-    rng = _check_rng(rng)
-    draws = _pos_int(draws, "draws")
+    lam, omega, P, D, rng, draws = _bottleneck_mc_args(lam, omega, P, "P", rng, draws)
     out = []
     for _ in range(draws):
         X = rng.standard_normal((P, D)) * np.sqrt(lam)
