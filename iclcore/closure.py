@@ -404,6 +404,18 @@ def mode_product_sum(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -
     return out
 
 
+def _same_shape(x: np.ndarray, name: str, ref: np.ndarray, ref_name: str) -> None:
+    if x.shape != ref.shape:
+        raise ValueError(f"{name}: shape {x.shape} does not match {ref_name} of shape {ref.shape}")
+
+
+def _check_depth(L: object) -> int:
+    """Validate a Richardson depth ``L >= 0`` and return it as ``int``."""
+    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 0:
+        raise ValueError(f"L: must be a non-negative integer, got {L!r}")
+    return int(L)
+
+
 def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) -> np.ndarray:
     """``R_dec(s, L) = Σ_i w_i(s) (1 - p_i(s) a_i(s))^{2L}`` (seed 000 §6.5).
 
@@ -418,13 +430,10 @@ def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) ->
     ndarray, shape (n,)
     """
     p, a, w = (_as_float_array(x, n) for x, n in ((p, "p"), (a, "a"), (w, "w")))
-    if a.shape != p.shape:
-        raise ValueError(f"a: shape {a.shape} does not match p of shape {p.shape}")
-    if w.shape != p.shape:
-        raise ValueError(f"w: shape {w.shape} does not match p of shape {p.shape}")
-    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 0:
-        raise ValueError(f"L: must be a non-negative integer, got {L!r}")
-    return np.sum(w * (1.0 - p * a) ** (2 * int(L)), axis=-1)
+    _same_shape(a, "a", p, "p")
+    _same_shape(w, "w", p, "p")
+    L = _check_depth(L)
+    return np.sum(w * (1.0 - p * a) ** (2 * L), axis=-1)
 
 
 def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int) -> np.ndarray:
@@ -445,15 +454,12 @@ def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int
     P, A, Szz = (_as_float_array(x, n) for x, n in ((P, "P"), (A, "A"), (Szz, "Szz")))
     if P.ndim != 3 or P.shape[1] != P.shape[2]:
         raise ValueError(f"P: must have shape (n, r, r), got {P.shape}")
-    if A.shape != P.shape:
-        raise ValueError(f"A: shape {A.shape} does not match P of shape {P.shape}")
-    if Szz.shape != P.shape:
-        raise ValueError(f"Szz: shape {Szz.shape} does not match P of shape {P.shape}")
-    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 0:
-        raise ValueError(f"L: must be a non-negative integer, got {L!r}")
+    _same_shape(A, "A", P, "P")
+    _same_shape(Szz, "Szz", P, "P")
+    L = _check_depth(L)
     r = P.shape[1]
     M = np.eye(r)[None] - P @ A
-    ML = np.linalg.matrix_power(M, int(L))
+    ML = np.linalg.matrix_power(M, L)
     return np.einsum("nij,njk,nik->n", ML, Szz, ML) / r
 
 
