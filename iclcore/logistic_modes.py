@@ -691,6 +691,18 @@ def exact_expected_gradients(p2: ArrayLike, q1: ArrayLike, problem: LogisticProb
     return gp, gq
 
 
+def _mode_args(
+    p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None
+) -> tuple[Array, Array, Array, int, Array, Array]:
+    """Validated ``p, q, s, N, c`` of the U-diagonal exact loss and ``B = sum_b s_b^2 q_b^2`` (kept axis)."""
+    s = _as_spectrum(s)
+    N = _check_N(N)
+    c = _as_c(c, s.size)
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    return p, q, s, N, c, np.sum(s**2 * q**2, axis=-1, keepdims=True)
+
+
 def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None) -> Array:
     """Exact expected loss for U-diagonal ``p2 = U diag(p) U^T``, ``q1 = U diag(q) U^T``,
     ``p1 = q2 = 0`` (reduces :func:`exact_expected_loss`):
@@ -698,12 +710,7 @@ def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLi
     ``L = 1/2 sum_a c_a [ (N+1)/N s_a^3 p_a^2 q_a^2 + s_a p_a^2 B / N - 2 s_a^2 p_a q_a + s_a ]``,
     ``B = sum_b s_b^2 q_b^2``. It differs from (14) by the inter-mode coupling ``B``: (14)
     has ``s_a^2 q_a^2 Tr S`` where the exact loss has ``s_a sum_b s_b^2 q_b^2``."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
-    c = _as_c(c, s.size)
-    p = np.asarray(p, dtype=float)
-    q = np.asarray(q, dtype=float)
-    Bq = np.sum(s**2 * q**2, axis=-1, keepdims=True)
+    p, q, s, N, c, Bq = _mode_args(p, q, s, N, c)
     return 0.5 * np.sum(
         c * ((N + 1) / N * s**3 * p**2 * q**2 + s * p**2 * Bq / N - 2 * s**2 * p * q + s), axis=-1
     )
@@ -714,12 +721,7 @@ def exact_mode_gradients(
 ) -> tuple[Array, Array]:
     """Gradients of :func:`exact_mode_loss`; the exact averaged flow (t in epochs) is
     ``dp/dt = -eta P dL/dp``, ``dq/dt = -eta P dL/dq`` (compare (9)-(10))."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
-    c = _as_c(c, s.size)
-    p = np.asarray(p, dtype=float)
-    q = np.asarray(q, dtype=float)
-    Bq = np.sum(s**2 * q**2, axis=-1, keepdims=True)
+    p, q, s, N, c, Bq = _mode_args(p, q, s, N, c)
     Ac = np.sum(c * s * p**2, axis=-1, keepdims=True)
     gp = c * ((N + 1) / N * s**3 * p * q**2 + s * p * Bq / N - s**2 * q)
     gq = c * ((N + 1) / N * s**3 * p**2 * q - s**2 * p) + s**2 * q * Ac / N
