@@ -76,6 +76,18 @@ def _check_L(L: int) -> None:
         raise ValueError(f"L: depth must be a non-negative integer, got {L!r}")
 
 
+def _depth_problem(
+    P: np.ndarray, H: np.ndarray, L: int, v: np.ndarray, name: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate ``P, H`` (as ``_as_batch``), the depth ``L`` and per-prompt vectors ``v`` (called ``name``).
+
+    Returns ``P``, ``H`` (n, K, K) and ``v`` broadcast to (n, K).
+    """
+    P, H = _as_batch(P, H)
+    _check_L(L)
+    return P, H, _as_vectors(v, H.shape[0], H.shape[1], name)
+
+
 def _apply(P: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Batched ``P v`` for shared (K, K) or batched (n, K, K) ``P``; v (n, K)."""
     if P.ndim == 2:
@@ -116,10 +128,8 @@ def richardson_iterates(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0:
     -------
     ndarray, shape (n, L + 1, K)
     """
-    P, H = _as_batch(P, H)
-    _check_L(L)
-    n, K = H.shape[0], H.shape[1]
-    d = _as_vectors(d, n, K, "d")
+    P, H, d = _depth_problem(P, H, L, d, "d")
+    n, K = d.shape
     z = np.zeros((n, K)) if z0 is None else np.array(_as_vectors(z0, n, K, "z0"))
     out = np.empty((n, L + 1, K))
     out[:, 0] = z
@@ -135,10 +145,8 @@ def richardson_iterates_naive(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: in
 
     Same shapes and meaning; Python loops over prompts and steps (for tests and benchmarks only).
     """
-    P, H = _as_batch(P, H)
-    _check_L(L)
-    n, K = H.shape[0], H.shape[1]
-    d = _as_vectors(d, n, K, "d")
+    P, H, d = _depth_problem(P, H, L, d, "d")
+    n, K = d.shape
     z0 = np.zeros((n, K)) if z0 is None else _as_vectors(z0, n, K, "z0")
     out = np.empty((n, L + 1, K))
     for i in range(n):
@@ -166,10 +174,9 @@ def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np
     -------
     ndarray, shape (n, L + 1, K)
     """
-    P, H = _as_batch(P, H)
-    _check_L(L)
-    n, K = H.shape[0], H.shape[1]
-    e = np.array(_as_vectors(e0, n, K, "e0"))
+    P, H, e0 = _depth_problem(P, H, L, e0, "e0")
+    n, K = e0.shape
+    e = np.array(e0)
     out = np.empty((n, L + 1, K))
     out[:, 0] = e
     for ell in range(L):
