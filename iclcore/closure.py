@@ -578,6 +578,17 @@ def _check_seq(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray) -> tuple[np
     return E0, C_seq, D_seq
 
 
+def _check_seq_eta(
+    E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``_check_seq`` plus a positive finite step size ``eta`` (returned as float)."""
+    E0, C_seq, D_seq = _check_seq(E0, C_seq, D_seq)
+    e = float(eta)
+    if not np.isfinite(e) or e <= 0:
+        raise ValueError(f"eta: step size must be a positive finite number, got {eta!r}")
+    return E0, C_seq, D_seq, e
+
+
 def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float) -> np.ndarray:
     """Recursion ``E_{s+1} = E_s (I - η C_s) + D_s`` (seed 000 §6.6).
 
@@ -592,10 +603,7 @@ def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray,
     -------
     ndarray, shape (n_steps + 1, m, r)
     """
-    E0, C_seq, D_seq = _check_seq(E0, C_seq, D_seq)
-    e = float(eta)
-    if not np.isfinite(e) or e <= 0:
-        raise ValueError(f"eta: step size must be a positive finite number, got {eta!r}")
+    E0, C_seq, D_seq, e = _check_seq_eta(E0, C_seq, D_seq, eta)
     S = C_seq.shape[0]
     out = np.empty((S + 1, *E0.shape))
     out[0] = E0
@@ -628,10 +636,7 @@ def tracking_error_product_sum(
     -------
     ndarray, shape (len(steps), m, r)
     """
-    E0, C_seq, D_seq = _check_seq(E0, C_seq, D_seq)
-    e = float(eta)
-    if not np.isfinite(e) or e <= 0:
-        raise ValueError(f"eta: step size must be a positive finite number, got {eta!r}")
+    E0, C_seq, D_seq, e = _check_seq_eta(E0, C_seq, D_seq, eta)
     st = _as_steps(steps)
     S = C_seq.shape[0]
     if np.any(st > S):
@@ -785,6 +790,15 @@ def fixed_basis_closure_risk(
     return richardson_mode_risk(p, a, w, L)
 
 
+def _risk_curves(predicted: object, exact: object) -> tuple[np.ndarray, np.ndarray]:
+    """Validate two risk curves of the same 1-D shape ``(n,)``."""
+    pr = _as_float_array(predicted, "predicted")
+    ex = _as_float_array(exact, "exact")
+    if pr.shape != ex.shape or pr.ndim != 1:
+        raise ValueError(f"predicted: shape {pr.shape} must equal exact's shape {ex.shape} (1-D)")
+    return pr, ex
+
+
 def closure_mismatch(predicted: np.ndarray, exact: np.ndarray) -> float:
     """``max_s |R_pred(s) - R_exact(s)| / max_s |R_exact(s)|`` (relative sup error of a risk curve).
 
@@ -792,10 +806,7 @@ def closure_mismatch(predicted: np.ndarray, exact: np.ndarray) -> float:
     ----------
     predicted, exact : array_like, shape (n,)
     """
-    pr = _as_float_array(predicted, "predicted")
-    ex = _as_float_array(exact, "exact")
-    if pr.shape != ex.shape or pr.ndim != 1:
-        raise ValueError(f"predicted: shape {pr.shape} must equal exact's shape {ex.shape} (1-D)")
+    pr, ex = _risk_curves(predicted, exact)
     top = float(np.max(np.abs(ex)))
     if top == 0:
         raise ValueError("exact: identically zero risk curve, relative mismatch undefined")
@@ -818,10 +829,7 @@ def closure_log_ratio(predicted: np.ndarray, exact: np.ndarray, floor: float = 1
     ValueError
         Naming ``exact`` if no time has both risks above ``floor``.
     """
-    pr = _as_float_array(predicted, "predicted")
-    ex = _as_float_array(exact, "exact")
-    if pr.shape != ex.shape or pr.ndim != 1:
-        raise ValueError(f"predicted: shape {pr.shape} must equal exact's shape {ex.shape} (1-D)")
+    pr, ex = _risk_curves(predicted, exact)
     ok = (pr > floor) & (ex > floor)
     if not np.any(ok):
         raise ValueError("exact: no time where both risks exceed the floor; log-ratio undefined")
