@@ -71,6 +71,13 @@ class _Attention(nn.Module):
         return torch.einsum("bhte,hed->btd", attn @ v, self.W_O)
 
 
+def _at_least_one(cfg: object, names: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming the first field of ``cfg`` in ``names`` that is below 1."""
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name}: must be >= 1")
+
+
 @dataclass(frozen=True)
 class AttnConfig:
     """Attention-only model and periodic task (defaults: the quick preset)."""
@@ -92,9 +99,7 @@ class AttnConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.n_layers <= 8:
             raise ValueError(f"n_layers: expected 1..8, got {self.n_layers}")
-        for name in ("d_model", "n_heads", "d_head", "vocab", "seq_len", "batch", "steps", "log_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be >= 1")
+        _at_least_one(self, ("d_model", "n_heads", "d_head", "vocab", "seq_len", "batch", "steps", "log_every"))
         if not 1 <= self.min_period <= self.max_period < self.seq_len:
             raise ValueError("min_period, max_period: need 1 <= min_period <= max_period < seq_len")
         if self.lr <= 0 or self.init_scale <= 0:
@@ -245,9 +250,7 @@ class GrokConfig:
             raise ValueError(f"p: modulus must be >= 3, got {self.p}")
         if not 0 < self.frac_train < 1:
             raise ValueError(f"frac_train: must lie in (0, 1), got {self.frac_train}")
-        for name in ("d_model", "n_heads", "d_head", "d_mlp", "steps", "log_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be >= 1")
+        _at_least_one(self, ("d_model", "n_heads", "d_head", "d_mlp", "steps", "log_every"))
         if self.lr <= 0 or self.weight_decay < 0:
             raise ValueError("lr, weight_decay: need lr > 0 and weight_decay >= 0")
 
