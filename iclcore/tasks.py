@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from iclcore.dynamics import psd_spectrum
+
 __all__ = [
     "TaskConfig",
     "Prompts",
@@ -125,7 +127,8 @@ class TaskConfig:
     M : int
         Prompt size (number of examples per prompt).
     r : int or None
-        Task rank; ``β = U⋆ z``, ``z ~ N(0, task_scale² I_r)``. ``None`` means ``r = K``.
+        Task rank; ``β = U⋆ z``, ``z ~ N(0, task_scale² Σ_z)`` (``Σ_z = I_r`` by default).
+        ``None`` means ``r = K``.
     sigma : float
         Label-noise standard deviation ``σ ≥ 0``.
     lam : float
@@ -142,6 +145,8 @@ class TaskConfig:
         Task subspace; ``None`` uses :func:`task_basis`.
     Sigma_x_override : ndarray of shape (K, K) or None
         A symmetric positive definite design covariance replacing the spectrum.
+    Sigma_z : ndarray of shape (r, r) or None
+        A symmetric positive definite latent covariance (seed 000 §1.2); ``None`` means ``I_r``.
     """
 
     K: int = 16
@@ -155,6 +160,7 @@ class TaskConfig:
     target: str = "beta"
     U_star: np.ndarray | None = field(default=None, repr=False)
     Sigma_x_override: np.ndarray | None = field(default=None, repr=False)
+    Sigma_z: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.K, (int, np.integer)) or self.K < 1:
@@ -188,6 +194,10 @@ class TaskConfig:
                 raise ValueError(f"U_star: expected shape {(self.K, r)}, got {U.shape}")
             if not np.allclose(U.T @ U, np.eye(r), atol=1e-10):
                 raise ValueError("U_star: columns must be orthonormal (U⋆ᵀU⋆ = I_r)")
+        if self.Sigma_z is not None:
+            sz = psd_spectrum(self.Sigma_z, "Sigma_z")
+            if sz.Q.shape[0] != r or sz.lam[0] <= 0:
+                raise ValueError(f"Sigma_z: must be positive definite of shape ({r}, {r})")
         if self.target == "ridge" and self.lam == 0 and self.M < self.K:
             raise ValueError(f"lam: target='ridge' with lam=0 needs M >= K (got M={self.M}, K={self.K})")
 
@@ -210,9 +220,11 @@ class TaskConfig:
 
     @property
     def Sigma_beta(self) -> np.ndarray:
-        """Task covariance ``Σ_β = task_scale² U⋆U⋆ᵀ``, shape (K, K)."""
+        """Task covariance ``Σ_β = task_scale² U⋆ Σ_z U⋆ᵀ``, shape (K, K)."""
         U = self.basis
-        return self.task_scale**2 * U @ U.T
+        if self.Sigma_z is None:
+            return self.task_scale**2 * U @ U.T
+        return self.task_scale**2 * U @ np.asarray(self.Sigma_z, float) @ U.T
 
     @property
     def H_infinity(self) -> np.ndarray:
@@ -284,13 +296,16 @@ def sample_tasks(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -
     Returns
     -------
     z : ndarray, shape (n, r)
-        ``z ~ N(0, task_scale² I_r)``.
+        ``z ~ N(0, task_scale² Σ_z)`` (``Σ_z = I_r`` unless ``config.Sigma_z`` is set).
     beta : ndarray, shape (n, K)
         ``β = U⋆ z``.
     """
     _check_n(n_prompts)
     _check_rng(rng)
-    z = config.task_scale * rng.standard_normal((n_prompts, config.rank))
+    z = rng.standard_normal((n_prompts, config.rank))
+    if config.Sigma_z is not None:
+        z = z @ np.linalg.cholesky(np.asarray(config.Sigma_z, float)).T
+    z = config.task_scale * z
     return z, z @ config.basis.T
 
 
