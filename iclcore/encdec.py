@@ -46,7 +46,7 @@ from iclcore.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadr
 from iclcore.encoder import _check_pos_int, _check_rng
 from iclcore.richardson import richardson_iterates
 from iclcore.subspace import davis_kahan_bound, sin_theta
-from iclcore.tasks import design_spectrum, ridge_solution
+from iclcore.tasks import TaskConfig, design_spectrum, sample_prompts
 
 __all__ = [
     "LowRankModel",
@@ -207,19 +207,26 @@ class LatentPrompts:
 def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator) -> LatentPrompts:
     """Draw ``n`` prompts explicitly (``x_i ~ N(0, Σ_x)``, ``y = Xβ + ξ``), vectorised over prompts.
 
-    ``tasks.sample_prompts`` draws ``z ~ N(0, τ² I_r)``; this model needs a
-    general ``Σ_z``, hence this sampler (same formulas, seed 000 §1.2).
+    The model's prompts through :func:`iclcore.tasks.sample_prompts` with a general latent
+    covariance ``Σ_z`` (same formulas and draws, seed 000 §1.2).
     """
     _check_rng(rng)
     n = _check_pos_int(n, "n")
-    K, r, M = model.K, model.r, model.M
-    z = rng.standard_normal((n, r)) @ np.linalg.cholesky(np.asarray(model.Sigma_z)).T
-    beta = z @ np.asarray(model.U_star).T
-    X = rng.standard_normal((n, M, K)) @ np.linalg.cholesky(np.asarray(model.Sigma_x)).T
-    y = np.einsum("nmk,nk->nm", X, beta) + model.sigma * rng.standard_normal((n, M))
-    H = np.einsum("nmi,nmj->nij", X, X) / M + model.lam * np.eye(K)
-    c = np.einsum("nmi,nm->ni", X, y) / M
-    return LatentPrompts(H=H, c=c, beta=beta, z=z, beta_hat=ridge_solution(H, c))
+    Sx = np.asarray(model.Sigma_x, float)
+    config = TaskConfig(
+        K=model.K,
+        M=int(model.M),
+        r=model.r,
+        sigma=float(model.sigma),
+        lam=float(model.lam),
+        U_star=model.U_star,
+        # the Cholesky factor reads the lower triangle only: mirror it, so that the exact symmetry
+        # check of TaskConfig cannot reject a Sigma_x that LowRankModel accepted (to 1e-10)
+        Sigma_x_override=np.tril(Sx) + np.tril(Sx, -1).T,
+        Sigma_z=model.Sigma_z,
+    )
+    p = sample_prompts(config, n, rng)
+    return LatentPrompts(H=p.H_M, c=p.c_M, beta=p.beta, z=p.z, beta_hat=p.z_dagger)
 
 
 # ---------------------------------------------------------------------------
