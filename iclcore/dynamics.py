@@ -201,14 +201,17 @@ def _match(X: np.ndarray, ref: np.ndarray, name: str, ref_name: str) -> None:
         raise ValueError(f"{name}: shape {X.shape} does not match {ref_name} of shape {ref.shape}")
 
 
-def _as_stack(
-    X: object, ref2: np.ndarray, vec: bool, ref_name: str, ref_shape: tuple[int, ...]
-) -> tuple[np.ndarray, bool]:
-    """Return ``X`` as a stack ``(n, m, K)`` matching ``ref2`` and whether it was stacked.
+def _stack_against(
+    X: object, ref: object, C: object, ref_name: str
+) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray, bool]:
+    """Validate ``C`` and a reference parameter ``ref`` (``B`` or ``Xstar``); bring ``X`` to a stack.
 
-    ``ref2`` is the ``(m, K)`` form of the reference parameter (from ``_as_param``),
-    ``vec`` whether that reference was a vector, ``ref_shape`` its original shape.
+    Returns ``C`` as an array, ``ref`` as ``(m, K)``, whether ``ref`` is a vector,
+    ``X`` as a stack ``(n, m, K)`` and whether ``X`` was given as a stack.
     """
+    spec = psd_spectrum(C, "C")
+    C = _as_float_array(C, "C")
+    ref2, vec = _as_param(ref, spec.Q.shape[0], ref_name)
     Xa = _as_float_array(X, "X")
     if vec:
         stacked = Xa.ndim == 2
@@ -217,8 +220,8 @@ def _as_stack(
         stacked = Xa.ndim == 3
         Xs = Xa if stacked else Xa[None]
     if Xs.shape[1:] != ref2.shape:
-        raise ValueError(f"X: shape {Xa.shape} does not match {ref_name} of shape {ref_shape}")
-    return Xs, stacked
+        raise ValueError(f"X: shape {Xa.shape} does not match {ref_name} of shape {np.shape(ref)}")
+    return C, ref2, vec, Xs, stacked
 
 
 def _error_pair(
@@ -322,11 +325,7 @@ def quadratic_risk(
     -------
     float, or ndarray of shape (n,) for a stack.
     """
-    spec = psd_spectrum(C, "C")
-    K = spec.Q.shape[0]
-    C = _as_float_array(C, "C")
-    B2, vec = _as_param(B, K, "B")
-    Xs, stacked = _as_stack(X, B2, vec, "B", np.shape(B))
+    C, B2, vec, Xs, stacked = _stack_against(X, B, C, "B")
     if np.ndim(S) == 0:
         trS = float(S)
     else:
@@ -361,11 +360,7 @@ def excess_risk(
     -------
     float, or ndarray of shape (n,) for a stack.
     """
-    spec = psd_spectrum(C, "C")
-    K = spec.Q.shape[0]
-    C = _as_float_array(C, "C")
-    Xs2, vec = _as_param(Xstar, K, "Xstar")
-    Xs, stacked = _as_stack(X, Xs2, vec, "Xstar", np.shape(Xstar))
+    C, Xs2, vec, Xs, stacked = _stack_against(X, Xstar, C, "Xstar")
     sc = _default_scale(Xs2, vec, scale)
     E = Xs - Xs2[None]
     r = sc * np.einsum("nmk,kl,nml->n", E, C, E)
