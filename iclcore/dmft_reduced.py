@@ -253,6 +253,18 @@ def _iso_integrands(gamma: np.ndarray, lam: np.ndarray, L: int, alpha: float, si
     return signal, dsignal, noise, dnoise
 
 
+def _iso_args(
+    gamma: np.ndarray | float, alpha: float, L: int, sigma: float
+) -> tuple[np.ndarray, float, int, float, np.ndarray, np.ndarray]:
+    """Validated ``gamma, alpha, L, sigma`` of the ISO landscape and the MP quadrature nodes and weights."""
+    g = _gamma_array(gamma)
+    alpha = _pos_float(alpha, "alpha")
+    Lf = int(_depth(L))
+    sigma = _nonneg_float(sigma, "sigma")
+    lam, w = mp_rule(alpha, Lf)
+    return g, alpha, Lf, sigma, lam, w
+
+
 def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0) -> np.ndarray:
     """ISO ICL loss of ``Γ = γI`` (seed 002 Eq. 8 for σ = 0, Eq. 83 with label noise), plus ``σ²``.
 
@@ -275,22 +287,14 @@ def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0
     -------
     numpy.ndarray, shape of ``gamma``
     """
-    g = _gamma_array(gamma)
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    sigma = _nonneg_float(sigma, "sigma")
-    lam, w = mp_rule(alpha, Lf)
+    g, alpha, Lf, sigma, lam, w = _iso_args(gamma, alpha, L, sigma)
     signal, _, noise, _ = _iso_integrands(g, lam, Lf, alpha, sigma)
     return sigma**2 + (signal + noise) @ w
 
 
 def iso_loss_grad(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0) -> np.ndarray:
     """Derivative ``d iso_loss / dγ`` (exact, same quadrature); the flow is ``dγ/dt = -½`` of it (Eq. 83)."""
-    g = _gamma_array(gamma)
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    sigma = _nonneg_float(sigma, "sigma")
-    lam, w = mp_rule(alpha, Lf)
+    g, alpha, Lf, sigma, lam, w = _iso_args(gamma, alpha, L, sigma)
     _, dsignal, _, dnoise = _iso_integrands(g, lam, Lf, alpha, sigma)
     return (dsignal + dnoise) @ w
 
