@@ -71,6 +71,26 @@ class _Attention(nn.Module):
         return torch.einsum("bhte,hed->btd", attn @ v, self.W_O)
 
 
+def embed_tokens(embed: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Embedding lookup ``embed[tokens]`` written as a one-hot matrix product.
+
+    Indexing would give the same forward values, but its backward pass accumulates
+    into the embedding rows in a thread-dependent order, so a multi-threaded run is not
+    reproducible (the grokking run amplifies the rounding differences into different
+    training curves). The product is deterministic for a fixed thread count.
+
+    Parameters
+    ----------
+    embed : Tensor, shape (V, d)
+    tokens : LongTensor, shape (B, T) with entries in ``[0, V)``
+
+    Returns
+    -------
+    Tensor, shape (B, T, d)
+    """
+    return F.one_hot(tokens, embed.shape[0]).to(embed.dtype) @ embed
+
+
 def _at_least_one(cfg: object, names: tuple[str, ...]) -> None:
     """Raise ``ValueError`` naming the first field of ``cfg`` in ``names`` that is below 1."""
     for name in names:
@@ -123,7 +143,7 @@ class AttnOnlyTransformer(nn.Module):
         self.unembed = nn.Parameter(torch.randn(cfg.d_model, cfg.vocab, generator=generator) / math.sqrt(cfg.d_model))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed[tokens] + self.pos[: tokens.shape[1]]
+        x = embed_tokens(self.embed, tokens) + self.pos[: tokens.shape[1]]
         for ln, at in zip(self.lns, self.attn):
             x = x + at(ln(x))
         return self.ln_f(x) @ self.unembed
@@ -272,7 +292,7 @@ class GrokTransformer(nn.Module):
         self.unembed = nn.Parameter(torch.randn(d, cfg.p, generator=generator) / math.sqrt(d))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed[tokens] + self.pos
+        x = embed_tokens(self.embed, tokens) + self.pos
         x = x + self.attn(x)
         h = x[:, -1]
         h = h + F.relu(h @ self.W_in + self.b_in) @ self.W_out
