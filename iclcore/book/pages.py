@@ -249,13 +249,19 @@ def render_api(modules: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless ``path`` already holds it (so Sphinx does not re-read an unchanged page)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
 def write_pages(root: Path, generated: Path) -> list[Row]:
     """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
-    (generated / "report.md").write_text(render_report(rows, toc_order(root / "_toc.yml")))
+    _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml")))
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
-    (generated / "errata.md").write_text(render_errata(root / "book" / "errata", chapter_order))
-    (generated / "api.md").write_text(render_api(iclcore_modules()))
+    _write_if_changed(generated / "errata.md", render_errata(root / "book" / "errata", chapter_order))
+    _write_if_changed(generated / "api.md", render_api(iclcore_modules()))
     return rows

@@ -69,4 +69,8 @@ def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None
 def setup(app):  # noqa: D103
     app.add_config_value("icl_generated_dir", "book/generated", "env")
     app.add_role("metric", metric_role)
+    # Load MathJax on every page. By default Sphinx adds it only to pages whose math it saw
+    # while reading them, and an incremental build that rewrites a page without re-reading it
+    # (e.g. after a toc change) dropped the script from pages with maths (seen on book/intro).
+    app.set_html_assets_policy("always")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
