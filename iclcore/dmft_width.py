@@ -436,6 +436,26 @@ def _newton(f_df, x0: complex, tol: float = 1e-13, maxiter: int = 60) -> tuple[c
     return x, abs(f)
 
 
+def _continuation(f_df, z: np.ndarray, start: float, psi0: complex, n_lead: int, name: str) -> np.ndarray:
+    """Solve ``f(psi; zz) = 0`` along the ordered path ``z`` by Newton continuation.
+
+    The solution branch is selected far out on the real axis (at ``start``, where ``psi0`` is
+    close to it) and followed along a straight lead-in of ``n_lead`` points to ``z[0]``, then
+    along ``z``; each solve starts from the previous solution.
+    """
+    lead = np.linspace(start, z[0].real, n_lead) + 1j * np.linspace(0.0, z[0].imag, n_lead)
+    psi = psi0
+    for zz in lead:
+        psi, _ = _newton(lambda p: f_df(p, zz), psi)
+    out = np.empty(z.size, dtype=complex)
+    for i, zz in enumerate(z):
+        psi, res = _newton(lambda p: f_df(p, zz), psi)
+        if res > 1e-9:
+            raise RuntimeError(f"{name}: Newton continuation failed at z={zz} (residual {res:.1e})")
+        out[i] = psi
+    return out
+
+
 def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, path_start: float | None = None) -> np.ndarray:
     """Subordination function ``psi(z)`` of ``K = (1/alpha_N) Lambda^{1/2} U U^T Lambda^{1/2}``.
 
@@ -473,17 +493,7 @@ def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, path_start: float 
         return f, df
 
     start = abs(z[0]) + 50.0 * lam.max() if path_start is None else path_start
-    lead = np.linspace(start, z[0].real, 40) + 1j * np.linspace(0.0, z[0].imag, 40)
-    psi = 1.0 + 0j
-    for zz in lead:
-        psi, _ = _newton(lambda p: f_df(p, zz), psi)
-    out = np.empty(z.size, dtype=complex)
-    for i, zz in enumerate(z):
-        psi, res = _newton(lambda p: f_df(p, zz), psi)
-        if res > 1e-9:
-            raise RuntimeError(f"width_psi: Newton continuation failed at z={zz} (residual {res:.1e})")
-        out[i] = psi
-    return out
+    return _continuation(f_df, z, start, 1.0 + 0j, 40, "width_psi")
 
 
 def _circle(center: float, radius: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -592,17 +602,7 @@ def free_product_psi(
         return tb - tau, dtb * du - dtau
 
     s0 = abs(z[0]) + 50.0 * (a.max() * max(bn.max(), 1.0)) if start is None else start
-    lead = np.linspace(s0, z[0].real, 60) + 1j * np.linspace(0.0, z[0].imag, 60)
-    psi = trB + 0j
-    for zz in lead:
-        psi, _ = _newton(lambda p: f_df(p, zz), psi)
-    out = np.empty(z.size, dtype=complex)
-    for i, zz in enumerate(z):
-        psi, res = _newton(lambda p: f_df(p, zz), psi)
-        if res > 1e-9:
-            raise RuntimeError(f"free_product_psi: Newton continuation failed at z={zz} (residual {res:.1e})")
-        out[i] = psi
-    return out
+    return _continuation(f_df, z, s0, trB + 0j, 60, "free_product_psi")
 
 
 def two_point_F(
