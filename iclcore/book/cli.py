@@ -64,7 +64,7 @@ def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
     return {k: v for k, v in (pairs or [])}
 
 
-def do_run(args: argparse.Namespace, root: Path) -> int:
+def cmd_run(args: argparse.Namespace, root: Path) -> int:
     notebooks = select(discover(root), args.names)
     out_root = Path(args.out).resolve() if args.out else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
@@ -81,16 +81,12 @@ def do_run(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    return do_run(args, root)
-
-
 def cmd_build(args: argparse.Namespace, root: Path) -> int:
     from .pages import write_pages
 
     status = 0
     if not args.no_run:
-        status = do_run(args, root)
+        status = cmd_run(args, root)
     rows = write_pages(root, root / "book" / "generated")
     missing = [r for r in rows if r.status == "missing"]
     for r in missing:

@@ -147,14 +147,17 @@ def _to_ipynb(notebook: Notebook, target: Path) -> None:
     jupytext.write(nb, target, fmt="ipynb")
 
 
-def execute(request: RunRequest, root: Path, threads: int, timeout: float | None = None) -> RunResult:
-    """Execute one notebook (no cache check). Never raises for a failing notebook."""
+def execute(request: RunRequest, root: Path, threads: int, key: str | None = None) -> RunResult:
+    """Execute one notebook (no cache check) and stamp it with its cache ``key``.
+
+    Never raises for a failing notebook; a failed run leaves no stamp.
+    """
     start = time.monotonic()
     name = request.notebook.name
     out_dir = request.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / STAMP).unlink(missing_ok=True)
-    key = cache_key(request, root)
+    key = key or cache_key(request, root)
     with tempfile.TemporaryDirectory(prefix=f"icl-{name}-") as tmp:
         source = Path(tmp) / f"{name}.ipynb"
         params_file = Path(tmp) / "params.json"
@@ -168,8 +171,6 @@ def execute(request: RunRequest, root: Path, threads: int, timeout: float | None
             "-f", str(params_file), "--cwd", str(out_dir), "--kernel", "python3",
             "--no-progress-bar", "--log-level", "ERROR",
         ]
-        if timeout:
-            cmd += ["--execution-timeout", str(int(timeout))]
         proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - start
     if proc.returncode != 0:
@@ -279,7 +280,7 @@ def run_notebooks(
 
         def work(req: RunRequest) -> RunResult:
             progress.start(req.notebook.name)
-            res = execute(req, root, threads)
+            res = execute(req, root, threads, keys[req.notebook.name])
             progress.finish(res)
             if on_result:
                 on_result(res)

@@ -15,9 +15,6 @@ from typing import Any
 
 from docutils import nodes
 
-_CACHE: dict[Path, tuple[float, dict[str, Any]]] = {}
-
-
 def format_metric(value: Any, spec: str = "") -> str:
     """Format a metric value; booleans read "yes"/"no", floats default to 4 significant digits."""
     if isinstance(value, bool):
@@ -27,14 +24,6 @@ def format_metric(value: Any, spec: str = "") -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.4g}"
-
-
-def _metrics(path: Path) -> dict[str, Any]:
-    mtime = path.stat().st_mtime
-    hit = _CACHE.get(path)
-    if hit is None or hit[0] != mtime:
-        _CACHE[path] = hit = (mtime, json.loads(path.read_text()))
-    return hit[1]
 
 
 def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None):  # noqa: D103
@@ -51,7 +40,7 @@ def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None
     if not path.exists():
         msg = inliner.reporter.warning(f"metric role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno)
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
-    metrics = _metrics(path)
+    metrics = json.loads(path.read_text())
     if key not in metrics:
         msg = inliner.reporter.warning(
             f"metric role: {notebook}/metrics.json has no key {key!r}; keys: {', '.join(sorted(metrics))}", line=lineno
