@@ -212,6 +212,34 @@ def find_extrema(y: ArrayLike, x: ArrayLike, *, sign: int = 1, prominence: float
     return x[idx]
 
 
+def block_average(y: ArrayLike, k: int) -> Array:
+    """Means of consecutive, non-overlapping blocks of ``k`` samples along the last axis.
+
+    A trailing remainder shorter than ``k`` is dropped, so the result has length ``T // k``;
+    used to thin noisy per-step SGD losses before plotting them against a theory curve.
+    """
+    y = np.asarray(y, dtype=float)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= y.shape[-1]:
+        raise ValueError(f"k: block length must be an integer in [1, {y.shape[-1]}], got {k!r}")
+    n = y.shape[-1] // k * k
+    return y[..., :n].reshape(*y.shape[:-1], -1, k).mean(axis=-1)
+
+
+def trailing_average(y: ArrayLike, k: int) -> Array:
+    """Causal running mean: sample ``j`` is the mean of ``y[max(0, j-k+1) : j+1]``.
+
+    Same length as ``y`` (the first ``k - 1`` samples average the shorter history).
+    """
+    y = np.asarray(y, dtype=float)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k: window must be a positive integer, got {k!r}")
+    T = y.shape[-1]
+    c = np.cumsum(np.concatenate([np.zeros(y.shape[:-1] + (1,)), y], axis=-1), axis=-1)
+    j = np.arange(T)
+    lo = np.maximum(0, j - k + 1)
+    return (c[..., j + 1] - c[..., lo]) / (j + 1 - lo)
+
+
 def moving_average(y: ArrayLike, k: int) -> Array:
     """Running mean of ``k`` consecutive samples along the last axis ("valid" part only,
     length ``T - k + 1``; sample ``j`` is centred on ``j + (k - 1)/2``). With ``k`` = log

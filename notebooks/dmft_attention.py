@@ -69,6 +69,7 @@ from iclcore.dmft_reduced import (
 )
 from iclcore.dmft_width import untied_balanced_hessian, untied_optimum, width_landscape_mc
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.probes import block_average
 
 use_style()
 t_start = time.time()
@@ -77,11 +78,6 @@ depths = [1, 2, 4, 8]
 schedule = lambda k: 1.0 / (1.0 + k / decay)  # noqa: E731
 t = np.concatenate([[0.0], np.cumsum(eta * schedule(np.arange(steps)))])
 c = power_five_constant(D)
-
-
-def windowed(x, w=20):
-    n = len(x) // w * w
-    return x[:n].reshape(-1, w).mean(axis=1)
 
 
 # %% [markdown]
@@ -127,7 +123,7 @@ for j, kind in enumerate(("iso", "rrs")):
     for i, L in enumerate(depths):
         d = fig6[kind][L]
         ax.plot(t, d["loss_th"], color=PALETTE[i], label=f"L={L} theory")
-        ax.plot(windowed(t[:-1]), windowed(d["res"].loss), "o", ms=3, color=PALETTE[i])
+        ax.plot(block_average(t[:-1], 20), block_average(d["res"].loss, 20), "o", ms=3, color=PALETTE[i])
         axg.plot(t, d["gam_th"], color=PALETTE[i], label=f"L={L}")
         axg.plot(t[::10], d["res"].gamma[::10, 0], "o", ms=3, color=PALETTE[i])
         late = slice(steps // 2, None)
@@ -196,7 +192,7 @@ fig8, axs8 = plt.subplots(1, 3, figsize=(16, 3.8))
 err8 = []
 for i, (L, (res, g_th, l_th)) in enumerate(untied.items()):
     axs8[0].plot(tu, l_th, color=PALETTE[i], label=f"L={L} recurrent theory")
-    axs8[0].plot(windowed(tu[:-1], 10), windowed(res.loss, 10), "o", ms=3, color=PALETTE[i])
+    axs8[0].plot(block_average(tu[:-1], 10), block_average(res.loss, 10), "o", ms=3, color=PALETTE[i])
     late = slice(steps_untied // 10, None)
     err8.append(np.max(np.abs(res.gamma[late].mean(axis=1) / g_th[late] - 1)))
 late = slice(steps_untied // 10, None)

@@ -44,6 +44,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore import dmft_reduced as dr
+from iclcore.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
 
 use_style()
@@ -108,20 +109,11 @@ for a in alphas:
         runs[(a, L)] = dict(res=res, g_th=g_th[1:], l_th=l_th[1:], l_th_loss=l_th_loss, final=final, final_se=final_se, finite_d=finite_d)
 
 
-def smooth(x, w=5):
-    c = np.cumsum(np.insert(x, 0, 0.0))
-    out = np.empty_like(x)
-    for i in range(x.size):
-        lo = max(0, i - w + 1)
-        out[i] = (c[i + 1] - c[lo]) / (i + 1 - lo)
-    return out
-
-
 n_const = steps - n_anneal
 checkpoints = [n_const // 4, n_const // 2, n_const - 1]
 dev_loss, dev_gamma = 0.0, 0.0
 for r in runs.values():
-    sm = smooth(r["res"].batch_loss)
+    sm = trailing_average(r["res"].batch_loss, 5)
     for i in checkpoints:
         ref = np.mean(r["l_th_loss"][max(0, i - 4):i + 1])  # same 5-step window as the smoothing
         dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
@@ -137,12 +129,12 @@ n_converged = sum(converged.values())
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
 for i, a in enumerate(alphas):
     r = runs[(a, 4)]
-    ax[0].plot(r["res"].t_loss[1:], smooth(r["res"].batch_loss)[1:], color=f"C{i}", alpha=0.55, lw=1)
+    ax[0].plot(r["res"].t_loss[1:], trailing_average(r["res"].batch_loss, 5)[1:], color=f"C{i}", alpha=0.55, lw=1)
     ax[0].plot(r["res"].t, r["l_th"], color=f"C{i}", lw=2, label=f"α = {a:g}")
 ax[0].set(xscale="log", yscale="log", xlabel="t = Σ η", ylabel="ICL loss", title="(a) L = 4, varying α")
 for i, L in enumerate(depths):
     r = runs[(1.0, L)]
-    ax[1].plot(r["res"].t_loss[1:], smooth(r["res"].batch_loss)[1:], color=f"C{i}", alpha=0.55, lw=1)
+    ax[1].plot(r["res"].t_loss[1:], trailing_average(r["res"].batch_loss, 5)[1:], color=f"C{i}", alpha=0.55, lw=1)
     ax[1].plot(r["res"].t, r["l_th"], color=f"C{i}", lw=2, label=f"L = {L}")
 ax[1].set(xscale="log", yscale="log", xlabel="t = Σ η", title="(b) α = 1, varying L")
 afine = np.linspace(0.2, 5.0, 200)
@@ -240,7 +232,7 @@ for j, (name, lst) in enumerate(settings.items()):
         ax[0, j].plot(steps7, th.param_error, color=f"C{i}", label=lab)
         ax[0, j].plot(steps7, th_paper.param_error, "--", color=f"C{i}", lw=1)
         ax[0, j].plot(steps7, th_fd.param_error, ":", color=f"C{i}", lw=1.2)
-        ax[1, j].plot(steps7, smooth(lo, 3), "o", ms=2.5, color=f"C{i}")
+        ax[1, j].plot(steps7, trailing_average(lo, 3), "o", ms=2.5, color=f"C{i}")
         ax[1, j].plot(steps7, th_loss_prev, color=f"C{i}", label=lab)
         ax[1, j].plot(steps7, np.concatenate([[1.0], th_fd.icl_loss[:-1]]), ":", color=f"C{i}", lw=1.2)
         # plateau level: mean over steps >= 20 (seed-averaged), relative to the theory's mean

@@ -42,6 +42,7 @@ import torch
 from iclcore.attention_models import SoftmaxAttention, sample_iso_contexts, train
 from iclcore.dmft_width import width_landscape_mc
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.probes import block_average
 
 use_style()
 t_start = time.time()
@@ -49,11 +50,6 @@ P, K = int(round(alpha * D)), max(1, int(round(K_frac * D)))
 depths = [1, 2, 4, 8]
 sampler = lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)  # noqa: E731
 test = sample_iso_contexts(eval_contexts, P, K, D, torch.Generator().manual_seed(seed + 999), dtype=torch.float32)
-
-
-def windowed(x, w=20):
-    m = len(x) // w * w
-    return x[:m].reshape(-1, w).mean(axis=1)
 
 
 # optimal L-step in-context GD at the same finite D and P (reduced linear model, Monte Carlo)
@@ -80,7 +76,7 @@ for mlp, stem, title in ((False, "fig6c_softmax", "(6c) softmax attention"),
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for i, L in enumerate(depths):
         res, final = results[(mlp, L)]
-        ax.plot(windowed(np.arange(steps)), windowed(res.loss), color=PALETTE[i], label=f"L={L}: held-out {final:.3f}")
+        ax.plot(block_average(np.arange(steps), 20), block_average(res.loss, 20), color=PALETTE[i], label=f"L={L}: held-out {final:.3f}")
         ax.axhline(gd_opt[L], color=PALETTE[i], ls="--", lw=1)
     ax.set(xlabel="Adam step", ylabel="loss", yscale="log", title=f"{title}, D={D}, α={alpha}")
     ax.legend(fontsize=7, title="dashed: best L-step in-context GD", title_fontsize=7)

@@ -172,3 +172,21 @@ def test_bad_inputs():
         pr.lag_autocorrelation(np.ones(5), 9)
     with pytest.raises(ValueError, match="sign"):
         pr.find_extrema(np.ones(5), np.arange(5.0), sign=0)
+
+
+def test_block_average_means_of_blocks():
+    y = np.arange(10.0)
+    np.testing.assert_array_equal(pr.block_average(y, 3), [1.0, 4.0, 7.0])
+    np.testing.assert_array_equal(pr.block_average(np.stack([y, 2 * y]), 5), [[2.0, 7.0], [4.0, 14.0]])
+    with pytest.raises(ValueError, match="k"):
+        pr.block_average(y, 11)
+
+
+def test_trailing_average_matches_explicit_windows():
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=17)
+    got = pr.trailing_average(y, 4)
+    want = [y[max(0, j - 3): j + 1].mean() for j in range(17)]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="k"):
+        pr.trailing_average(y, 0)
