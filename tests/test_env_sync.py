@@ -68,4 +68,4 @@ def test_environment_yml_is_a_thin_pip_wrapper() -> None:
 
 
 def test_console_script_is_declared() -> None:
-    assert pyproject()["project"]["scripts"]["icl-book"] == "iclcore.book.cli:main"
+    assert pyproject()["project"]["scripts"]["icl-book"] == "iclbook.cli:main"

@@ -1,4 +1,4 @@
-"""Generated pages: the reproduction report's comparison rules, errata, API (``iclcore.book.pages``)."""
+"""Generated pages: the reproduction report's comparison rules, errata, API (``iclbook.pages``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from iclcore.book.pages import Claim, ReportError, compare, load_claims, render_errata, render_report
-from iclcore.book.sphinx_metrics import format_metric
+from iclbook.pages import Claim, ReportError, compare, load_claims, render_errata, render_report
+from iclbook.sphinx_metrics import format_metric
 
 
 DROP = object()

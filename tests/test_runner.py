@@ -1,4 +1,4 @@
-"""The notebook runner: parameters, presets, failures, cache (``iclcore.book``)."""
+"""The notebook runner: parameters, presets, failures, cache (``iclbook``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from iclcore.book import cli
-from iclcore.book.notebooks import NotebookError, coerce, discover, read_notebook, toc_order
-from iclcore.book.runner import RunRequest, cache_key, make_requests
+from iclbook import cli
+from iclbook.notebooks import NotebookError, coerce, discover, read_notebook, toc_order
+from iclbook.runner import RunRequest, cache_key, make_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -225,12 +225,12 @@ def render_errata(errata_dir: Path, order: list[str]) -> str:
 
 
 def iclcore_modules() -> list[str]:
-    """Public modules of ``iclcore`` (the book tooling subpackage excluded)."""
+    """Public modules of ``iclcore``, subpackages included (names with a ``_`` part are private)."""
     import iclcore
 
     names = []
     for info in pkgutil.walk_packages(iclcore.__path__, prefix="iclcore."):
-        if info.name.startswith("iclcore.book") or any(part.startswith("_") for part in info.name.split(".")):
+        if any(part.startswith("_") for part in info.name.split(".")):
             continue
         names.append(info.name)
     return sorted(names)

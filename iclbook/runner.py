@@ -302,7 +302,7 @@ def make_requests(
     """Resolve parameters for each notebook.
 
     Every selected notebook must define ``preset`` and every override name;
-    otherwise :class:`~iclcore.book.notebooks.NotebookError` names the problem.
+    otherwise :class:`~iclbook.notebooks.NotebookError` names the problem.
     """
     return [
         RunRequest(nb, nb.resolve(preset, overrides), preset, out_root / nb.name)
