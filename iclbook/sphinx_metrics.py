@@ -55,9 +55,49 @@ def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None
     return [node], []
 
 
+RUN_STAMP = ".icl-run.json"
+
+
+def param_role(name, rawtext, text, lineno, inliner, options=None, content=None):  # noqa: D103
+    env = inliner.document.settings.env
+    parts = text.strip().split(":")
+    if len(parts) not in (2, 3) or not all(parts[:2]):
+        msg = inliner.reporter.warning(f"param role: expected `notebook:name[:format]`, got {text!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    notebook, key = parts[0], parts[1]
+    spec = parts[2] if len(parts) == 3 else ""
+    path = Path(env.srcdir) / env.config.icl_generated_dir / notebook / RUN_STAMP
+    env.note_dependency(str(path))
+    if not path.exists():
+        msg = inliner.reporter.warning(f"param role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    params = json.loads(path.read_text()).get("params", {})
+    if key not in params:
+        msg = inliner.reporter.warning(
+            f"param role: {notebook} has no parameter {key!r}; parameters: {', '.join(sorted(params))}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    try:
+        text_value = format_param(params[key], spec)
+    except (ValueError, TypeError) as exc:
+        msg = inliner.reporter.warning(f"param role: cannot format {key!r} with {spec!r}: {exc}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    return [nodes.inline(rawtext, text_value, classes=["icl-param"])], []
+
+
+def format_param(value: Any, spec: str = "") -> str:
+    """Format a parameter: as written (``g`` for floats) unless ``spec`` is given."""
+    if spec:
+        return format(value, spec)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def setup(app):  # noqa: D103
     app.add_config_value("icl_generated_dir", "book/generated", "env")
     app.add_role("metric", metric_role)
+    app.add_role("param", param_role)
     # Load MathJax on every page. By default Sphinx adds it only to pages whose math it saw
     # while reading them, and an incremental build that rewrites a page without re-reading it
     # (e.g. after a toc change) dropped the script from pages with maths (seen on book/intro).
