@@ -1,0 +1,489 @@
+r"""Baseline preconditioners for the depth-``L`` Richardson decoder, compared on the same tasks.
+
+A *task* is a symmetric positive definite system ``H x = d`` with a target ``x⋆``
+(seed 001 §1, §4.1: ``x⋆`` is the regression task ``β`` or the system's own
+solution ``x† = H^{-1} d``). A preconditioner ``P`` (shared, or built from ``H``) is run
+for ``L`` steps from ``x_0 = 0``,
+
+.. math::
+
+    x_{ℓ+1} = x_ℓ + P (d − H x_ℓ), \qquad
+    x_L − x⋆ = −(I − PH)^L x† + (x† − x⋆),
+
+and scored by the depth-``L`` risk ``R_L(P) = (1/K) E‖x_L − x⋆‖²`` (seed 000 §3.1).
+Every method below is fitted on *training* tasks and evaluated on *held-out* tasks
+at the same depth ``L``:
+
+* ``scalar``   — ``P = η I`` with ``η`` minimising the training ``R_L`` (closed form
+  per task through the eigendecomposition of ``H``: no step loop);
+* ``jacobi``   — damped Jacobi ``P = ω D^{-1}``, ``D = diag(H)``, ``ω`` minimising
+  the training ``R_L`` (closed form through ``D^{-1/2} H D^{-1/2}``);
+* ``h_inf``    — ``P = H_∞^{-1}`` (``H_∞ = Σ_x + λI``, seed 000 §4; by default the
+  training mean of ``H``, an unbiased estimate of ``H_∞`` for the §1.2 prompts);
+* ``oracle``   — the one-step oracle ``P⋆ = B C^†``, ``B = E[x⋆ dᵀ]``, ``C = E[d dᵀ]``
+  (seed 000 §3.1; :func:`iclcore.richardson.moments.oracle_preconditioner` when
+  population moments are passed, the training moments otherwise);
+* ``free``     — a free ``K × K`` matrix trained end-to-end on the training ``R_L``
+  (L-BFGS with the exact back-propagated gradient, started at ``P⋆``): the depth-``L``
+  linear optimum on the training set;
+* ``exact``    — ``P = H^{-1}`` per task, so ``x_L = x†`` for every ``L ≥ 1``: the floor
+  ``(1/K) E‖x† − x⋆‖²``.
+
+Arrays carry a leading task axis ``n``; ``K`` is the system size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize, minimize_scalar
+
+from iclcore.richardson.dynamics import quadratic_minimizer
+
+__all__ = [
+    "LinearSystems",
+    "Baseline",
+    "BaselineComparison",
+    "METHODS",
+    "depth_error",
+    "depth_risk",
+    "depth_risk_curve",
+    "scaled_family_risk",
+    "best_scaled_parameter",
+    "scalar_baseline",
+    "jacobi_baseline",
+    "h_inf_baseline",
+    "oracle_baseline",
+    "free_linear_baseline",
+    "free_linear_risk_and_grad",
+    "exact_baseline",
+    "compare_baselines",
+]
+
+METHODS = ("scalar", "jacobi", "h_inf", "oracle", "free", "exact")
+
+
+@dataclass(frozen=True, eq=False)
+class LinearSystems:
+    """A batch of task systems ``H x† = d`` with targets ``x⋆``.
+
+    Attributes
+    ----------
+    H : ndarray, shape (n, K, K)
+        Symmetric positive definite system matrices.
+    d : ndarray, shape (n, K)
+        Right-hand sides.
+    x_star : ndarray, shape (n, K)
+        Targets of the risk (``β`` or ``x†``).
+    """
+
+    H: np.ndarray
+    d: np.ndarray
+    x_star: np.ndarray
+    x_dagger: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        H = np.asarray(self.H, dtype=float)
+        d = np.asarray(self.d, dtype=float)
+        xs = np.asarray(self.x_star, dtype=float)
+        if H.ndim != 3 or H.shape[1] != H.shape[2] or H.shape[0] < 1:
+            raise ValueError(f"H: expected shape (n, K, K), got {H.shape}")
+        n, K = H.shape[:2]
+        if d.shape != (n, K):
+            raise ValueError(f"d: expected shape {(n, K)}, got {d.shape}")
+        if xs.shape != (n, K):
+            raise ValueError(f"x_star: expected shape {(n, K)}, got {xs.shape}")
+        for name, a in (("H", H), ("d", d), ("x_star", xs)):
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"{name}: must be finite")
+        scale = np.max(np.abs(H), axis=(1, 2), keepdims=True)
+        if np.any(np.abs(H - np.swapaxes(H, 1, 2)) > 1e-10 * scale):
+            raise ValueError("H: system matrices must be symmetric")
+        object.__setattr__(self, "H", H)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "x_star", xs)
+        object.__setattr__(self, "x_dagger", np.linalg.solve(H, d[..., None])[..., 0])
+
+    @property
+    def n(self) -> int:
+        """Number of tasks."""
+        return self.H.shape[0]
+
+    @property
+    def K(self) -> int:
+        """System size."""
+        return self.H.shape[1]
+
+    @classmethod
+    def from_prompts(cls, prompts) -> "LinearSystems":
+        """From :class:`iclcore.richardson.tasks.Prompts` (``H = H_M``, ``d = c_M``, ``x⋆ = z⋆``)."""
+        return cls(H=prompts.H_M, d=prompts.d, x_star=prompts.z_star)
+
+    def subset(self, idx) -> "LinearSystems":
+        """The tasks ``idx`` (any numpy index)."""
+        return LinearSystems(H=self.H[idx], d=self.d[idx], x_star=self.x_star[idx])
+
+
+def _check_L(L: int) -> int:
+    if not isinstance(L, (int, np.integer)) or L < 0:
+        raise ValueError(f"L: depth must be an integer >= 0, got {L!r}")
+    return int(L)
+
+
+def _as_stack(P: np.ndarray, systems: LinearSystems) -> np.ndarray:
+    P = np.asarray(P, dtype=float)
+    n, K = systems.n, systems.K
+    if P.shape == (K, K):
+        return np.broadcast_to(P, (n, K, K))
+    if P.shape != (n, K, K):
+        raise ValueError(f"P: expected shape {(K, K)} or {(n, K, K)}, got {P.shape}")
+    if not np.all(np.isfinite(P)):
+        raise ValueError("P: must be finite")
+    return P
+
+
+def depth_error(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarray:
+    """Errors ``x_ℓ − x⋆`` for ``ℓ = 0..L`` from ``x_0 = 0``.
+
+    Parameters
+    ----------
+    P : ndarray, shape (K, K) or (n, K, K)
+    systems : LinearSystems
+    L : int
+
+    Returns
+    -------
+    ndarray, shape (n, L + 1, K)
+    """
+    L = _check_L(L)
+    P = _as_stack(P, systems)
+    x = np.zeros((systems.n, systems.K))
+    out = np.empty((systems.n, L + 1, systems.K))
+    out[:, 0] = -systems.x_star
+    for ell in range(L):
+        r = systems.d - np.einsum("nij,nj->ni", systems.H, x)
+        x = x + np.einsum("nij,nj->ni", P, r)
+        out[:, ell + 1] = x - systems.x_star
+    return out
+
+
+def depth_risk_curve(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarray:
+    """``R_ℓ(P) = (1/K) mean_n ‖x_ℓ − x⋆‖²`` for ``ℓ = 0..L``, shape (L + 1,)."""
+    e = depth_error(P, systems, L)
+    return np.mean(np.sum(e**2, axis=-1), axis=0) / systems.K
+
+
+def depth_risk(P: np.ndarray, systems: LinearSystems, L: int) -> float:
+    """``R_L(P) = (1/K) mean_n ‖x_L − x⋆‖²`` (seed 000 §3.1; seed 001 §4.2)."""
+    return float(depth_risk_curve(P, systems, L)[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# one-parameter families P = θ Q(H), Q = diag(q) per task (q = 1: scalar; q = 1/diag H: Jacobi)
+
+
+@dataclass(frozen=True)
+class _ScaledFamily:
+    """``Q^{1/2} H Q^{1/2} = W diag(μ) Wᵀ`` per task, with the two fixed vectors of the risk."""
+
+    mu: np.ndarray  # (n, K) eigenvalues of Q^{1/2} H Q^{1/2}
+    A: np.ndarray  # (n, K, K) = Q^{1/2} W
+    a: np.ndarray  # (n, K) = Wᵀ Q^{-1/2} x†
+    b: np.ndarray  # (n, K) = x† − x⋆
+
+
+def _family(systems: LinearSystems, q: np.ndarray) -> _ScaledFamily:
+    s = np.sqrt(q)
+    Hs = systems.H * s[:, :, None] * s[:, None, :]
+    mu, W = np.linalg.eigh(Hs)
+    A = s[:, :, None] * W
+    a = np.einsum("nji,nj->ni", W, systems.x_dagger / s)
+    return _ScaledFamily(mu=mu, A=A, a=a, b=systems.x_dagger - systems.x_star)
+
+
+def _family_risk(fam: _ScaledFamily, theta: float, L: int) -> float:
+    t = (1.0 - theta * fam.mu) ** L
+    e = fam.b - np.einsum("nij,nj->ni", fam.A, t * fam.a)
+    return float(np.mean(np.sum(e**2, axis=-1)) / fam.a.shape[1])
+
+
+def _family_vector(systems: LinearSystems, kind: str) -> np.ndarray:
+    if kind == "scalar":
+        return np.ones((systems.n, systems.K))
+    if kind == "jacobi":
+        diag = np.diagonal(systems.H, axis1=1, axis2=2)
+        if np.any(diag <= 0):
+            raise ValueError("H: damped Jacobi needs a positive diagonal")
+        return 1.0 / diag
+    raise ValueError(f"kind: unknown family {kind!r}; choose 'scalar' or 'jacobi'")
+
+
+def scaled_family_risk(systems: LinearSystems, kind: str, theta: np.ndarray | float, L: int) -> np.ndarray | float:
+    """Closed-form ``R_L(θ Q)`` for ``Q = I`` (``kind="scalar"``) or ``Q = D^{-1}`` (``"jacobi"``).
+
+    With ``Q^{1/2} H Q^{1/2} = W diag(μ) Wᵀ``,
+    ``x_L − x⋆ = −Q^{1/2} W diag((1 − θμ)^L) Wᵀ Q^{-1/2} x† + (x† − x⋆)``.
+
+    Parameters
+    ----------
+    theta : float or ndarray of shape (m,)
+    L : int
+
+    Returns
+    -------
+    float, or ndarray of shape (m,)
+    """
+    L = _check_L(L)
+    fam = _family(systems, _family_vector(systems, kind))
+    th = np.asarray(theta, dtype=float)
+    vals = np.array([_family_risk(fam, float(t), L) for t in th.ravel()])
+    return float(vals[0]) if th.ndim == 0 else vals.reshape(th.shape)
+
+
+def best_scaled_parameter(systems: LinearSystems, kind: str, L: int, n_grid: int = 65) -> tuple[float, float]:
+    """``θ`` minimising the training ``R_L(θ Q)`` over ``0 < θ < 2 / min_n μ_max,n``.
+
+    The window is the set of ``θ`` for which at least one task contracts; a log grid of
+    ``n_grid`` points brackets the minimum, which bounded Brent
+    (:func:`scipy.optimize.minimize_scalar`) then refines. Returns ``(θ, R_L(θ))``.
+    """
+    L = _check_L(L)
+    if L == 0:
+        raise ValueError("L: the depth-0 risk does not depend on the preconditioner; need L >= 1")
+    if not isinstance(n_grid, (int, np.integer)) or n_grid < 3:
+        raise ValueError(f"n_grid: must be an integer >= 3, got {n_grid!r}")
+    fam = _family(systems, _family_vector(systems, kind))
+    hi = 2.0 / float(np.min(fam.mu[:, -1]))
+    lo = 1e-4 / float(np.max(fam.mu[:, -1]))
+    grid = np.geomspace(lo, hi, n_grid)
+    with np.errstate(over="ignore", invalid="ignore"):
+        vals = np.array([_family_risk(fam, t, L) for t in grid])
+    vals = np.where(np.isfinite(vals), vals, np.inf)
+    i = int(np.argmin(vals))
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]
+    res = minimize_scalar(lambda t: _family_risk(fam, t, L), bounds=(a, b), method="bounded",
+                          options={"xatol": 1e-10 * b})
+    theta, val = (float(res.x), float(res.fun)) if res.fun <= vals[i] else (float(grid[i]), float(vals[i]))
+    return theta, val
+
+
+# ---------------------------------------------------------------------------------------------
+# the baselines
+
+
+@dataclass(frozen=True, eq=False)
+class Baseline:
+    """A fitted baseline preconditioner.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`METHODS`.
+    P : ndarray of shape (K, K) or None
+        The shared matrix (``None`` for the task-dependent ``scalar``/``jacobi``/``exact``
+        rules, whose matrix :meth:`preconditioners` builds from ``H``).
+    param : float or None
+        ``η`` (scalar) or ``ω`` (Jacobi).
+    train_risk : float
+        ``R_L`` on the training tasks.
+    """
+
+    name: str
+    P: np.ndarray | None
+    param: float | None
+    train_risk: float
+
+    def preconditioners(self, H: np.ndarray) -> np.ndarray:
+        """The per-task matrices ``P(H)``, shape (n, K, K), for ``H`` of shape (n, K, K)."""
+        H = np.asarray(H, dtype=float)
+        n, K = H.shape[:2]
+        if self.name == "scalar":
+            return np.broadcast_to(self.param * np.eye(K), (n, K, K)).copy()
+        if self.name == "jacobi":
+            diag = np.diagonal(H, axis1=1, axis2=2)
+            return self.param * np.eye(K)[None] / diag[:, None, :]
+        if self.name == "exact":
+            return np.linalg.inv(H)
+        return np.broadcast_to(self.P, (n, K, K)).copy()
+
+
+def scalar_baseline(train: LinearSystems, L: int) -> Baseline:
+    """Best scalar ``η I`` at depth ``L`` on the training tasks."""
+    eta, risk = best_scaled_parameter(train, "scalar", L)
+    return Baseline("scalar", None, eta, risk)
+
+
+def jacobi_baseline(train: LinearSystems, L: int) -> Baseline:
+    """Damped Jacobi ``ω D^{-1}`` with ``ω`` best at depth ``L`` on the training tasks."""
+    omega, risk = best_scaled_parameter(train, "jacobi", L)
+    return Baseline("jacobi", None, omega, risk)
+
+
+def h_inf_baseline(train: LinearSystems, L: int, H_inf: np.ndarray | None = None) -> Baseline:
+    """``P = H_∞^{-1}``; ``H_∞`` defaults to the training mean of ``H`` (shape (K, K))."""
+    H_inf = train.H.mean(axis=0) if H_inf is None else np.asarray(H_inf, dtype=float)
+    if H_inf.shape != (train.K, train.K):
+        raise ValueError(f"H_inf: expected shape {(train.K, train.K)}, got {H_inf.shape}")
+    P = np.linalg.inv(H_inf)
+    return Baseline("h_inf", P, None, depth_risk(P, train, L))
+
+
+def oracle_baseline(train: LinearSystems, L: int, moments=None) -> Baseline:
+    """One-step oracle ``P⋆ = B C^†`` (seed 000 §3.1).
+
+    ``moments`` (an :class:`iclcore.richardson.moments.Moments`) gives population ``B, C``;
+    otherwise the training moments ``B = mean x⋆dᵀ``, ``C = mean ddᵀ`` are used.
+    """
+    if moments is not None:
+        B, C = moments.B, moments.C
+    else:
+        C = train.d.T @ train.d / train.n
+        B = train.x_star.T @ train.d / train.n
+    P = quadratic_minimizer(B, 0.5 * (C + C.T))
+    return Baseline("oracle", P, None, depth_risk(P, train, L))
+
+
+def free_linear_risk_and_grad(P: np.ndarray, systems: LinearSystems, L: int) -> tuple[float, np.ndarray]:
+    """``R_L(P)`` and its exact gradient ``∂R_L/∂P`` (shape (K, K)) by back-propagation.
+
+    Forward ``r_ℓ = d − H x_ℓ``, ``x_{ℓ+1} = x_ℓ + P r_ℓ``; backward
+    ``g_L = 2(x_L − x⋆)/(nK)``, ``∂R/∂P = Σ_ℓ Σ_n g_{ℓ+1} r_ℓᵀ``,
+    ``g_ℓ = g_{ℓ+1} − H Pᵀ g_{ℓ+1}`` (``H`` symmetric).
+    """
+    L = _check_L(L)
+    P = np.asarray(P, dtype=float)
+    n, K = systems.n, systems.K
+    x = np.zeros((n, K))
+    rs = []
+    for _ in range(L):
+        r = systems.d - np.einsum("nij,nj->ni", systems.H, x)
+        rs.append(r)
+        x = x + r @ P.T
+    e = x - systems.x_star
+    risk = float(np.sum(e**2) / (n * K))
+    g = 2.0 * e / (n * K)
+    grad = np.zeros((K, K))
+    for ell in range(L - 1, -1, -1):
+        grad += g.T @ rs[ell]
+        g = g - np.einsum("nij,nj->ni", systems.H, g @ P)
+    return risk, grad
+
+
+def free_linear_baseline(
+    train: LinearSystems, L: int, P0: np.ndarray | None = None, max_iter: int = 500, gtol: float = 1e-12
+) -> Baseline:
+    """A free ``K × K`` preconditioner minimising the training ``R_L`` (L-BFGS-B, exact gradient).
+
+    Starts at ``P0`` (default: the training one-step oracle ``P⋆``). Deterministic.
+    """
+    L = _check_L(L)
+    if L == 0:
+        raise ValueError("L: the depth-0 risk does not depend on P; need L >= 1")
+    K = train.K
+    P0 = oracle_baseline(train, L).P if P0 is None else np.asarray(P0, dtype=float)
+    if P0.shape != (K, K):
+        raise ValueError(f"P0: expected shape {(K, K)}, got {P0.shape}")
+
+    def fun(p):
+        r, g = free_linear_risk_and_grad(p.reshape(K, K), train, L)
+        return r, g.ravel()
+
+    res = minimize(fun, P0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-15})
+    P = res.x.reshape(K, K)
+    return Baseline("free", P, None, float(res.fun))
+
+
+def exact_baseline(train: LinearSystems, L: int) -> Baseline:
+    """The exact solve ``P = H^{-1}`` (``x_L = x†`` for ``L ≥ 1``): the floor."""
+    L = _check_L(L)
+    risk = float(np.mean(np.sum((train.x_dagger - train.x_star) ** 2, axis=-1)) / train.K) if L >= 1 else \
+        float(np.mean(np.sum(train.x_star**2, axis=-1)) / train.K)
+    return Baseline("exact", None, None, risk)
+
+
+@dataclass(frozen=True, eq=False)
+class BaselineComparison:
+    """All baselines fitted on the same training tasks and scored on the same held-out tasks.
+
+    Attributes
+    ----------
+    L : int
+    baselines : dict[str, Baseline]
+        Keyed by :data:`METHODS` (those requested).
+    test_risk : dict[str, float]
+        Held-out ``R_L``.
+    test_curves : dict[str, ndarray]
+        Held-out ``R_ℓ``, ``ℓ = 0..L``, each of shape (L + 1,).
+    """
+
+    L: int
+    baselines: dict
+    test_risk: dict
+    test_curves: dict
+
+    @property
+    def best(self) -> str:
+        """The non-floor method with the smallest held-out risk."""
+        cand = {k: v for k, v in self.test_risk.items() if k != "exact"}
+        return min(cand, key=cand.get)
+
+
+def compare_baselines(
+    train: LinearSystems,
+    test: LinearSystems,
+    L: int,
+    methods: tuple[str, ...] = METHODS,
+    H_inf: np.ndarray | None = None,
+    moments=None,
+    free_max_iter: int = 500,
+) -> BaselineComparison:
+    """Fit every baseline of ``methods`` on ``train`` and evaluate it on ``test`` at depth ``L``.
+
+    Parameters
+    ----------
+    train, test : LinearSystems
+        Same ``K``; disjoint draws.
+    L : int
+        Depth (``≥ 1``).
+    methods : tuple of str
+        Subset of :data:`METHODS`.
+    H_inf : ndarray (K, K), optional
+        Population ``H_∞`` for ``h_inf`` (default: training mean of ``H``).
+    moments : Moments, optional
+        Population moments for ``oracle`` (default: training moments).
+    free_max_iter : int
+        L-BFGS iterations for ``free``.
+
+    Returns
+    -------
+    BaselineComparison
+    """
+    L = _check_L(L)
+    if L < 1:
+        raise ValueError(f"L: need depth >= 1, got {L}")
+    if train.K != test.K:
+        raise ValueError(f"test: system size {test.K} differs from the training size {train.K}")
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValueError(f"methods: unknown {sorted(unknown)}; choose from {METHODS}")
+    fitted: dict[str, Baseline] = {}
+    for m in methods:
+        if m == "scalar":
+            fitted[m] = scalar_baseline(train, L)
+        elif m == "jacobi":
+            fitted[m] = jacobi_baseline(train, L)
+        elif m == "h_inf":
+            fitted[m] = h_inf_baseline(train, L, H_inf)
+        elif m == "oracle":
+            fitted[m] = oracle_baseline(train, L, moments)
+        elif m == "free":
+            P0 = fitted["oracle"].P if "oracle" in fitted and moments is None else None
+            fitted[m] = free_linear_baseline(train, L, P0=P0, max_iter=free_max_iter)
+        elif m == "exact":
+            fitted[m] = exact_baseline(train, L)
+    curves = {m: depth_risk_curve(b.preconditioners(test.H) if b.P is None else b.P, test, L)
+              for m, b in fitted.items()}
+    return BaselineComparison(L=L, baselines=fitted, test_risk={m: float(c[-1]) for m, c in curves.items()},
+                              test_curves=curves)

@@ -1,0 +1,116 @@
+"""Tests for iclcore.richardson.baselines (same-task comparison of preconditioners at depth L)."""
+
+import numpy as np
+import pytest
+
+from iclcore.richardson.baselines import (
+    LinearSystems,
+    best_scaled_parameter,
+    compare_baselines,
+    depth_error,
+    depth_risk,
+    free_linear_baseline,
+    free_linear_risk_and_grad,
+    scaled_family_risk,
+)
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+
+
+def _systems(n=400, seed=0, K=6, M=24, target="beta"):
+    cfg = TaskConfig(K=K, M=M, sigma=0.2, cond=8.0, target=target)
+    return cfg, LinearSystems.from_prompts(sample_prompt_statistics(cfg, n, np.random.default_rng(seed)))
+
+
+def test_depth_error_matches_matrix_power():
+    _, s = _systems(n=20)
+    rng = np.random.default_rng(1)
+    P = 0.3 * np.eye(s.K) + 0.01 * rng.standard_normal((s.K, s.K))
+    L = 7
+    e = depth_error(P, s, L)[:, -1]
+    T = np.eye(s.K) - P @ s.H
+    ref = -np.einsum("nij,nj->ni", np.linalg.matrix_power(T, L), s.x_dagger) + s.x_dagger - s.x_star
+    assert np.max(np.abs(e - ref)) <= 1e-12 * max(1.0, np.max(np.abs(ref)))
+
+
+@pytest.mark.parametrize("kind", ["scalar", "jacobi"])
+def test_closed_form_family_risk_equals_iteration(kind):
+    _, s = _systems(n=50)
+    L = 9
+    theta = 0.4
+    closed = scaled_family_risk(s, kind, theta, L)
+    if kind == "scalar":
+        P = theta * np.eye(s.K)[None].repeat(s.n, 0)
+    else:
+        P = theta * np.eye(s.K)[None] / np.diagonal(s.H, axis1=1, axis2=2)[:, None, :]
+    assert abs(closed - depth_risk(P, s, L)) <= 1e-12 * closed
+
+
+def test_best_scalar_is_a_minimum():
+    _, s = _systems(n=200)
+    L = 8
+    eta, r = best_scaled_parameter(s, "scalar", L)
+    for f in (0.97, 1.03):
+        assert scaled_family_risk(s, "scalar", eta * f, L) >= r * (1 - 1e-12)
+
+
+def test_free_linear_gradient_matches_finite_differences():
+    _, s = _systems(n=30)
+    rng = np.random.default_rng(3)
+    P = 0.2 * np.eye(s.K) + 0.02 * rng.standard_normal((s.K, s.K))
+    L = 5
+    _, g = free_linear_risk_and_grad(P, s, L)
+    h = 1e-6
+    for (i, j) in [(0, 0), (1, 3), (5, 2)]:
+        E = np.zeros_like(P)
+        E[i, j] = h
+        fd = (depth_risk(P + E, s, L) - depth_risk(P - E, s, L)) / (2 * h)
+        # central difference: truncation O(h^2 * third derivative) + rounding O(eps * R / h)
+        assert abs(fd - g[i, j]) <= 1e-7 * max(1.0, abs(g[i, j]))
+
+
+def test_free_linear_at_depth_one_is_the_training_oracle():
+    """At L = 1, R_1(P) is the quadratic (1/K) mean‖P d − x⋆‖², minimised by B̂ Ĉ^{-1} (theorem)."""
+    _, s = _systems(n=300)
+    b = free_linear_baseline(s, 1, P0=np.zeros((s.K, s.K)))
+    C = s.d.T @ s.d / s.n
+    B = s.x_star.T @ s.d / s.n
+    P_hat = np.linalg.solve(C, B.T).T
+    assert np.max(np.abs(b.P - P_hat)) <= 1e-6 * np.max(np.abs(P_hat))
+
+
+def test_comparison_ordering_and_floor():
+    cfg, train = _systems(n=600, seed=4)
+    _, test = _systems(n=600, seed=5)
+    L = 6
+    comp = compare_baselines(train, test, L, H_inf=cfg.H_infinity, moments=closed_form_moments(cfg))
+    # exact solve: x_L = x† for every L >= 1, so its risk is the floor (1/K) mean‖x† − x⋆‖²
+    floor = np.mean(np.sum((test.x_dagger - test.x_star) ** 2, axis=1)) / test.K
+    assert abs(comp.test_risk["exact"] - floor) <= 1e-12 * floor
+    # the free P starts at P⋆ and only decreases the training risk (construction)
+    assert comp.baselines["free"].train_risk <= comp.baselines["oracle"].train_risk
+    # the closed-form oracle is used when moments are passed
+    assert np.allclose(comp.baselines["oracle"].P, oracle_preconditioner(closed_form_moments(cfg)))
+    assert set(comp.test_curves) == set(comp.test_risk)
+    assert comp.test_curves["scalar"].shape == (L + 1,)
+
+
+def test_deterministic():
+    _, train = _systems(n=200, seed=6)
+    a = free_linear_baseline(train, 4)
+    b = free_linear_baseline(train, 4)
+    assert np.array_equal(a.P, b.P)
+
+
+def test_bad_input():
+    _, s = _systems(n=10)
+    with pytest.raises(ValueError, match="L"):
+        depth_risk(np.eye(s.K), s, -1)
+    with pytest.raises(ValueError, match="P"):
+        depth_risk(np.eye(s.K + 1), s, 2)
+    with pytest.raises(ValueError, match="kind"):
+        scaled_family_risk(s, "gauss", 0.1, 2)
+    with pytest.raises(ValueError, match="H"):
+        LinearSystems(H=np.ones((2, 3, 3)) + np.arange(3)[None, :, None], d=np.zeros((2, 3)), x_star=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="methods"):
+        compare_baselines(s, s, 2, methods=("newton",))
