@@ -16,13 +16,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
+import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from .notebooks import QUICK, Notebook, NotebookError, discover
-from .runner import make_requests, run_notebooks
+from .notebooks import QUICK, Notebook, NotebookError, discover_all
+from .runner import STORE, Interrupts, make_requests, run_notebooks
+
+EXIT_USAGE = 2
+
+
+class UsageError(NotebookError):
+    """A bad command line: one line on stderr, exit code 2."""
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -31,21 +38,56 @@ def find_root(start: Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / "_toc.yml").exists() and (folder / "notebooks").is_dir():
             return folder
-    raise SystemExit("icl-book: no project root (a folder with _toc.yml and notebooks/) above " + str(here))
+    raise UsageError("no project root (a folder with _toc.yml and notebooks/) above " + str(here))
 
 
-def select(notebooks: list[Notebook], names: list[str]) -> list[Notebook]:
+def check_root(raw: str) -> Path:
+    root = Path(raw).expanduser().resolve()
+    if not raw.strip() or not root.is_dir():
+        raise UsageError(f"--root {raw!r} is not an existing folder")
+    if not (root / "notebooks").is_dir():
+        raise UsageError(f"--root {raw!r} has no notebooks/ folder")
+    return root
+
+
+def check_out(raw: str) -> Path:
+    """``--out DIR``: a folder that exists or can be created, and is writable."""
+    if not raw.strip():
+        raise UsageError("--out is empty; give a folder")
+    out = Path(raw).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {raw!r} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {raw!r} is not a writable folder ({exc.strerror or exc})") from None
+    return out
+
+
+def select(notebooks: list[Notebook], names: list[str], bad: dict[str, NotebookError] | None = None) -> list[Notebook]:
+    """The notebooks named (each once, in the order given), or all when ``names`` is empty."""
     if not names:
         return notebooks
     by_name = {nb.name: nb for nb in notebooks}
+    for n in names:
+        if bad and n in bad:
+            raise bad[n]
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise NotebookError(f"unknown notebook(s) {unknown}; available: {', '.join(by_name)}")
-    return [by_name[n] for n in names]
+        raise UsageError(f"unknown notebook(s) {unknown}; available: {', '.join(by_name)}")
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def _report_unusable(bad: dict[str, NotebookError]) -> None:
+    for exc in bad.values():
+        print(f"icl-book: error: {exc} (skipped; the other notebooks are unaffected)", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace, root: Path) -> int:
-    for nb in discover(root):
+    notebooks, bad = discover_all(root)
+    for nb in notebooks:
         print(f"{nb.name}  ({nb.path.relative_to(root)})")
         width = max((len(k) for k in nb.parameters), default=0)
         presets = sorted(nb.presets)
@@ -55,9 +97,12 @@ def cmd_list(args: argparse.Namespace, root: Path) -> int:
             row = f"    {key:<{width}}  {value!r:>12}"
             for p in presets:
                 row += f"  {nb.presets[p].get(key, value)!r:>12}"
+            if key in nb.ranges:
+                row += f"  range {nb.ranges[key].describe()}"
             print(row)
         print()
-    return 0
+    _report_unusable(bad)
+    return EXIT_USAGE if bad else 0
 
 
 def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
@@ -65,19 +110,29 @@ def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
 
 
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    notebooks = select(discover(root), args.names)
-    out_root = Path(args.out).resolve() if args.out else root / "book" / "generated"
+    good, bad = discover_all(root)
+    notebooks = select(good, args.names, bad)
+    out_root = check_out(args.out) if args.out is not None else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
     start = time.monotonic()
-    summary = run_notebooks(requests, root, jobs=args.jobs, force=args.force)
+    interrupts: Interrupts = args.interrupts
+    summary = run_notebooks(requests, root, jobs=args.jobs, force=args.force, interrupts=interrupts)
     elapsed = time.monotonic() - start
+    if interrupts.stopping:
+        name = signal.Signals(interrupts.signum).name
+        stopped = sum(r.status == "interrupted" for r in summary.results)
+        print(f"icl-book: interrupted by {name}; {stopped} notebook(s) stopped or skipped, none of them stored", file=sys.stderr)
+        return 128 + interrupts.signum
     ex, cached = len(summary.executed), sum(r.status == "cached" for r in summary.results)
     print(f"icl-book: {ex} executed, {cached} cached, {len(summary.failures)} failed in {elapsed:.1f}s; outputs in {out_root}")
     if summary.failures:
         print("icl-book: FAILED notebooks:", file=sys.stderr)
         for r in summary.failures:
-            print(f"  {r.name}: {r.error}  (executed notebook: {r.out_dir / (r.name + '.ipynb') if r.out_dir else '-'})", file=sys.stderr)
+            print(f"  {r.name}: {r.error}", file=sys.stderr)
         return 1
+    if bad and not args.names:
+        _report_unusable(bad)
+        return EXIT_USAGE
     return 0
 
 
@@ -87,6 +142,8 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
     status = 0
     if not args.no_run:
         status = cmd_run(args, root)
+        if args.interrupts.stopping:
+            return status
     rows = write_pages(root, root / "book" / "generated")
     missing = [r for r in rows if r.status == "missing"]
     for r in missing:
@@ -99,11 +156,21 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
         cmd.append("--all")
     print("icl-book: building HTML: jupyter-book", " ".join(cmd[3:]))
     env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run(cmd, cwd=root, env=env)
+    try:
+        proc = args.interrupts.popen(cmd, cwd=root, env=env)
+    except InterruptedError:
+        return 128 + args.interrupts.signum
+    try:
+        returncode = proc.wait()
+    finally:
+        args.interrupts.release(proc)
+    if args.interrupts.stopping:
+        print(f"icl-book: interrupted by {signal.Signals(args.interrupts.signum).name}; HTML build stopped", file=sys.stderr)
+        return 128 + args.interrupts.signum
     index = out / "_build" / "html" / "index.html"
-    if proc.returncode != 0:
-        print(f"icl-book: jupyter-book build failed (exit {proc.returncode})", file=sys.stderr)
-        return proc.returncode
+    if returncode != 0:
+        print(f"icl-book: jupyter-book build failed (exit {returncode})", file=sys.stderr)
+        return returncode
     if missing:
         return 1
     print(f"icl-book: the book is at {index}")
@@ -111,7 +178,8 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_clean(args: argparse.Namespace, root: Path) -> int:
-    for path in (root / "book" / "generated", root / "_build"):
+    paths = [root / "book" / "generated", root / "_build"] + ([root / STORE] if args.store else [])
+    for path in paths:
         if path.exists():
             shutil.rmtree(path)
             print(f"icl-book: removed {path}")
@@ -145,21 +213,39 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--all", action="store_true", help="rebuild every page (jupyter-book --all)")
     b.set_defaults(func=cmd_build)
 
-    sub.add_parser("clean", help="remove book/generated/ and _build/").set_defaults(func=cmd_clean)
+    c = sub.add_parser("clean", help=f"remove book/generated/ and _build/ (and the store {STORE}/ with --store)")
+    c.add_argument("--store", action="store_true", help=f"also remove the store of executed runs, {STORE}/")
+    c.set_defaults(func=cmd_clean)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point; SIGINT/SIGTERM end running notebooks (kernels included) and exit 130/143."""
     args = parser().parse_args(argv)
-    root = Path(args.root).resolve() if args.root else find_root()
-    if getattr(args, "out", None) and args.command == "build":
-        print("icl-book: --out is for `run`; `build` reads book/generated/", file=sys.stderr)
-        return 2
+    args.interrupts = Interrupts()
+    previous = {}
+    if threading_is_main():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, frame: args.interrupts.stop(signum))
     try:
+        if getattr(args, "out", None) is not None and args.command == "build":
+            raise UsageError("--out is for `run`; `build` reads book/generated/")
+        if getattr(args, "jobs", None) is not None and args.jobs < 1:
+            raise UsageError(f"-j/--jobs must be at least 1, got {args.jobs}")
+        root = check_root(args.root) if args.root is not None else find_root()
         return args.func(args, root)
     except NotebookError as exc:
         print(f"icl-book: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,13 +9,39 @@ A notebook is a jupytext py:percent file ``notebooks/<name>.py`` with
 
 Both cells are read statically (``ast``), never executed, so listing the
 notebooks is instant and safe.
+
+Parameter values are ``int``, ``float``, ``bool``, ``str`` or ``None``. A
+value given on the command line is converted to the type of the default,
+exactly: integers of any size (never through ``float``), floats including
+``1e-5``, ``1e300``, ``nan`` and ``inf``; a value of the wrong type (``1.5``
+for an integer) is an error naming the parameter. A parameter whose default
+is ``None`` takes any such literal.
+
+Ranges
+------
+A parameter line may declare the values it accepts in its trailing comment::
+
+    K = 8        # decoder dimension; range: [1, 512]
+    eta = 0.25   # step as a fraction of 2/lambda_max; range: (0, 1)
+    kind = "iso" # choices: ["iso", "aniso"]
+
+``range: <lo>, <hi>`` uses ``[``/``]`` for closed and ``(``/``)`` for open
+ends; the bounds are numbers, ``-inf`` or ``inf``. ``choices: [...]`` is a
+literal list. The runner checks every resolved value (defaults, presets and
+command-line overrides) before a kernel starts; ``nan`` is outside every
+range. Size parameters should always declare an upper bound, so that a typo
+such as ``-p K 1e9`` is refused instead of allocating gigabytes.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import math
 import re
+import tokenize
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +51,11 @@ QUICK = "quick"
 _CELL_RE = re.compile(r"^# %%(?P<rest>.*)$")
 _TAGS_RE = re.compile(r"tags\s*=\s*(\[[^\]]*\])")
 
-ParamValue = int | float | bool | str
+_RANGE_RE = re.compile(r"range:\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])")
+_CHOICES_RE = re.compile(r"choices:\s*(?P<list>\[[^\]]*\])")
+
+ParamValue = int | float | bool | str | None
+_PARAM_TYPES = (int, float, bool, str, type(None))
 
 
 class NotebookError(ValueError):
@@ -52,6 +82,7 @@ class Notebook:
     path: Path
     parameters: dict[str, ParamValue]
     presets: dict[str, dict[str, ParamValue]] = field(default_factory=dict)
+    ranges: dict[str, "Range"] = field(default_factory=dict)
 
     @property
     def preset_names(self) -> list[str]:
@@ -76,12 +107,138 @@ class Notebook:
                     f"notebook {self.name!r} has no parameter {key!r}; its parameters are: "
                     + ", ".join(f"{k} (default {v!r})" for k, v in self.parameters.items())
                 )
-            params[key] = coerce(raw, self.parameters[key], key) if isinstance(raw, str) else raw
+            default = self.parameters[key]
+            if isinstance(raw, str) and not isinstance(default, str):
+                params[key] = coerce(raw, default, key)
+            else:
+                params[key] = check_type(raw, default, key)
+        for key, value in params.items():
+            if key in self.ranges:
+                self.ranges[key].check(key, value, f"notebooks/{self.path.name}")
         return params
 
 
+@dataclass(frozen=True)
+class Range:
+    """Accepted values of one parameter, declared in its line's comment (see the module docstring)."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[Any, ...] | None = None
+
+    def describe(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        return f"{'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}{')' if self.hi_open else ']'}"
+
+    def contains(self, value: Any) -> bool:
+        if self.choices is not None:
+            return any(type(value) is type(c) and value == c for c in self.choices)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+            return False
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below
+
+    def check(self, name: str, value: Any, where: str) -> None:
+        if not self.contains(value):
+            raise NotebookError(f"parameter {name!r} = {value!r} is outside its range {self.describe()} (declared in {where})")
+
+
+def _num(x: float) -> str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(int(x)) if float(x).is_integer() and abs(x) < 1e16 else repr(x)
+
+
+def _bound(text: str, where: str) -> float:
+    t = text.strip().lower()
+    if t in {"inf", "+inf", "infinity"}:
+        return math.inf
+    if t in {"-inf", "-infinity"}:
+        return -math.inf
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise NotebookError(f"{where}: range bound {text.strip()!r} is not a number")
+    return value
+
+
+def parse_range(comment: str, where: str) -> Range | None:
+    """The :class:`Range` declared in a parameter line's ``comment`` (None if it declares none)."""
+    m = _RANGE_RE.search(comment)
+    if m:
+        lo, hi = _bound(m.group("lo"), where), _bound(m.group("hi"), where)
+        if not lo <= hi:
+            raise NotebookError(f"{where}: empty range {m.group(0)!r}")
+        return Range(lo, hi, m.group("open") == "(", m.group("close") == ")")
+    m = _CHOICES_RE.search(comment)
+    if m:
+        try:
+            choices = ast.literal_eval(m.group("list"))
+        except (ValueError, SyntaxError):
+            raise NotebookError(f"{where}: choices {m.group('list')!r} is not a literal list") from None
+        return Range(choices=tuple(choices))
+    if "range:" in comment or "choices:" in comment:
+        raise NotebookError(f"{where}: cannot read the range in {comment.strip()!r}; write e.g. `# range: [1, 512]`")
+    return None
+
+
+def check_type(value: Any, default: ParamValue, name: str) -> ParamValue:
+    """``value`` if it has the type of ``default`` (an int is accepted for a float); else a NotebookError."""
+    if default is None:
+        if not isinstance(value, _PARAM_TYPES):
+            raise NotebookError(f"parameter {name!r}: {value!r} is not an int, float, bool, str or None")
+        return value
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok:
+            value = float(value)
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        raise NotebookError(
+            f"parameter {name!r}: {value!r} is a {type(value).__name__}, expected {type(default).__name__} (default is {default!r})"
+        )
+    return value
+
+
+def _exact_int(raw: str) -> int:
+    text = raw.strip().replace("_", "")
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        return int(text, 0)  # 0x.., 0o.., 0b..; raises ValueError otherwise
+    if not d.is_finite() or d != d.to_integral_value():
+        raise ValueError(raw)
+    return int(d)  # exact: Decimal -> int never goes through float
+
+
 def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
-    """Convert the command-line string ``raw`` to the type of ``default``."""
+    """Convert the command-line string ``raw`` to the type of ``default``, exactly.
+
+    Integers are read exactly (``"12345678901234567891"``, ``"3e2"``), never
+    through ``float``; ``"1.5"`` for an integer is an error naming ``name``.
+    Floats accept ``1e-5``, ``1e300``, ``nan``, ``inf``. For a ``None``
+    default, ``raw`` is read as a Python literal (``None``, a number, a
+    quoted string), else kept as a string.
+    """
+    if default is None:
+        if raw.strip() in {"None", "none", "null"}:
+            return None
+        try:
+            value = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return raw
+        return value if isinstance(value, _PARAM_TYPES) else raw
     try:
         if isinstance(default, bool):
             low = raw.strip().lower()
@@ -91,12 +248,9 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
                 return False
             raise ValueError(raw)
         if isinstance(default, int):
-            value = float(raw)
-            if not value.is_integer():
-                raise ValueError(raw)
-            return int(value)
+            return _exact_int(raw)
         if isinstance(default, float):
-            return float(raw)
+            return float(raw.strip())
     except ValueError:
         raise NotebookError(
             f"parameter {name!r}: cannot read {raw!r} as {type(default).__name__} (default is {default!r})"
@@ -123,7 +277,19 @@ def _cells(source: str) -> list[tuple[list[str], str]]:
     return [(tags, "\n".join(body)) for tags, body in cells]
 
 
-def _literal_assignments(body: str, where: str) -> dict[str, Any]:
+def _line_comments(body: str) -> dict[int, str]:
+    """Line number -> text of the comment on that line (tokenize, so a ``#`` inside a string is not one)."""
+    comments: dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(body).readline):
+            if tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = tok.string.lstrip("#")
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return comments
+
+
+def _literal_assignments(body: str, where: str, comments: dict[int, str] | None = None) -> dict[str, Any]:
     try:
         tree = ast.parse(body)
     except SyntaxError as exc:
@@ -136,6 +302,10 @@ def _literal_assignments(body: str, where: str) -> dict[str, Any]:
             out[node.targets[0].id] = ast.literal_eval(node.value)
         except ValueError:
             raise NotebookError(f"{where}: line {node.lineno}: the value of {node.targets[0].id!r} is not a literal") from None
+        if comments is not None:
+            comments[node.targets[0].id] = "".join(
+                _line_comments(body).get(n, "") for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            )
     return out
 
 
@@ -146,10 +316,15 @@ def read_notebook(path: str | Path) -> Notebook:
     param_cells = [body for tags, body in cells if "parameters" in tags]
     if len(param_cells) != 1:
         raise NotebookError(f"{path}: expected exactly one cell tagged 'parameters', found {len(param_cells)}")
-    parameters = _literal_assignments(param_cells[0], f"{path} (parameters cell)")
+    comments: dict[str, str] = {}
+    parameters = _literal_assignments(param_cells[0], f"{path} (parameters cell)", comments)
+    ranges: dict[str, Range] = {}
     for key, value in parameters.items():
-        if not isinstance(value, (int, float, bool, str)):
-            raise NotebookError(f"{path}: parameter {key!r} must be an int, float, bool or str, not {type(value).__name__}")
+        if not isinstance(value, _PARAM_TYPES):
+            raise NotebookError(f"{path}: parameter {key!r} must be an int, float, bool, str or None, not {type(value).__name__}")
+        declared = parse_range(comments.get(key, ""), f"{path}: parameter {key!r}")
+        if declared is not None:
+            ranges[key] = declared
     presets: dict[str, dict[str, Any]] = {}
     preset_cells = [body for tags, body in cells if "presets" in tags]
     if len(preset_cells) > 1:
@@ -165,7 +340,15 @@ def read_notebook(path: str | Path) -> Notebook:
             unknown = sorted(set(overrides) - set(parameters))
             if unknown:
                 raise NotebookError(f"{path}: preset {pname!r} sets unknown parameters {unknown}; parameters are {sorted(parameters)}")
-    return Notebook(name=path.stem, path=path, parameters=parameters, presets=presets)
+            for key, value in overrides.items():
+                try:
+                    check_type(value, parameters[key], key)
+                except NotebookError as exc:
+                    raise NotebookError(f"{path}: preset {pname!r}: {exc}") from None
+    notebook = Notebook(name=path.stem, path=path, parameters=parameters, presets=presets, ranges=ranges)
+    for pname in notebook.preset_names:  # defaults and presets must respect the declared ranges
+        notebook.resolve(pname)
+    return notebook
 
 
 def toc_order(toc_path: Path) -> list[str]:
@@ -179,9 +362,31 @@ def toc_order(toc_path: Path) -> list[str]:
     return list(seen)
 
 
-def discover(root: Path) -> list[Notebook]:
-    """All notebooks under ``root/notebooks``: those in the toc first, in book order, then the rest by name."""
+def discover_all(root: Path) -> tuple[list[Notebook], dict[str, NotebookError]]:
+    """Readable notebooks under ``root/notebooks`` (toc order first, then by name) and the unreadable ones.
+
+    A file that is not a usable notebook (for example a stray script with no
+    parameters cell) is returned in the second value, name -> error, so that
+    it does not block the others.
+    """
     paths = sorted((root / "notebooks").glob("*.py"))
     order = {name: i for i, name in enumerate(toc_order(root / "_toc.yml"))}
     paths.sort(key=lambda p: (order.get(p.stem, len(order)), p.stem))
-    return [read_notebook(p) for p in paths]
+    good: list[Notebook] = []
+    bad: dict[str, NotebookError] = {}
+    for p in paths:
+        try:
+            good.append(read_notebook(p))
+        except NotebookError as exc:
+            bad[p.stem] = exc
+        except (OSError, UnicodeDecodeError) as exc:
+            bad[p.stem] = NotebookError(f"{p}: cannot read: {exc}")
+    return good, bad
+
+
+def discover(root: Path) -> list[Notebook]:
+    """All notebooks under ``root/notebooks`` in book order; the first unusable one raises :class:`NotebookError`."""
+    good, bad = discover_all(root)
+    if bad:
+        raise next(iter(bad.values()))
+    return good

@@ -1,20 +1,49 @@
-"""Execution of notebooks: jupytext -> papermill, cached, in parallel.
+"""Execution of notebooks: a content-addressed store of verified runs, copied into output folders.
 
-Each notebook ``notebooks/<name>.py`` is converted to ipynb in a scratch
-folder (never paired with its source), executed by papermill in a subprocess
-whose working directory is the output folder ``<out>/<name>/``, and the
-result (executed notebook, figures, ``metrics.json``) stays there.
+Key
+---
+The cache key of a run (:func:`cache_key`) is a SHA-256 over the notebook
+source, the resolved parameters (name, type and exact literal), the preset,
+``requirements.lock`` and exactly the ``iclcore`` files the notebook imports,
+transitively (:mod:`iclbook.imports`). The tooling (``iclbook``) is not part
+of any key: editing the CLI re-executes nothing.
 
-The cache key of a run covers the notebook source, the resolved parameters,
-the preset, every file of ``iclcore/`` and the lock file; a run whose key is
-unchanged and whose outputs exist is not executed again.
+Store
+-----
+Every successful run is kept once in ``<root>/.icl-store/entries/<key>/``
+(gitignored): the executed notebook, every file it wrote, and a manifest
+``.icl-run.json`` listing each file with its SHA-256. A run
+
+1. executes in a private temporary folder ``.icl-store/tmp/<name>-<pid>-*``
+   (papermill in its own process group, kernel working directory inside it);
+2. succeeds only if papermill exits 0, the executed notebook has no error
+   output, and ``metrics.json`` follows :data:`METRICS_SCHEMA`;
+3. then becomes the store entry with one ``rename``.
+
+``book/generated/<name>/`` (or ``DIR/<name>/`` with ``--out``) is a copy of
+the entry, written to a sibling temporary folder and swapped in, so stale
+files never survive. A cache hit re-checks the entry's manifest (a missing or
+changed file: one line naming it, then re-execution) and the output folder
+(a missing, changed or unexpected file: one line naming it, then a fresh copy
+from the store). Switching preset or parameters and back is a cache hit.
+
+Locks (``filelock``): one per store entry (identical runs execute once; the
+other waits and then hits the cache) and one per output folder (two runners
+writing the same folder take turns; files are never interleaved).
+
+Interrupts: :class:`Interrupts` ends every running papermill process group and
+its kernel (which jupyter starts in a session of its own), removes the
+temporary folders; nothing of an interrupted run is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,9 +55,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .notebooks import QUICK, Notebook
+from .imports import dependency_files
+from .notebooks import QUICK, Notebook, NotebookError
 
-STAMP = ".icl-run.json"
+STAMP = ".icl-run.json"  # the manifest, in a store entry and in an output folder
+STORE = ".icl-store"
+KEY_VERSION = b"icl-book store 2"
+
+#: What ``metrics.json`` must hold (checked before a run is stored).
+METRICS_SCHEMA = (
+    "a flat JSON object; keys are non-empty strings; values are finite numbers "
+    "(int or float; no NaN or Infinity), strings or booleans (no null, list or object)"
+)
 
 
 @dataclass(frozen=True)
@@ -50,10 +88,11 @@ class RunResult:
     """What happened to one notebook."""
 
     name: str
-    status: str  # "executed", "cached" or "failed"
+    status: str  # "executed", "cached", "failed" or "interrupted"
     seconds: float = 0.0
     error: str = ""
     out_dir: Path | None = None
+    note: str = ""
 
 
 @dataclass
@@ -70,54 +109,157 @@ class RunSummary:
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and all(r.status != "interrupted" for r in self.results)
 
 
-def _package_files(package_dir: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in package_dir.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
-    )
+# --- parameters as exact Python literals --------------------------------------------------------
+
+
+def python_literal(value: Any) -> str:
+    """Python source that evaluates to exactly ``value`` (int of any size, float incl. nan/inf, bool, str, None)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value) if abs(value) < 10**4000 else hex(value)  # hex literals have no digit limit
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    raise NotebookError(f"cannot pass a {type(value).__name__} as a parameter")
+
+
+def parameter_source(params: dict[str, Any]) -> str:
+    lines = ["# Parameters of this run (injected by icl-book)"]
+    lines += [f"{k} = {python_literal(v)}" for k, v in params.items()]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "`" + python_literal(value).replace("|", "\\|").replace("`", "'") + "`"
+
+
+def parameter_table(request: RunRequest) -> str:
+    """Markdown table: name, value of this run, quick default, value of each preset."""
+    nb = request.notebook
+    presets = sorted(nb.presets)
+    head = ["parameter", "value", f"{QUICK} (default)", *presets]
+    changed = [k for k, v in request.params.items() if python_literal(v) != python_literal(nb.resolve(request.preset)[k])]
+    lines = [
+        f"**Parameters of this run** (preset `{request.preset}`"
+        + (f"; changed on the command line: {', '.join(f'`{k}`' for k in changed)}" if changed else "")
+        + ")",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for k, v in request.params.items():
+        row = [f"`{k}`", _cell(v), _cell(nb.parameters[k])]
+        row += [_cell(nb.presets[p].get(k, nb.parameters[k])) for p in presets]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+# --- key -----------------------------------------------------------------------------------------
 
 
 def cache_key(request: RunRequest, root: Path) -> str:
-    """SHA-256 over notebook source, parameters, preset, ``iclcore/`` and the lock file."""
+    """SHA-256 over notebook source, typed parameters, preset, lock file and the ``iclcore`` files it imports."""
     h = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
         h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
 
-    add("notebook", request.notebook.path.read_bytes())
-    add("params", json.dumps(request.params, sort_keys=True).encode())
+    add("version", KEY_VERSION)
+    source = request.notebook.path.read_bytes()
+    add("notebook", source)
+    typed = [[k, type(v).__name__, python_literal(v)] for k, v in sorted(request.params.items())]
+    add("params", json.dumps(typed).encode())
     add("preset", request.preset.encode())
-    package = root / "iclcore"
-    for p in _package_files(package):
-        add("iclcore/" + p.relative_to(package).as_posix(), p.read_bytes())
     lock = root / "requirements.lock"
     add("lock", lock.read_bytes() if lock.exists() else b"")
+    package = root / "iclcore"
+    deps = dependency_files(source.decode("utf-8", "replace"), package)
+    add("whole-package", b"1" if deps.whole_package else b"0")
+    for p in deps.files:
+        add("iclcore/" + p.relative_to(package).as_posix(), p.read_bytes())
     return h.hexdigest()
 
 
-def is_cached(request: RunRequest, key: str) -> bool:
-    stamp = request.out_dir / STAMP
-    if not (stamp.exists() and request.executed_path.exists()):
-        return False
+# --- manifests and verification -----------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(folder: Path) -> list[str]:
+    out = []
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            raise OSError(f"{p.relative_to(folder).as_posix()} is a symbolic link")
+        if p.is_file() and p.name != STAMP:
+            out.append(p.relative_to(folder).as_posix())
+    return out
+
+
+def verify_folder(folder: Path, key: str) -> str:
+    """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem."""
+    stamp = folder / STAMP
     try:
-        return json.loads(stamp.read_text()).get("key") == key
-    except (OSError, json.JSONDecodeError):
-        return False
+        manifest = json.loads(stamp.read_text())
+        files = manifest["files"]
+    except FileNotFoundError:
+        return f"{stamp.name} is missing"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{stamp.name} is unreadable"
+    if manifest.get("key") != key:
+        return "it holds another run"
+    for rel, digest in files.items():
+        path = folder / rel
+        if not path.is_file():
+            return f"{rel} is missing"
+        if sha256_file(path) != digest:
+            return f"{rel} changed"
+    try:
+        extra = sorted(set(_files(folder)) - set(files))
+    except OSError as exc:
+        return str(exc)
+    if extra:
+        return f"{extra[0]} is not an output of this run"
+    return ""
 
 
-def thread_env(threads: int) -> dict[str, str]:
-    """Environment for one worker: ``threads`` BLAS/OpenMP/torch threads, headless matplotlib."""
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
-        env[var] = str(threads)
-    env["MPLBACKEND"] = "Agg"
-    env["PYTHONHASHSEED"] = "0"
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    return env
+def check_metrics(path: Path) -> str:
+    """'' if ``path`` (a metrics.json) follows :data:`METRICS_SCHEMA`; else what is wrong."""
+    if not path.is_file():
+        return "the notebook wrote no metrics.json (call iclcore.plotting.write_metrics)"
+
+    def reject(token: str) -> None:
+        raise ValueError(f"{token} is not a finite number")
+
+    try:
+        data = json.loads(path.read_text(), parse_constant=reject)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"metrics.json does not parse: {exc}"
+    if not isinstance(data, dict):
+        return "metrics.json is not a JSON object"
+    for k, v in data.items():
+        if not k:
+            return "metrics.json has an empty key"
+        if isinstance(v, (bool, str)):
+            continue
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            continue
+        return f"metrics.json: {k!r} is {v!r}; allowed: {METRICS_SCHEMA}"
+    return ""
 
 
 def failing_cell(executed: Path) -> str:
@@ -136,54 +278,249 @@ def failing_cell(executed: Path) -> str:
     return ""
 
 
-def _to_ipynb(notebook: Notebook, target: Path) -> None:
-    import jupytext
+def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
+    """Environment for one worker: ``threads`` BLAS/OpenMP/torch threads, headless matplotlib, ``root`` first on the path."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        env[var] = str(threads)
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONHASHSEED"] = "0"
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    if root is not None:  # the kernel imports the iclcore whose files are in the key
+        env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
-    nb = jupytext.read(notebook.path)
-    # The scratch copy must not be paired with the source: drop jupytext's pairing metadata.
-    nb.metadata.get("jupytext", {}).pop("formats", None)
-    nb.metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
-    nb.metadata.setdefault("language_info", {"name": "python"})
-    jupytext.write(nb, target, fmt="ipynb")
+
+# --- interrupts ----------------------------------------------------------------------------------
 
 
-def execute(request: RunRequest, root: Path, threads: int, key: str | None = None) -> RunResult:
-    """Execute one notebook (no cache check) and stamp it with its cache ``key``.
+def _kill_tree(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """End ``proc`` (a session leader), its process group, and every descendant's process group (the kernel's)."""
+    import psutil
 
-    Never raises for a failing notebook; a failed run leaves no stamp.
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        kids = []
+    own = os.getpgrp()
+    groups = set()
+    for pid in [proc.pid, *(k.pid for k in kids)]:
+        try:
+            groups.add(os.getpgid(pid))
+        except OSError:
+            pass
+    groups.discard(own)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except OSError:
+                pass
+        for k in kids:
+            try:
+                k.send_signal(sig)
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + grace
+        alive = [p for p in kids if p.is_running()]
+        while time.monotonic() < deadline and (proc.poll() is None or alive):
+            time.sleep(0.05)
+            alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if proc.poll() is not None and not alive:
+            break
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class Interrupts:
+    """Running child processes of one ``icl-book`` call; :meth:`stop` ends them all."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.signum != 0
+
+    def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+        with self._lock:
+            if self.stopping:
+                raise InterruptedError
+            proc = subprocess.Popen(cmd, start_new_session=True, **kw)
+            self._procs.add(proc)
+            return proc
+
+    def release(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def stop(self, signum: int) -> None:
+        """Mark the call as interrupted and end every running notebook (in threads: safe from a signal handler)."""
+        with self._lock:
+            first = not self.stopping
+            self.signum = self.signum or signum
+            procs = list(self._procs)
+        if first:
+            for proc in procs:
+                threading.Thread(target=_kill_tree, args=(proc,), daemon=True).start()
+
+    def kill_all_now(self) -> None:
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_tree(proc, grace=0.5)
+
+
+# --- store ---------------------------------------------------------------------------------------
+
+
+def store_dir(root: Path) -> Path:
+    return root / STORE
+
+
+def _acquire(lock: Any, what: str, interrupts: Interrupts, say: Callable[[str], None]) -> bool:
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=0)
+        return True
+    except Timeout:
+        say(f"waiting for {what} (another icl-book run holds it)")
+    while not interrupts.stopping:
+        try:
+            lock.acquire(timeout=0.5)
+            return True
+        except Timeout:
+            continue
+    return False
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def cleanup_stale_temp(root: Path) -> None:
+    """Remove temporary folders of runs whose process no longer exists (e.g. after SIGKILL)."""
+    tmp = store_dir(root) / "tmp"
+    if not tmp.is_dir():
+        return
+    for d in tmp.iterdir():
+        try:
+            pid = int(d.name.rsplit("-", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _remove(d)
+        except OSError:
+            pass
+
+
+def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts: Interrupts | None = None) -> RunResult:
+    """Execute one notebook in a private folder; on success move it into the store as entry ``key``.
+
+    Never raises for a failing notebook; a failed or interrupted run stores nothing.
     """
+    interrupts = interrupts or Interrupts()
     start = time.monotonic()
     name = request.notebook.name
-    out_dir = request.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / STAMP).unlink(missing_ok=True)
-    key = key or cache_key(request, root)
-    with tempfile.TemporaryDirectory(prefix=f"icl-{name}-") as tmp:
-        source = Path(tmp) / f"{name}.ipynb"
-        params_file = Path(tmp) / "params.json"
+    store = store_dir(root)
+    (store / "tmp").mkdir(parents=True, exist_ok=True)
+    (store / "entries").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{name}-{os.getpid()}-", dir=store / "tmp"))
+    try:
+        work = tmp / "out"
+        work.mkdir()
+        executed = work / f"{name}.ipynb"
+        spec = {
+            "source": str(request.notebook.path.resolve()),
+            "output": str(executed),
+            "cwd": str(work),
+            "parameter_source": parameter_source(request.params),
+            "table": parameter_table(request),
+            "metadata": {"key": key, "notebook": name, "preset": request.preset,
+                         "params": {k: python_literal(v) for k, v in request.params.items()}},
+        }
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        log = tmp / "log.txt"
+        with open(log, "wb") as out:
+            try:
+                proc = interrupts.popen(
+                    [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
+                    env=thread_env(threads, root), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
+                )
+            except InterruptedError:
+                return RunResult(name, "interrupted", 0.0, "", request.out_dir)
+            try:
+                rc = proc.wait()
+            finally:
+                interrupts.release(proc)
+        seconds = time.monotonic() - start
+        if interrupts.stopping:
+            return RunResult(name, "interrupted", seconds, "", request.out_dir)
+        if rc != 0:
+            detail = failing_cell(executed)
+            if not detail:
+                tail = [ln for ln in log.read_text(errors="replace").strip().splitlines() if ln.strip()]
+                detail = tail[-1] if tail else f"papermill exited with code {rc}"
+            return RunResult(name, "failed", seconds, detail, request.out_dir)
+        problem = failing_cell(executed) or check_metrics(work / "metrics.json")
+        if problem:
+            return RunResult(name, "failed", seconds, problem, request.out_dir)
         try:
-            _to_ipynb(request.notebook, source)
-        except Exception as exc:  # a malformed source is a failure of this notebook only
-            return RunResult(name, "failed", time.monotonic() - start, f"jupytext conversion failed: {exc}", out_dir)
-        params_file.write_text(json.dumps(request.params))
-        cmd = [
-            sys.executable, "-m", "papermill", str(source), str(request.executed_path),
-            "-f", str(params_file), "--cwd", str(out_dir), "--kernel", "python3",
-            "--no-progress-bar", "--log-level", "ERROR",
-        ]
-        proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    seconds = time.monotonic() - start
-    if proc.returncode != 0:
-        detail = failing_cell(request.executed_path)
-        if not detail:
-            tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-            detail = tail[-1] if tail else f"papermill exited with code {proc.returncode}"
-        return RunResult(name, "failed", seconds, detail, out_dir)
-    if not (out_dir / "metrics.json").exists():
-        return RunResult(name, "failed", seconds, "the notebook wrote no metrics.json (call iclcore.plotting.write_metrics)", out_dir)
-    stamp = {"key": key, "notebook": name, "preset": request.preset, "params": request.params, "seconds": round(seconds, 2), "threads": threads}
-    (out_dir / STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
-    return RunResult(name, "executed", seconds, "", out_dir)
+            files = {rel: sha256_file(work / rel) for rel in _files(work)}
+        except OSError as exc:
+            return RunResult(name, "failed", seconds, f"cannot list the outputs: {exc}", request.out_dir)
+        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": spec["metadata"]["params"],
+                    "seconds": round(seconds, 2), "threads": threads, "files": files}
+        (work / STAMP).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        entry = store / "entries" / key
+        if entry.exists():  # a damaged entry (we hold its lock): replace it
+            entry.rename(tmp / "old")
+        os.rename(work, entry)
+        return RunResult(name, "executed", seconds, "", request.out_dir)
+    finally:
+        _remove(tmp)
+
+
+def fill(entry: Path, out_dir: Path) -> None:
+    """Make ``out_dir`` an exact copy of the store ``entry`` (copied aside, then swapped in)."""
+    parent = out_dir.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=parent))
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(new, 0o777 & ~mask)
+        for src in sorted(entry.rglob("*")):
+            dst = new / src.relative_to(entry)
+            if src.is_dir():
+                dst.mkdir(exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+        old = None
+        if out_dir.is_symlink() or out_dir.is_file():
+            raise NotADirectoryError(f"{out_dir} exists and is not a folder")
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
+            os.rename(out_dir, old / "x")
+        os.rename(new, out_dir)
+        if old is not None:
+            _remove(old)
+    finally:
+        if new.exists():
+            _remove(new)
+
+
+# --- progress ------------------------------------------------------------------------------------
 
 
 class Progress:
@@ -228,6 +565,12 @@ class Progress:
                 self.stream.write(self._line() + "\n")
                 self.stream.flush()
 
+    def say(self, message: str) -> None:
+        prefix = "\r\033[K" if self._tty else ""
+        with self._lock:
+            self.stream.write(prefix + message + "\n")
+            self.stream.flush()
+
     def start(self, name: str) -> None:
         with self._lock:
             self.running[name] = time.monotonic()
@@ -237,15 +580,64 @@ class Progress:
             self.running.pop(result.name, None)
             self.done += 1
             done = self.done
+        if result.status == "interrupted":
+            return
         word = {"executed": "ran", "cached": "cached", "failed": "FAILED"}[result.status]
         msg = f"[{done}/{self.total}] {word:6s} {result.name}"
         if result.status != "cached":
             msg += f" ({result.seconds:.1f}s)"
         if result.error:
             msg += f": {result.error}"
-        prefix = "\r\033[K" if self._tty else ""
-        self.stream.write(prefix + msg + "\n")
-        self.stream.flush()
+        self.say(msg)
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+
+def run_one(
+    req: RunRequest, root: Path, key: str, threads: int, force: bool, interrupts: Interrupts, say: Callable[[str], None],
+) -> RunResult:
+    """Serve ``req`` from the store (verified) or execute it, then fill its output folder from the store."""
+    from filelock import FileLock
+
+    name = req.notebook.name
+    store = store_dir(root)
+    (store / "locks").mkdir(parents=True, exist_ok=True)
+    entry_lock = FileLock(str(store / "locks" / f"{key}.lock"))
+    if not _acquire(entry_lock, f"the store entry of {name}", interrupts, say):
+        return RunResult(name, "interrupted", 0.0, "", req.out_dir)
+    try:
+        entry = store / "entries" / key
+        status, seconds, note = "cached", 0.0, ""
+        need = force or not entry.exists()
+        if not need:
+            problem = verify_folder(entry, key)
+            if problem:
+                say(f"icl-book: {name}: stored output damaged ({problem}); re-executing")
+                need = True
+        if need:
+            res = execute(req, root, threads, key, interrupts)
+            if res.status != "executed":
+                return res
+            status, seconds = "executed", res.seconds
+        out_problem = verify_folder(req.out_dir, key) if req.out_dir.exists() else "missing"
+        if out_problem:
+            req.out_dir.parent.mkdir(parents=True, exist_ok=True)
+            out_lock = FileLock(str(req.out_dir.parent / f".{name}.lock"))
+            if not _acquire(out_lock, f"the output folder {req.out_dir}", interrupts, say):
+                return RunResult(name, "interrupted", seconds, "", req.out_dir)
+            try:
+                if status == "cached" and out_problem not in {"missing", "it holds another run", f"{STAMP} is missing"}:
+                    note = f"output folder: {out_problem}; restored from the store"
+                    say(f"icl-book: {name}: {note}")
+                fill(entry, req.out_dir)
+            finally:
+                out_lock.release()
+        return RunResult(name, status, seconds, "", req.out_dir, note)
+    except OSError as exc:
+        return RunResult(name, "failed", 0.0, f"cannot write the outputs: {exc}", req.out_dir)
+    finally:
+        entry_lock.release()
 
 
 def run_notebooks(
@@ -256,40 +648,44 @@ def run_notebooks(
     cores: int | None = None,
     stream: Any = None,
     on_result: Callable[[RunResult], None] | None = None,
+    interrupts: Interrupts | None = None,
 ) -> RunSummary:
-    """Run ``requests`` (cached unless ``force``) with ``jobs`` workers.
+    """Run ``requests`` (served from the store unless ``force``) with ``jobs`` workers.
 
     Each worker gets ``max(1, cores // jobs)`` BLAS/torch threads so that
-    parallel notebooks do not oversubscribe the machine.
+    parallel notebooks do not oversubscribe the machine. A request repeated
+    (same notebook, same output folder) runs once.
     """
+    if jobs is not None and jobs < 1:
+        raise NotebookError(f"-j/--jobs must be at least 1, got {jobs}")
+    seen: set[tuple[str, Path]] = set()
+    unique = []
+    for req in requests:
+        if (req.notebook.name, req.out_dir) not in seen:
+            seen.add((req.notebook.name, req.out_dir))
+            unique.append(req)
+    requests = unique
+    interrupts = interrupts or Interrupts()
     cores = cores or os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(requests) or 1))
     threads = max(1, cores // jobs)
+    cleanup_stale_temp(root)
+    keys = {req.notebook.name: cache_key(req, root) for req in requests}
     summary = RunSummary()
-    pending: list[RunRequest] = []
-    keys = {}
-    for req in requests:
-        keys[req.notebook.name] = key = cache_key(req, root)
-        if not force and is_cached(req, key):
-            summary.results.append(RunResult(req.notebook.name, "cached", 0.0, "", req.out_dir))
-        else:
-            pending.append(req)
     with Progress(len(requests), stream=stream) as progress:
-        for r in summary.results:
-            progress.finish(r)
 
         def work(req: RunRequest) -> RunResult:
+            if interrupts.stopping:
+                return RunResult(req.notebook.name, "interrupted", 0.0, "", req.out_dir)
             progress.start(req.notebook.name)
-            res = execute(req, root, threads, keys[req.notebook.name])
+            res = run_one(req, root, keys[req.notebook.name], threads, force, interrupts, progress.say)
             progress.finish(res)
             if on_result:
                 on_result(res)
             return res
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            summary.results.extend(pool.map(work, pending))
-    order = {req.notebook.name: i for i, req in enumerate(requests)}
-    summary.results.sort(key=lambda r: order[r.name])
+            summary.results.extend(pool.map(work, requests))
     return summary
 
 
@@ -297,14 +693,15 @@ def make_requests(
     notebooks: Sequence[Notebook],
     out_root: Path,
     preset: str = QUICK,
-    overrides: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[RunRequest]:
-    """Resolve parameters for each notebook.
+    """Resolve parameters for each notebook (a repeated notebook once).
 
     Every selected notebook must define ``preset`` and every override name;
     otherwise :class:`~iclbook.notebooks.NotebookError` names the problem.
     """
+    unique = {nb.name: nb for nb in notebooks}
     return [
         RunRequest(nb, nb.resolve(preset, overrides), preset, out_root / nb.name)
-        for nb in notebooks
+        for nb in unique.values()
     ]

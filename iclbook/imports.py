@@ -1,0 +1,197 @@
+"""The ``iclcore`` files a notebook depends on, from the import graph of the code.
+
+A notebook's cache key covers exactly the files returned by
+:func:`dependency_files`: the ``iclcore`` modules the notebook imports, and,
+transitively, the ``iclcore`` modules those import, read statically with
+``ast`` (nothing is imported or executed).
+
+Rules
+-----
+* ``import iclcore.a.b``, ``from iclcore.a import b`` and ``from iclcore.a.b import f``
+  depend on ``iclcore/a/b.py`` (or ``iclcore/a/b/__init__.py``) and on the
+  ``__init__.py`` of every parent package (``iclcore/__init__.py``,
+  ``iclcore/a/__init__.py``), because Python executes those too.
+  ``from iclcore.a import b`` depends on the module ``b`` when ``iclcore/a/b.py``
+  or ``iclcore/a/b/`` exists (otherwise ``b`` is a name defined in ``iclcore/a``).
+* Relative imports inside ``iclcore`` (``from .x import f``, ``from ..y import g``)
+  are resolved against the importing module's package.
+* ``importlib.import_module("iclcore.x")`` and ``__import__("iclcore.x")`` with
+  a literal string (and ``import_module(".x", "iclcore.a")`` with literal
+  arguments) are resolved like an ``import`` statement.
+* Any other dynamic import (``import_module`` / ``__import__`` with a computed
+  name, ``importlib.reload``), ``from iclcore... import *``, a file that cannot
+  be parsed, or an ``iclcore`` module that does not exist makes the notebook
+  depend on the **whole package**: every file under ``iclcore/`` (conservative:
+  such a notebook re-executes after any change to ``iclcore``).
+* Imports of other packages (numpy, torch, ...) are covered by the lock file,
+  which is part of every key. ``iclbook`` (the tooling) is never part of a key.
+* Data files read by a module at run time (``Path(__file__).parent / ...``) are
+  covered when they sit in the folder of a module in the set: every non-Python
+  file in the folder of a dependency is included.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = "iclcore"
+
+
+@dataclass
+class ImportScan:
+    """Imports found in one source: absolute module names, and whether any import was dynamic."""
+
+    modules: set[str] = field(default_factory=set)
+    maybe_modules: set[str] = field(default_factory=set)  # ``from a import b``: ``a.b`` if it is a module
+    dynamic: list[str] = field(default_factory=list)  # reasons
+
+
+def _resolve_relative(module: str | None, level: int, current: str, is_package: bool) -> str | None:
+    if level == 0:
+        return module
+    parts = current.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts) - 1:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _literal_str(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _call_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def scan_source(source: str, current: str = "", is_package: bool = False) -> ImportScan:
+    """Imports of ``source``; ``current`` is the module's dotted name (for relative imports)."""
+    scan = ImportScan()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        scan.dynamic.append(f"cannot parse ({exc.msg}, line {exc.lineno})")
+        return scan
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                scan.modules.add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve_relative(node.module, node.level, current, is_package)
+            if base is None:
+                scan.dynamic.append(f"relative import beyond the top package, line {node.lineno}")
+                continue
+            scan.modules.add(base)
+            for alias in node.names:
+                if alias.name == "*":
+                    if base == PACKAGE or base.startswith(PACKAGE + "."):
+                        scan.dynamic.append(f"`from {base} import *`, line {node.lineno}")
+                else:
+                    scan.maybe_modules.add(f"{base}.{alias.name}")
+        elif isinstance(node, ast.Call):
+            name = _call_name(node.func)
+            if name in {"import_module", "__import__"}:
+                target = _literal_str(node.args[0]) if node.args else None
+                if target is None:
+                    scan.dynamic.append(f"`{name}` with a computed name, line {node.lineno}")
+                    continue
+                if target.startswith("."):
+                    pkg = _literal_str(node.args[1]) if len(node.args) > 1 else None
+                    if pkg is None:
+                        for kw in node.keywords:
+                            if kw.arg == "package":
+                                pkg = _literal_str(kw.value)
+                    if pkg is None:
+                        scan.dynamic.append(f"`{name}({target!r})` without a literal package, line {node.lineno}")
+                        continue
+                    level = len(target) - len(target.lstrip("."))
+                    target = _resolve_relative(target.lstrip(".") or None, level, pkg, True) or ""
+                scan.modules.add(target)
+            elif name == "reload":
+                scan.dynamic.append(f"`reload`, line {node.lineno}")
+    return scan
+
+
+def _module_file(package_dir: Path, module: str) -> Path | None:
+    """File of the ``iclcore`` module ``module`` under ``package_dir`` (the folder ``iclcore/``), or None."""
+    parts = module.split(".")[1:]
+    base = package_dir.joinpath(*parts) if parts else package_dir
+    if base.is_dir() and (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if parts and base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if base.is_dir():  # a namespace package (no __init__.py)
+        return base
+    return None
+
+
+def _in_package(module: str) -> bool:
+    return module == PACKAGE or module.startswith(PACKAGE + ".")
+
+
+@dataclass
+class Dependencies:
+    """Result of :func:`dependency_files`."""
+
+    files: list[Path]
+    modules: list[str]
+    whole_package: str = ""  # non-empty: why the notebook depends on every file of the package
+
+
+def _all_files(package_dir: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in package_dir.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
+    )
+
+
+def dependency_files(notebook_source: str, package_dir: Path) -> Dependencies:
+    """The ``iclcore`` files (under ``package_dir``) a notebook depends on; see the module docstring."""
+    modules: set[str] = set()
+    todo: list[tuple[str, ImportScan]] = [("", scan_source(notebook_source))]
+    reasons: list[str] = []
+    while todo:
+        where, scan = todo.pop()
+        reasons += [f"{where or 'the notebook'}: {r}" for r in scan.dynamic]
+        wanted = {m for m in scan.modules if _in_package(m)}
+        for m in scan.maybe_modules:
+            if _in_package(m) and _module_file(package_dir, m) is not None:
+                wanted.add(m)
+        for m in sorted(wanted):
+            parts = m.split(".")
+            for i in range(1, len(parts) + 1):  # the module and every parent package
+                name = ".".join(parts[:i])
+                if name in modules:
+                    continue
+                path = _module_file(package_dir, name)
+                if path is None:
+                    reasons.append(f"{where or 'the notebook'}: no module {name!r} under {package_dir}")
+                    continue
+                modules.add(name)
+                if path.is_file():
+                    todo.append((name, scan_source(path.read_text(), name, path.name == "__init__.py")))
+    if not package_dir.is_dir():
+        return Dependencies([], sorted(modules), "")
+    if reasons:
+        return Dependencies(_all_files(package_dir), sorted(modules), "; ".join(reasons))
+    files: set[Path] = set()
+    for name in modules:
+        path = _module_file(package_dir, name)
+        if path is None or not path.is_file():
+            continue
+        files.add(path)
+        for extra in path.parent.iterdir():  # data files next to a dependency
+            if extra.is_file() and extra.suffix not in {".py", ".pyc", ".pyo"} and not extra.name.startswith("."):
+                files.add(extra)
+    return Dependencies(sorted(files), sorted(modules), "")
