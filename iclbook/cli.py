@@ -137,14 +137,18 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_build(args: argparse.Namespace, root: Path) -> int:
-    from .pages import write_pages
+    from .pages import ReportError, write_pages
 
     status = 0
     if not args.no_run:
         status = cmd_run(args, root)
         if args.interrupts.stopping:
             return status
-    rows = write_pages(root, root / "book" / "generated")
+    try:
+        rows = write_pages(root, root / "book" / "generated")
+    except ReportError as exc:
+        print(f"icl-book: error: {exc}", file=sys.stderr)
+        return 1
     missing = [r for r in rows if r.status == "missing"]
     for r in missing:
         print(f"icl-book: report entry {r.claim.notebook}:{r.claim.metric} ({r.claim.source}) has no computed value", file=sys.stderr)

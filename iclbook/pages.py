@@ -335,7 +335,13 @@ def load_metrics(generated: Path, notebook: str) -> dict[str, Any] | None:
     path = generated / notebook / "metrics.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read the metrics ({exc}); run `icl-book run {notebook}`") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a JSON object; run `icl-book run {notebook}`")
+    return data
 
 
 def report_rows(root: Path, generated: Path) -> list[Row]:

@@ -478,8 +478,9 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
             files = {rel: sha256_file(work / rel) for rel in _files(work)}
         except OSError as exc:
             return RunResult(name, "failed", seconds, f"cannot list the outputs: {exc}", request.out_dir)
-        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": spec["metadata"]["params"],
-                    "seconds": round(seconds, 2), "threads": threads, "files": files}
+        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": request.params,
+                    "param_literals": spec["metadata"]["params"], "seconds": round(seconds, 2), "threads": threads,
+                    "files": files}
         (work / STAMP).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         entry = store / "entries" / key
         if entry.exists():  # a damaged entry (we hold its lock): replace it
