@@ -1,0 +1,338 @@
+"""Task diversity and difficulty (seed 000 §10, with §3.2): the finite-task preconditioner.
+
+Task diversity is described by ``spec(Σ_z)``, ``r_eff(Σ_z) = Tr Σ_z/‖Σ_z‖_2`` and the spectral
+entropy ``H_z = −Σ_i p_i log p_i`` (``p_i = λ_i(Σ_z)/Tr Σ_z``), and by the number ``N`` of
+pretraining tasks. The finite-task estimator ``P̂_N = Z Dᵀ(DDᵀ)^†`` (§3.2) has excess risk
+``(1/K) Tr{(P̂_N − P⋆) C (P̂_N − P⋆)ᵀ}``; §3.2 states only ``≍ (σ²_task/K) d_eff/N``.
+
+Closed forms derived in the chapter (section "What sets the excess: a derivation"). Write
+``e = z⋆ − P⋆ d`` (so ``E[e dᵀ] = 0``) and ``R⋆ = R(P⋆) = (1/K) E‖e‖²``. Then
+``P̂_N − P⋆ = E_N Dᵀ (DDᵀ)^{-1}`` exactly (``N ≥ K``, ``E_N = [e_1 … e_N]``), and
+
+* if ``d ~ N(0, C)`` with ``e`` independent of ``d``:
+  ``E[excess] = R⋆ K/(N − K − 1)`` exactly for ``N ≥ K + 2`` (inverse-Wishart mean
+  ``E[(DDᵀ)^{-1}] = C^{-1}/(N − K − 1)``) — :func:`gaussian_excess`;
+* in general (our ``d = c_M`` is a product of Gaussians and ``e`` is heteroscedastic), to
+  leading order in ``1/N``: ``E[excess] = R⋆ d_sand/N + O(N^{-2})`` with the *sandwich dimension*
+  ``d_sand = E[‖e‖² dᵀC^{-1}d] / E‖e‖²`` (``= K`` in the Gaussian-independent case) —
+  :func:`sandwich_dimension`, :func:`sandwich_excess`. The finite-``N`` version
+  ``R⋆ d_sand/(N − K − 1)`` reduces to the exact Gaussian formula; its ``N^{-2}`` term is a
+  heuristic, stated as such.
+
+Difficulty (§10): operator difficulty ``κ(H_M)`` (in the least-squares reduction the operator
+``A(z)`` of §1.1 is the prompt matrix ``H_M``, which does not depend on ``z``), decoder difficulty
+``ρ(I − P H_M)``, ``κ(P H_M)`` and the depth ``L`` needed for a target solver error, as functions
+of ``σ², λ, M``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+
+from iclcore.richardson.decoder import finite_task_experiment
+from iclcore.richardson.dynamics import psd_spectrum
+from iclcore.richardson.iterates import richardson_error
+from iclcore.richardson.moments import Moments, closed_form_moments, oracle_preconditioner, oracle_risk
+from iclcore.richardson.order_parameters import condition_number, iteration_spectral_radius, preconditioned_spectrum
+from iclcore.richardson.subspace import effective_rank
+from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+
+__all__ = [
+    "spectral_entropy",
+    "geometric_latent_spectrum",
+    "latent_spectrum_with_effective_rank",
+    "gaussian_excess",
+    "sandwich_dimension",
+    "SandwichDimension",
+    "sandwich_excess",
+    "DiversityPoint",
+    "diversity_sweep",
+    "depth_to_target",
+    "depth_from_contraction",
+    "DifficultyPoint",
+    "difficulty_point",
+]
+
+
+def _pos_int(x, name: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
+    return int(x)
+
+
+def spectral_entropy(Sigma: np.ndarray) -> float:
+    """``H_z = −Σ_i p_i log p_i``, ``p_i = λ_i(Σ)/Tr Σ`` (seed 000 §10; natural log, in ``[0, log r]``)."""
+    lam = psd_spectrum(Sigma, "Sigma").lam
+    if lam.sum() <= 0:
+        raise ValueError("Sigma: must be non-zero")
+    p = lam / lam.sum()
+    p = p[p > 0]
+    return float(-np.sum(p * np.log(p)))
+
+
+def geometric_latent_spectrum(r: int, ratio: float, trace: float | None = None) -> np.ndarray:
+    """``μ_i ∝ ratio^{i}``, ``i = 0..r−1`` (decreasing for ``0 < ratio ≤ 1``), scaled to ``Tr = trace`` (default ``r``)."""
+    r = _pos_int(r, "r")
+    if not math.isfinite(ratio) or not 0 < ratio <= 1:
+        raise ValueError(f"ratio: must lie in (0, 1], got {ratio!r}")
+    mu = ratio ** np.arange(r, dtype=float)
+    t = float(r) if trace is None else float(trace)
+    if not math.isfinite(t) or t <= 0:
+        raise ValueError(f"trace: must be positive, got {trace!r}")
+    return mu * (t / mu.sum())
+
+
+def latent_spectrum_with_effective_rank(r: int, r_eff: float, trace: float | None = None) -> np.ndarray:
+    """The geometric spectrum (:func:`geometric_latent_spectrum`) whose ``r_eff = Tr/λ_max`` equals ``r_eff``.
+
+    ``r_eff`` must lie in ``(1, r]`` (``r_eff = 1`` needs a rank-one, not positive definite, ``Σ_z``);
+    ``r_eff = r`` gives the flat spectrum. Solved by ``scipy.optimize.brentq`` on the ratio.
+    """
+    r = _pos_int(r, "r")
+    if not math.isfinite(r_eff) or not 1 < r_eff <= r:
+        raise ValueError(f"r_eff: must lie in (1, r={r}], got {r_eff!r}")
+    if r_eff == r:
+        return geometric_latent_spectrum(r, 1.0, trace)
+
+    def f(q: float) -> float:
+        return float(np.sum(q ** np.arange(r))) - r_eff
+
+    q = brentq(f, 1e-12, 1.0, xtol=1e-14)
+    return geometric_latent_spectrum(r, q, trace)
+
+
+def gaussian_excess(R_star: float, K: int, N: np.ndarray | int) -> np.ndarray | float:
+    """``R⋆ K/(N − K − 1)``: exact mean excess of ``P̂_N`` for Gaussian ``d`` and independent residuals.
+
+    Parameters
+    ----------
+    R_star : float ≥ 0
+    K : int
+    N : int or array of int, all ``≥ K + 2``
+    """
+    K = _pos_int(K, "K")
+    Na = np.asarray(N, dtype=float)
+    if np.any(Na < K + 2):
+        raise ValueError(f"N: the inverse-Wishart mean needs N >= K + 2 = {K + 2}, got min {Na.min():g}")
+    out = R_star * K / (Na - K - 1)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class SandwichDimension:
+    """``d_sand = E[‖e‖² dᵀC^{-1}d]/E‖e‖²`` with its Monte Carlo standard error.
+
+    Attributes
+    ----------
+    value, se : float
+    n_samples : int
+    kurtosis_ratio : float
+        ``d_sand/K`` (1 for Gaussian ``d`` with independent residuals).
+    """
+
+    value: float
+    se: float
+    n_samples: int
+    kurtosis_ratio: float
+
+
+def sandwich_dimension(
+    config: TaskConfig, moments: Moments, n_samples: int, rng: np.random.Generator, chunk: int = 65536
+) -> SandwichDimension:
+    """Monte Carlo ``d_sand = E[‖e‖² dᵀC^{-1}d] / E‖e‖²``, ``e = z⋆ − P⋆ d`` (chapter derivation).
+
+    Uses the exact pair sampler :func:`iclcore.richardson.tasks.sample_decoder_pairs` and the
+    closed-form ``C``, ``P⋆``. The standard error is the delta-method error of the ratio of two
+    sample means.
+    """
+    n_samples = _pos_int(n_samples, "n_samples")
+    if n_samples < 2:
+        raise ValueError("n_samples: need at least 2")
+    P_star = oracle_preconditioner(moments)
+    Cinv = np.linalg.inv(moments.C)
+    num, den = [], []
+    done = 0
+    while done < n_samples:
+        m = min(chunk, n_samples - done)
+        d, z = sample_decoder_pairs(config, m, rng)
+        e2 = np.sum((z - d @ P_star.T) ** 2, axis=1)
+        lev = np.einsum("ni,ij,nj->n", d, Cinv, d)
+        num.append(e2 * lev)
+        den.append(e2)
+        done += m
+    a = np.concatenate(num)
+    b = np.concatenate(den)
+    ratio = a.mean() / b.mean()
+    resid = (a - ratio * b) / b.mean()
+    se = resid.std(ddof=1) / math.sqrt(n_samples)
+    return SandwichDimension(value=float(ratio), se=float(se), n_samples=n_samples, kurtosis_ratio=float(ratio / config.K))
+
+
+def sandwich_excess(R_star: float, d_sand: float, K: int, N: np.ndarray | int, finite_n: bool = True) -> np.ndarray | float:
+    """Predicted mean excess ``R⋆ d_sand/(N − K − 1)`` (``finite_n``) or ``R⋆ d_sand/N`` (leading order)."""
+    K = _pos_int(K, "K")
+    Na = np.asarray(N, dtype=float)
+    if finite_n and np.any(Na < K + 2):
+        raise ValueError(f"N: the finite-N form needs N >= K + 2 = {K + 2}")
+    out = R_star * d_sand / ((Na - K - 1) if finite_n else Na)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class DiversityPoint:
+    """One task spectrum of the §10 sweep.
+
+    Attributes
+    ----------
+    mu : ndarray (r,)
+        ``spec(Σ_z)``.
+    r_eff, H_z : float
+    N : ndarray (m,)
+    excess_mean, excess_se : ndarray (m,)
+        Mean excess of ``P̂_N`` over repetitions and its standard error.
+    R_star : float
+    d_eff : float
+        ``d_eff(0) = rank C`` (§3.2).
+    d_sand : SandwichDimension
+    """
+
+    mu: np.ndarray
+    r_eff: float
+    H_z: float
+    N: np.ndarray
+    excess_mean: np.ndarray
+    excess_se: np.ndarray
+    R_star: float
+    d_eff: float
+    d_sand: SandwichDimension
+
+
+def diversity_sweep(
+    config: TaskConfig,
+    mu: np.ndarray,
+    N_values,
+    n_repeats: int,
+    n_sandwich: int,
+    rng: np.random.Generator,
+) -> DiversityPoint:
+    """Excess of ``P̂_N`` against ``N`` for one latent spectrum ``Σ_z = diag(mu)`` (seed 000 §10, §3.2).
+
+    Reuses :func:`iclcore.richardson.decoder.finite_task_experiment` (the exact excess-risk
+    identity per draw) and adds the diversity descriptors and the sandwich dimension.
+    """
+    mu = np.asarray(mu, float)
+    if mu.ndim != 1 or mu.size != config.rank or np.any(mu <= 0):
+        raise ValueError(f"mu: need {config.rank} positive latent eigenvalues, got shape {mu.shape}")
+    cfg = config.replace(Sigma_z=np.diag(mu), target="beta")
+    mom = closed_form_moments(cfg)
+    res = finite_task_experiment(cfg, mom, N_values, n_repeats, rng)
+    ds = sandwich_dimension(cfg, mom, n_sandwich, rng)
+    Sz = np.diag(mu)
+    return DiversityPoint(
+        mu=mu,
+        r_eff=effective_rank(Sz),
+        H_z=spectral_entropy(Sz),
+        N=res.N,
+        excess_mean=res.excess.mean(axis=1),
+        excess_se=res.excess.std(axis=1, ddof=1) / math.sqrt(res.excess.shape[1]),
+        R_star=res.oracle_risk,
+        d_eff=res.d_eff,
+        d_sand=ds,
+    )
+
+
+def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: float, L_max: int) -> int:
+    """Smallest ``L`` with ``mean ‖(I − PH)^L z^†‖² ≤ target · mean ‖z^†‖²`` (seed 000 §10, decoder difficulty ``L``).
+
+    Parameters
+    ----------
+    P : ndarray (K, K)
+    H : ndarray (n, K, K)
+    z_dagger : ndarray (n, K)
+    target : float in (0, 1)
+        Relative solver error to reach.
+    L_max : int
+        Search range; raises ``ValueError`` (``L_max``) if not reached.
+    """
+    if not 0 < target < 1:
+        raise ValueError(f"target: relative error must lie in (0, 1), got {target!r}")
+    L_max = _pos_int(L_max, "L_max")
+    err = richardson_error(P, H, -np.asarray(z_dagger, float), L_max)  # (n, L+1, K)
+    rel = np.mean(np.sum(err**2, axis=-1), axis=0) / np.mean(np.sum(np.asarray(z_dagger) ** 2, axis=-1))
+    hit = np.nonzero(rel <= target)[0]
+    if hit.size == 0:
+        raise ValueError(f"L_max: relative error {rel[-1]:.3g} > target {target:g} after {L_max} steps")
+    return int(hit[0])
+
+
+def depth_from_contraction(rho: float, target: float) -> int:
+    """``⌈log(target) / (2 log ρ)⌉``: depth at which ``ρ^{2L} ≤ target`` (the certificate's prediction)."""
+    if not 0 < rho < 1:
+        raise ValueError(f"rho: contraction must lie in (0, 1), got {rho!r}")
+    if not 0 < target < 1:
+        raise ValueError(f"target: must lie in (0, 1), got {target!r}")
+    return int(math.ceil(math.log(target) / (2 * math.log(rho))))
+
+
+@dataclass(frozen=True)
+class DifficultyPoint:
+    """Difficulty axes of one task distribution with the oracle ``P⋆`` (means over prompts, with SEs).
+
+    Attributes
+    ----------
+    kappa_H, kappa_H_se : float
+        ``κ(H_M)``.
+    kappa_PH, kappa_PH_se : float
+        ``κ(P⋆ H_M) = λ_max/λ_min`` of the (real) spectrum of ``P⋆H_M``.
+    rho, rho_se : float
+        ``ρ(I − P⋆ H_M)``.
+    rho_pop : float
+        ``ρ(I − P⋆ H_∞)``.
+    depth : int
+        :func:`depth_to_target` with ``P⋆``.
+    depth_pred : int
+        :func:`depth_from_contraction` at the mean ``ρ``.
+    R_star : float
+    """
+
+    kappa_H: float
+    kappa_H_se: float
+    kappa_PH: float
+    kappa_PH_se: float
+    rho: float
+    rho_se: float
+    rho_pop: float
+    depth: int
+    depth_pred: int
+    R_star: float
+
+
+def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int) -> DifficultyPoint:
+    """Operator and decoder difficulty (seed 000 §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
+    n_prompts = _pos_int(n_prompts, "n_prompts")
+    cfg = config.replace(target="beta")
+    mom = closed_form_moments(cfg)
+    P = oracle_preconditioner(mom)
+    pr = sample_prompt_statistics(cfg, n_prompts, rng)
+    kH = condition_number(pr.H_M)
+    spec = preconditioned_spectrum(P, pr.H_M)
+    kPH = spec[:, -1] / spec[:, 0]
+    rho = np.atleast_1d(iteration_spectral_radius(P, pr.H_M))
+    sq = math.sqrt(n_prompts)
+    rho_m = float(rho.mean())
+    return DifficultyPoint(
+        kappa_H=float(kH.mean()),
+        kappa_H_se=float(kH.std(ddof=1) / sq),
+        kappa_PH=float(kPH.mean()),
+        kappa_PH_se=float(kPH.std(ddof=1) / sq),
+        rho=rho_m,
+        rho_se=float(rho.std(ddof=1) / sq),
+        rho_pop=float(iteration_spectral_radius(P, cfg.H_infinity)),
+        depth=depth_to_target(P, pr.H_M, pr.z_dagger, target, L_max),
+        depth_pred=depth_from_contraction(rho_m, target) if rho_m < 1 else -1,
+        R_star=oracle_risk(mom),
+    )
