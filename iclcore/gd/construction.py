@@ -1,0 +1,217 @@
+"""The von Oswald et al. (2023) construction as explicit attention weights (seed 004 App. A, V1–V3).
+
+Tokens ``z_i = [x_i; y_i]`` (``i = 1..n``) and the query ``z_q = [x_q; 0]``, all in ``R^{d+1}``.
+One residual linear self-attention (LSA) layer with key, query, value and projection matrices
+``K, Q, V, P`` (each ``(d+1) x (d+1)``) updates *every* token ``j`` by
+
+.. math:: z_j \\leftarrow z_j + \\frac1n \\sum_{i=1}^n (P V z_i)\\,(K z_i)^\\top (Q z_j),
+
+with the context tokens as the only keys and values (the query is masked out as a key). The
+prediction is ``yhat = -(y slot of the query)``.
+
+Construction (:func:`von_oswald_layers`): ``K = [[I, 0], [0, 0]]``, ``Q = [[Gamma, 0], [0, 0]]``,
+``V = [[0, 0], [0, 1]]``, ``P = [[0, 0], [0, -eta_l]]``. If the y slot of token ``j`` holds the
+residual ``s_j = y_j - w_l^T x_j`` (``w_0 = 0``), the layer writes
+``s_j - (eta_l/n) sum_i s_i x_i^T Gamma x_j``, which is the residual of
+
+.. math:: w_{l+1} = w_l - \\eta_l\\,\\Gamma^\\top \\nabla_w \\tfrac{1}{2n}\\sum_i (w^\\top x_i - y_i)^2 ,
+
+so ``k`` layers are ``k`` (preconditioned) GD steps on the halved mean squared loss, and the query
+slot holds ``-w_k^T x_q``. The composite scalar gain of V1–V3 is ``kappa = eta_l``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = [
+    "LSAWeights",
+    "von_oswald_layers",
+    "lsa_forward",
+    "gd_weights",
+    "gd_predict",
+    "sample_regression",
+    "optimal_single_step",
+    "squared_loss_half",
+    "TrainedLSA",
+    "train_one_layer_lsa",
+]
+
+
+@dataclass(frozen=True)
+class LSAWeights:
+    """Key, query, value and projection matrices of one LSA layer, each ``(d+1, d+1)``."""
+
+    K: np.ndarray
+    Q: np.ndarray
+    V: np.ndarray
+    P: np.ndarray
+
+
+def _check_d(d: int) -> int:
+    if not (isinstance(d, (int, np.integer)) and d >= 1):
+        raise ValueError(f"d: expected a positive integer, got {d!r}")
+    return int(d)
+
+
+def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = None) -> list[LSAWeights]:
+    """Explicit weights of ``len(etas)`` LSA layers equal to GD steps with steps ``etas`` (module docstring).
+
+    Parameters
+    ----------
+    d : input dimension
+    etas : per-layer steps ``eta_l`` on the loss ``(1/2n) sum_i (w^T x_i - y_i)^2``
+    Gamma : optional ``(d, d)`` preconditioner (default ``I``); the step is ``-eta_l Gamma^T grad``
+    """
+    d = _check_d(d)
+    etas = [float(x) for x in etas]
+    if not etas or not all(np.isfinite(etas)):
+        raise ValueError("etas: expected a non-empty sequence of finite steps")
+    G = np.eye(d) if Gamma is None else np.asarray(Gamma, float)
+    if G.shape != (d, d):
+        raise ValueError(f"Gamma: expected shape ({d}, {d}), got {G.shape}")
+    K = np.zeros((d + 1, d + 1))
+    K[:d, :d] = np.eye(d)
+    Q = np.zeros((d + 1, d + 1))
+    Q[:d, :d] = G
+    V = np.zeros((d + 1, d + 1))
+    V[d, d] = 1.0
+    out = []
+    for eta in etas:
+        P = np.zeros((d + 1, d + 1))
+        P[d, d] = -eta
+        out.append(LSAWeights(K.copy(), Q.copy(), V.copy(), P))
+    return out
+
+
+def lsa_forward(X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[LSAWeights],
+                return_all: bool = False) -> np.ndarray:
+    """Forward pass of residual LSA layers; returns the prediction ``-z_q[d]`` after each layer.
+
+    Shapes: ``X (B, n, d)``, ``y (B, n)``, ``xq (B, d)`` (or ``(B, m, d)`` for ``m`` queries per
+    context, which do not interact). Returns ``(B,)`` / ``(B, m)``, or with ``return_all`` the
+    predictions after every layer, ``(len(layers) + 1, B[, m])`` (row 0 is the input, 0).
+    """
+    X, y, xq = np.asarray(X, float), np.asarray(y, float), np.asarray(xq, float)
+    single = xq.ndim == 2
+    if single:
+        xq = xq[:, None, :]
+    if X.ndim != 3 or y.shape != X.shape[:2] or xq.ndim != 3 or xq.shape[0] != X.shape[0] or xq.shape[2] != X.shape[2]:
+        raise ValueError("X, y, xq: expected shapes (B, n, d), (B, n), (B, d) or (B, m, d)")
+    n = X.shape[1]
+    Z = np.concatenate([np.concatenate([X, y[..., None]], -1),
+                        np.concatenate([xq, np.zeros(xq.shape[:2] + (1,))], -1)], axis=1)
+    preds = [-Z[:, n:, -1]]
+    for lw in layers:
+        ctx = Z[:, :n]
+        keys = ctx @ lw.K.T                       # (B, n, d+1)
+        vals = ctx @ (lw.P @ lw.V).T              # (B, n, d+1)
+        scores = keys @ (Z @ lw.Q.T).transpose(0, 2, 1)  # (B, n, n+m): (K z_i)^T (Q z_j)
+        Z = Z + np.einsum("bij,bik->bjk", scores, vals) / n
+        preds.append(-Z[:, n:, -1])
+    out = np.stack(preds)
+    out = out[..., 0] if single else out
+    return out if return_all else out[-1]
+
+
+def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
+    """GD iterates ``w_l`` on ``(1/2n) sum_i (w^T x_i - y_i)^2`` from ``w_0 = 0``: shape ``(L+1, B, d)``."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    B, n, d = X.shape
+    G = np.eye(d) if Gamma is None else np.asarray(Gamma, float)
+    w = np.zeros((B, d))
+    out = [w]
+    for eta in etas:
+        grad = np.einsum("bnd,bn->bd", X, np.einsum("bnd,bd->bn", X, w) - y) / n
+        w = w - eta * grad @ G  # row form of w - eta Gamma^T grad
+        out.append(w)
+    return np.stack(out)
+
+
+def gd_predict(X: np.ndarray, y: np.ndarray, xq: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
+    """Reference prediction ``w_k^T x_q`` of :func:`gd_weights`; ``xq (B, d)`` -> ``(B,)``."""
+    return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma)[-1], np.asarray(xq, float))
+
+
+def sample_regression(B: int, n: int, d: int, rng: np.random.Generator | int | None, x_dist: str = "uniform",
+                      noise: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """von Oswald et al. (2023) tasks: ``x ~ U(-1, 1)^d`` (or ``N(0, I)``), ``w ~ N(0, I)``, ``y = w^T x (+ noise)``.
+
+    Returns ``X (B, n, d)``, ``y (B, n)``, ``xq (B, d)``, ``yq (B,)``, ``w (B, d)``.
+    """
+    rng = np.random.default_rng(rng)
+    if x_dist not in ("uniform", "gaussian"):
+        raise ValueError(f"x_dist: expected 'uniform' or 'gaussian', got {x_dist!r}")
+    if noise < 0:
+        raise ValueError(f"noise: must be >= 0, got {noise}")
+    draw = (lambda s: rng.uniform(-1, 1, s)) if x_dist == "uniform" else (lambda s: rng.standard_normal(s))
+    w = rng.standard_normal((B, d))
+    Xa = draw((B, n + 1, d))
+    ya = np.einsum("bnd,bd->bn", Xa, w) + noise * rng.standard_normal((B, n + 1))
+    return Xa[:, :n], ya[:, :n], Xa[:, n], ya[:, n], w
+
+
+def squared_loss_half(pred: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    """Mean of ``(pred - target)^2 / 2`` over prompts and its standard error."""
+    r = 0.5 * (np.asarray(pred) - np.asarray(target)) ** 2
+    return float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
+
+
+def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray) -> float:
+    """Step ``eta*`` minimising the sample mean of ``(eta u - y_q)^2``, ``u = x_q^T X^T y / n`` (one GD step from 0)."""
+    u = np.einsum("bd,bnd,bn->b", xq, X, y) / X.shape[1]
+    return float(u @ yq / (u @ u))
+
+
+class TrainedLSA(nn.Module):
+    """One LSA layer with free ``K, Q, V, P`` (same forward and readout as :func:`lsa_forward`)."""
+
+    def __init__(self, d: int, gen: torch.Generator, init_scale: float = 0.1, dtype: torch.dtype = torch.float64):
+        super().__init__()
+        d = _check_d(d)
+        self.d = d
+        mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
+        self.K, self.Q, self.V, self.P = mk(), mk(), mk(), mk()
+
+    def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        n = X.shape[1]
+        ctx = torch.cat([X, y[..., None]], -1)
+        zq = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
+        keys = ctx @ self.K.T
+        vals = ctx @ (self.P @ self.V).T
+        scores = keys @ (zq @ self.Q.T)[..., None]  # (B, n, 1)
+        upd = (scores * vals).sum(1) / n
+        return -(zq + upd)[..., -1]
+
+    def weights(self) -> LSAWeights:
+        with torch.no_grad():
+            return LSAWeights(*(m.detach().numpy().copy() for m in (self.K, self.Q, self.V, self.P)))
+
+
+def train_one_layer_lsa(d: int, n: int, steps: int, batch: int, lr: float, gen: torch.Generator,
+                        seed: int, init_scale: float = 0.1) -> tuple[TrainedLSA, np.ndarray]:
+    """Adam on the halved squared query loss of fresh von Oswald tasks each step.
+
+    Returns the model and the training-loss curve (``steps,``). Tasks come from
+    :func:`sample_regression` with ``np.random.default_rng(seed)``; the initialisation from ``gen``.
+    """
+    if steps < 1 or batch < 1 or not lr > 0:
+        raise ValueError("steps, batch, lr: expected steps >= 1, batch >= 1, lr > 0")
+    rng = np.random.default_rng(seed)
+    model = TrainedLSA(d, gen, init_scale)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    curve = np.empty(steps)
+    for s in range(steps):
+        X, y, xq, yq, _ = sample_regression(batch, n, d, rng)
+        pred = model(torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(xq))
+        loss = 0.5 * ((pred - torch.from_numpy(yq)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        curve[s] = loss.item()
+    return model, curve
