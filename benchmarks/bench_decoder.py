@@ -18,11 +18,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-from iclcore.decoder import max_stable_step, online_decoder_training, online_decoder_training_naive
-from iclcore.dynamics import excess_risk, gd_iterate, gd_trajectory, modal_excess_risk
-from iclcore.moments import closed_form_moments, oracle_preconditioner
-from iclcore.richardson import richardson_iterates, richardson_iterates_naive
-from iclcore.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics, sample_prompts
+from iclcore.richardson.decoder import max_stable_step, online_decoder_training, online_decoder_training_naive
+from iclcore.richardson.dynamics import excess_risk, gd_iterate, gd_trajectory, modal_excess_risk
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
+from iclcore.richardson.iterates import richardson_iterates, richardson_iterates_naive
+from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics, sample_prompts
 
 try:
     import torch

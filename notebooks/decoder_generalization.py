@@ -43,10 +43,10 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.moments import closed_form_moments, oracle_preconditioner, effective_dimension
-from iclcore.richardson import contraction_factor
-from iclcore.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, effective_dimension
+from iclcore.richardson.iterates import contraction_factor
+from iclcore.richardson.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
 
 use_style()
 t_start = time.perf_counter()

@@ -48,12 +48,12 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
-from iclcore.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
-from iclcore.dynamics import gd_trajectory, modal_entropy, modal_weights
-from iclcore.richardson import contraction_factor, richardson_certificate, richardson_error, richardson_iterates, iteration_matrix
-from iclcore.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
-from iclcore.decoder import (
+from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
+from iclcore.richardson.dynamics import gd_trajectory, modal_entropy, modal_weights
+from iclcore.richardson.iterates import contraction_factor, richardson_certificate, richardson_error, richardson_iterates, iteration_matrix
+from iclcore.richardson.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
+from iclcore.richardson.decoder import (
     checkpoint_table,
     cosine_defect,
     depth_risk,
@@ -71,7 +71,7 @@ rng = np.random.default_rng(seed)
 # %% [markdown]
 # ## Task distribution, population moments and the oracle
 # Closed-form Wishart moments $C=E[dd^\top]$, $B=E[z_\star d^\top]$ with $d=c_M$, $z_\star=\beta$
-# (`iclcore.moments.closed_form_moments`), the oracle $P_\star=BC^\dagger$ and its floor $R(P_\star)$.
+# (`iclcore.richardson.moments.closed_form_moments`), the oracle $P_\star=BC^\dagger$ and its floor $R(P_\star)$.
 
 # %%
 cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma, lam=lam)

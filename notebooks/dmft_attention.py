@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.attention_models import (
+from iclcore.models.attention import (
     LinearAttention,
     ReducedGammaStack,
     power_five_constant,
@@ -59,7 +59,7 @@ from iclcore.attention_models import (
     sample_rrs_contexts,
     train,
 )
-from iclcore.dmft_reduced import (
+from iclcore.dmft.reduced import (
     fit_power_law_exponent,
     power_law_spectrum,
     rrs_gradient_flow,
@@ -67,9 +67,9 @@ from iclcore.dmft_reduced import (
     rrs_loss_grad,
     rrs_optimum,
 )
-from iclcore.dmft_width import untied_balanced_hessian, untied_optimum, width_landscape_mc
+from iclcore.dmft.width import untied_balanced_hessian, untied_optimum, width_landscape_mc
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.probes import block_average
+from iclcore.models.probes import block_average
 
 use_style()
 t_start = time.time()

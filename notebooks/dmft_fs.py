@@ -43,7 +43,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore import dmft_reduced as dr
+from iclcore.dmft import reduced as dr
 from iclcore.plotting import save_figure, use_style, write_metrics
 
 use_style()

@@ -43,8 +43,8 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore import dmft_reduced as dr
-from iclcore.probes import trailing_average
+from iclcore.dmft import reduced as dr
+from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
 
 use_style()

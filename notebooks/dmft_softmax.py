@@ -39,10 +39,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.attention_models import SoftmaxAttention, sample_iso_contexts, train
-from iclcore.dmft_width import width_landscape_mc
+from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts, train
+from iclcore.dmft.width import width_landscape_mc
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.probes import block_average
+from iclcore.models.probes import block_average
 
 use_style()
 t_start = time.time()

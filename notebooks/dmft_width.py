@@ -49,15 +49,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.attention_models import ReducedGammaStack, sample_rrs_contexts, train
-from iclcore.dmft_reduced import (
+from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
+from iclcore.dmft.reduced import (
     fit_power_law_exponent,
     power_law_spectrum,
     rrs_optimum,
     width_bottleneck,
     width_bottleneck_paper,
 )
-from iclcore.dmft_width import (
+from iclcore.dmft.width import (
     haar_columns,
     two_point_loss_de,
     width_gradient_flow,
@@ -68,7 +68,7 @@ from iclcore.dmft_width import (
     width_spectrum_mc,
 )
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.spectra import mp_quadrature
+from iclcore.spectra.mp import mp_quadrature
 
 use_style()
 rng = np.random.default_rng(seed)

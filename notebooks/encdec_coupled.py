@@ -49,8 +49,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.closure import commutator_defect
-from iclcore.encdec import (
+from iclcore.richardson.closure import commutator_defect
+from iclcore.richardson.encdec import (
     EncDecConfig,
     continuous_triangular,
     encdec_dynamics,

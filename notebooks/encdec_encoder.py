@@ -50,8 +50,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.dynamics import gd_iterate
-from iclcore.encoder import (
+from iclcore.richardson.dynamics import gd_iterate
+from iclcore.richardson.encoder import (
     encoder_modal_risk,
     encoder_population_trajectory,
     encoder_risk,
@@ -59,8 +59,8 @@ from iclcore.encoder import (
     online_encoder_run,
     sgd_stationary_sq_error,
 )
-from iclcore.encdec import make_lowrank_model, sample_lowrank_prompts
-from iclcore.subspace import (
+from iclcore.richardson.encdec import make_lowrank_model, sample_lowrank_prompts
+from iclcore.richardson.subspace import (
     davis_kahan_bound,
     effective_rank,
     eigengap,

@@ -13,7 +13,7 @@
 # Seed 003 §4 applies its theory-inspired probes (effective rank Eq. 15, marginalized
 # effective rank, subspace distance Eq. 16) to pretrained attention-only models of 1-4 layers
 # and to a grokking model (Figs. 3B, 5-7). Those checkpoints cannot be downloaded here, so
-# this notebook trains small stand-ins with `iclcore.toy_transformers` (attention-only
+# this notebook trains small stand-ins with `iclcore.models.toy_transformers` (attention-only
 # models on a periodic copying task that needs an induction mechanism; a one-layer
 # modular-addition transformer with weight decay) and tests each of the paper's qualitative
 # statements on them.
@@ -52,8 +52,8 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore import probes as pr
-from iclcore import toy_transformers as tt
+from iclcore.models import probes as pr
+from iclcore.models import toy_transformers as tt
 from iclcore.plotting import save_figure, use_style, write_metrics
 
 use_style()

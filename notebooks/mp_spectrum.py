@@ -43,8 +43,8 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.spectra import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
-from iclcore.prompt_spectra import (
+from iclcore.spectra.mp import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
+from iclcore.spectra.prompt import (
     concentration_experiment,
     effective_dimension,
     prompt_excess_risk_first_order,
@@ -53,7 +53,7 @@ from iclcore.prompt_spectra import (
     rotated_covariance,
     whitened_spectrum,
 )
-from iclcore.tasks import TaskConfig
+from iclcore.richardson.tasks import TaskConfig
 
 use_style()
 t_start = time.perf_counter()

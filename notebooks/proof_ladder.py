@@ -44,7 +44,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.dynamics import (
+from iclcore.richardson.dynamics import (
     covariance_from_spectrum,
     decoder_moments,
     encoder_moments,
@@ -58,7 +58,7 @@ from iclcore.dynamics import (
     quadratic_risk,
     random_orthogonal,
 )
-from iclcore.closure import (
+from iclcore.richardson.closure import (
     CommutingModel,
     LatentModel,
     closure_log_ratio,
@@ -137,7 +137,7 @@ print(f"max |modal - iteration| = {max_err_encoder:.3e}, trajectory rel. error =
 
 # %% [markdown]
 # ## (c) Commuting coupled system (seed 000 §6.4–§6.5)
-# The latent model of `iclcore.closure`: $A(G) = G^\top H G$, $C(G) = G^\top\Sigma_c G$, $B(G) = A(G)^{-1}C(G)$,
+# The latent model of `iclcore.richardson.closure`: $A(G) = G^\top H G$, $C(G) = G^\top\Sigma_c G$, $B(G) = A(G)^{-1}C(G)$,
 # all diagonal in one random orthonormal basis $V$ together with $\Sigma_z$ and $G_\star$. The scalar side uses
 # only $g_i(s) = g_i^\star + (g_i(0)-g_i^\star)(1-\eta_e\sigma_i)^s$, the mode coefficients
 # $a_i = h_i g_i^2$, $c_i = \kappa_i g_i^2$, $b_i = \kappa_i/h_i$, $w_i = \kappa_i/(r h_i^2 g_i^2)$ and the product/sum formula

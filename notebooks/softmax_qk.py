@@ -11,7 +11,7 @@
 # %% [markdown]
 # # Softmax attention: the Q/K kernel during training and the local Jacobian preconditioner (seed 000 §8, §12.10, Figure 10)
 # This notebook trains a multi-head softmax attention layer (probe queries, residual-label values; see
-# `iclcore.softmax_attention`) online on in-context least-squares prompts with the decoder objective of
+# `iclcore.models.softmax`) online on in-context least-squares prompts with the decoder objective of
 # seed 000 §3.1, and tracks the gauge-invariant kernels $G_h=W_Q^{h\top}W_K^h$ (per head and averaged over
 # heads): stable rank, top-$k$ energy, skew/symmetry ratio and the factor balance $\|W_Q\|_F/\|W_K\|_F$
 # (the Q/K panels of Figure 10). It checks that the gauge $W_Q\to AW_Q$, $W_K\to A^{-\top}W_K$ changes the raw
@@ -50,8 +50,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.moments import closed_form_moments, oracle_preconditioner, oracle_risk
-from iclcore.softmax_attention import (
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, oracle_risk
+from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
     TrainConfig,
@@ -67,7 +67,7 @@ from iclcore.softmax_attention import (
     stable_rank,
     train_attention,
 )
-from iclcore.tasks import TaskConfig
+from iclcore.richardson.tasks import TaskConfig
 
 use_style()
 t_start = time.perf_counter()

@@ -1,9 +1,9 @@
-"""Tests for iclcore.certificates (seed 001 §2)."""
+"""Tests for iclcore.richardson.certificates (seed 001 §2)."""
 
 import numpy as np
 import pytest
 
-from iclcore.certificates import clipped_empirical_bernstein, eb_coverage, eb_coverage_from_pool
+from iclcore.richardson.certificates import clipped_empirical_bernstein, eb_coverage, eb_coverage_from_pool
 
 
 def test_formula_by_hand():

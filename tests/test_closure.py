@@ -1,4 +1,4 @@
-"""Tests of iclcore.closure: commuting scalar closure, non-commuting matrix dynamics, §7 counterexample."""
+"""Tests of iclcore.richardson.closure: commuting scalar closure, non-commuting matrix dynamics, §7 counterexample."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.closure import (
+from iclcore.richardson.closure import (
     CommutingModel,
     LatentModel,
     closure_mismatch,
@@ -25,7 +25,7 @@ from iclcore.closure import (
     tracking_error_iterate,
     tracking_error_product_sum,
 )
-from iclcore.dynamics import covariance_from_spectrum, gd_iterate, random_orthogonal
+from iclcore.richardson.dynamics import covariance_from_spectrum, gd_iterate, random_orthogonal
 
 # Identities hold to rounding: ~1 rounding error per step and entry, <= 150 steps,
 # well-conditioned A (cond <= ~50) -> ~1e-13 relative; we assert 1e-12.

@@ -1,9 +1,9 @@
-"""Tests for iclcore.decoder (seed 000 §3–4, §12; seed 001 §4)."""
+"""Tests for iclcore.richardson.decoder (seed 000 §3–4, §12; seed 001 §4)."""
 
 import numpy as np
 import pytest
 
-from iclcore.decoder import (
+from iclcore.richardson.decoder import (
     checkpoint_table,
     cosine_defect,
     depth_risk,
@@ -21,9 +21,9 @@ from iclcore.decoder import (
     ridge_matching_contraction,
     stable_rank,
 )
-from iclcore.dynamics import gd_iterate
-from iclcore.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
-from iclcore.tasks import TaskConfig, sample_prompt_statistics, sample_prompts
+from iclcore.richardson.dynamics import gd_iterate
+from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics, sample_prompts
 
 CFG = TaskConfig(K=6, M=30, sigma=0.2, cond=5.0)
 
@@ -102,7 +102,7 @@ def test_alignment_metrics():
 
 def test_finite_task_estimator_normal_equation_and_identity():
     rng = np.random.default_rng(6)
-    from iclcore.tasks import sample_decoder_pairs
+    from iclcore.richardson.tasks import sample_decoder_pairs
 
     d, z = sample_decoder_pairs(CFG, 40, rng)
     P = finite_task_estimator(d, z)

@@ -1,4 +1,4 @@
-"""Tests for iclcore.dmft_reduced (seed 002: reduced-Γ theory, scaling laws, SGD).
+"""Tests for iclcore.dmft.reduced (seed 002: reduced-Γ theory, scaling laws, SGD).
 
 Every closed form is checked against an independent computation: Gauss quadrature of the
 Marchenko–Pastur law vs the Catalan formula, ODE integration vs closed-form flows, Monte Carlo
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from iclcore import dmft_reduced as dr
-from iclcore.dmft_reduced import _forward_backward, _sample_batch
+from iclcore.dmft import reduced as dr
+from iclcore.dmft.reduced import _forward_backward, _sample_batch
 
 # ------------------------------------------------------------------------------------------------
 # ISO: landscape, optimum (Catalan), flows

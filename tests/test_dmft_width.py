@@ -1,4 +1,4 @@
-"""Tests for iclcore.dmft_width (seed 002 §4, App. A, F): width-N model, deterministic equivalents."""
+"""Tests for iclcore.dmft.width (seed 002 §4, App. A, F): width-N model, deterministic equivalents."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from iclcore.dmft_reduced import (
+from iclcore.dmft.reduced import (
     context_bottleneck,
     context_bottleneck_paper,
     power_law_spectrum,
@@ -17,7 +17,7 @@ from iclcore.dmft_reduced import (
     width_bottleneck,
     width_bottleneck_paper,
 )
-from iclcore.dmft_width import (
+from iclcore.dmft.width import (
     free_product_psi,
     haar_columns,
     two_point_F,
@@ -31,7 +31,7 @@ from iclcore.dmft_width import (
     width_psi,
     width_spectrum_mc,
 )
-from iclcore.spectra import mp_quadrature
+from iclcore.spectra.mp import mp_quadrature
 
 
 def _brute_loss(lam, omega, U, gamma, L, Sig=None):
@@ -283,8 +283,8 @@ def test_untied_balanced_point_is_transversally_unstable(L):
     """Hessian of the untied loss at a balanced point: closed form vs finite differences (1e-5 rel),
     transverse eigenvalue -2m < 0; and unequal layer scales reach a lower loss than the best
     balanced one (the balanced optimum is a saddle)."""
-    from iclcore.dmft_reduced import rrs_optimum
-    from iclcore.dmft_width import untied_balanced_hessian, untied_loss
+    from iclcore.dmft.reduced import rrs_optimum
+    from iclcore.dmft.width import untied_balanced_hessian, untied_loss
 
     lam, omega = power_law_spectrum(40, 1.0, 1.0)
     g_star, l_star = rrs_optimum(lam, omega, L)

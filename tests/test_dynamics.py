@@ -1,4 +1,4 @@
-"""Tests of iclcore.dynamics: closed-form population gradient descent (seed 000 §3.1, §5.1)."""
+"""Tests of iclcore.richardson.dynamics: closed-form population gradient descent (seed 000 §3.1, §5.1)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.dynamics import (
+from iclcore.richardson.dynamics import (
     check_step_size,
     excess_risk,
     gd_iterate,
@@ -227,7 +227,7 @@ def test_inconsistent_rhs_and_degenerate_weights():
 
 def test_moment_helpers_give_bayes_oracle_and_regression_target():
     rng = np.random.default_rng(5)
-    from iclcore.dynamics import covariance_from_spectrum, decoder_moments, encoder_moments, random_orthogonal
+    from iclcore.richardson.dynamics import covariance_from_spectrum, decoder_moments, encoder_moments, random_orthogonal
 
     K = 5
     Q = random_orthogonal(K, rng)

@@ -1,11 +1,11 @@
-"""Tests for iclcore.encdec: latent system, moving oracle, tracking identity, risk decomposition,
+"""Tests for iclcore.richardson.encdec: latent system, moving oracle, tracking identity, risk decomposition,
 §6.4 continuous-time triangular dynamics and the §6.6 product/sum formula (seed 000 §6)."""
 
 import numpy as np
 import pytest
 
-from iclcore.closure import commutator_defect, tracking_error_product_sum
-from iclcore.encdec import (
+from iclcore.richardson.closure import commutator_defect, tracking_error_product_sum
+from iclcore.richardson.encdec import (
     EncDecConfig,
     LatentMoments,
     LowRankModel,

@@ -1,9 +1,9 @@
-"""Tests for iclcore.encoder: encoder-only recovery b = G⋆ z + ξ (seed 000 §5.1, seed 001 §3)."""
+"""Tests for iclcore.richardson.encoder: encoder-only recovery b = G⋆ z + ξ (seed 000 §5.1, seed 001 §3)."""
 
 import numpy as np
 import pytest
 
-from iclcore.encoder import (
+from iclcore.richardson.encoder import (
     EncoderProblem,
     batch_moments,
     encoder_modal_risk,
@@ -17,7 +17,7 @@ from iclcore.encoder import (
     sample_encoder_data,
     sgd_stationary_sq_error,
 )
-from iclcore.encoder import _heldout_moments
+from iclcore.richardson.encoder import _heldout_moments
 
 MU = np.array([1.0, 0.6, 0.35, 0.2])
 

@@ -1,4 +1,4 @@
-"""Tests of iclcore.logistic_modes (seed 003: model, paper theory, exact expected dynamics)."""
+"""Tests of iclcore.logistic.modes (seed 003: model, paper theory, exact expected dynamics)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore import logistic_modes as lm
+from iclcore.logistic import modes as lm
 
 S4 = np.array([1.0, 0.6, 0.35, 0.2])
 

@@ -1,9 +1,9 @@
-"""Tests for iclcore.moments: Wishart closed forms against Monte Carlo (seed 000 §3.1)."""
+"""Tests for iclcore.richardson.moments: Wishart closed forms against Monte Carlo (seed 000 §3.1)."""
 
 import numpy as np
 import pytest
 
-from iclcore.moments import (
+from iclcore.richardson.moments import (
     closed_form_moments,
     decoder_risk,
     effective_dimension,
@@ -13,7 +13,7 @@ from iclcore.moments import (
     population_moments,
     wishart_sandwich,
 )
-from iclcore.tasks import TaskConfig, sample_prompts
+from iclcore.richardson.tasks import TaskConfig, sample_prompts
 
 
 def _rel(a, b):

@@ -1,4 +1,4 @@
-"""Tests of iclcore.probes (seed 003 Eqs. 15-16 and the Fig. 4 probes)."""
+"""Tests of iclcore.models.probes (seed 003 Eqs. 15-16 and the Fig. 4 probes)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore import logistic_modes as lm
-from iclcore import probes as pr
+from iclcore.logistic import modes as lm
+from iclcore.models import probes as pr
 
 
 def _orth(n, k, rng):

@@ -1,4 +1,4 @@
-"""Tests for iclcore.prompt_spectra (seed 000 §4, §12.10)."""
+"""Tests for iclcore.spectra.prompt (seed 000 §4, §12.10)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.prompt_spectra import (
+from iclcore.spectra.prompt import (
     concentration_experiment,
     concentration_failure_bound,
     concentration_window,
@@ -23,8 +23,8 @@ from iclcore.prompt_spectra import (
     whitened_spectrum,
     window_violations,
 )
-from iclcore.spectra import mp_atom, mp_edges
-from iclcore.tasks import TaskConfig
+from iclcore.spectra.mp import mp_atom, mp_edges
+from iclcore.richardson.tasks import TaskConfig
 
 
 @pytest.fixture

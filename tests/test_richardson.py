@@ -1,10 +1,10 @@
-"""Tests for iclcore.richardson (seed 000 §3.1, seed 001 §4)."""
+"""Tests for iclcore.richardson.iterates (seed 000 §3.1, seed 001 §4)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from iclcore.richardson import (
+from iclcore.richardson.iterates import (
     contraction_factor,
     iteration_matrix,
     richardson_certificate,
@@ -13,7 +13,7 @@ from iclcore.richardson import (
     richardson_iterates_naive,
     richardson_sum_form,
 )
-from iclcore.tasks import TaskConfig, sample_prompts
+from iclcore.richardson.tasks import TaskConfig, sample_prompts
 
 
 def _batch(seed=0, n=20, K=5, lam=0.1):

@@ -1,4 +1,4 @@
-"""Tests for iclcore.softmax_attention (seed 000 §8, §12.10)."""
+"""Tests for iclcore.models.softmax (seed 000 §8, §12.10)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from iclcore.softmax_attention import (
+from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
     TrainConfig,
@@ -26,7 +26,7 @@ from iclcore.softmax_attention import (
     train_attention,
     update_jacobian,
 )
-from iclcore.tasks import TaskConfig
+from iclcore.richardson.tasks import TaskConfig
 
 TASK = TaskConfig(K=6, M=24, r=1, sigma=0.1, lam=0.0, cond=10.0)
 

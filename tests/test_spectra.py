@@ -1,4 +1,4 @@
-"""Tests for iclcore.spectra (Marchenko–Pastur toolkit; seed 000 §4, §9)."""
+"""Tests for iclcore.spectra.mp (Marchenko–Pastur toolkit; seed 000 §4, §9)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from iclcore.spectra import (
+from iclcore.spectra.mp import (
     mp_atom,
     mp_cdf,
     mp_density,

@@ -1,11 +1,11 @@
-"""Tests for iclcore.subspace: principal angles, Top-r, Davis–Kahan, r_eff, floor risk (seed 000 §5.2)."""
+"""Tests for iclcore.richardson.subspace: principal angles, Top-r, Davis–Kahan, r_eff, floor risk (seed 000 §5.2)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.subspace import (
+from iclcore.richardson.subspace import (
     davis_kahan_bound,
     effective_rank,
     eigengap,

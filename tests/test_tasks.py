@@ -1,9 +1,9 @@
-"""Tests for iclcore.tasks (seed 000 §1.2)."""
+"""Tests for iclcore.richardson.tasks (seed 000 §1.2)."""
 
 import numpy as np
 import pytest
 
-from iclcore.tasks import (
+from iclcore.richardson.tasks import (
     TaskConfig,
     design_covariance,
     design_spectrum,
@@ -147,7 +147,7 @@ def test_statistics_sampler_wishart_variance():
 def test_decoder_pair_sampler_moments():
     """The O(nK²) pair sampler reproduces E[d dᵀ] and E[β dᵀ] (closed forms); 40000 draws, 6%."""
     cfg = TaskConfig(K=4, M=6, sigma=2.0, lam=0.1, cond=5.0)  # noise term is a visible part of C
-    from iclcore.tasks import sample_decoder_pairs
+    from iclcore.richardson.tasks import sample_decoder_pairs
 
     S, Sb, M = cfg.Sigma_x, cfg.Sigma_beta, cfg.M
     C_exact = (1 + 1 / M) * S @ Sb @ S + (np.trace(Sb @ S) + cfg.sigma**2) / M * S
@@ -165,7 +165,7 @@ def test_decoder_pair_sampler_moments():
 def test_decoder_pair_sampler_fourth_moments():
     """Law check beyond second moments: mean and variance of ‖d‖² and of (βᵀd) agree with the
     explicit sampler (60000 draws each; relative MC error ~1-2%; tolerance 6%)."""
-    from iclcore.tasks import sample_decoder_pairs
+    from iclcore.richardson.tasks import sample_decoder_pairs
 
     cfg = TaskConfig(K=3, M=4, sigma=1.0, cond=4.0)
     d, z = sample_decoder_pairs(cfg, 60000, np.random.default_rng(8))

@@ -1,4 +1,4 @@
-"""Tests of iclcore.toy_transformers (small non-linear models for the seed-003 probes)."""
+"""Tests of iclcore.models.toy_transformers (small non-linear models for the seed-003 probes)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from iclcore import probes as pr
-from iclcore import toy_transformers as tt
+from iclcore.models import probes as pr
+from iclcore.models import toy_transformers as tt
 
 torch.set_num_threads(1)
 

@@ -16,7 +16,7 @@ Conventions fixed once for the whole module
 * ``tr`` is the normalised trace ``(1/D) Tr``; every loss is ``O(1)`` and equals ``1 + σ²`` at ``Γ = 0``
   for ISO data (``tr ΩΛ + σ²`` in general).
 * Context length ``P = αD``; the spectrum of ``Σ̂`` is Marchenko–Pastur with ratio ``D/P = 1/α``,
-  i.e. ``iclcore.spectra`` with ``gamma = 1/alpha`` (law of ``(1/M) XᵀX`` for ``X`` of shape
+  i.e. ``iclcore.spectra.mp`` with ``gamma = 1/alpha`` (law of ``(1/M) XᵀX`` for ``X`` of shape
   ``(M, K) = (P, D)``).
 * Theory time: gradient flow ``dγ/dt = -½ ∂L/∂γ`` (seed 002 Eqs. 7, 10, 13, 83). The simulation
   takes SGD steps ``Γ ← Γ + η G`` with ``G = -(D/2) ∇_Γ L̂_batch`` (the ``G`` of Eq. 62); since
@@ -50,7 +50,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 from scipy.optimize import brentq, minimize_scalar
 
-from iclcore.spectra import mp_edges, mp_quadrature
+from iclcore.spectra.mp import mp_edges, mp_quadrature
 
 __all__ = [
     "power_law_spectrum",
@@ -218,7 +218,7 @@ def power_law_spectrum(D: int, nu: float, beta: float) -> tuple[np.ndarray, np.n
 def mp_rule(alpha: float, L: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Quadrature nodes/weights for the spectrum of ``Σ̂ = XᵀX/P`` at ``P/D = α`` (atom included).
 
-    A thin wrapper around :func:`iclcore.spectra.mp_quadrature` with ``gamma = 1/α``. The rule is the
+    A thin wrapper around :func:`iclcore.spectra.mp.mp_quadrature` with ``gamma = 1/α``. The rule is the
     Gauss rule of the Marchenko–Pastur law, exact for polynomials of degree ``2n - 1``; all ISO
     integrands of depth ``L`` are polynomials of degree ``<= 2L`` in ``λ``, so ``n = L + 8`` nodes make
     every ISO formula below exact up to rounding.

@@ -32,13 +32,13 @@ Contents
   structured Wishart at finite ``alpha = P/D``).
 * The ``t, L -> infinity`` width bottleneck is :attr:`WidthSpectrum.null_loss` (Monte Carlo); its
   closed-form deterministic equivalent (the corrected Eq. 113) and the depth and context
-  bottlenecks live in :mod:`iclcore.dmft_reduced` (``width_bottleneck``, ``rrs_optimum``,
+  bottlenecks live in :mod:`iclcore.dmft.reduced` (``width_bottleneck``, ``rrs_optimum``,
   ``context_bottleneck``), which the tests check against this module.
 
 * Untied layers (§5.1, App. G.1): :func:`untied_loss` and the Hessian at the balanced point,
   :func:`untied_balanced_hessian`, and an unbalanced local minimum :func:`untied_optimum`.
 
-Power-law spectra: :func:`iclcore.dmft_reduced.power_law_spectrum`.
+Power-law spectra: :func:`iclcore.dmft.reduced.power_law_spectrum`.
 """
 
 from __future__ import annotations
@@ -693,7 +693,7 @@ def two_point_loss_de(
     * width N at ``P = infinity``: ``a = lam``, ``B = (D/N) x`` projection (nodes ``[0, D/N]``,
       weights ``[1 - N/D, N/D]``), ``C = omega``, ``T = lam``;
     * finite ``alpha = P/D`` at ``N = D``: ``a = lam``, ``B`` = white Marchenko-Pastur with ratio
-      ``1/alpha`` (:func:`iclcore.spectra.mp_quadrature`), ``C = 1``, ``T = omega * lam``.
+      ``1/alpha`` (:func:`iclcore.spectra.mp.mp_quadrature`), ``C = 1``, ``T = omega * lam``.
     """
     Lf = _check_depth(L)
     if np.isinf(Lf):
@@ -770,12 +770,12 @@ def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int, spread: float = 0
     """A local minimum of :func:`untied_loss` reached from a slightly unbalanced start.
 
     Starts at ``gamma^l = gamma_*(1 + spread * s_l)`` with ``s_l`` evenly spaced in ``[-1, 1]``
-    (``gamma_*`` the balanced optimum, :func:`iclcore.dmft_reduced.rrs_optimum`) and runs
+    (``gamma_*`` the balanced optimum, :func:`iclcore.dmft.reduced.rrs_optimum`) and runs
     Nelder-Mead in ``log gamma^l``. Returns the sorted layer scales and the loss.
     """
     from scipy.optimize import minimize
 
-    from iclcore.dmft_reduced import rrs_optimum
+    from iclcore.dmft.reduced import rrs_optimum
 
     lam, omega = _check_spectra(lam, omega)
     L = _check_int("L", L)

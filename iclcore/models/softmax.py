@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.tasks import TaskConfig, sample_prompts
+from iclcore.richardson.tasks import TaskConfig, sample_prompts
 
 __all__ = [
     "ATTENTIONS",
@@ -506,7 +506,7 @@ class TrainHistory:
 
 
 def sample_torch_prompts(config: TaskConfig, n: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
-    """Prompts from :func:`iclcore.tasks.sample_prompts` as float64 tensors.
+    """Prompts from :func:`iclcore.richardson.tasks.sample_prompts` as float64 tensors.
 
     Returns
     -------
@@ -534,7 +534,7 @@ def train_attention(
         Source of all prompts.
     """
     if not isinstance(task, TaskConfig):
-        raise TypeError("task: expected an iclcore.tasks.TaskConfig")
+        raise TypeError("task: expected an iclcore.richardson.tasks.TaskConfig")
     if task.K != model.config.K:
         raise ValueError(f"task: K={task.K} does not match the model's K={model.config.K}")
     if task.lam != 0:

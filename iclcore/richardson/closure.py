@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.dynamics import _as_float_array, _as_steps, gd_trajectory, psd_spectrum
+from iclcore.richardson.dynamics import _as_float_array, _as_steps, gd_trajectory, psd_spectrum
 
 __all__ = [
     "LatentModel",
@@ -283,7 +283,7 @@ class CommutingModel:
     def encoder_modes(self, g0: np.ndarray, eta_e: float, n_steps: int) -> np.ndarray:
         """``g_i(s) = g_i^⋆ + (g_i(0) - g_i^⋆)(1 - η_e σ_i)^s`` for ``s = 0..n_steps`` (§6.5).
 
-        Evaluated with :func:`iclcore.dynamics.gd_trajectory` on ``Σ_z = diag(σ)``.
+        Evaluated with :func:`iclcore.richardson.dynamics.gd_trajectory` on ``Σ_z = diag(σ)``.
 
         Returns
         -------
@@ -530,7 +530,7 @@ def encdec_iterate(
         Naming ``eta_e`` / ``eta_d`` for unstable steps, ``G0`` / ``P0`` for wrong
         shapes, ``G`` if ``A(G_s)`` becomes singular.
     """
-    from iclcore.dynamics import _check_eta
+    from iclcore.richardson.dynamics import _check_eta
 
     r = model.r
     G0 = _square(G0, "G0", r)
@@ -888,7 +888,7 @@ def counterexample(
     -------
     Counterexample
     """
-    from iclcore.dynamics import excess_risk, gd_iterate, modal_excess_risk
+    from iclcore.richardson.dynamics import excess_risk, gd_iterate, modal_excess_risk
 
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]

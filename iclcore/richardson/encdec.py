@@ -41,12 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from iclcore.closure import tracking_error_product_sum
-from iclcore.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
-from iclcore.encoder import _check_pos_int, _check_rng
-from iclcore.richardson import richardson_iterates
-from iclcore.subspace import davis_kahan_bound, sin_theta
-from iclcore.tasks import TaskConfig, design_spectrum, sample_prompts
+from iclcore.richardson.closure import tracking_error_product_sum
+from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
+from iclcore.richardson.encoder import _check_pos_int, _check_rng
+from iclcore.richardson.iterates import richardson_iterates
+from iclcore.richardson.subspace import davis_kahan_bound, sin_theta
+from iclcore.richardson.tasks import TaskConfig, design_spectrum, sample_prompts
 
 __all__ = [
     "LowRankModel",
@@ -207,7 +207,7 @@ class LatentPrompts:
 def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator) -> LatentPrompts:
     """Draw ``n`` prompts explicitly (``x_i ~ N(0, Σ_x)``, ``y = Xβ + ξ``), vectorised over prompts.
 
-    The model's prompts through :func:`iclcore.tasks.sample_prompts` with a general latent
+    The model's prompts through :func:`iclcore.richardson.tasks.sample_prompts` with a general latent
     covariance ``Σ_z`` (same formulas and draws, seed 000 §1.2).
     """
     _check_rng(rng)
@@ -421,7 +421,7 @@ def product_sum_tracking_error(
 
     ``E_s = E_0 Π_{t<s}(I - η_d C_t) + Σ_{τ<s} D_τ Π_{t=τ+1}^{s-1}(I - η_d C_t)`` with
     ``D_τ = P_z^⋆(U_τ) - P_z^⋆(U_{τ+1})``, evaluated literally (ordered suffix
-    products) by :func:`iclcore.closure.tracking_error_product_sum`, from the
+    products) by :func:`iclcore.richardson.closure.tracking_error_product_sum`, from the
     run's ``E_0``, ``C_t`` and oracle drifts only — not from the decoder iterates.
 
     Parameters

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
-from iclcore.subspace import sin_theta
+from iclcore.richardson.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
+from iclcore.richardson.subspace import sin_theta
 
 __all__ = [
     "EncoderProblem",

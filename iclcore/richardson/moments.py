@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.dynamics import quadratic_minimizer, quadratic_risk
-from iclcore.tasks import TaskConfig, sample_prompt_statistics, sample_prompts
+from iclcore.richardson.dynamics import quadratic_minimizer, quadratic_risk
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics, sample_prompts
 
 __all__ = [
     "Moments",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iclcore.dynamics import psd_spectrum
+from iclcore.richardson.dynamics import psd_spectrum
 
 __all__ = [
     "TaskConfig",

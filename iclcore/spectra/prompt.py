@@ -4,7 +4,7 @@ Implements seed 000 §4 (prompt generalization) and the prompt side of §12.10 (
 
 * the whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} Σ̂_M Σ_x^{-1/2}`` with ``Σ̂_M = XᵀX/M``;
   for a Gaussian design ``X = G Σ_x^{1/2}`` it equals ``GᵀG/M`` exactly, whatever ``Σ_x``,
-  so its spectrum follows the Marchenko–Pastur law of :mod:`iclcore.spectra` with
+  so its spectrum follows the Marchenko–Pastur law of :mod:`iclcore.spectra.mp` with
   ``γ = K/M``;
 * the concentration window ``[(1 - √γ - t)², (1 + √γ + t)²]`` holding with probability at least
   ``1 - 2 exp(-M t²/2)`` (Gaussian singular-value bound of Davidson–Szarek, e.g. Vershynin 2012,
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 
 __all__ = [
     "WINDOW_FORMS",
@@ -442,14 +442,14 @@ def prompt_excess_risk_first_order(
 def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[float, float]:
     """Monte Carlo prompt excess risk ``R_prompt(M) - R_prompt(∞)`` with its standard error.
 
-    Prompts come from :func:`iclcore.tasks.sample_prompt_statistics` (exact law of ``(H_M, c_M, β)``
+    Prompts come from :func:`iclcore.richardson.tasks.sample_prompt_statistics` (exact law of ``(H_M, c_M, β)``
     through the Bartlett decomposition, cost ``O(n K³)``, needs ``M >= K``). Paired estimator: for
     each prompt the same ``β`` enters ``‖β̂_M - β‖²_Σ`` and ``‖β_∞ - β‖²_Σ`` with
     ``β_∞ = H_∞^{-1} Σ_x β``, which removes the task variance.
 
     Parameters
     ----------
-    config : iclcore.tasks.TaskConfig
+    config : iclcore.richardson.tasks.TaskConfig
         Needs ``lam > 0``; ``config.M`` is the prompt size.
     n_prompts : int, >= 2
     rng : numpy.random.Generator
@@ -460,7 +460,7 @@ def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Gen
         Compare ``mean`` with ``prompt_excess_risk_first_order(...) / M``.
     """
     if not isinstance(config, TaskConfig):
-        raise TypeError(f"config: expected an iclcore.tasks.TaskConfig, got {type(config).__name__}")
+        raise TypeError(f"config: expected an iclcore.richardson.tasks.TaskConfig, got {type(config).__name__}")
     if config.lam <= 0:
         raise ValueError(f"lam: the prompt excess risk needs a ridge lam > 0, got {config.lam!r}")
     if isinstance(n_prompts, (bool, np.bool_)) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 2:
