@@ -136,7 +136,7 @@ runtime = time.perf_counter() - t_start
 write_metrics({
     "rho_M1024": rho_1024,
     "rho_M4096": rho_4096,
-    "rho_monotone_in_M": bool(np.all(np.diff(pc.spectral_radius) < 0)),
+    "rho_max_increment_in_M": float(np.max(np.diff(pc.spectral_radius))),
     "lam_fit_M1024": lam_fit,
     "rho_M4096_with_lam_fit": rho_4096_fit,
     "finite_prompt_norm_M1024": float(fin_norm[M_grid == 1024][0]),
@@ -145,9 +145,9 @@ write_metrics({
     "d_eff": res.d_eff,
     "excess_slope": slope,
     "excess_over_deff_mean": float(ratio_deff.mean()),
-    "excess_decreases": bool(np.all(np.diff(exc_mean[N_grid > K + 1]) < 0)),
+    "excess_max_increment_in_N": float(np.max(np.diff(exc_mean[N_grid > K + 1]))),
     "gap_at_Nmax": float(gap[-1]),
-    "gap_decreases": bool(gap[-1] < gap[N_grid > K + 1][0]),
+    "gap_first": float(gap[N_grid > K + 1][0]),
     "oracle_risk": res.oracle_risk,
     "runtime_seconds": runtime,
 })

@@ -257,7 +257,7 @@ dkw_est = col("estimated", "dk_weyl")
 S_cx = np.array([[0.5, 1e-3], [1e-3, 0.5]])
 sin_cx = sin_theta(top_r_subspace(S_cx, 1), np.eye(2)[:, :1])
 dk_cx = davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "paper")
-valid_holds = bool(np.all(sin_or <= dkw_or * (1 + 1e-12)) and np.all(sin_est <= dkw_est * (1 + 1e-12)))
+valid_dk_ratio_max = float(max(np.max(sin_or / dkw_or), np.max(sin_est / dkw_est)))
 
 # %% tags=["nbval-check-output"]
 print(f"r_eff = {reff:.4f}, gamma_enc = {gamma:.4f}")
@@ -274,14 +274,11 @@ write_metrics({
     "noisy_risk_iterate_final": res_n.risk_iterate[-1],
     "noisy_ratio_final": ratio_noisy,
     "noisy_ratio_se": se_noisy,
-    "noisy_ratio_within_3se": bool(abs(ratio_noisy - 1) <= 3 * se_noisy),
     "noisy_rel_err_final": res_n.rel_err[-1],
     "noisy_sin2_final": res_n.sin2[-1],
     "noisy_rel_err_stationary_pred": rel_err_stationary,
     "noisy_rel_err_time_avg": rel_err_time_avg,
-    "noisy_rel_err_matches_stationary": bool(abs(rel_err_time_avg / rel_err_stationary - 1) < 0.1),
     "noisy_sin2_wedin_bound": wedin_noisy,
-    "noisy_sin2_below_wedin": bool(res_n.sin2[-1] <= wedin_noisy),
     "noise_floor": prob_noisy.noise_floor,
     "clean_risk_heldout_final": res_c.risk_heldout[-1],
     "clean_risk_iterate_final": res_c.risk_iterate[-1],
@@ -292,10 +289,7 @@ write_metrics({
     "clean_rel_err_ratio_final": res_c.rel_err[-1] / res_c.rel_err_pred[-1],
     "clean_sin2_final": res_c.sin2[-1],
     "clean_sin2_wedin_bound": wedin_clean,
-    "clean_sin2_below_wedin": bool(res_c.sin2[-1] <= wedin_clean),
     "clean_max_abs_log_ratio": np.abs(log_ratio).max(),
-    "clean_final_agrees_1pct": bool(abs(res_c.risk_heldout[-1] / res_c.risk_pred[-1] - 1) < 0.01
-                                    and abs(res_c.rel_err[-1] / res_c.rel_err_pred[-1] - 1) < 0.01),
     "subspace_reff": reff,
     "subspace_gamma": gamma,
     "subspace_sin_estimated_final": sin_est[-1],
@@ -304,13 +298,10 @@ write_metrics({
     "subspace_dk_oracle_final": dk_or[-1],
     "subspace_oracle_err_normalised_min": norm_err_or.min(),
     "subspace_oracle_err_normalised_max": norm_err_or.max(),
-    "subspace_valid_dk_holds": valid_holds,
-    "subspace_reff_scaling_holds": bool(0.3 <= norm_err_or.min() and norm_err_or.max() <= 3.0),
+    "subspace_valid_dk_ratio_max": valid_dk_ratio_max,
     "dk_counterexample_sin": sin_cx,
     "dk_counterexample_paper_bound": dk_cx,
-    "dk_paper_form_valid_in_general": bool(sin_cx <= dk_cx),
     "subspace_sin_estimated_over_dk": sin_est[-1] / dk_est[-1],
-    "subspace_floor_bound_holds": bool(np.all(fl_all <= flb_all * (1 + 1e-12))),
     "subspace_floor_bound_ratio_max": float(np.max(fl_all / flb_all)),
     "elapsed_seconds": elapsed,
 })
