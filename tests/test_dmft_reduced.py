@@ -507,3 +507,18 @@ def test_bad_inputs():
                                       np.random.default_rng(0))
     with pytest.raises(ValueError, match="Gamma"):
         dr.in_context_gd_predictor(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
+
+
+def test_fit_power_law_drift_zero_for_pure_power_law_and_sees_curvature():
+    """A pure power law has no drift; y = x^-1 (1 + 1/x) has a local slope that moves across the
+    window, and the drift is the difference of the half-window fits."""
+    from iclcore.dmft.reduced import fit_power_law_drift, fit_power_law_exponent
+
+    x = np.geomspace(1.0, 1e3, 20)
+    assert fit_power_law_drift(x, 3.0 * x**-0.7) == pytest.approx(0.0, abs=1e-10)
+    y = x**-1.0 * (1 + 1 / x)
+    d = fit_power_law_drift(x, y)
+    assert d == pytest.approx(abs(fit_power_law_exponent(x[:10], y[:10]) - fit_power_law_exponent(x[10:], y[10:])))
+    assert d > 0.05
+    with pytest.raises(ValueError, match="x, y"):
+        fit_power_law_drift(x[:3], y[:3])

@@ -305,3 +305,37 @@ def test_untied_balanced_point_is_transversally_unstable(L):
     v = np.zeros(L)
     v[0], v[1] = 1.0, -1.0
     assert untied_loss(np.full(L, g_star) + 0.05 * g_star * v, lam, omega) < l_star
+
+
+@pytest.mark.parametrize("D, L", [(24, 2), (24, 4), (24, 8), (300, 3)])
+def test_untied_optimum_is_global(D, L):
+    """The orthogonal-polynomial optimum: its layer scales attain the returned loss, it is below the
+    balanced optimum, and no multi-start Nelder-Mead run (12 random starts) goes below it."""
+    from scipy.optimize import minimize
+
+    from iclcore.dmft.reduced import rrs_optimum
+    from iclcore.dmft.width import untied_loss, untied_optimum
+
+    lam, omega = power_law_spectrum(D, 1.0, 1.0)
+    g, loss = untied_optimum(lam, omega, L)
+    assert g.shape == (L,) and np.all(g > 0)
+    assert untied_loss(g, lam, omega) == pytest.approx(loss, rel=1e-8)
+    g_bal, l_bal = rrs_optimum(lam, omega, L)
+    assert loss < l_bal
+    rng = np.random.default_rng(0)
+    opts = dict(maxiter=20000, maxfev=20000, xatol=1e-10, fatol=1e-18)
+    best = min(minimize(lambda x: untied_loss(np.exp(x), lam, omega),
+                        np.log(g_bal * (1 + 0.5 * rng.uniform(-1, 1, L))), method="Nelder-Mead", options=opts).fun
+               for _ in range(12))
+    assert best >= loss * (1 - 1e-6)
+
+
+def test_untied_optimum_vanishes_when_layers_outnumber_modes():
+    """With D <= L distinct eigenvalues every mode can be annihilated: the minimum is 0."""
+    from iclcore.dmft.width import untied_loss, untied_optimum
+
+    lam, omega = power_law_spectrum(4, 1.0, 1.0)
+    g, loss = untied_optimum(lam, omega, 6)
+    assert loss == pytest.approx(0.0, abs=1e-15) and untied_loss(g, lam, omega) == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError, match="L"):
+        untied_optimum(lam, omega, 0)

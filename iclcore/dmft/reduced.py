@@ -50,7 +50,19 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 from scipy.optimize import brentq, minimize_scalar
 
+from iclcore.linalg import haar_orthogonal
 from iclcore.spectra.mp import mp_edges, mp_quadrature
+from iclcore.validation import (
+    as_generator,
+    check_depth,
+    finite_array,
+    nondecreasing_times,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    spectrum_pair,
+    symmetric_psd,
+)
 
 __all__ = [
     "power_law_spectrum",
@@ -85,108 +97,12 @@ __all__ = [
     "context_bottleneck_mc",
     "scaling_exponents",
     "fit_power_law_exponent",
+    "fit_power_law_drift",
     "ReducedGammaSGDConfig",
     "SGDResult",
     "simulate_reduced_gamma_sgd",
     "reduced_gamma_loss_mc",
-    "haar_orthogonal",
-    "in_context_gd_predictor",
 ]
-
-
-# --------------------------------------------------------------------------------------------------
-# input checks
-# --------------------------------------------------------------------------------------------------
-
-
-def _pos_float(x: object, name: str, allow_inf: bool = False) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
-        raise ValueError(f"{name}: expected a {'positive' if allow_inf else 'finite positive'} number, got {x!r}")
-    return v
-
-
-def _nonneg_float(x: object, name: str) -> float:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected a real number, got {type(x).__name__}")
-    v = float(x)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name}: expected a finite non-negative number, got {x!r}")
-    return v
-
-
-def _depth(L: object, allow_inf: bool = False) -> float:
-    """Depth ``L``: a positive integer, or ``math.inf`` where the L → ∞ limit is implemented."""
-    if isinstance(L, (bool, np.bool_)):
-        raise TypeError("L: expected a positive integer")
-    if isinstance(L, (float, np.floating)) and math.isinf(L) and L > 0:
-        if not allow_inf:
-            raise ValueError("L: the infinite-depth limit is not available here; pass a positive integer")
-        return math.inf
-    if isinstance(L, (int, np.integer)) or (isinstance(L, (float, np.floating)) and float(L).is_integer()):
-        if int(L) < 1:
-            raise ValueError(f"L: depth must be a positive integer, got {L!r}")
-        return float(int(L))
-    raise ValueError(f"L: depth must be a positive integer{' or math.inf' if allow_inf else ''}, got {L!r}")
-
-
-def _pos_int(x: object, name: str) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name}: expected a positive integer, got {type(x).__name__}")
-    if int(x) < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {x!r}")
-    return int(x)
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng: expected a numpy.random.Generator")
-    return rng
-
-
-def _spectrum(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
-    lam = np.asarray(lam, dtype=float)
-    omega = np.asarray(omega, dtype=float)
-    if lam.ndim != 1 or lam.size == 0:
-        raise ValueError(f"lam: expected a non-empty 1-D array of covariance eigenvalues, got shape {lam.shape}")
-    if omega.shape != lam.shape:
-        raise ValueError(f"omega: expected shape {lam.shape} (one task variance per eigenvalue), got {omega.shape}")
-    if not (np.all(np.isfinite(lam)) and np.all(lam > 0)):
-        raise ValueError("lam: covariance eigenvalues must be finite and positive")
-    if not (np.all(np.isfinite(omega)) and np.all(omega >= 0)):
-        raise ValueError("omega: task variances must be finite and non-negative")
-    return lam, omega
-
-
-def _flow_times(t: object) -> np.ndarray:
-    """Validate the output times of a gradient-flow solve: non-empty, 1-D, non-decreasing, finite, ``>= 0``."""
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or np.any(np.diff(t) < 0) or not np.all(np.isfinite(t)):
-        raise ValueError("t: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
-    return t
-
-
-def _gamma_array(gamma: object, name: str = "gamma") -> np.ndarray:
-    g = np.asarray(gamma, dtype=float)
-    if not np.all(np.isfinite(g)):
-        raise ValueError(f"{name}: contains non-finite values")
-    return g
-
-
-def _sym_psd(S: object, name: str) -> np.ndarray:
-    S = np.asarray(S, dtype=float)
-    if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"{name}: expected a square matrix, got shape {S.shape}")
-    if not np.all(np.isfinite(S)):
-        raise ValueError(f"{name}: contains non-finite values")
-    scale = max(1.0, float(np.abs(S).max()))
-    if np.abs(S - S.T).max() > 1e-10 * scale:
-        raise ValueError(f"{name}: matrix is not symmetric")
-    if np.linalg.eigvalsh(S).min() < -1e-10 * scale:
-        raise ValueError(f"{name}: matrix is not positive semi-definite")
-    return S
 
 
 # --------------------------------------------------------------------------------------------------
@@ -205,9 +121,9 @@ def power_law_spectrum(D: int, nu: float, beta: float) -> tuple[np.ndarray, np.n
     -------
     lam, omega : numpy.ndarray, shape ``(D,)``
     """
-    D = _pos_int(D, "D")
-    nu = _pos_float(nu, "nu")
-    beta = _pos_float(beta, "beta")
+    D = positive_int(D, "D")
+    nu = positive_float(nu, "nu")
+    beta = positive_float(beta, "beta")
     k = np.arange(1, D + 1, dtype=float)
     lam = k**-nu
     src = k ** (-nu * beta - 1.0)
@@ -223,8 +139,8 @@ def mp_rule(alpha: float, L: int = 1) -> tuple[np.ndarray, np.ndarray]:
     integrands of depth ``L`` are polynomials of degree ``<= 2L`` in ``λ``, so ``n = L + 8`` nodes make
     every ISO formula below exact up to rounding.
     """
-    alpha = _pos_float(alpha, "alpha")
-    Lf = _depth(L)
+    alpha = positive_float(alpha, "alpha")
+    Lf = float(check_depth(L))
     return mp_quadrature(1.0 / alpha, int(Lf) + 8)
 
 
@@ -257,10 +173,10 @@ def _iso_args(
     gamma: np.ndarray | float, alpha: float, L: int, sigma: float
 ) -> tuple[np.ndarray, float, int, float, np.ndarray, np.ndarray]:
     """Validated ``gamma, alpha, L, sigma`` of the ISO landscape and the MP quadrature nodes and weights."""
-    g = _gamma_array(gamma)
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    sigma = _nonneg_float(sigma, "sigma")
+    g = finite_array(gamma, "gamma")
+    alpha = positive_float(alpha, "alpha")
+    Lf = check_depth(L)
+    sigma = nonnegative_float(sigma, "sigma")
     lam, w = mp_rule(alpha, Lf)
     return g, alpha, Lf, sigma, lam, w
 
@@ -322,8 +238,8 @@ def iso_optimum_closed_form(alpha: float, L: int | float) -> tuple[float, float]
     -------
     (gamma_star, loss_star) : tuple of float (``gamma_star = inf`` for ``L = inf``)
     """
-    alpha = _pos_float(alpha, "alpha")
-    Lf = _depth(L, allow_inf=True)
+    alpha = positive_float(alpha, "alpha")
+    Lf = float(check_depth(L, allow_inf=True))
     if math.isinf(Lf):
         return math.inf, max(0.0, 1.0 - alpha)
     x = alpha / (1.0 + alpha) ** 2
@@ -344,9 +260,9 @@ def iso_optimum(alpha: float, L: int, sigma: float = 0.0) -> tuple[float, float]
     -------
     (gamma_star, loss_star) : tuple of float
     """
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    sigma = _nonneg_float(sigma, "sigma")
+    alpha = positive_float(alpha, "alpha")
+    Lf = check_depth(L)
+    sigma = nonnegative_float(sigma, "sigma")
     hi = 2.0 * Lf / mp_edges(1.0 / alpha)[1]
     grid = np.linspace(0.0, hi, 801)
     vals = iso_loss(grid, alpha, Lf, sigma)
@@ -367,8 +283,8 @@ def iso_depth1_flow(t: np.ndarray | float, alpha: float, sigma: float = 0.0) -> 
     t = np.asarray(t, dtype=float)
     if np.any(t < 0) or not np.all(np.isfinite(t)):
         raise ValueError("t: times must be finite and non-negative")
-    alpha = _pos_float(alpha, "alpha")
-    sigma = _nonneg_float(sigma, "sigma")
+    alpha = positive_float(alpha, "alpha")
+    sigma = nonnegative_float(sigma, "sigma")
     a0 = 1.0 + (1.0 + sigma**2) / alpha
     return -np.expm1(-a0 * t) / a0
 
@@ -388,10 +304,10 @@ def iso_gradient_flow(
     -------
     gamma, loss : numpy.ndarray, shape ``(T,)``
     """
-    t = _flow_times(t)
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    sigma = _nonneg_float(sigma, "sigma")
+    t = nondecreasing_times(t)
+    alpha = positive_float(alpha, "alpha")
+    Lf = check_depth(L)
+    sigma = nonnegative_float(sigma, "sigma")
     lam, w = mp_rule(alpha, Lf)
 
     def rhs(_t, y):
@@ -412,12 +328,12 @@ def _finite_d_designs(
 
     Returns ``(L, sigma, P, X)`` with ``X`` of shape ``(draws, P, D)``.
     """
-    alpha = _pos_float(alpha, "alpha")
-    Lf = int(_depth(L))
-    D = _pos_int(D, "D")
-    draws = _pos_int(draws, "draws")
-    sigma = _nonneg_float(sigma, "sigma")
-    rng = _check_rng(rng)
+    alpha = positive_float(alpha, "alpha")
+    Lf = check_depth(L)
+    D = positive_int(D, "D")
+    draws = positive_int(draws, "draws")
+    sigma = nonnegative_float(sigma, "sigma")
+    rng = as_generator(rng)
     P = max(1, int(round(alpha * D)))
     return Lf, sigma, P, rng.standard_normal((draws, P, D))
 
@@ -436,7 +352,7 @@ def iso_loss_finite_d_mc(
     -------
     numpy.ndarray, shape of ``gamma``
     """
-    g = _gamma_array(gamma)
+    g = finite_array(gamma, "gamma")
     Lf, sigma, P, X = _finite_d_designs(alpha, L, D, rng, draws, sigma)
     ev = np.linalg.eigvalsh(np.einsum("npi,npj->nij", X, X) / P).ravel()
     signal, _, noise, _ = _iso_integrands(g, ev, Lf, P / D, sigma)
@@ -523,13 +439,13 @@ def shallow_sgd_theory(
     steps = np.asarray(steps)
     if steps.ndim != 1 or not np.issubdtype(steps.dtype, np.integer) or np.any(steps < 0):
         raise ValueError("steps: expected a 1-D array of non-negative integers")
-    eta = _pos_float(eta, "eta")
-    alpha = _pos_float(alpha, "alpha")
-    kappa = _pos_float(kappa, "kappa")
-    tau = _pos_float(tau, "tau")
-    sigma = _nonneg_float(sigma, "sigma")
+    eta = positive_float(eta, "eta")
+    alpha = positive_float(alpha, "alpha")
+    kappa = positive_float(kappa, "kappa")
+    tau = positive_float(tau, "tau")
+    sigma = nonnegative_float(sigma, "sigma")
     if D is not None:
-        D = _pos_int(D, "D")
+        D = positive_int(D, "D")
         alpha, kappa = alpha * D / (D + 1.0), kappa * D / (D + 1.0)
     a0 = 1.0 + (1.0 + sigma**2) / alpha
     noise = eta**2 / tau * (1.0 + 1.0 / kappa)
@@ -561,11 +477,11 @@ def fs_loss(gamma_k: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | fl
     gamma_k : array_like, shape ``(..., D)``
     lam, omega : shape ``(D,)``
     """
-    lam, omega = _spectrum(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     g = np.asarray(gamma_k, dtype=float)
     if g.shape[-1:] != lam.shape:
         raise ValueError(f"gamma_k: last axis must have length {lam.size}, got shape {g.shape}")
-    Lf = _depth(L, allow_inf=True)
+    Lf = float(check_depth(L, allow_inf=True))
     fac = np.exp(-2.0 * lam * g) if math.isinf(Lf) else (1.0 - lam * g / Lf) ** (2 * int(Lf))
     return (omega * lam * fac).mean(axis=-1)
 
@@ -574,11 +490,11 @@ def _fs_flow_exponent(
     t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Validate the FS flow arguments; return ``lam, omega, L`` and ``x_k = ω_k λ_k³ t`` of shape ``(T, D)``."""
-    lam, omega = _spectrum(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or np.any(t < 0) or not np.all(np.isfinite(t)):
         raise ValueError("t: expected a 1-D array of finite non-negative times")
-    Lf = _depth(L, allow_inf=True)
+    Lf = float(check_depth(L, allow_inf=True))
     return lam, omega, Lf, t[:, None] * (omega * lam**3)[None, :]
 
 
@@ -617,7 +533,7 @@ def fs_mode_flow_paper(t: np.ndarray, lam: np.ndarray, omega: np.ndarray) -> np.
     Equals :func:`fs_mode_flow` at ``L = inf`` evaluated at time ``2t``: Eq. 85 is the flow without
     the ``½`` of Eq. 10. Kept to show the convention mismatch. Shape ``(T, D)``.
     """
-    lam, omega = _spectrum(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or np.any(t < 0):
         raise ValueError("t: expected a 1-D array of non-negative times")
@@ -645,15 +561,15 @@ def random_skew(D: int, rng: np.random.Generator) -> np.ndarray:
 
     ``exp(θS)`` is a random rotation whose angles grow linearly with θ (spectral radius of ``S`` ≈ √2).
     """
-    D = _pos_int(D, "D")
-    rng = _check_rng(rng)
+    D = positive_int(D, "D")
+    rng = as_generator(rng)
     G = rng.standard_normal((D, D))
     return (G - G.T) / math.sqrt(2.0 * D)
 
 
 def rotated_covariance(Sigma: np.ndarray, S: np.ndarray, theta: float) -> np.ndarray:
     """``exp(θS) Σ exp(-θS)`` for skew-symmetric ``S`` (seed 002 Result 5; ``exp(θS)`` is orthogonal)."""
-    Sigma = _sym_psd(Sigma, "Sigma")
+    Sigma = symmetric_psd(Sigma, "Sigma")
     S = np.asarray(S, dtype=float)
     if S.shape != Sigma.shape:
         raise ValueError(f"S: expected shape {Sigma.shape}, got {S.shape}")
@@ -678,12 +594,12 @@ def ood_loss(Gamma: np.ndarray, Sigma_test: np.ndarray, Omega_test: np.ndarray, 
     ----------
     Gamma : (D, D) ; Sigma_test, Omega_test : (D, D) symmetric PSD ; L : int
     """
-    Sigma_test = _sym_psd(Sigma_test, "Sigma_test")
-    Omega_test = _sym_psd(Omega_test, "Omega_test")
+    Sigma_test = symmetric_psd(Sigma_test, "Sigma_test")
+    Omega_test = symmetric_psd(Omega_test, "Omega_test")
     Gamma = np.asarray(Gamma, dtype=float)
     if Gamma.shape != Sigma_test.shape:
         raise ValueError(f"Gamma: expected shape {Sigma_test.shape}, got {Gamma.shape}")
-    Lf = int(_depth(L))
+    Lf = check_depth(L)
     D = Gamma.shape[0]
     A = np.linalg.matrix_power(np.eye(D) - Gamma @ Sigma_test / Lf, Lf)
     return float(np.trace(Omega_test @ A.T @ Sigma_test @ A) / D)
@@ -700,18 +616,18 @@ def rrs_loss(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, L: i
     Exact at every finite ``D``: the Haar rotation cancels for isotropic ``Γ``.
     Returns an array of the shape of ``gamma``.
     """
-    lam, omega = _spectrum(lam, omega)
-    g = _gamma_array(gamma)[..., None]
-    Lf = _depth(L, allow_inf=True)
+    lam, omega = spectrum_pair(lam, omega)
+    g = finite_array(gamma, "gamma")[..., None]
+    Lf = float(check_depth(L, allow_inf=True))
     fac = np.exp(-2.0 * g * lam) if math.isinf(Lf) else (1.0 - g * lam / Lf) ** (2 * int(Lf))
     return (omega * lam * fac).mean(axis=-1)
 
 
 def rrs_loss_grad(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
     """``d rrs_loss / dγ = -2 tr ΩΛ² (I - γΛ/L)^{2L-1}``; the flow of Eq. 13 is ``-½`` of it."""
-    lam, omega = _spectrum(lam, omega)
-    g = _gamma_array(gamma)[..., None]
-    Lf = _depth(L, allow_inf=True)
+    lam, omega = spectrum_pair(lam, omega)
+    g = finite_array(gamma, "gamma")[..., None]
+    Lf = float(check_depth(L, allow_inf=True))
     fac = np.exp(-2.0 * g * lam) if math.isinf(Lf) else (1.0 - g * lam / Lf) ** (2 * int(Lf) - 1)
     return -2.0 * (omega * lam**2 * fac).mean(axis=-1)
 
@@ -722,8 +638,8 @@ def rrs_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, floa
     The loss is convex in γ (sum of even powers of affine functions), so bounded Brent finds the
     global minimum. Returns ``(gamma_star, loss_star)``.
     """
-    lam, omega = _spectrum(lam, omega)
-    Lf = int(_depth(L))
+    lam, omega = spectrum_pair(lam, omega)
+    Lf = check_depth(L)
     hi = 2.0 * Lf / lam.max()
     res = minimize_scalar(
         lambda x: float(rrs_loss(x, lam, omega, Lf)), bounds=(0.0, hi), method="bounded",
@@ -747,9 +663,9 @@ def rrs_gradient_flow(
     -------
     gamma, loss : numpy.ndarray, shape ``(T,)``
     """
-    lam, omega = _spectrum(lam, omega)
-    t = _flow_times(t)
-    Lf = _depth(L, allow_inf=True)
+    lam, omega = spectrum_pair(lam, omega)
+    t = nondecreasing_times(t)
+    Lf = float(check_depth(L, allow_inf=True))
 
     def rhs(_t, y):
         return [-0.5 * float(rrs_loss_grad(y[0], lam, omega, Lf))]
@@ -777,11 +693,11 @@ def rrs_time_of_gamma(gamma: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: 
     -------
     numpy.ndarray, shape ``(G,)``
     """
-    lam, omega = _spectrum(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     g = np.asarray(gamma, dtype=float)
     if g.ndim != 1 or g.size == 0 or np.any(g < 0) or np.any(np.diff(g) <= 0) or not np.all(np.isfinite(g)):
         raise ValueError("gamma: expected a 1-D increasing array of finite non-negative values")
-    Lf = _depth(L, allow_inf=True)
+    Lf = float(check_depth(L, allow_inf=True))
     F = lambda x: -0.5 * rrs_loss_grad(x, lam, omega, Lf)  # noqa: E731
     if np.any(F(g) <= 0):
         raise ValueError("gamma: values at or beyond the optimum, where the flow stops (t = inf)")
@@ -820,8 +736,8 @@ def _bottleneck_kappa(
     lam: np.ndarray, omega: np.ndarray, n: int, name: str
 ) -> tuple[np.ndarray, np.ndarray, int, float]:
     """Validate ``lam, omega`` and the size ``n`` (``N`` or ``P``); return them and κ with ``Σ λ/(κ+λ) = n``."""
-    lam, omega = _spectrum(lam, omega)
-    n = _pos_int(n, name)
+    lam, omega = spectrum_pair(lam, omega)
+    n = positive_int(n, name)
     return lam, omega, n, _solve_kappa(lam, float(n), name)
 
 
@@ -832,12 +748,12 @@ def _bottleneck_mc_args(
 
     Returns ``lam, omega, n, D, rng, draws``.
     """
-    lam, omega = _spectrum(lam, omega)
-    n = _pos_int(n, name)
+    lam, omega = spectrum_pair(lam, omega)
+    n = positive_int(n, name)
     D = lam.size
     if n >= D:
         raise ValueError(f"{name}: must be smaller than D = {D}, got {n}")
-    return lam, omega, n, D, _check_rng(rng), _pos_int(draws, "draws")
+    return lam, omega, n, D, as_generator(rng), positive_int(draws, "draws")
 
 
 def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
@@ -926,8 +842,8 @@ def scaling_exponents(nu: float, beta: float) -> dict[str, float]:
     * ``N``: printed ``νβ``; corrected ``ν min(β, 1)``,
     * ``P``: printed ``νβ``; corrected ``ν min(β, 2)``.
     """
-    nu = _pos_float(nu, "nu")
-    beta = _pos_float(beta, "beta")
+    nu = positive_float(nu, "nu")
+    beta = positive_float(beta, "beta")
     return {
         "t_rrs_paper": beta / (2.0 + beta),
         "t_rrs_corrected": beta / (2.0 + beta),
@@ -954,53 +870,31 @@ def fit_power_law_exponent(x: np.ndarray, y: np.ndarray) -> float:
     return float(-slope)
 
 
-# --------------------------------------------------------------------------------------------------
-# Reduced-Γ SGD simulation (seed 002 §2.2 Eq. 4, App. B.2 Eqs. 54–55, App. C.1 Eq. 62)
-# --------------------------------------------------------------------------------------------------
+def fit_power_law_drift(x: np.ndarray, y: np.ndarray) -> float:
+    """Pre-asymptotic error estimate of :func:`fit_power_law_exponent` on a finite window.
 
-
-def in_context_gd_predictor(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int) -> np.ndarray:
-    """Reduced-Γ prediction = ``L`` steps of preconditioned in-context GD (seed 002 Eqs. 4, 54–55).
-
-    ``b_0 = 0``, ``b_{ℓ+1} = b_ℓ + L^{-1} Γ (Xᵀy/P - Σ̂ b_ℓ)``, prediction ``Xq b_L``.
+    The absolute difference of the fitted exponents on the first and the second half of the samples
+    (ordered by ``x``; each half needs two points). A pure power law gives 0; a local slope that
+    still moves across the window gives the size of that movement, which is the book's error model
+    for exponent fits on theory curves (an agreement rule ``|fit - exponent| <= 3 drift``).
 
     Parameters
     ----------
-    Gamma : (D, D) ; X : (P, D) context inputs (rows) ; y : (P,) labels ; Xq : (Q, D) queries ; L : int
-
-    Returns
-    -------
-    numpy.ndarray, shape ``(Q,)``
+    x, y : arrays ``(n,)``, positive, ``n >= 4``
     """
-    Gamma = np.asarray(Gamma, dtype=float)
-    X = np.asarray(X, dtype=float)
+    x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    Xq = np.asarray(Xq, dtype=float)
-    Lf = int(_depth(L))
-    if X.ndim != 2:
-        raise ValueError(f"X: expected shape (P, D), got {X.shape}")
-    P, D = X.shape
-    if Gamma.shape != (D, D):
-        raise ValueError(f"Gamma: expected shape {(D, D)}, got {Gamma.shape}")
-    if y.shape != (P,):
-        raise ValueError(f"y: expected shape {(P,)}, got {y.shape}")
-    if Xq.ndim != 2 or Xq.shape[1] != D:
-        raise ValueError(f"Xq: expected shape (Q, {D}), got {Xq.shape}")
-    Shat = X.T @ X / P
-    c = X.T @ y / P
-    b = np.zeros(D)
-    for _ in range(Lf):
-        b = b + Gamma @ (c - Shat @ b) / Lf
-    return Xq @ b
+    if x.shape != y.shape or x.ndim != 1 or x.size < 4:
+        raise ValueError("x, y: expected two 1-D arrays of the same length >= 4")
+    order = np.argsort(x)
+    x, y = x[order], y[order]
+    h = x.size // 2
+    return abs(fit_power_law_exponent(x[:h], y[:h]) - fit_power_law_exponent(x[h:], y[h:]))
 
 
-def haar_orthogonal(B: int, D: int, rng: np.random.Generator) -> np.ndarray:
-    """``B`` Haar-distributed ``D x D`` orthogonal matrices (QR of Gaussians with sign fix), shape ``(B, D, D)``."""
-    B = _pos_int(B, "B")
-    D = _pos_int(D, "D")
-    rng = _check_rng(rng)
-    Q, R = np.linalg.qr(rng.standard_normal((B, D, D)))
-    return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+# --------------------------------------------------------------------------------------------------
+# Reduced-Γ SGD simulation (seed 002 §2.2 Eq. 4, App. B.2 Eqs. 54–55, App. C.1 Eq. 62)
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -1071,16 +965,16 @@ def _check_config(cfg: ReducedGammaSGDConfig) -> tuple[np.ndarray, np.ndarray | 
         raise TypeError("cfg: expected a ReducedGammaSGDConfig")
     if cfg.setting not in ("iso", "fs", "rrs"):
         raise ValueError(f"setting: unknown setting {cfg.setting!r}; expected 'iso', 'fs' or 'rrs'")
-    _pos_int(cfg.D, "D")
-    _depth(cfg.L)
-    _pos_int(cfg.B, "B")
-    _pos_int(cfg.steps, "steps")
-    _pos_int(cfg.record_every, "record_every")
+    positive_int(cfg.D, "D")
+    float(check_depth(cfg.L))
+    positive_int(cfg.B, "B")
+    positive_int(cfg.steps, "steps")
+    positive_int(cfg.record_every, "record_every")
     if cfg.P is not None:
-        _pos_int(cfg.P, "P")
+        positive_int(cfg.P, "P")
     if cfg.K is not None:
-        _pos_int(cfg.K, "K")
-    _nonneg_float(cfg.sigma, "sigma")
+        positive_int(cfg.K, "K")
+    nonnegative_float(cfg.sigma, "sigma")
     eta = np.asarray(cfg.eta, dtype=float)
     if eta.ndim == 0:
         eta = np.full(cfg.steps, float(eta))
@@ -1090,7 +984,7 @@ def _check_config(cfg: ReducedGammaSGDConfig) -> tuple[np.ndarray, np.ndarray | 
     if cfg.setting in ("fs", "rrs"):
         if cfg.lam is None or cfg.omega is None:
             raise ValueError(f"lam: setting {cfg.setting!r} needs lam and omega spectra")
-        lam, omega = _spectrum(cfg.lam, cfg.omega)
+        lam, omega = spectrum_pair(cfg.lam, cfg.omega)
         if lam.size != cfg.D:
             raise ValueError(f"lam: expected length D = {cfg.D}, got {lam.size}")
     return eta, lam, omega
@@ -1110,7 +1004,7 @@ def _sample_batch(cfg: ReducedGammaSGDConfig, lam, omega, rng: np.random.Generat
     else:
         sqrt_lam = np.sqrt(lam)
         sqrt_om = np.sqrt(omega)
-    O = haar_orthogonal(B, D, rng) if cfg.setting == "rrs" else None
+    O = haar_orthogonal(D, rng, size=B) if cfg.setting == "rrs" else None
     g = rng.standard_normal((B, D)) * sqrt_om / math.sqrt(D)
     bstar = _bmv(O, g) if O is not None else g
 
@@ -1196,7 +1090,7 @@ def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Genera
         on bad configuration, or if the iterates blow up (step size too large).
     """
     eta, lam, omega = _check_config(cfg)
-    rng = _check_rng(rng)
+    rng = as_generator(rng)
     D, L = cfg.D, int(cfg.L)
     Gamma = np.zeros((D, D)) if Gamma0 is None else np.array(Gamma0, dtype=float)
     if Gamma.shape != (D, D):
@@ -1231,9 +1125,9 @@ def reduced_gamma_loss_mc(Gamma: np.ndarray, cfg: ReducedGammaSGDConfig, rng: np
     """
     import dataclasses
 
-    n_contexts = _pos_int(n_contexts, "n_contexts")
-    chunk = _pos_int(chunk, "chunk")
-    rng = _check_rng(rng)
+    n_contexts = positive_int(n_contexts, "n_contexts")
+    chunk = positive_int(chunk, "chunk")
+    rng = as_generator(rng)
     ev_cfg = dataclasses.replace(cfg, K=None, test_label_noise=True, B=min(chunk, n_contexts), steps=1, eta=1.0)
     _, lam, omega = _check_config(ev_cfg)
     Gamma = np.asarray(Gamma, dtype=float)

@@ -36,7 +36,7 @@ Contents
   ``context_bottleneck``), which the tests check against this module.
 
 * Untied layers (§5.1, App. G.1): :func:`untied_loss` and the Hessian at the balanced point,
-  :func:`untied_balanced_hessian`, and an unbalanced local minimum :func:`untied_optimum`.
+  :func:`untied_balanced_hessian`, and the global untied optimum :func:`untied_optimum` (orthogonal polynomials).
 
 Power-law spectra: :func:`iclcore.dmft.reduced.power_law_spectrum`.
 """
@@ -49,6 +49,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
+from iclcore.linalg import haar_orthogonal
+from iclcore.validation import as_generator, check_depth, positive_int, spectrum_pair
 
 __all__ = [
     "haar_columns",
@@ -72,63 +74,18 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# input checks
+# Haar frames
 # --------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, v: object, lo: int = 1) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer, got {type(v).__name__}")
-    if v < lo:
-        raise ValueError(f"{name}: expected an integer >= {lo}, got {v}")
-    return int(v)
-
-
-def _check_depth(L: object) -> float:
-    """Depth: a positive integer, or ``numpy.inf`` for the infinite-depth limit."""
-    if isinstance(L, (float, np.floating)) and not isinstance(L, bool):
-        if np.isinf(L) and L > 0:
-            return float("inf")
-        if np.isfinite(L) and L == int(L) and L >= 1:
-            return float(L)
-        raise ValueError(f"L: expected a positive integer depth or numpy.inf, got {L}")
-    return float(_check_int("L", L))
-
-
-def _check_spectra(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
-    lam = np.asarray(lam, dtype=float)
-    omega = np.asarray(omega, dtype=float)
-    if lam.ndim != 1 or lam.size < 1:
-        raise ValueError(f"lam: expected a non-empty 1-D array of covariance eigenvalues, got shape {lam.shape}")
-    if omega.shape != lam.shape:
-        raise ValueError(f"omega: expected shape {lam.shape} (same as lam), got {omega.shape}")
-    if not (np.all(np.isfinite(lam)) and np.all(lam > 0)):
-        raise ValueError("lam: covariance eigenvalues must be finite and > 0")
-    if not (np.all(np.isfinite(omega)) and np.all(omega >= 0)):
-        raise ValueError("omega: task-covariance eigenvalues must be finite and >= 0")
-    return lam, omega
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
-# --------------------------------------------------------------------------------------------
-# spectra and Haar frames
-# --------------------------------------------------------------------------------------------
-
-
-def haar_columns(D: int, N: int, rng: np.random.Generator) -> np.ndarray:
-    """``D x N`` matrix with orthonormal columns, Haar distributed (QR of a Gaussian, sign-fixed)."""
-    D = _check_int("D", D)
-    N = _check_int("N", N)
+def haar_columns(D: int, N: int, rng: np.random.Generator | int) -> np.ndarray:
+    """``D x N`` Haar frame (orthonormal columns): :func:`iclcore.linalg.haar_orthogonal` with
+    ``columns=N``, checking the width ``N <= D``."""
+    D = positive_int(D, "D")
+    N = positive_int(N, "N")
     if N > D:
         raise ValueError(f"N: width must be <= D={D}, got {N}")
-    rng = _check_rng(rng)
-    Q, R = np.linalg.qr(rng.standard_normal((D, N)))
-    return Q * np.sign(np.diag(R))
+    return haar_orthogonal(D, rng, columns=N)
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,18 +146,18 @@ def width_spectrum_mc(
     n_draws : int
         Number of independent projections pooled.
     """
-    lam, omega = _check_spectra(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     D = lam.size
-    N = _check_int("N", N)
+    N = positive_int(N, "N")
     if N > D:
         raise ValueError(f"N: width must be <= D={D}, got {N}")
-    n_draws = _check_int("n_draws", n_draws)
-    rng = _check_rng(rng)
+    n_draws = positive_int(n_draws, "n_draws")
+    rng = as_generator(rng)
     cst = D / N
     ss, cs = [], []
     sq = np.sqrt(lam)
     for _ in range(n_draws):
-        U = haar_columns(D, N, rng)
+        U = haar_orthogonal(D, rng, columns=N)
         S = cst * (U.T * lam) @ U
         s, V = np.linalg.eigh(S)
         s = np.clip(s, 1e-300, None)
@@ -243,7 +200,7 @@ def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) 
     -------
     numpy.ndarray of the shape of ``gammas`` (0-d for a scalar).
     """
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     g, scalar = _as_gammas(gammas)
     q, _ = _q_and_dq(g, spec.s, Lf)
     out = spec.null_loss + q @ spec.c
@@ -252,7 +209,7 @@ def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) 
 
 def width_loss_grad(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
     """``d L / d gamma`` of :func:`width_loss` (analytic)."""
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     g, scalar = _as_gammas(gammas)
     _, dq = _q_and_dq(g, spec.s, Lf)
     out = dq @ spec.c
@@ -265,7 +222,7 @@ def width_min_loss(spec: WidthSpectrum, L: int) -> tuple[float, float]:
     The minimiser lies in ``(0, 2L / s_max)`` (stability window of the top mode); the loss is
     minimised by bounded Brent search after bracketing the sign change of the derivative.
     """
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     if np.isinf(Lf):
         raise ValueError("L: the infinite-depth loss has no finite minimiser (it decreases to null_loss)")
     hi = 2.0 * Lf / spec.s.max()
@@ -310,7 +267,7 @@ def width_gradient_flow(
     t : array, shape ``(n_t,)``, non-decreasing, ``t >= 0``
     gamma0 : float
     """
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or t.size < 1 or np.any(t < 0) or np.any(np.diff(t) < 0):
         raise ValueError("t: expected a non-decreasing 1-D array of times >= 0")
@@ -364,19 +321,19 @@ def width_landscape_mc(
     loss, dloss : numpy.ndarray, shape ``(len(gammas),)``
         Mean over draws of the loss and of its derivative in ``gamma``.
     """
-    lam, omega = _check_spectra(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     D = lam.size
-    N = _check_int("N", N)
+    N = positive_int(N, "N")
     if N > D:
         raise ValueError(f"N: width must be <= D={D}, got {N}")
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     if np.isinf(Lf):
         raise ValueError("L: width_landscape_mc needs a finite depth")
     L = int(Lf)
     if P is not None:
-        P = _check_int("P", P)
-    n_draws = _check_int("n_draws", n_draws)
-    rng = _check_rng(rng)
+        P = positive_int(P, "P")
+    n_draws = positive_int(n_draws, "n_draws")
+    rng = as_generator(rng)
     g, _ = _as_gammas(gammas)
     cst = D / N
     sq = np.sqrt(lam)
@@ -384,7 +341,7 @@ def width_landscape_mc(
     loss = np.zeros(g.size)
     dloss = np.zeros(g.size)
     for _ in range(n_draws):
-        U = np.eye(D) if N == D else haar_columns(D, N, rng)
+        U = np.eye(D) if N == D else haar_orthogonal(D, rng, columns=N)
         if P is None:
             Sig = np.diag(lam)
         else:
@@ -531,17 +488,18 @@ def width_loss_de(
     n_nodes : int
         Trapezoid nodes on the circle (geometric convergence).
     """
-    lam, omega = _check_spectra(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     D = lam.size
-    N = _check_int("N", N)
+    N = positive_int(N, "N")
     if N > D:
         raise ValueError(f"N: width must be <= D={D}, got {N}")
-    L = int(_check_depth(L)) if not np.isinf(_check_depth(L)) else None
+    Ld = check_depth(L, allow_inf=True)
+    L = None if Ld == np.inf else Ld
     if L is None:
         raise ValueError("L: width_loss_de needs a finite depth")
     if not (np.isfinite(k_max) and k_max > 0):
         raise ValueError(f"k_max: expected a positive spectral bound, got {k_max}")
-    n_nodes = _check_int("n_nodes", n_nodes, lo=16)
+    n_nodes = positive_int(n_nodes, "n_nodes", minimum=16)
     g, _ = _as_gammas(gammas)
     if np.any(g <= 0):
         raise ValueError("gammas: expected values > 0 for the contour representation")
@@ -695,13 +653,13 @@ def two_point_loss_de(
     * finite ``alpha = P/D`` at ``N = D``: ``a = lam``, ``B`` = white Marchenko-Pastur with ratio
       ``1/alpha`` (:func:`iclcore.spectra.mp.mp_quadrature`), ``C = 1``, ``T = omega * lam``.
     """
-    Lf = _check_depth(L)
+    Lf = float(check_depth(L, allow_inf=True))
     if np.isinf(Lf):
         raise ValueError("L: two_point_loss_de needs a finite depth")
     L = int(Lf)
     if not (np.isfinite(k_max) and k_max > 0):
         raise ValueError(f"k_max: expected a positive spectral bound, got {k_max}")
-    n_nodes = _check_int("n_nodes", n_nodes, lo=16)
+    n_nodes = positive_int(n_nodes, "n_nodes", minimum=16)
     g, _ = _as_gammas(gammas)
     if np.any(g <= 0):
         raise ValueError("gammas: expected values > 0 for the contour representation")
@@ -735,7 +693,7 @@ def untied_loss(layer_gammas: np.ndarray, lam: np.ndarray, omega: np.ndarray) ->
     layer_gammas : array ``(L,)``, one scale per layer
     lam, omega : arrays ``(D,)``
     """
-    lam, omega = _check_spectra(lam, omega)
+    lam, omega = spectrum_pair(lam, omega)
     g = np.asarray(layer_gammas, dtype=float)
     if g.ndim != 1 or g.size < 1 or not np.all(np.isfinite(g)):
         raise ValueError("layer_gammas: expected a finite 1-D array with one scale per layer")
@@ -757,8 +715,8 @@ def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, L:
     -------
     (balanced, transverse) : tuple of float
     """
-    lam, omega = _check_spectra(lam, omega)
-    L = _check_int("L", L)
+    lam, omega = spectrum_pair(lam, omega)
+    L = positive_int(L, "L")
     if not np.isfinite(gamma):
         raise ValueError(f"gamma: expected a finite scale, got {gamma}")
     u = 1.0 - gamma * lam / L
@@ -766,21 +724,63 @@ def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, L:
     return (4 * L - 2) * m, -2.0 * m
 
 
-def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int, spread: float = 0.3) -> tuple[np.ndarray, float]:
-    """A local minimum of :func:`untied_loss` reached from a slightly unbalanced start.
+def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[np.ndarray, float]:
+    """Global minimum of :func:`untied_loss` over the ``L`` layer scales (seed 002 §5.1, Eq. 117).
 
-    Starts at ``gamma^l = gamma_*(1 + spread * s_l)`` with ``s_l`` evenly spaced in ``[-1, 1]``
-    (``gamma_*`` the balanced optimum, :func:`iclcore.dmft.reduced.rrs_optimum`) and runs
-    Nelder-Mead in ``log gamma^l``. Returns the sorted layer scales and the loss.
+    The untied loss is ``int p(x)^2 dmu(x)`` with ``p(x) = prod_l (1 - gamma^l x / L)`` a polynomial
+    of degree ``L`` with ``p(0) = 1`` and ``mu = (1/D) sum_k omega_k lambda_k delta_{lambda_k}``. Over
+    all such polynomials the minimum is ``1 / sum_{j<=L} q_j(0)^2`` with ``q_j`` the orthonormal
+    polynomials of ``mu``; the minimiser is the kernel polynomial ``K_L(x, 0)``, whose roots are real,
+    positive and inside the spectrum, so it is of the product form and the minimum is attained by
+    real layer scales ``gamma^l = L / x_l``. The ``q_j`` come from the Lanczos (Stieltjes) recurrence
+    on ``diag(lambda)`` with full reorthogonalisation; the roots ``x_l`` are the nonzero nodes of
+    the Gauss-Radau rule with a fixed node at 0 (eigenvalues of the modified Jacobi matrix).
+
+    If the measure has ``L`` or fewer atoms (``L >= D`` for distinct ``lambda``) the minimum is 0:
+    the layers annihilate every mode. At small ``D`` this discreteness makes the untied optimum far
+    smaller than its ``D -> infinity`` limit (each layer can remove one mode exactly).
+
+    Parameters
+    ----------
+    lam, omega : arrays ``(D,)`` with ``lam > 0``
+    L : int, number of layers
+
+    Returns
+    -------
+    (layer_gammas, loss) : sorted array ``(L,)`` and float
     """
-    from scipy.optimize import minimize
+    from scipy.linalg import eigh_tridiagonal
 
-    from iclcore.dmft.reduced import rrs_optimum
-
-    lam, omega = _check_spectra(lam, omega)
-    L = _check_int("L", L)
-    g_star, _ = rrs_optimum(lam, omega, L)
-    x0 = np.log(g_star * (1.0 + spread * np.linspace(-1.0, 1.0, L)))
-    res = minimize(lambda x: untied_loss(np.exp(x), lam, omega), x0, method="Nelder-Mead",
-                   options={"maxiter": 40000, "maxfev": 40000, "xatol": 1e-10, "fatol": 1e-16})
-    return np.sort(np.exp(res.x)), float(res.fun)
+    lam, omega = spectrum_pair(lam, omega)
+    L = positive_int(L, "L")
+    if np.any(lam <= 0):
+        raise ValueError("lam: the untied optimum needs positive eigenvalues")
+    w = omega * lam / lam.size
+    atoms = np.unique(lam[w > 0])
+    if atoms.size <= L:
+        g = np.concatenate([L / atoms, np.full(L - atoms.size, L / atoms.max())])
+        return np.sort(g), float(untied_loss(g, lam, omega))
+    m0 = float(w.sum())
+    D = lam.size
+    Q = np.zeros((D, L + 1))
+    a = np.zeros(L + 1)
+    b = np.zeros(L + 1)
+    Q[:, 0] = np.sqrt(w / m0)
+    for j in range(L + 1):
+        v = lam * Q[:, j]
+        a[j] = Q[:, j] @ v
+        v = v - a[j] * Q[:, j] - (b[j - 1] * Q[:, j - 1] if j > 0 else 0.0)
+        v -= Q[:, : j + 1] @ (Q[:, : j + 1].T @ v)  # full reorthogonalisation
+        b[j] = float(np.linalg.norm(v))
+        if j < L:
+            Q[:, j + 1] = v / b[j]
+    q0 = np.zeros(L + 1)  # orthonormal polynomials at x = 0: b_j q_{j+1} = (x - a_j) q_j - b_{j-1} q_{j-1}
+    q0[0] = 1.0 / np.sqrt(m0)
+    for j in range(L):
+        q0[j + 1] = (-a[j] * q0[j] - (b[j - 1] * q0[j - 1] if j > 0 else 0.0)) / b[j]
+    loss = float(1.0 / np.sum(q0**2))
+    radau = a[: L + 1].copy()
+    radau[L] = -b[L - 1] * q0[L - 1] / q0[L]  # Gauss-Radau: a node at x = 0
+    nodes = eigh_tridiagonal(radau, b[:L], eigvals_only=True)
+    roots = nodes[np.argsort(np.abs(nodes))[1:]]  # drop the node at 0
+    return np.sort(L / roots), loss

@@ -27,6 +27,7 @@ from scipy.signal import find_peaks, savgol_filter
 Array = NDArray[np.float64]
 
 __all__ = [
+    "batch_means",
     "effective_rank",
     "effective_rank_of_values",
     "marginalized_effective_rank",
@@ -223,6 +224,28 @@ def block_average(y: ArrayLike, k: int) -> Array:
         raise ValueError(f"k: block length must be an integer in [1, {y.shape[-1]}], got {k!r}")
     n = y.shape[-1] // k * k
     return y[..., :n].reshape(*y.shape[:-1], -1, k).mean(axis=-1)
+
+
+def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
+    """Mean of a correlated series and its standard error by batch means.
+
+    The series (1-D, length ``T >= n_blocks``) is cut into ``n_blocks`` consecutive blocks of equal
+    length (a remainder at the start is dropped); the standard error is the standard deviation of
+    the block means over ``sqrt(n_blocks)`` (ddof 1). Valid when a block is longer than the
+    correlation time of the series.
+
+    Returns
+    -------
+    (mean, se) : floats
+    """
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1 or not np.all(np.isfinite(y)):
+        raise ValueError("y: expected a finite 1-D series")
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or not 2 <= n_blocks <= y.size:
+        raise ValueError(f"n_blocks: expected an integer in [2, {y.size}], got {n_blocks!r}")
+    k = y.size // n_blocks
+    m = y[y.size - k * n_blocks:].reshape(n_blocks, k).mean(axis=1)
+    return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
 
 
 def trailing_average(y: ArrayLike, k: int) -> Array:
