@@ -114,3 +114,24 @@ def test_bad_input():
         LinearSystems(H=np.ones((2, 3, 3)) + np.arange(3)[None, :, None], d=np.zeros((2, 3)), x_star=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="methods"):
         compare_baselines(s, s, 2, methods=("newton",))
+
+
+def test_decoder_diagnostics_theorems():
+    from iclcore.richardson.baselines import decoder_diagnostics
+
+    cfg, s = _systems(n=300, seed=8, target="ridge")
+    L = 5
+    rng = np.random.default_rng(9)
+    P = 0.25 * np.eye(s.K) + 0.05 * rng.standard_normal((s.n, s.K, s.K))
+    dg = decoder_diagnostics(P, s, L, P_oracle=np.eye(s.K))
+    assert dg.violation_rate == 0.0  # submultiplicativity (theorem)
+    assert dg.ratio_of_means <= 1.0 + 1e-12  # E‖e_L‖² <= E ρ^{2L}‖e_0‖² (theorem)
+    assert dg.risk_dagger == pytest.approx(dg.risk_star, rel=1e-12)  # target = x†
+    # P = 0: ρ = 1 for every task and the risk is E‖x†‖²/K
+    d0 = decoder_diagnostics(np.zeros((s.K, s.K)), s, L, P_oracle=np.eye(s.K))
+    assert d0.rho_mean == pytest.approx(1.0, abs=1e-14) and d0.frac_rho_lt1 == 0.0
+    assert d0.risk_dagger == pytest.approx(np.mean(np.sum(s.x_dagger**2, 1)) / s.K, rel=1e-12)
+    # shared P: both distances and both stable ranks coincide; srank(I) = K
+    d1 = decoder_diagnostics(np.eye(s.K), s, L, P_oracle=2 * np.eye(s.K))
+    assert d1.rel_dist_mean_P == pytest.approx(0.5) and d1.rel_dist_per_task == pytest.approx(0.5)
+    assert d1.srank_mean_P == pytest.approx(s.K) and d1.srank_per_task == pytest.approx(s.K)

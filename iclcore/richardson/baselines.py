@@ -59,6 +59,9 @@ __all__ = [
     "free_linear_risk_and_grad",
     "exact_baseline",
     "compare_baselines",
+    "stable_ranks",
+    "DecoderDiagnostics",
+    "decoder_diagnostics",
 ]
 
 METHODS = ("scalar", "jacobi", "h_inf", "oracle", "free", "exact")
@@ -356,8 +359,9 @@ def free_linear_risk_and_grad(P: np.ndarray, systems: LinearSystems, L: int) -> 
     n, K = systems.n, systems.K
     x = np.zeros((n, K))
     rs = []
+    H = systems.H
     for _ in range(L):
-        r = systems.d - np.einsum("nij,nj->ni", systems.H, x)
+        r = systems.d - np.matmul(H, x[..., None])[..., 0]
         rs.append(r)
         x = x + r @ P.T
     e = x - systems.x_star
@@ -366,12 +370,12 @@ def free_linear_risk_and_grad(P: np.ndarray, systems: LinearSystems, L: int) -> 
     grad = np.zeros((K, K))
     for ell in range(L - 1, -1, -1):
         grad += g.T @ rs[ell]
-        g = g - np.einsum("nij,nj->ni", systems.H, g @ P)
+        g = g - np.matmul(H, (g @ P)[..., None])[..., 0]
     return risk, grad
 
 
 def free_linear_baseline(
-    train: LinearSystems, L: int, P0: np.ndarray | None = None, max_iter: int = 500, gtol: float = 1e-12
+    train: LinearSystems, L: int, P0: np.ndarray | None = None, max_iter: int = 200, gtol: float = 1e-10
 ) -> Baseline:
     """A free ``K × K`` preconditioner minimising the training ``R_L`` (L-BFGS-B, exact gradient).
 
@@ -390,7 +394,7 @@ def free_linear_baseline(
         return r, g.ravel()
 
     res = minimize(fun, P0.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-15})
+                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-12})
     P = res.x.reshape(K, K)
     return Baseline("free", P, None, float(res.fun))
 
@@ -437,7 +441,7 @@ def compare_baselines(
     methods: tuple[str, ...] = METHODS,
     H_inf: np.ndarray | None = None,
     moments=None,
-    free_max_iter: int = 500,
+    free_max_iter: int = 200,
 ) -> BaselineComparison:
     """Fit every baseline of ``methods`` on ``train`` and evaluate it on ``test`` at depth ``L``.
 
@@ -487,3 +491,147 @@ def compare_baselines(
               for m, b in fitted.items()}
     return BaselineComparison(L=L, baselines=fitted, test_risk={m: float(c[-1]) for m, c in curves.items()},
                               test_curves=curves)
+
+
+# ---------------------------------------------------------------------------------------------
+# the Table 2 quantities of a (possibly task-dependent) preconditioner
+
+
+def stable_ranks(P: np.ndarray) -> np.ndarray:
+    """``srank(P) = ‖P‖_F² / ‖P‖_2²`` (seed 000 §9) for a stack (n, K, K) or one matrix."""
+    P = np.asarray(P, dtype=float)
+    top = np.linalg.norm(P, ord=2, axis=(-2, -1)) ** 2
+    fro = np.sum(P**2, axis=(-2, -1))
+    return np.where(top > 0, fro / np.where(top > 0, top, 1.0), 0.0)  # srank(0) := 0
+
+
+@dataclass(frozen=True)
+class DecoderDiagnostics:
+    """Seed 001 Table 2 rows (and more) for per-task preconditioners on held-out tasks.
+
+    The solver error is ``e_ℓ = x_ℓ − x†`` from ``x_0 = 0`` (``e_0 = −x†``), the per-task loss is
+    ``ℓ = ‖e_L‖²/K`` and ``ρ = ‖I − PH‖_2`` (seed 001 §4.2).
+
+    Attributes
+    ----------
+    risk_dagger : float
+        ``(1/K) E‖x_L − x†‖²`` (Table 2 "held-out depth risk").
+    risk_star : float
+        ``(1/K) E‖x_L − x⋆‖²`` (error to the task target).
+    eb_upper, eb_mean, eb_n, eb_clip, eb_delta
+        Clipped empirical-Bernstein bound on the clipped ``ℓ`` (seed 001 §2) and its inputs.
+    eb_upper_small : float
+        The same bound on the first ``n_small`` held-out tasks only.
+    violation_rate : float
+        Fraction of (task, ℓ) with ``‖e_ℓ‖ > ρ^ℓ ‖e_0‖`` (0 for every ``P``: submultiplicativity).
+    ratio_mean : float
+        ``E[‖e_L‖ / (ρ^L ‖e_0‖)]``.
+    certified_risk : float
+        ``(1/K) E[ρ^{2L} ‖e_0‖²]`` (seed 001 §4.2).
+    ratio_of_means : float
+        ``risk_dagger / certified_risk``.
+    rho_mean, rho_max, frac_rho_lt1 : float
+        Mean and max of ``ρ``, fraction of tasks with ``ρ < 1``.
+    spectral_radius_mean, frac_spectral_lt1 : float
+        Same for the spectral radius of ``I − PH``.
+    power_norm_mean : float
+        ``E ‖(I − PH)^L‖_2^{1/L}``.
+    rel_dist_mean_P, rel_dist_per_task : float
+        ``‖E P − P⋆‖_F/‖P⋆‖_F`` and ``E‖P − P⋆‖_F/‖P⋆‖_F``.
+    srank_mean_P, srank_per_task : float
+        ``srank(E P)`` and ``E srank(P)``.
+    """
+
+    risk_dagger: float
+    risk_star: float
+    eb_upper: float
+    eb_mean: float
+    eb_n: int
+    eb_clip: float
+    eb_delta: float
+    eb_upper_small: float
+    n_small: int
+    violation_rate: float
+    ratio_mean: float
+    certified_risk: float
+    ratio_of_means: float
+    rho_mean: float
+    rho_max: float
+    frac_rho_lt1: float
+    spectral_radius_mean: float
+    frac_spectral_lt1: float
+    power_norm_mean: float
+    rel_dist_mean_P: float
+    rel_dist_per_task: float
+    srank_mean_P: float
+    srank_per_task: float
+
+    def as_dict(self, prefix: str = "") -> dict:
+        """Flat ``{prefix + field: value}`` for metrics.json."""
+        return {prefix + k: v for k, v in self.__dict__.items()}
+
+
+def decoder_diagnostics(
+    P: np.ndarray, systems: LinearSystems, L: int, P_oracle: np.ndarray, clip: float = 1.0,
+    delta: float = 0.05, n_small: int = 64,
+) -> DecoderDiagnostics:
+    """All Table 2 quantities of the per-task preconditioners ``P`` (n, K, K) or a shared (K, K).
+
+    Parameters
+    ----------
+    P : ndarray (K, K) or (n, K, K)
+    systems : LinearSystems
+        Held-out tasks.
+    L : int
+        Depth (``≥ 1``).
+    P_oracle : ndarray (K, K)
+        ``P⋆`` for the distances.
+    clip, delta : float
+        EB clipping level ``c`` and failure probability ``δ``.
+    n_small : int
+        Size of the small held-out subset for ``eb_upper_small`` (``2 ≤ n_small ≤ n``).
+    """
+    from iclcore.richardson.certificates import clipped_empirical_bernstein
+    from iclcore.richardson.iterates import richardson_certificate
+
+    L = _check_L(L)
+    if L < 1:
+        raise ValueError(f"L: need depth >= 1, got {L}")
+    n, K = systems.n, systems.K
+    if not isinstance(n_small, (int, np.integer)) or not 2 <= n_small <= n:
+        raise ValueError(f"n_small: must be an integer in [2, n={n}], got {n_small!r}")
+    Ps = np.ascontiguousarray(_as_stack(P, systems))
+    Po = np.asarray(P_oracle, dtype=float)
+    if Po.shape != (K, K):
+        raise ValueError(f"P_oracle: expected shape {(K, K)}, got {Po.shape}")
+    e = depth_error(Ps, systems, L)[:, -1]
+    eL_dag = e + systems.x_star - systems.x_dagger
+    loss = np.sum(eL_dag**2, axis=1) / K
+    eb = clipped_empirical_bernstein(loss, clip, delta)
+    eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
+    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L)
+    T = np.eye(K) - Ps @ systems.H
+    rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    srad = np.abs(np.linalg.eigvals(T)).max(axis=-1)
+    powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
+    e0n2 = np.sum(systems.x_dagger**2, axis=1)
+    certified = float(np.mean(rho ** (2 * L) * e0n2) / K)
+    Pbar = Ps.mean(axis=0)
+    no = np.linalg.norm(Po)
+    return DecoderDiagnostics(
+        risk_dagger=float(loss.mean()),
+        risk_star=float(np.mean(np.sum(e**2, axis=1)) / K),
+        eb_upper=float(eb.upper), eb_mean=float(eb.mean), eb_n=int(n), eb_clip=float(clip), eb_delta=float(delta),
+        eb_upper_small=float(eb_small.upper), n_small=int(n_small),
+        violation_rate=float(cert.violation_rate),
+        ratio_mean=float(np.mean(cert.ratio_final)),
+        certified_risk=certified,
+        ratio_of_means=float(loss.mean() / certified) if certified > 0 else 0.0,
+        rho_mean=float(rho.mean()), rho_max=float(rho.max()), frac_rho_lt1=float(np.mean(rho < 1)),
+        spectral_radius_mean=float(srad.mean()), frac_spectral_lt1=float(np.mean(srad < 1)),
+        power_norm_mean=float(powL.mean()),
+        rel_dist_mean_P=float(np.linalg.norm(Pbar - Po) / no),
+        rel_dist_per_task=float(np.mean(np.linalg.norm(Ps - Po, axis=(-2, -1))) / no),
+        srank_mean_P=float(stable_ranks(Pbar)),
+        srank_per_task=float(np.mean(stable_ranks(Ps))),
+    )
