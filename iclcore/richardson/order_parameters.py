@@ -258,12 +258,19 @@ def condition_number(H: np.ndarray) -> np.ndarray | float:
     return float(out) if out.ndim == 0 else out
 
 
-def preconditioned_spectrum(P: np.ndarray, H: np.ndarray) -> np.ndarray:
+def preconditioned_spectrum(P: np.ndarray, H: np.ndarray, imag_rtol: float = 1e-6) -> np.ndarray:
     """Eigenvalues of ``P H`` (real parts, ascending), broadcast over leading axes.
 
     For symmetric positive semi-definite ``P`` and ``H`` the spectrum is real (``PH`` is similar
     to ``H^{1/2} P H^{1/2}``); an online ``P_s`` is symmetric only up to SGD noise, so the
-    imaginary parts are dropped after a check that they are small (below ``1e-6 ρ(PH)``).
+    imaginary parts are dropped after a check that they are below ``imag_rtol · ρ(PH)``.
+
+    Parameters
+    ----------
+    P : ndarray (..., K, K)
+    H : ndarray (..., K, K)
+    imag_rtol : float
+        Largest imaginary part accepted, relative to the spectral radius of ``PH``.
 
     Returns
     -------
@@ -273,8 +280,8 @@ def preconditioned_spectrum(P: np.ndarray, H: np.ndarray) -> np.ndarray:
     H = _stack(H, "H")
     ev = np.linalg.eigvals(P @ H)
     scale = np.abs(ev).max(axis=-1, keepdims=True)
-    if np.any(np.abs(ev.imag) > 1e-6 * np.maximum(scale, np.finfo(float).tiny)):
-        raise ValueError("P: P H has complex eigenvalues (P far from symmetric positive semi-definite)")
+    if np.any(np.abs(ev.imag) > imag_rtol * np.maximum(scale, np.finfo(float).tiny)):
+        raise ValueError(f"P: P H has eigenvalues with imaginary parts above imag_rtol={imag_rtol:g} (P far from symmetric)")
     return np.sort(ev.real, axis=-1)
 
 
@@ -428,8 +435,8 @@ def decoder_order_parameters(
     Parameters
     ----------
     P : ndarray (T, K, K)
-        Checkpoints; ``P_0 = 0`` is allowed (its srank and ``E_top`` are reported as NaN-free
-        limits: srank 0 → undefined, so checkpoints with ``P_s = 0`` get ``srank = E_top = 0``).
+        Checkpoints. ``P_0 = 0`` is allowed: srank and ``E_top`` of the zero matrix are undefined,
+        and such checkpoints get the value 0 (a flag, never a NaN).
     P_star : ndarray (K, K)
     C : ndarray (K, K)
     H_inf : ndarray (K, K)
