@@ -432,6 +432,25 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
     }
 
 
+#: Pseudo-notebook whose ``metrics.json`` holds the ledger's counts, so that chapters can state coverage
+#: with the ``{metric}`` role (``{metric}`ledger:predicted```) instead of typing numbers.
+LEDGER = "ledger"
+
+
+def ledger_counts(rows: list[Row]) -> dict[str, int]:
+    """Counts for the ``ledger`` pseudo-notebook: headline counts, rows per basis, per paper and per status."""
+    counts: dict[str, int] = dict(summary_counts(rows))
+    for b in BASES:
+        counts[f"basis_{b.replace('-', '_')}"] = sum(r.claim.basis == b for r in rows)
+    for st in STATUSES:
+        counts[f"status_{st}"] = sum(r.status == st for r in rows)
+    for seed in SEEDS:
+        sub = [r for r in rows if r.claim.seed == seed]
+        for k, v in summary_counts(sub).items():
+            counts[f"seed{seed}_{k}"] = v
+    return counts
+
+
 def basis_status_table(rows: list[Row]) -> list[str]:
     """A markdown table: one line per basis present in ``rows``, one column per status."""
     bases = [b for b in BASES + (UNLABELLED,) if any(r.claim.basis == b for r in rows)]
@@ -605,6 +624,8 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
     _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml")))
+    (generated / LEDGER).mkdir(exist_ok=True)
+    _write_if_changed(generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows), indent=2, sort_keys=True) + "\n")
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
     _write_if_changed(generated / "errata.md", render_errata(root / "book" / "errata", chapter_order))

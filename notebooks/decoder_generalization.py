@@ -148,6 +148,7 @@ write_metrics({
     "excess_max_increment_in_N": float(np.max(np.diff(exc_mean[N_grid > K + 1]))),
     "gap_at_Nmax": float(gap[-1]),
     "gap_first": float(gap[N_grid > K + 1][0]),
+    "excess_peak_N": int(N_grid[np.argmax(exc_mean)]),
     "oracle_risk": res.oracle_risk,
     "runtime_seconds": runtime,
 })

@@ -342,6 +342,8 @@ metrics = {
     "max_contraction_final": con_max[-1],
     "mean_radius_final": rad_mean[-1],
     "entropy_final": entropy[-1],
+    "slow_third_weight_initial": float(W[0, thirds[0]].sum()),
+    "slow_third_weight_final": float(W[-1, thirds[0]].sum()),
     "identity_max_error": identity_err,
     "violation_rate": violation_rate_all,
     "eb_upper_depth": eb_depth.upper,

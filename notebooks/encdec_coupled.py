@@ -131,6 +131,7 @@ lamC, QC = np.linalg.eigh(run.C)  # ascending
 energy = lamC * np.sum((E @ QC) ** 2, axis=-2)
 weights = energy / energy.sum(axis=1, keepdims=True)
 drift = np.linalg.norm(run.P_star[1:] - run.P_star[:-1], axis=(-2, -1))
+drift_rel = drift / np.linalg.norm(run.P_star[:-1], axis=(-2, -1))
 
 fig, axes = plt.subplots(2, 2, figsize=(10, 7))
 ax = axes[0, 0]
@@ -327,6 +328,10 @@ write_metrics({
     "dk_valid_ratio_max": float(np.max(run.sin2[finite] / run.dk2_weyl[finite])),
     "sin2_plateau_ratio": run.sin2[-1] / run.sin2[steps // 2],
     "tracking_rel_quarter": run.tracking_rel[steps // 4],
+    "slow_mode_weight_initial": float(weights[1, 0]),
+    "slow_mode_weight_final": float(weights[-1, 0]),
+    "drift_rel_log_slope_second_half": float(np.polyfit(grid[:-1][steps // 2:], np.log(drift_rel[steps // 2:]), 1)[0]),
+    "drift_rel_final": float(drift_rel[-1]),
     "ode_gap_base": gaps[0],
     "ode_gap_finest": gaps[-1],
     "ode_order": order,

@@ -287,6 +287,8 @@ metrics = {
     "resolvent_identity_residual_max": float(id_res),
     "first_order_residual_min": float(fo_res_min),
     "norm_bound_ratio_max": norm_bound_ratio,
+    "bound_at_first_zero_freq_min": float(min(rows[(rows[:, 0] == g) & (rows[:, 3] == 0), 5][0]
+                                              for g in np.unique(rows[:, 0]) if np.any((rows[:, 0] == g) & (rows[:, 3] == 0)))),
     "norm_bound_applicable_prompts": n_app,
     "norm_bound_tightness_largest_M": float(tight[-1]),
     "excess_risk_slope": float(slope),

@@ -291,6 +291,7 @@ metrics = {
     "jac_spread_softmax_mean": float(js["dev"].mean()),
     "jac_spread_softmax_max": float(js["dev"].max()),
     "jac_spread_linear_max": float(jac["linear"]["dev"].max()),
+    "jac_top_component_rel_spread": float(comp.std() / s[0]),
     "jac_linear_vs_P_rel": jac["linear"]["lin_vs_Jbar"],
     "jbar_vs_plin_softmax_rel": js["lin_vs_Jbar"],
     "pproj_vs_jbar_softmax_rel": js["proj_vs_Jbar"],

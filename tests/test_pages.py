@@ -276,3 +276,13 @@ def test_format_metric(value, spec, text) -> None:
 @pytest.mark.parametrize("value, spec, text", [(128, "", "128"), (0.1, "", "0.1"), (4096, ",", "4,096"), (0.5, ".2f", "0.50")])
 def test_format_param(value, spec, text) -> None:
     assert format_param(value, spec) == text
+
+
+def test_ledger_counts_for_the_metric_role() -> None:
+    from iclbook.pages import ledger_counts
+
+    rows = [evaluate(claim("max", 1.0, 1.0), {"m": 0.5}), evaluate(claim("max", 1.0, 1.0, seed="001", basis="theorem"), {"m": 2.0})]
+    c = ledger_counts(rows)
+    assert c["total"] == 2 and c["reproduced"] == 1 and c["basis_theorem"] == 1 and c["seed001_theorems"] == 1
+    assert c["seed000_reproduced"] == 1 and c["status_differs"] == 1 and c["basis_other_model"] == 0
+    assert all(isinstance(v, int) for v in c.values())
