@@ -132,6 +132,13 @@ def python_literal(value: Any) -> str:
     raise NotebookError(f"cannot pass a {type(value).__name__} as a parameter")
 
 
+def _json_value(value: Any) -> Any:
+    """``value`` for a JSON manifest (an int too long for ``json``'s decimal writer becomes its literal)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**4000:
+        return python_literal(value)
+    return value
+
+
 def parameter_source(params: dict[str, Any]) -> str:
     lines = ["# Parameters of this run (injected by icl-book)"]
     lines += [f"{k} = {python_literal(v)}" for k, v in params.items()]
@@ -478,7 +485,7 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
             files = {rel: sha256_file(work / rel) for rel in _files(work)}
         except OSError as exc:
             return RunResult(name, "failed", seconds, f"cannot list the outputs: {exc}", request.out_dir)
-        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": request.params,
+        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": {k: _json_value(v) for k, v in request.params.items()},
                     "param_literals": spec["metadata"]["params"], "seconds": round(seconds, 2), "threads": threads,
                     "files": files}
         (work / STAMP).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -536,7 +543,7 @@ class Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._last_plain = 0.0
+        self._last_plain = time.monotonic()  # a non-terminal stream gets a status line every 30 s
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> "Progress":

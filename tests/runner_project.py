@@ -1,0 +1,121 @@
+"""A throw-away project for runner tests: small notebooks that report the type of their parameters, sleep, or misbehave.
+
+The notebooks import nothing from ``iclcore`` (metrics are written with ``json``), so each run costs one kernel
+start (a few seconds) and no computation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
+
+NOTEBOOKS = {
+    "types": '''# %% [markdown]
+# # Types
+
+# %% tags=["parameters"]
+i = 3
+big = 1
+f = 0.5
+g = 1.0
+h = 1.0
+b = False
+s = "x"
+z = None
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"i": 4}}
+
+# %%
+import json
+names = ["i", "big", "f", "g", "h", "b", "s", "z"]
+out = {}
+for k in names:
+    v = globals()[k]
+    out["repr_" + k] = repr(v)
+    out["type_" + k] = type(v).__name__
+json.dump(out, open("metrics.json", "w"))
+''',
+    "second": '''# %% [markdown]
+# # Second
+
+# %% tags=["parameters"]
+k = 3
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"k": 4}}
+
+# %%
+import json
+json.dump({"k_squared": k * k}, open("metrics.json", "w"))
+open("figure.txt", "w").write("figure for k=%d\\n" % k)
+''',
+    "slow": '''# %% [markdown]
+# # Slow
+
+# %% tags=["parameters"]
+seconds = 4.0
+
+# %%
+import json, time
+open("started", "w").write("1")
+time.sleep(seconds)
+json.dump({"slept": seconds}, open("metrics.json", "w"))
+''',
+    "nometrics": '''# %% [markdown]
+# # No metrics
+
+# %% tags=["parameters"]
+k = 1
+
+# %%
+print(k)
+''',
+    "sized": '''# %% [markdown]
+# # Sized
+
+# %% tags=["parameters"]
+K = 8      # a size; range: [1, 4096]
+eta = 0.5  # a step fraction; range: (0, 1)
+
+# %%
+import json
+json.dump({"K": K, "eta": eta}, open("metrics.json", "w"))
+''',
+}
+
+
+def make_project(root: Path, names: list[str] | None = None) -> Path:
+    """Write a project (``_toc.yml``, ``notebooks/``, ``requirements.lock``, an empty ``iclcore/``) at ``root``."""
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    (root / "iclcore").mkdir(exist_ok=True)
+    (root / "requirements.lock").write_text("numpy==0\n")
+    chosen = names or list(NOTEBOOKS)
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n" + "".join(f"  - file: book/generated/{n}/{n}\n" for n in chosen)
+    )
+    for n in chosen:
+        (root / "notebooks" / f"{n}.py").write_text(HEADER + NOTEBOOKS[n])
+    return root
+
+
+def icl_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = "1"
+    return env
+
+
+def icl_cmd(root: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "iclbook.cli", "--root", str(root), *args]
+
+
+def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``icl-book --root root args`` in a subprocess (its own interpreter, like a user's shell)."""
+    cwd = root if root.is_dir() else root.parent
+    return subprocess.run(icl_cmd(root, *args), capture_output=True, text=True, env=icl_env(), timeout=timeout,
+                          stdin=subprocess.DEVNULL, cwd=cwd)
