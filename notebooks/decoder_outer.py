@@ -39,6 +39,8 @@ clip = 1.0           # clipping level c of the empirical-Bernstein bound
 delta = 0.05         # failure probability of the bound
 n_pool = 4096        # pool of held-out losses for the coverage simulation
 n_cov_repeats = 2000 # repetitions of the coverage simulation
+p_cov = 0.3          # Bernoulli law of the coverage check with power
+n_cov_small = 40     # sample size of that check
 seed = 0
 
 # %% tags=["presets"]
@@ -181,6 +183,11 @@ pool_init = np.sum((pool_prompts.d @ P_init.T - pool_prompts.z_star) ** 2, 1) / 
 coverage = {}
 for name, pool in (("direct_final", pool_direct), ("depth_final", pool_depth), ("direct_initial", pool_init)):
     coverage[name], _ = eb_coverage_from_pool(pool, n_eval_prompts, clip, delta, n_cov_repeats, rng)
+# a law where the check has power: Bernoulli(p_cov) losses, small samples; the empirical mean alone
+# (a deliberately wrong "bound") must fail to cover, so a coverage test that always passes would show
+pool_bern = (rng.random(n_pool) < p_cov).astype(float)
+coverage["bernoulli"], true_bern = eb_coverage_from_pool(pool_bern, n_cov_small, 1.0, delta, n_cov_repeats, rng)
+coverage_plain_mean = float(np.mean(true_bern <= pool_bern[rng.integers(0, n_pool, (n_cov_repeats, n_cov_small))].mean(1)))
 clipped_fraction_initial = float(np.mean(pool_init > clip))
 
 # %% tags=["nbval-check-output"]
@@ -352,6 +359,8 @@ metrics = {
     "coverage_depth_final": coverage["depth_final"],
     "coverage_direct_initial": coverage["direct_initial"],
     "coverage_min": min(coverage.values()),
+    "coverage_bernoulli": coverage["bernoulli"],
+    "coverage_plain_mean_bernoulli": coverage_plain_mean,
     "clipped_fraction_initial": clipped_fraction_initial,
     "table_depth_risk": tab_learned["depth_risk"],
     "table_eb_upper": tab_learned["eb_upper"],
