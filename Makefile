@@ -20,10 +20,16 @@ book: $(STAMP)
 	$(BIN)/icl-book build -j $(JOBS) --preset $(PRESET)
 
 ## make test: set up .venv, build the book (quick preset), run all tests
+# nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
+# tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
+# book/generated is never written by it.
 test: $(STAMP)
 	$(BIN)/icl-book build -j $(JOBS)
+	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT && \
+	for d in book/generated/*/; do n=$$(basename "$$d"); [ -f "$$d$$n.ipynb" ] || continue; \
+	  mkdir -p "$$nb/$$n" && cp "$$d$$n.ipynb" "$$nb/$$n/"; done && \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) \
-	  $(BIN)/pytest -n $(JOBS) --dist loadscope -m "$(MARK)" $(PYTEST_ARGS) tests --nbval-lax book/generated
+	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope -m "$(MARK)" $(PYTEST_ARGS) tests --nbval-lax "$$nb"
 
 venv: $(STAMP)
 
@@ -48,4 +54,4 @@ clean:
 	$(BIN)/icl-book clean 2>/dev/null || rm -rf book/generated _build
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf .icl-store $(VENV)
