@@ -82,7 +82,7 @@ class Notebook:
     path: Path
     parameters: dict[str, ParamValue]
     presets: dict[str, dict[str, ParamValue]] = field(default_factory=dict)
-    ranges: dict[str, "Range"] = field(default_factory=dict)
+    ranges: dict[str, Range] = field(default_factory=dict)
 
     @property
     def preset_names(self) -> list[str]:

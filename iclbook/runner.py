@@ -546,7 +546,7 @@ class Progress:
         self._last_plain = time.monotonic()  # a non-terminal stream gets a status line every 30 s
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._thread.start()
         return self
 

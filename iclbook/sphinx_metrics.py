@@ -15,6 +15,7 @@ from typing import Any
 
 from docutils import nodes
 
+
 def format_metric(value: Any, spec: str = "") -> str:
     """Format a metric value; booleans read "yes"/"no", floats default to 4 significant digits."""
     if isinstance(value, bool):

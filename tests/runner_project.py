@@ -25,14 +25,13 @@ g = 1.0
 h = 1.0
 b = False
 s = "x"
-z = None
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"i": 4}}
 
 # %%
 import json
-names = ["i", "big", "f", "g", "h", "b", "s", "z"]
+names = ["i", "big", "f", "g", "h", "b", "s"]
 out = {}
 for k in names:
     v = globals()[k]

@@ -12,7 +12,7 @@ from runner_project import make_project, run_icl
 from iclbook import cli
 from iclbook.imports import dependency_files
 from iclbook.notebooks import NotebookError, coerce, discover, discover_all, read_notebook
-from iclbook.runner import RunRequest, cache_key, check_metrics, make_requests, python_literal, verify_folder
+from iclbook.runner import cache_key, check_metrics, make_requests, python_literal, verify_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
