@@ -206,3 +206,15 @@ def test_batch_means_se_of_iid_series():
         batch_means(y, 1)
     with pytest.raises(ValueError, match="y"):
         batch_means(np.array([1.0, np.nan, 2.0]), 2)
+
+
+def test_uniform_window_null_rate_matches_a_closed_form():
+    """One event, one target window of total width 0.2 on [0, 1] (away from the edges): rate 0.2."""
+    from iclcore.models.probes import uniform_window_null_rate, window_hits
+
+    assert list(window_hits([0.5, 3.0], [0.45, 2.0], [0.1, 0.5])) == [True, False]
+    assert not window_hits([], [1.0], [1.0]).any()
+    rate = uniform_window_null_rate(1, (0.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0), draws=20000)
+    assert rate == pytest.approx(0.2, abs=0.01)
+    with pytest.raises(ValueError, match="span"):
+        uniform_window_null_rate(1, (1.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0))

@@ -28,6 +28,8 @@ Array = NDArray[np.float64]
 
 __all__ = [
     "batch_means",
+    "uniform_window_null_rate",
+    "window_hits",
     "effective_rank",
     "effective_rank_of_values",
     "marginalized_effective_rank",
@@ -246,6 +248,36 @@ def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
     k = y.size // n_blocks
     m = y[y.size - k * n_blocks:].reshape(n_blocks, k).mean(axis=1)
     return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
+
+
+def window_hits(found: ArrayLike, targets: ArrayLike, halfwidths: ArrayLike) -> Array:
+    """Which targets have a found event within their window: ``min_j |found_j - target_i| <= halfwidth_i``.
+
+    ``found`` (n,), ``targets`` and ``halfwidths`` (m,); returns a boolean array (m,) (all False if
+    nothing was found).
+    """
+    found = np.asarray(found, dtype=float).ravel()
+    targets = np.asarray(targets, dtype=float).ravel()
+    halfwidths = np.broadcast_to(np.asarray(halfwidths, dtype=float), targets.shape)
+    if found.size == 0:
+        return np.zeros(targets.shape, dtype=bool)
+    return np.min(np.abs(found[None, :] - targets[:, None]), axis=1) <= halfwidths
+
+
+def uniform_window_null_rate(
+    n_found: int, span: tuple[float, float], targets: ArrayLike, halfwidths: ArrayLike, min_hits: int,
+    rng: np.random.Generator, draws: int = 2000,
+) -> float:
+    """Probability that ``n_found`` events placed uniformly on ``span`` hit at least ``min_hits``
+    of the target windows (:func:`window_hits`): the false-positive rate of a peak-alignment test."""
+    rng = np.random.default_rng(rng)
+    lo, hi = float(span[0]), float(span[1])
+    if not hi > lo:
+        raise ValueError(f"span: expected lo < hi, got {span!r}")
+    if isinstance(n_found, bool) or not isinstance(n_found, (int, np.integer)) or n_found < 0:
+        raise ValueError(f"n_found: expected a non-negative integer, got {n_found!r}")
+    hits = [np.sum(window_hits(rng.uniform(lo, hi, n_found), targets, halfwidths)) >= min_hits for _ in range(draws)]
+    return float(np.mean(hits))
 
 
 def trailing_average(y: ArrayLike, k: int) -> Array:
