@@ -293,7 +293,10 @@ class DifficultyPoint:
     rho_pop : float
         ``ρ(I − P⋆ H_∞)``.
     depth : int
-        :func:`depth_to_target` with ``P⋆``.
+        :func:`depth_to_target` with ``P⋆``; ``-1`` when the target is not reached within
+        ``L_max`` (this happens when some prompts have ``ρ(I − P⋆H_M) ≥ 1``, see ``frac_divergent``).
+    frac_divergent : float
+        Fraction of prompts with ``ρ(I − P⋆ H_M) ≥ 1`` (the iteration diverges on them).
     depth_pred : int
         :func:`depth_from_contraction` at the mean ``ρ``.
     R_star : float
@@ -309,6 +312,7 @@ class DifficultyPoint:
     depth: int
     depth_pred: int
     R_star: float
+    frac_divergent: float
 
 
 def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int) -> DifficultyPoint:
@@ -323,6 +327,10 @@ def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generato
     kPH = spec[:, -1] / spec[:, 0]
     rho = np.atleast_1d(iteration_spectral_radius(P, pr.H_M))
     sq = math.sqrt(n_prompts)
+    try:
+        depth = depth_to_target(P, pr.H_M, pr.z_dagger, target, L_max)
+    except ValueError:
+        depth = -1  # not reached within L_max (flag documented in DifficultyPoint)
     rho_m = float(rho.mean())
     return DifficultyPoint(
         kappa_H=float(kH.mean()),
@@ -332,7 +340,8 @@ def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generato
         rho=rho_m,
         rho_se=float(rho.std(ddof=1) / sq),
         rho_pop=float(iteration_spectral_radius(P, cfg.H_infinity)),
-        depth=depth_to_target(P, pr.H_M, pr.z_dagger, target, L_max),
+        depth=depth,
         depth_pred=depth_from_contraction(rho_m, target) if rho_m < 1 else -1,
         R_star=oracle_risk(mom),
+        frac_divergent=float(np.mean(rho >= 1)),
     )

@@ -1,0 +1,222 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Task diversity and difficulty (seed 000 §10, with §3.2)
+# Excess risk of the finite-task preconditioner $\widehat P_N=ZD^\top(DD^\top)^\dagger$ against the
+# number $N$ of pretraining tasks, for several latent spectra $\Sigma_z$ (from nearly rank one to
+# flat). It is compared with two closed forms derived in the chapter: the Gaussian formula
+# $R_\star K/(N-K-1)$ and the sandwich formula $R_\star d_{\rm sand}/N$. Then the difficulty axes
+# $\kappa(H_M)$, $\kappa(P_\star H_M)$, $\rho(I-P_\star H_M)$ and the depth $L$ needed for a target
+# solver error, as functions of $M$, $\lambda$ and $\sigma^2$. Verdicts live in
+# `book/reported/order_parameters.yml`.
+
+# %% tags=["parameters"]
+K = 8                # dimension (r = K: the latent spectrum fills the space)
+M = 32               # prompt size
+cond = 10.0          # condition number of Sigma_x
+sigma = 0.1          # label noise
+r_effs = [1.2, 3.0, 8.0]  # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r)
+N_values = [12, 16, 24, 32, 64, 128, 256, 512]  # numbers of pretraining tasks (all >= K + 2)
+n_repeats = 300      # independent training sets per (spectrum, N)
+n_sandwich = 100_000 # Monte Carlo pairs for d_sand
+min_ratio_review = 4     # the review's check uses N >= 4 d_eff
+min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K
+K_diff = 16          # difficulty sweeps: dimension
+M_diff = 128         # base prompt size
+M_values = [24, 32, 64, 128, 256, 512]
+lam_values = [0.0, 0.03, 0.1, 0.3]
+sigma_values = [0.01, 0.1, 0.3, 1.0]
+n_diff_prompts = 128
+target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2
+L_max = 600
+seed = 0
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_values": [12, 16, 24, 32, 64, 128, 256, 512, 1024, 2048],
+                     "n_diff_prompts": 512}}
+
+# %%
+import time
+
+import numpy as np
+import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
+
+from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.richardson.tasks import TaskConfig
+from iclcore.richardson.diversity import (
+    difficulty_point, diversity_sweep, gaussian_excess, latent_spectrum_with_effective_rank, sandwich_excess,
+)
+
+use_style()
+t_start = time.perf_counter()
+rng = np.random.default_rng(seed)
+metrics = {}
+
+# %% [markdown]
+# ## The sweep: three latent spectra against $N$
+# For each spectrum $\Sigma_z=\mathrm{diag}(\mu)$ (geometric, $\operatorname{Tr}\Sigma_z=r$, chosen
+# $r_{\rm eff}$), `diversity_sweep` draws `n_repeats` training sets of $N$ tasks. It records the exact
+# excess $\frac1K\operatorname{Tr}\{(\widehat P_N-P_\star)C(\widehat P_N-P_\star)^\top\}$ of each one and
+# estimates $d_{\rm sand}=\mathbb E[\|e\|^2d^\top C^{-1}d]/\mathbb E\|e\|^2$ with its standard error.
+
+# %%
+cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma)
+Ns = np.array(N_values)
+t0 = time.perf_counter()
+pts = [diversity_sweep(cfg, latent_spectrum_with_effective_rank(K, re), Ns, n_repeats, n_sandwich, rng) for re in r_effs]
+t_sweep = time.perf_counter() - t0
+for i, p in enumerate(pts):
+    print(f"r_eff = {p.r_eff:.1f}, H_z = {p.H_z:.2f}, R* = {p.R_star:.3f}, d_eff = {p.d_eff:.0f}, "
+          f"d_sand = {p.d_sand.value:.2f} +- {p.d_sand.se:.2f}")
+    metrics.update({f"r_eff_{i}": p.r_eff, f"H_z_{i}": p.H_z, f"R_star_{i}": p.R_star, f"d_sand_{i}": p.d_sand.value,
+                    f"d_sand_se_{i}": p.d_sand.se, f"d_sand_over_K_{i}": p.d_sand.kurtosis_ratio})
+metrics["d_eff"] = pts[0].d_eff
+
+# %% [markdown]
+# ## Comparison with the closed forms
+# Relative standard errors combine the Monte Carlo error of the mean excess with that of
+# $d_{\rm sand}$. The *bracket* is the derived prediction
+# $R_\star d_{\rm sand}/N\le\mathbb E[\text{excess}]\le R_\star d_{\rm sand}/(N-K-1)$. Its lower end is
+# the leading order; its upper end is exact in the Gaussian case.
+
+# %%
+gauss = np.array([gaussian_excess(p.R_star, K, Ns) for p in pts])
+lead = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns, finite_n=False) for p in pts])
+upper = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns) for p in pts])
+mean = np.array([p.excess_mean for p in pts])
+rse = np.array([p.excess_se / p.excess_mean for p in pts])            # relative SE of the mean excess
+rse_s = rse + np.array([[p.d_sand.se / p.d_sand.value] for p in pts])  # ... plus that of d_sand
+sel4 = Ns >= min_ratio_review * K
+sel16 = Ns >= min_ratio_asymptotic * K
+dev_g = np.abs(mean / gauss - 1)[:, sel4]
+ig = np.unravel_index(np.argmax(dev_g), dev_g.shape)
+dev_l = np.abs(mean / lead - 1)[:, sel16]
+il = np.unravel_index(np.argmax(dev_l), dev_l.shape)
+z_out = np.maximum((lead - mean) / (mean * rse_s), (mean - upper) / (mean * rse_s))[:, sel4]
+top = -1  # the largest N
+c_deff = Ns[top] * mean[:, top] / (np.array([p.R_star for p in pts]) * K)
+c_sand = Ns[top] * mean[:, top] / np.array([p.R_star * p.d_sand.value for p in pts])
+metrics.update(
+    gauss_maxdev_N4=dev_g.max(), gauss_maxdev_N4_se=rse[:, sel4][ig], gauss_ratio_min_N4=(mean / gauss)[:, sel4].min(),
+    gauss_ratio_max_N4=(mean / gauss)[:, sel4].max(),
+    lead_maxdev_N16=dev_l.max(), lead_maxdev_N16_se=rse_s[:, sel16][il], lead_finite_n_bound=(K + 1) / Ns[sel16].min(),
+    bracket_max_z_outside=z_out.max(),
+    spread_deff_largeN=c_deff.max() / c_deff.min(), spread_deff_largeN_se=float(np.sqrt(2) * rse[:, top].max()),
+    spread_sand_largeN=c_sand.max() / c_sand.min(), spread_sand_largeN_se=float(np.sqrt(2) * rse_s[:, top].max()),
+    N_largest=Ns[top], t_sweep=t_sweep,
+)
+# the 1/N rate of §3.2: log-log slope over N >= 16 K, weighted least squares, per spectrum
+slopes, slope_se = [], []
+x = np.log(Ns[sel16])
+for i in range(len(pts)):
+    w = 1 / rse[i, sel16] ** 2
+    X = np.c_[np.ones_like(x), x]
+    cov = np.linalg.inv(X.T @ (w[:, None] * X))
+    beta = cov @ X.T @ (w * np.log(mean[i, sel16]))
+    slopes.append(beta[1]); slope_se.append(np.sqrt(cov[1, 1]))
+k_worst = int(np.argmax(np.abs(np.array(slopes) + 1) - 3 * np.array(slope_se)))
+metrics.update(rate_slope_worst=slopes[k_worst], rate_slope_worst_se=slope_se[k_worst],
+               rate_slope_bias_bound=(K + 1) / (Ns[sel16].min() - K - 1))
+
+# %% tags=["nbval-check-output"]
+print("excess / Gaussian formula, N >= 4K:", np.round((mean / gauss)[:, sel4], 1))
+print("N * excess / (R* d_sand) at the largest N:", np.round(c_sand, 1))
+
+# %%
+fig, ax = plt.subplots(1, 3, figsize=(14, 4.2))
+for i, p in enumerate(pts):
+    col = PALETTE[i]
+    lab = rf"$r_{{\rm eff}}={p.r_eff:.1f}$, $H_z={p.H_z:.2f}$"
+    ax[0].errorbar(K / Ns, mean[i] / p.R_star, yerr=3 * p.excess_se / p.R_star, fmt="o", color=col, ms=4, label=lab)
+    ax[1].errorbar(Ns / K, Ns * mean[i] / (p.R_star * K), yerr=3 * Ns * p.excess_se / (p.R_star * K), fmt="o-",
+                   color=col, ms=4, label=lab)
+    ax[1].axhline(p.d_sand.value / K, color=col, ls=":", lw=1)
+    ax[2].errorbar(Ns / K, Ns * mean[i] / (p.R_star * p.d_sand.value), yerr=3 * rse_s[i] * Ns * mean[i] / (p.R_star * p.d_sand.value),
+                   fmt="o", color=col, ms=4, label=lab)
+psi = np.linspace((K / Ns).min(), (K / Ns).max(), 200)
+ax[0].plot(psi, K / (K / psi - K - 1), "k-", label=r"Gaussian: $\psi/(1-\psi-1/N)$, $d_{\rm eff}=K$")
+ax[0].set(xscale="log", yscale="log", xlabel=r"$\psi=d_{\rm eff}/N$ ($d_{\rm eff}=\mathrm{rank}\,C=K$)",
+          ylabel=r"excess $/R_\star$", title="excess against $\\psi$: no collapse")
+ax[1].set(xscale="log", xlabel=r"$N/K$", ylabel=r"$N\cdot$excess$/(R_\star K)$", title=r"limit $d_{\rm sand}/K$ (dotted)")
+ax[2].plot(Ns / K, np.ones_like(Ns, float), "k-", lw=1, label=r"leading order $R_\star d_{\rm sand}/N$")
+ax[2].plot(Ns / K, Ns / (Ns - K - 1), "k--", lw=1, label=r"$R_\star d_{\rm sand}/(N-K-1)$")
+ax[2].set(xscale="log", xlabel=r"$N/K$", ylabel=r"$N\cdot$excess$/(R_\star d_{\rm sand})$", title=r"collapse in $\psi=d_{\rm sand}/N$")
+for a in ax:
+    a.legend(fontsize=7)
+    a.xaxis.set_minor_formatter(NullFormatter())
+    a.yaxis.set_minor_formatter(NullFormatter())
+fig.tight_layout()
+save_figure(fig, "fig_diversity_collapse")
+plt.show()
+
+# %% [markdown]
+# ## Difficulty axes: $\kappa(H_M)$, $\kappa(P_\star H_M)$, $\rho$ and the depth $L$
+# Base task: $K$ = `K_diff`, $M$ = `M_diff`, the design of condition `cond`, a flat latent spectrum,
+# and the oracle $P_\star=BC^\dagger$ of the decoder objective with target $\beta$. One parameter is
+# varied at a time. $L$ is the smallest depth with relative solver error at most `target`. It is
+# set beside the certificate's prediction $\lceil\log(\text{target})/(2\log\bar\rho)\rceil$ at the mean
+# $\bar\rho$.
+
+# %%
+base = TaskConfig(K=K_diff, M=M_diff, cond=cond, sigma=sigma)
+t0 = time.perf_counter()
+axes_ = {
+    "M": [difficulty_point(base.replace(M=m), n_diff_prompts, rng, target, L_max) for m in M_values],
+    "lam": [difficulty_point(base.replace(lam=l), n_diff_prompts, rng, target, L_max) for l in lam_values],
+    "sigma2": [difficulty_point(base.replace(sigma=s), n_diff_prompts, rng, target, L_max) for s in sigma_values],
+}
+t_diff = time.perf_counter() - t0
+xs = {"M": np.array(M_values, float), "lam": np.array(lam_values), "sigma2": np.array(sigma_values) ** 2}
+fig, ax = plt.subplots(2, 3, figsize=(14, 7))
+for j, (name, pts_d) in enumerate(axes_.items()):
+    x = xs[name]
+    get = lambda f: np.array([getattr(p, f) for p in pts_d])  # noqa: E731
+    a = ax[0, j]
+    a.errorbar(x, get("kappa_H"), yerr=3 * get("kappa_H_se"), fmt="o-", color=PALETTE[0], label=r"$\kappa(H_M)$")
+    a.errorbar(x, get("kappa_PH"), yerr=3 * get("kappa_PH_se"), fmt="s-", color=PALETTE[1], label=r"$\kappa(P_\star H_M)$")
+    a.set(yscale="log", xlabel={"M": "$M$", "lam": r"$\lambda$", "sigma2": r"$\sigma^2$"}[name], title="operator / decoder conditioning")
+    a.legend(fontsize=8)
+    b = ax[1, j]
+    b.errorbar(x, get("rho"), yerr=3 * get("rho_se"), fmt="o-", color=PALETTE[2], label=r"$\rho(I-P_\star H_M)$ (mean)")
+    b.plot(x, get("rho_pop"), "x--", color=PALETTE[2], label=r"$\rho(I-P_\star H_\infty)$")
+    b.set(xlabel=a.get_xlabel(), ylabel=r"$\rho$", ylim=(0, 1.05))
+    c = b.twinx()
+    ok = get("depth") >= 0  # -1 = target not reached within L_max (some prompts diverge)
+    c.plot(x[ok], get("depth")[ok], "D-", color=PALETTE[3], label="depth $L$ for target")
+    okp = get("depth_pred") >= 0
+    c.plot(x[okp], get("depth_pred")[okp], "d:", color=PALETTE[3], label=r"$\lceil\log t/(2\log\bar\rho)\rceil$")
+    for xi in x[~ok]:
+        b.axvline(xi, color="gray", ls=":", lw=1)
+    c.set(ylabel="$L$")
+    h1, l1 = b.get_legend_handles_labels(); h2, l2 = c.get_legend_handles_labels()
+    b.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
+    for a_ in (a, b):
+        if name != "lam":  # lambda includes 0: linear axis
+            a_.set_xscale("log")
+            a_.xaxis.set_minor_formatter(NullFormatter())
+        a_.yaxis.set_minor_formatter(NullFormatter())
+    metrics.update({f"frac_divergent_{name}_max": get("frac_divergent").max(), f"depth_{name}_first": get("depth")[0], f"depth_{name}_last": get("depth")[-1],
+                    f"rho_{name}_first": get("rho")[0], f"rho_{name}_last": get("rho")[-1],
+                    f"kappa_PH_{name}_first": get("kappa_PH")[0], f"kappa_PH_{name}_last": get("kappa_PH")[-1],
+                    f"kappa_H_{name}_first": get("kappa_H")[0], f"kappa_H_{name}_last": get("kappa_H")[-1]})
+fig.tight_layout()
+save_figure(fig, "fig_difficulty_axes")
+plt.show()
+metrics["t_difficulty"] = t_diff
+
+# %% tags=["nbval-check-output"]
+print(f"depth L against M: {metrics['depth_M_first']:.0f} (M = {M_values[0]}) -> {metrics['depth_M_last']:.0f} (M = {M_values[-1]})")
+
+# %%
+metrics["time_total"] = time.perf_counter() - t_start
+write_metrics(metrics)
+print(f"total time {metrics['time_total']:.0f} s (sweep {t_sweep:.0f} s, difficulty {t_diff:.0f} s)")
