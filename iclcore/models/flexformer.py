@@ -86,6 +86,9 @@ class FlexformerConfig:
         Fourier pairs in the index features ``φ_j``.
     include_d : bool
         Whether the right-hand side ``d_j`` is part of the token.
+    h_scale, d_scale : float
+        Fixed scalings of ``H`` and ``d`` inside the tokens (``t_j = (h_scale H_{j·}, d_scale d_j, φ_j)``),
+        so that stiff systems (entries ``~1/h``) do not saturate the softmax.
     """
 
     K: int
@@ -94,8 +97,14 @@ class FlexformerConfig:
     d_k: int = 4
     n_freq: int = 2
     include_d: bool = True
+    h_scale: float = 1.0
+    d_scale: float = 1.0
 
     def __post_init__(self) -> None:
+        for name in ("h_scale", "d_scale"):
+            v = getattr(self, name)
+            if not np.isfinite(v) or v <= 0:
+                raise ValueError(f"{name}: must be finite and > 0, got {v!r}")
         _pos_int("K", self.K)
         _pos_int("rank", self.rank, 0)
         if self.rank > self.K:
@@ -186,9 +195,9 @@ class Flexformer(nn.Module):
     def tokens(self, H: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
         """``t_j = (H_{j·}, d_j, φ_j)``, shape (B, K, token_dim), from ``H`` (B, K, K), ``d`` (B, K)."""
         B = H.shape[0]
-        parts = [H]
+        parts = [self.config.h_scale * H]
         if self.config.include_d:
-            parts.append(d[..., None])
+            parts.append(self.config.d_scale * d[..., None])
         parts.append(self.phi.expand(B, -1, -1))
         return torch.cat(parts, dim=-1)
 

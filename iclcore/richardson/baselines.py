@@ -518,6 +518,8 @@ class DecoderDiagnostics:
         ``(1/K) E‖x_L − x†‖²`` (Table 2 "held-out depth risk").
     risk_star : float
         ``(1/K) E‖x_L − x⋆‖²`` (error to the task target).
+    risk_dagger_se, risk_star_se : float
+        Standard errors of the two means over held-out tasks.
     eb_upper, eb_mean, eb_n, eb_clip, eb_delta
         Clipped empirical-Bernstein bound on the clipped ``ℓ`` (seed 001 §2) and its inputs.
     eb_upper_small : float
@@ -543,7 +545,9 @@ class DecoderDiagnostics:
     """
 
     risk_dagger: float
+    risk_dagger_se: float
     risk_star: float
+    risk_star_se: float
     eb_upper: float
     eb_mean: float
     eb_n: int
@@ -618,9 +622,12 @@ def decoder_diagnostics(
     certified = float(np.mean(rho ** (2 * L) * e0n2) / K)
     Pbar = Ps.mean(axis=0)
     no = np.linalg.norm(Po)
+    loss_star = np.sum(e**2, axis=1) / K
     return DecoderDiagnostics(
         risk_dagger=float(loss.mean()),
-        risk_star=float(np.mean(np.sum(e**2, axis=1)) / K),
+        risk_dagger_se=float(loss.std(ddof=1) / np.sqrt(n)),
+        risk_star=float(loss_star.mean()),
+        risk_star_se=float(loss_star.std(ddof=1) / np.sqrt(n)),
         eb_upper=float(eb.upper), eb_mean=float(eb.mean), eb_n=int(n), eb_clip=float(clip), eb_delta=float(delta),
         eb_upper_small=float(eb_small.upper), n_small=int(n_small),
         violation_rate=float(cert.violation_rate),
