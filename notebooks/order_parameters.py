@@ -28,11 +28,12 @@ eta_frac = 0.5       # eta = eta_frac / lambda_max(C)
 n_checkpoints = 41   # checkpoints including s = 0
 n_seeds = 4          # independent online runs (standard errors across seeds)
 transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps
-grid_steps = [20, 60, 200, 800]  # checkpoints of the top-spectra grid (snapped to the checkpoint grid)
 n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M
 encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra)
 K_aspect = 32        # prompt-aspect sweep: dimension
-gammas = [0.05, 0.1, 0.2, 0.3, 0.45, 0.6]  # prompt aspects K/M
+gamma_min = 0.05     # prompt aspects K/M: n_gammas values from gamma_min to gamma_max (geometric)
+gamma_max = 0.6
+n_gammas = 6
 n_aspect_prompts = 200
 ks_alpha = 0.01      # level of the DKW band used as the KS error model
 seed = 0
@@ -78,6 +79,8 @@ P_star = oracle_preconditioner(mom)
 H_inf = cfg.H_infinity
 eta = max_stable_step(mom.C, eta_frac)
 ckpt = np.unique(np.linspace(0, steps, n_checkpoints).round().astype(int))
+grid_steps = [steps // 40, 3 * steps // 40, steps // 4, steps]  # checkpoints of the top-spectra grid
+gammas = np.geomspace(gamma_min, gamma_max, n_gammas)
 t0 = time.perf_counter()
 runs = [online_decoder_training(cfg, eta, steps, batch, np.random.default_rng([seed, j]), checkpoints=ckpt)
         for j in range(n_seeds)]

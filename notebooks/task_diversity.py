@@ -23,25 +23,29 @@ K = 8                # dimension (r = K: the latent spectrum fills the space)
 M = 32               # prompt size
 cond = 10.0          # condition number of Sigma_x
 sigma = 0.1          # label noise
-r_effs = [1.2, 3.0, 8.0]  # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r)
-N_values = [12, 16, 24, 32, 64, 128, 256, 512]  # numbers of pretraining tasks (all >= K + 2)
+r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r):
+r_eff_mid = 3.0      # r_eff_low, r_eff_mid and K (flat)
+N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K
 n_repeats = 300      # independent training sets per (spectrum, N)
 n_sandwich = 100_000 # Monte Carlo pairs for d_sand
 min_ratio_review = 4     # the review's check uses N >= 4 d_eff
 min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K
 K_diff = 16          # difficulty sweeps: dimension
 M_diff = 128         # base prompt size
-M_values = [24, 32, 64, 128, 256, 512]
-lam_values = [0.0, 0.03, 0.1, 0.3]
-sigma_values = [0.01, 0.1, 0.3, 1.0]
+M_min = 24           # M sweep: n_M values, geometric from M_min to M_max
+M_max = 512
+n_M = 6
+lam_max = 0.3        # lambda sweep: 0, lam_max/10, lam_max/3, lam_max
+sigma_min = 0.01     # sigma sweep: n_sigma values, geometric from sigma_min to sigma_max
+sigma_max = 1.0
+n_sigma = 4
 n_diff_prompts = 128
 target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2
 L_max = 600
 seed = 0
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_values": [12, 16, 24, 32, 64, 128, 256, 512, 1024, 2048],
-                     "n_diff_prompts": 512}}
+PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_max_ratio": 256, "n_diff_prompts": 512}}
 
 # %%
 import time
@@ -60,6 +64,11 @@ use_style()
 t_start = time.perf_counter()
 rng = np.random.default_rng(seed)
 metrics = {}
+r_effs = [r_eff_low, r_eff_mid, float(K)]
+N_values = sorted({K + 4, 2 * K, 3 * K} | {K * 2**j for j in range(2, int(np.log2(N_max_ratio)) + 1)})
+M_values = np.unique(np.geomspace(M_min, M_max, n_M).round().astype(int))
+lam_values = [0.0, lam_max / 10, lam_max / 3, lam_max]
+sigma_values = np.geomspace(sigma_min, sigma_max, n_sigma)
 
 # %% [markdown]
 # ## The sweep: three latent spectra against $N$
@@ -170,9 +179,9 @@ plt.show()
 base = TaskConfig(K=K_diff, M=M_diff, cond=cond, sigma=sigma)
 t0 = time.perf_counter()
 axes_ = {
-    "M": [difficulty_point(base.replace(M=m), n_diff_prompts, rng, target, L_max) for m in M_values],
+    "M": [difficulty_point(base.replace(M=int(m)), n_diff_prompts, rng, target, L_max) for m in M_values],
     "lam": [difficulty_point(base.replace(lam=l), n_diff_prompts, rng, target, L_max) for l in lam_values],
-    "sigma2": [difficulty_point(base.replace(sigma=s), n_diff_prompts, rng, target, L_max) for s in sigma_values],
+    "sigma2": [difficulty_point(base.replace(sigma=float(s)), n_diff_prompts, rng, target, L_max) for s in sigma_values],
 }
 t_diff = time.perf_counter() - t0
 xs = {"M": np.array(M_values, float), "lam": np.array(lam_values), "sigma2": np.array(sigma_values) ** 2}
