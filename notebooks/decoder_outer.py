@@ -19,28 +19,28 @@
 # empirical-Bernstein bound of seed 001 §2 with its coverage, and a table in the form of seed 001 Table 2.
 
 # %% tags=["parameters"]
-K = 16               # dimension of x, beta, d, z*
-M = 128              # prompt size (examples per prompt); chosen so R(P*) ~ reported plateau 0.163
+K = 16               # dimension of x, beta, d, z*; range: [1, 1000]
+M = 128              # prompt size (examples per prompt); chosen so R(P*) ~ reported plateau 0.163; range: [1, 5000]
 cond = 10.0          # condition number of Sigma_x (geometric spectrum, trace K)
 sigma = 0.1          # label noise standard deviation
 lam = 0.0            # ridge in H_M
-steps = 800          # outer (pretraining) steps s (paper: 800)
-batch = 4096         # fresh prompts per outer step
+steps = 800          # outer (pretraining) steps s (paper: 800); range: [1, 10000]
+batch = 4096         # fresh prompts per outer step; range: [1, 50000]
 eta_frac = 0.5       # step size eta = eta_frac / lambda_max(C)
-L = 20               # Richardson depth
-L_small = 5          # a shallow depth for the baseline comparison
-s_transient = 20     # first checkpoint counted after the initial transient (s = 0 has R_pred = 1 exactly)
-n_baseline_train = 512  # training prompts on which the unlearned baselines fit their step size
-n_checkpoints = 41   # checkpoints (including s = 0)
-n_eval = 32768       # held-out pairs (d, z*) for the direct risk
-n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates
-n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed
+L = 20               # Richardson depth; range: [1, 200]
+L_small = 5          # a shallow depth for the baseline comparison; range: [1, 50]
+s_transient = 20     # first checkpoint counted after the initial transient (s = 0 has R_pred = 1 exactly); range: [1, 200]
+n_baseline_train = 512  # training prompts on which the unlearned baselines fit their step size; range: [1, 5000]
+n_checkpoints = 41   # checkpoints (including s = 0); range: [1, 500]
+n_eval = 32768       # held-out pairs (d, z*) for the direct risk; range: [1, 1000000]
+n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates; range: [1, 10000]
+n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed; range: [1, 100]
 clip = 1.0           # clipping level c of the empirical-Bernstein bound
-delta = 0.05         # failure probability of the bound
-n_pool = 4096        # pool of held-out losses for the coverage simulation
-n_cov_repeats = 2000 # repetitions of the coverage simulation
-p_cov = 0.3          # Bernoulli law of the coverage check with power
-n_cov_small = 40     # sample size of that check
+delta = 0.05         # failure probability of the bound; range: (0, 1)
+n_pool = 4096        # pool of held-out losses for the coverage simulation; range: [1, 100000]
+n_cov_repeats = 2000 # repetitions of the coverage simulation; range: [1, 20000]
+p_cov = 0.3          # Bernoulli law of the coverage check with power; range: (0, 1)
+n_cov_small = 40     # sample size of that check; range: [1, 500]
 seed = 0
 
 # %% tags=["presets"]
