@@ -19,14 +19,14 @@
 # finite $D$ and $P$).
 
 # %% tags=["parameters"]
-D = 8               # input dimension
+D = 8               # input dimension; range: [1, 200]
 alpha = 2.0         # context length P = alpha * D
 K_frac = 1.0        # queries per context K = K_frac * D
-n = 32              # residual-stream width
-B = 64              # contexts per Adam step
+n = 32              # residual-stream width; range: [1, 1000]
+B = 64              # contexts per Adam step; range: [1, 2000]
 lr = 2e-3           # Adam learning rate (the same at every depth)
-steps = 400         # Adam steps
-eval_contexts = 2000  # held-out contexts for the final loss
+steps = 400         # Adam steps; range: [1, 20000]
+eval_contexts = 2000  # held-out contexts for the final loss; range: [1, 50000]
 seed = 0
 
 # %% tags=["presets"]
