@@ -20,23 +20,23 @@
 # §6.4 continuous-time limit.
 
 # %% tags=["parameters"]
-K = 16              # ambient dimension of x and beta
-r = 3               # task rank (latent dimension)
-M = 64              # prompt length
+K = 16              # ambient dimension of x and beta; range: [1, 200]
+r = 3               # task rank (latent dimension); range: [1, 50]
+M = 64              # prompt length; range: [1, 1000]
 sigma = 0.3         # label noise
 lam = 0.01          # ridge in H_M
 cond_x = 8.0        # condition number of Sigma_x (geometric spectrum, Tr = K)
 mu_1 = 0.2          # eigenvalues of Sigma_z ...
 mu_2 = 0.08
 mu_3 = 0.03
-n_train = 64        # pool of training prompts (encoder and decoder moments)
-n_eval = 2048       # held-out prompts for the risks
-L = 7               # Richardson depth of the latent decoder
-steps = 420         # outer steps (seed 000 §11 reports s = 420)
+n_train = 64        # pool of training prompts (encoder and decoder moments); range: [1, 1000]
+n_eval = 2048       # held-out prompts for the risks; range: [1, 200000]
+L = 7               # Richardson depth of the latent decoder; range: [1, 100]
+steps = 420         # outer steps (seed 000 §11 reports s = 420); range: [1, 5000]
 eta_e_rel = 0.5     # encoder step times lambda_max(Sigma_z hat)
 eta_d_rel = 0.2     # decoder step times max_s lambda_max(C_s)
-eval_every = 4      # held-out risks every this many steps (and at the last)
-refine_max = 4      # continuous-time check: step sizes eta/k for k = 1, 2, ..., refine_max (powers of 2)
+eval_every = 4      # held-out risks every this many steps (and at the last); range: [1, 50]
+refine_max = 4      # continuous-time check: step sizes eta/k for k = 1, 2, ..., refine_max (powers of 2); range: [1, 100]
 seed = 0
 
 # %% tags=["presets"]
