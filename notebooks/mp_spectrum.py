@@ -19,17 +19,17 @@
 # its first-order constant.
 
 # %% tags=["parameters"]
-K_hist = 100          # dimension for the histograms
-n_hist_draws = 20     # prompts per gamma for the histograms
+K_hist = 100          # dimension for the histograms; range: [1, 5000]
+n_hist_draws = 20     # prompts per gamma for the histograms; range: [1, 200]
 cond = 100.0          # condition number of Sigma_x (geometric spectrum, random rotation)
-K_conc = 40           # dimension for the concentration experiment
-n_conc_draws = 1000   # prompts per gamma for the violation frequencies
-K_pert = 20           # dimension for the perturbation and excess-risk checks
+K_conc = 40           # dimension for the concentration experiment; range: [1, 1000]
+n_conc_draws = 1000   # prompts per gamma for the violation frequencies; range: [1, 50000]
+K_pert = 20           # dimension for the perturbation and excess-risk checks; range: [1, 200]
 lam = 0.5             # ridge lambda in H_M = Sigma_hat + lambda I
-n_pert_draws = 50     # prompts per M for the resolvent identity and bound
+n_pert_draws = 50     # prompts per M for the resolvent identity and bound; range: [1, 2000]
 sigma = 0.5           # label noise for the excess risk
-task_rank = 5         # rank r of the task covariance for the excess risk
-n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo)
+task_rank = 5         # rank r of the task covariance for the excess risk; range: [1, 50]
+n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo); range: [1, 2000000]
 seed = 0
 
 # %% tags=["presets"]
