@@ -18,24 +18,24 @@
 # errors; the verdicts live in `book/reported/order_parameters.yml`.
 
 # %% tags=["parameters"]
-K = 16               # decoder-only: dimension of x, beta, d
-M = 128              # decoder-only: prompt size
+K = 16               # decoder-only: dimension of x, beta, d; range: [1, 1000]
+M = 128              # decoder-only: prompt size; range: [1, 5000]
 cond = 10.0          # condition number of Sigma_x (geometric, trace K)
 sigma = 0.1          # label noise
-steps = 800          # outer steps s
-batch = 1024         # fresh prompts per outer step
+steps = 800          # outer steps s; range: [1, 10000]
+batch = 1024         # fresh prompts per outer step; range: [1, 50000]
 eta_frac = 0.5       # eta = eta_frac / lambda_max(C)
-n_checkpoints = 41   # checkpoints including s = 0
+n_checkpoints = 41   # checkpoints including s = 0; range: [1, 500]
 n_seeds = 4          # independent online runs (standard errors across seeds)
 transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps
-n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M
-encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra)
-K_aspect = 32        # prompt-aspect sweep: dimension
+n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M; range: [1, 5000]
+encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra); range: [1, 100000]
+K_aspect = 32        # prompt-aspect sweep: dimension; range: [1, 1000]
 gamma_min = 0.05     # prompt aspects K/M: n_gammas values from gamma_min to gamma_max (geometric)
 gamma_max = 0.6
-n_gammas = 6
-n_aspect_prompts = 200
-ks_alpha = 0.01      # level of the DKW band used as the KS error model
+n_gammas = 6  # range: [1, 50]
+n_aspect_prompts = 200  # range: [1, 5000]
+ks_alpha = 0.01      # level of the DKW band used as the KS error model; range: (0, 1)
 seed = 0
 
 # %% tags=["presets"]
