@@ -21,22 +21,22 @@
 # The same analysis of a linear-attention layer returns $J\equiv P$ to rounding.
 
 # %% tags=["parameters"]
-K = 8                 # dimension of x, beta and the iterate z
-M = 32                # prompt size
-task_rank = 1         # rank r of the task subspace (beta = U* z, z ~ N(0, I_r))
+K = 8                 # dimension of x, beta and the iterate z; range: [1, 200]
+M = 32                # prompt size; range: [1, 1000]
+task_rank = 1         # rank r of the task subspace (beta = U* z, z ~ N(0, I_r)); range: [1, 10]
 cond = 10.0           # condition number of Sigma_x (geometric spectrum, diagonal)
 sigma = 0.1           # label noise
-n_heads = 4           # attention heads
-d_k = 8               # query/key dimension per head
+n_heads = 4           # attention heads; range: [1, 100]
+d_k = 8               # query/key dimension per head; range: [1, 200]
 init_std = 0.05       # std of W_K entries at initialisation
 qk_init_ratio = 2.0   # std(W_Q)/std(W_K) at initialisation (unbalanced start, to watch balancing)
 lr = 1.0              # SGD step size
-steps = 200           # training steps (fresh prompts each step)
-batch = 64            # prompts per step
-log_every = 10        # checkpoint period
-topk = 2              # k of the top-k energy
-n_eval = 256          # held-out prompts for the Jacobian analysis
-L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj
+steps = 200           # training steps (fresh prompts each step); range: [1, 20000]
+batch = 64            # prompts per step; range: [1, 2000]
+log_every = 10        # checkpoint period; range: [1, 200]
+topk = 2              # k of the top-k energy; range: [1, 20]
+n_eval = 256          # held-out prompts for the Jacobian analysis; range: [1, 10000]
+L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj; range: [1, 100]
 seed = 0
 
 # %% tags=["presets"]
