@@ -19,29 +19,29 @@
 # `book/reported/order_parameters.yml`.
 
 # %% tags=["parameters"]
-K = 8                # dimension (r = K: the latent spectrum fills the space)
-M = 32               # prompt size
+K = 8                # dimension (r = K: the latent spectrum fills the space); range: [1, 100]
+M = 32               # prompt size; range: [1, 500]
 cond = 10.0          # condition number of Sigma_x
 sigma = 0.1          # label noise
 r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r):
 r_eff_mid = 3.0      # r_eff_low, r_eff_mid and K (flat)
-N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K
-n_repeats = 300      # independent training sets per (spectrum, N)
-n_sandwich = 100_000 # Monte Carlo pairs for d_sand
-min_ratio_review = 4     # the review's check uses N >= 4 d_eff
-min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K
-K_diff = 16          # difficulty sweeps: dimension
-M_diff = 128         # base prompt size
-M_min = 24           # M sweep: n_M values, geometric from M_min to M_max
-M_max = 512
-n_M = 6
+N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K; range: [1, 5000]
+n_repeats = 300      # independent training sets per (spectrum, N); range: [1, 20000]
+n_sandwich = 100_000 # Monte Carlo pairs for d_sand; range: [1, 10000000]
+min_ratio_review = 4     # the review's check uses N >= 4 d_eff; range: [1, 50]
+min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K; range: [1, 200]
+K_diff = 16          # difficulty sweeps: dimension; range: [1, 200]
+M_diff = 128         # base prompt size; range: [1, 2000]
+M_min = 24           # M sweep: n_M values, geometric from M_min to M_max; range: [1, 200]
+M_max = 512  # range: [1, 5000]
+n_M = 6  # range: [1, 50]
 lam_max = 0.3        # lambda sweep: 0, lam_max/10, lam_max/3, lam_max
 sigma_min = 0.01     # sigma sweep: n_sigma values, geometric from sigma_min to sigma_max
 sigma_max = 1.0
-n_sigma = 4
-n_diff_prompts = 128
+n_sigma = 4  # range: [1, 50]
+n_diff_prompts = 128  # range: [1, 5000]
 target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2
-L_max = 600
+L_max = 600  # range: [1, 5000]
 seed = 0
 
 # %% tags=["presets"]
