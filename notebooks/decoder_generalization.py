@@ -96,6 +96,8 @@ ref_exact = np.where(N_grid > K + 1, res.oracle_risk * K / np.maximum(N_grid - K
 big = N_grid >= 8 * K
 ratio_deff = exc_mean[big] / ref_deff[big]
 slope = float(np.polyfit(np.log(N_grid[big]), np.log(exc_mean[big]), 1)[0])
+# standard error of the slope over the task draws (one fitted slope per draw)
+slope_se = float(np.polyfit(np.log(N_grid[big]), np.log(res.excess[big]), 1)[0].std(ddof=1) / np.sqrt(n_repeats))
 gap = res.oracle_risk + exc_mean - res.train_risk.mean(1)              # population minus training risk
 
 # %% tags=["nbval-check-output"]
@@ -144,6 +146,7 @@ write_metrics({
     "excess_identity_gap": res.identity_gap,
     "d_eff": res.d_eff,
     "excess_slope": slope,
+    "excess_slope_se": slope_se,
     "excess_over_deff_mean": float(ratio_deff.mean()),
     "excess_max_increment_in_N": float(np.max(np.diff(exc_mean[N_grid > K + 1]))),
     "gap_at_Nmax": float(gap[-1]),
