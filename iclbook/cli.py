@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
-from .runner import STORE, Interrupts, make_requests, run_notebooks
+from .runner import STORE, Interrupts, cache_key, make_requests, run_notebooks, store_dir, verify_folder
 
 EXIT_USAGE = 2
 
@@ -181,6 +181,28 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
     return status
 
 
+def cmd_status(args: argparse.Namespace, root: Path) -> int:
+    """What `run` with the same arguments would do, without executing anything."""
+    good, bad = discover_all(root)
+    notebooks = select(good, args.names, bad)
+    out_root = Path(args.out).expanduser().resolve() if args.out else root / "book" / "generated"
+    requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
+    stale = 0
+    for req in requests:
+        key = cache_key(req, root)
+        entry = store_dir(root) / "entries" / key
+        problem = verify_folder(entry, key) if entry.exists() else "no stored run"
+        if problem:
+            stale += 1
+            print(f"{req.notebook.name:28s} would execute ({problem})")
+        else:
+            out = verify_folder(req.out_dir, key) if req.out_dir.exists() else "missing"
+            print(f"{req.notebook.name:28s} stored" + (f"; output folder would be copied ({out})" if out else ""))
+    print(f"icl-book: {stale} of {len(requests)} notebook(s) would execute")
+    _report_unusable(bad if not args.names else {})
+    return 0
+
+
 def cmd_clean(args: argparse.Namespace, root: Path) -> int:
     paths = [root / "book" / "generated", root / "_build"] + ([root / STORE] if args.store else [])
     for path in paths:
@@ -204,6 +226,10 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--out", metavar="DIR", help="write outputs to DIR/<name>/ instead of book/generated/<name>/")
         sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
         sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
+
+    st = sub.add_parser("status", help="which notebooks `run` would execute (nothing is executed)")
+    run_options(st)
+    st.set_defaults(func=cmd_status)
 
     r = sub.add_parser("run", help="execute notebooks (cached) into book/generated/")
     run_options(r)

@@ -1,0 +1,436 @@
+"""Replay the reliability review's bad-input and fault table against ``icl-book``; report the defects left.
+
+Usage::
+
+    .venv/bin/python tests/replay_reliability.py [--keep]
+
+Each row of the review (../shared/notes/review/reliability.md: CLI rows c01-c41, fault rows F1-F15) is
+replayed on a throw-away project (``tests/runner_project.py``: tiny notebooks with integer, float, string,
+sized and slow parameters, so that a run costs a kernel start, not a computation). Rows that concern the
+content of a particular science notebook (c40, c41) or of ``iclcore`` (library rows, D7) are covered by
+the unit tests of ``iclcore``; F16-F20 (determinism, HTML, network namespaces) are not runner inputs.
+The script prints one line per row (``ok`` or ``DEFECT``) and exits 1 if any defect remains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runner_project import icl_cmd, icl_env, make_project  # noqa: E402
+
+ROWS: list[tuple[str, str, Callable[[Path], str]]] = []
+
+
+def row(rid: str, what: str):
+    def deco(fn: Callable[[Path], str]) -> Callable[[Path], str]:
+        ROWS.append((rid, what, fn))
+        return fn
+
+    return deco
+
+
+def icl(root: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(icl_cmd(root, *args), capture_output=True, text=True, env=icl_env(), timeout=timeout,
+                          stdin=subprocess.DEVNULL, cwd=cwd or (root if root.is_dir() else Path(tempfile.gettempdir())))
+
+
+def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
+    """'' if ``proc`` failed with exit code 2 and a single stderr line (no traceback) containing ``words``."""
+    err = proc.stderr.strip()
+    if proc.returncode != 2:
+        return f"exit code {proc.returncode}, expected 2 ({err[-200:]!r})"
+    if "Traceback" in err or len(err.splitlines()) != 1:
+        return f"not a one-line error: {err[-300:]!r}"
+    missing = [w for w in words if w not in err]
+    return f"message {err!r} lacks {missing}" if missing else ""
+
+
+def metrics(root: Path, name: str, out: Path | None = None) -> dict:
+    return json.loads(((out or root / "book" / "generated") / name / "metrics.json").read_text())
+
+
+def folder_consistent(folder: Path) -> str:
+    from iclbook.runner import STAMP, verify_folder
+
+    key = json.loads((folder / STAMP).read_text())["key"]
+    return verify_folder(folder, key)
+
+
+# --- CLI rows ----------------------------------------------------------------------------------------------
+
+
+@row("c01", "unknown notebook")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "no_such_notebook"), "unknown notebook")
+
+
+@row("c02", "unknown parameter lists the parameters")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "nope", "3"), "no parameter 'nope'", "K (default 8)")
+
+
+@row("c03", "-p K abc")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "abc"), "'K'")
+
+
+@row("c04", "-p K 1.5 (int parameter)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "1.5"), "'K'")
+
+
+@row("c09", "-p K -3 (declared range [1, 4096]) refused before a kernel starts")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "-3"), "'K'", "range")
+
+
+@row("c10", "-p K 0")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "0"), "'K'", "range")
+
+
+@row("c11", "-p K 1e9: size guard (D11)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "1e9"), "'K'", "[1, 4096]")
+
+
+@row("c12/c13/c14/c15/c33", "1e-5, 0.00001, nan, inf, 1e300 as floats; 12345678901234567891 exact (D1, D8)")
+def _(root: Path) -> str:
+    out = root / "typed"
+    expect = {"f": ("1e-05", "float"), "g": ("nan", "float"), "h": ("inf", "float"), "big": ("12345678901234567891", "int")}
+    for f_value in ("1e-5", "0.00001"):
+        proc = icl(root, "run", "types", "-p", "f", f_value, "-p", "g", "nan", "-p", "h", "inf",
+                   "-p", "big", "12345678901234567891", "--out", str(out))
+        if proc.returncode != 0:
+            return f"exit {proc.returncode}: {proc.stderr[-300:]!r}"
+        m = metrics(root, "types", out)
+        for k, (r, t) in expect.items():
+            if (m[f"repr_{k}"], m[f"type_{k}"]) != (r, t):
+                return f"{k} reached the kernel as {m[f'type_{k}']} {m[f'repr_{k}']}"
+    proc = icl(root, "run", "types", "-p", "h", "1e300", "--out", str(out))
+    m = metrics(root, "types", out)
+    return "" if proc.returncode == 0 and m["repr_h"] == "1e+300" and m["type_h"] == "float" else f"1e300: {m['repr_h']}"
+
+
+@row("c06", "code as an int value")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "sized", "-p", "K", "__import__('os').system('id')"), "'K'")
+
+
+@row("c05", "--preset huge")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "types", "--preset", "huge"), "no preset 'huge'")
+
+
+@row("c16", "-j 0")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "second", "-j", "0"), "-j")
+
+
+@row("c17", "-j -1 --force (D12)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "second", "-j", "-1", "--force"), "-j")
+
+
+@row("c17b", "-j abc")
+def _(root: Path) -> str:
+    proc = icl(root, "run", "-j", "abc")
+    return "" if proc.returncode == 2 and "invalid int value" in proc.stderr else f"exit {proc.returncode}"
+
+
+@row("c18", "--out /proc/x (D6)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "second", "--out", "/proc/x"), "--out")
+
+
+@row("c22", "--out an existing file (D6)")
+def _(root: Path) -> str:
+    path = root / "a_file"
+    path.write_text("x")
+    return one_line_error(icl(root, "run", "second", "--out", str(path)), "--out", "not a folder")
+
+
+@row("c38", "--out '' (empty)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "second", "--out", ""), "--out")
+
+
+@row("c19", "--out with a space and a quote")
+def _(root: Path) -> str:
+    out = root / "with space" / "and 'quote'"
+    proc = icl(root, "run", "second", "--out", str(out))
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
+    return folder_consistent(out / "second")
+
+
+@row("c20", "run from notebooks/ (root found upwards)")
+def _(root: Path) -> str:
+    proc = subprocess.run([sys.executable, "-m", "iclbook.cli", "run", "second"], capture_output=True, text=True,
+                          env=icl_env(), cwd=root / "notebooks", stdin=subprocess.DEVNULL, timeout=600)
+    return "" if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
+
+
+@row("c21", "run outside any project")
+def _(root: Path) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-m", "iclbook.cli", "run"], capture_output=True, text=True,
+                              env=icl_env(), cwd=tmp, stdin=subprocess.DEVNULL, timeout=60)
+    return one_line_error(proc, "no project root")
+
+
+@row("c21b", "--root /nonexistent (D9)")
+def _(root: Path) -> str:
+    return one_line_error(icl(root.parent / "nonexistent", "run"), "--root")
+
+
+@row("c23", "duplicate names run once (D10)")
+def _(root: Path) -> str:
+    proc = icl(root, "run", "second", "second", "-j", "2", "--force")
+    ran = proc.stderr.count("] ran")
+    return "" if proc.returncode == 0 and ran == 1 else f"exit {proc.returncode}, executed {ran} times"
+
+
+@row("c07", "unknown command")
+def _(root: Path) -> str:
+    proc = icl(root, "frobnicate")
+    return "" if proc.returncode == 2 and "invalid choice" in proc.stderr else f"exit {proc.returncode}"
+
+
+@row("c08", "-p K without a value")
+def _(root: Path) -> str:
+    proc = icl(root, "run", "-p", "K")
+    return "" if proc.returncode == 2 and "expected 2 arguments" in proc.stderr else f"exit {proc.returncode}"
+
+
+@row("c37", "-p K 12 -p K 16: the last wins")
+def _(root: Path) -> str:
+    out = root / "c37"
+    proc = icl(root, "run", "sized", "-p", "K", "12", "-p", "K", "16", "--out", str(out))
+    return "" if proc.returncode == 0 and metrics(root, "sized", out)["K"] == 16 else f"exit {proc.returncode}"
+
+
+@row("c39", "a parameter one of the named notebooks lacks")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "run", "second", "sized", "-p", "k", "3"), "'sized'", "no parameter 'k'")
+
+
+@row("c34", "stray notebooks/scratch.py without a parameters cell")
+def _(root: Path) -> str:
+    stray = root / "notebooks" / "scratch.py"
+    stray.write_text("print('scratch')\n")
+    try:
+        listed = icl(root, "list")
+        if listed.returncode != 2 or "scratch.py" not in listed.stderr or "second" not in listed.stdout:
+            return f"list: exit {listed.returncode}, stdout {listed.stdout[:100]!r}, stderr {listed.stderr[-200:]!r}"
+        ran = icl(root, "run", "second")
+        if ran.returncode != 0:
+            return f"run second with a stray file: exit {ran.returncode}: {ran.stderr[-200:]!r}"
+        return one_line_error(icl(root, "run", "scratch"), "scratch.py", "parameters")
+    finally:
+        stray.unlink()
+
+
+@row("c35", "K = 2**3 in the parameters cell")
+def _(root: Path) -> str:
+    path = root / "notebooks" / "sized.py"
+    text = path.read_text()
+    path.write_text(text.replace("K = 8 ", "K = 2**3 "))
+    try:
+        proc = icl(root, "list")
+        return "" if proc.returncode == 2 and "not a literal" in proc.stderr and "Traceback" not in proc.stderr else proc.stderr
+    finally:
+        path.write_text(text)
+
+
+@row("c36", "build --out X")
+def _(root: Path) -> str:
+    return one_line_error(icl(root, "build", "--out", "x"), "--out is for")
+
+
+# --- faults ----------------------------------------------------------------------------------------------------
+
+
+def _kill_while_running(root: Path, sig: int) -> str:
+    import psutil
+
+    args = ["run", "slow", "-p", "seconds", "5"]
+    proc = subprocess.Popen(icl_cmd(root, *args), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=root, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((root / ".icl-store" / "tmp").rglob("started")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    kids = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    time.sleep(2)
+    left = [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+    for k in left:
+        k.kill()
+    expected = 128 + sig
+    if left:
+        return f"{len(left)} child process(es) remain"
+    if proc.returncode != expected or "Traceback" in err:
+        return f"exit {proc.returncode} (expected {expected}); stderr {err[-200:]!r}"
+    if list((root / ".icl-store" / "tmp").iterdir()):
+        return "a temporary folder was left behind"
+    again = icl(root, *args)
+    return "" if "1 executed, 0 cached" in again.stdout else f"the next run did not execute: {again.stdout!r}"
+
+
+@row("F1/F2/F5", "SIGTERM while a notebook runs (D3)")
+def _(root: Path) -> str:
+    shutil.rmtree(root / "book" / "generated" / "slow", ignore_errors=True)
+    for entry in (root / ".icl-store" / "entries").glob("*"):
+        if json.loads((entry / ".icl-run.json").read_text())["notebook"] == "slow":
+            shutil.rmtree(entry)
+    return _kill_while_running(root, signal.SIGTERM)
+
+
+@row("F3/F4", "SIGINT while a notebook runs")
+def _(root: Path) -> str:
+    for entry in (root / ".icl-store" / "entries").glob("*"):
+        if json.loads((entry / ".icl-run.json").read_text())["notebook"] == "slow":
+            shutil.rmtree(entry)
+    return _kill_while_running(root, signal.SIGINT)
+
+
+def _damage_then_run(root: Path, damage: Callable[[Path], None], name: str) -> str:
+    icl(root, "run", "second")
+    folder = root / "book" / "generated" / "second"
+    good = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    damage(folder)
+    proc = icl(root, "run", "second")
+    now = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    if now != good:
+        return f"output not repaired: {sorted(set(good) ^ set(now)) or 'content differs'}"
+    if name not in proc.stderr:
+        return f"no message naming {name}: {proc.stderr!r}"
+    return ""
+
+
+@row("F6", "truncated metrics.json, then run (D2)")
+def _(root: Path) -> str:
+    return _damage_then_run(root, lambda f: (f / "metrics.json").write_text('{"k_sq'), "metrics.json")
+
+
+@row("F7", "metrics.json with wrong content, then run (D2)")
+def _(root: Path) -> str:
+    return _damage_then_run(root, lambda f: (f / "metrics.json").write_text('{"other": 1}'), "metrics.json")
+
+
+@row("F8", "a figure removed, then run (D2)")
+def _(root: Path) -> str:
+    return _damage_then_run(root, lambda f: (f / "figure.txt").unlink(), "figure.txt")
+
+
+@row("F9", "metrics.json removed, then run (D2)")
+def _(root: Path) -> str:
+    return _damage_then_run(root, lambda f: (f / "metrics.json").unlink(), "metrics.json")
+
+
+@row("F6b", "build-side reading of a truncated metrics.json names the file")
+def _(root: Path) -> str:
+    from iclbook.pages import ReportError, load_metrics
+
+    folder = root / "pages" / "second"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text('{"k_sq')
+    try:
+        load_metrics(root / "pages", "second")
+    except ReportError as exc:
+        return "" if "metrics.json" in str(exc) else str(exc)
+    return "no error"
+
+
+def _concurrent(root: Path, a: list[str], b: list[str]) -> tuple[subprocess.CompletedProcess, ...]:
+    pa = subprocess.Popen(icl_cmd(root, *a), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=root, stdin=subprocess.DEVNULL)
+    time.sleep(0.2)
+    pb = subprocess.Popen(icl_cmd(root, *b), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=root, stdin=subprocess.DEVNULL)
+    return tuple(subprocess.CompletedProcess(p.args, p.wait(600), *p.communicate()) for p in (pa, pb))
+
+
+@row("F13", "two identical runs at once: one executes, the other waits and hits the store")
+def _(root: Path) -> str:
+    out = root / "conc13"
+    a, b = _concurrent(root, ["run", "sized", "-p", "K", "33", "--out", str(out)],
+                       ["run", "sized", "-p", "K", "33", "--out", str(out)])
+    executed = sum("1 executed" in p.stdout for p in (a, b))
+    if a.returncode or b.returncode or executed != 1:
+        return f"exit {a.returncode}/{b.returncode}, executed {executed} times"
+    return folder_consistent(out / "sized")
+
+
+@row("F14", "two runs with different parameters into one folder (D4), 3 trials")
+def _(root: Path) -> str:
+    for trial in range(3):
+        out = root / f"conc14-{trial}"
+        a, b = _concurrent(root, ["run", "sized", "--out", str(out)], ["run", "sized", "-p", "K", "12", "--out", str(out)])
+        if a.returncode or b.returncode:
+            return f"trial {trial}: exit {a.returncode}/{b.returncode}"
+        problem = folder_consistent(out / "sized")
+        stamp = json.loads((out / "sized" / ".icl-run.json").read_text())
+        if problem or metrics(root, "sized", out)["K"] != stamp["params"]["K"]:
+            return f"trial {trial}: folder inconsistent ({problem or 'metrics of another run'})"
+    return ""
+
+
+@row("F15", "a notebook that writes no metrics.json into a folder holding an old one (D5)")
+def _(root: Path) -> str:
+    folder = root / "book" / "generated" / "nometrics"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text('{"k": 1}')
+    proc = icl(root, "run", "nometrics")
+    if proc.returncode != 1 or "wrote no metrics.json" not in proc.stderr:
+        return f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
+    return "" if not (folder / ".icl-run.json").exists() else "the folder was stamped"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--keep", action="store_true", help="keep the throw-away project")
+    p.add_argument("-k", metavar="ID", help="only rows whose id contains ID")
+    args = p.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    base = Path(tempfile.mkdtemp(prefix="icl-replay-"))
+    root = make_project(base / "project")
+    defects = 0
+    start = time.monotonic()
+    try:
+        for rid, what, fn in ROWS:
+            if args.k and args.k not in rid:
+                continue
+            t0 = time.monotonic()
+            try:
+                problem = fn(root)
+            except Exception as exc:  # a crash of the replay is a defect too
+                problem = f"{type(exc).__name__}: {exc}"
+            defects += bool(problem)
+            verdict = "DEFECT" if problem else "ok"
+            print(f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}" + (f"\n{'':30s}{problem}" if problem else ""),
+                  flush=True)
+    finally:
+        if args.keep:
+            print(f"project kept in {root}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"replay: {len([r for r in ROWS if not args.k or args.k in r[0]])} rows, {defects} defect(s), "
+          f"{time.monotonic() - start:.0f}s")
+    return 1 if defects else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
