@@ -1,0 +1,447 @@
+"""Offline miniature of the depth-contraction probe of seed 004 §8.2–§8.5.
+
+Task (:func:`sample_probe_tasks`): ``d``-dimensional noise-free linear regression with ``n`` context
+pairs, ``w ~ N(0, I)``, ``x ~ N(0, s^2 I)`` with a per-prompt scale ``s ~ LogUniform(s_lo, s_hi)``
+(``s_hi/s_lo = 2`` gives ``tr H`` over a ``16x`` range), target ``y* = w^T x_q`` (the least-squares
+optimum, since the task is realizable and ``n >= d``).
+
+Models (torch):
+
+* :class:`UntiedLSA` -- ``L`` untied residual linear self-attention layers on von Oswald tokens
+  ``[x; y]`` with merged matrices ``W_KQ^l, W_PV^l`` (``(d+1) x (d+1)``); every token is updated,
+  the query is masked out as a key. The per-layer readout ``yhat_l = -z_q[d]`` is exact and linear
+  in ``x_q``.
+* :class:`GPTMini` -- a small causal softmax transformer: pre-LayerNorm blocks (attention + GELU
+  MLP), learned positions, a learned BOS token, tokens ``[BOS, x_1, y_1, ..., x_n, y_n, x_q]``, trained
+  with the all-position loss (predict ``y_i`` at every ``x_i``). The per-layer readout is the shared
+  final LayerNorm and head applied to each layer's residual stream (the logit-lens analogue).
+
+Statistics (:func:`readout_statistics`; ``r_l = y* - yhat_l``, ``Delta_l = yhat_{l+1} - yhat_l``,
+``l = 0..L`` with ``l = 0`` the embedding-layer readout):
+
+* ``mae_l = mean_p |r_l|``; ``er_abs = mae_0 - mae_L``; ``er_rel = 1 - mae_L/mae_0``.
+* ``alpha, intercept, r2``: pooled OLS of ``Delta_l`` on ``r_l`` over prompts and ``l < L``.
+* ``sign_agreement``: mean of ``[sign Delta_l = sign r_l]`` over the same pairs.
+* ``rho_pred = 1 - alpha``; ``rho_obs = exp(slope)`` of the pooled OLS of ``log|r_l|`` on ``l``.
+* ``rel_err_rho = |rho_pred - rho_obs|/rho_obs`` (the paper's 2–11 % statistic) and
+  ``rel_err_rate = |(1-rho_pred) - (1-rho_obs)|/(1-rho_obs)`` (the same on the rate scale).
+* ``geo_r2``: R^2 of the OLS of ``log mae_l`` on ``l``; ``monotone_fraction = #{l: mae_{l+1} < mae_l}/L``;
+  ``mae_rate = (mae_L/mae_0)^{1/L}``.
+* ``frac_contracting``: share of prompts whose own slope of ``log|r_l|`` on ``l`` is negative;
+  ``curvature_corr``: Pearson correlation across prompts of that slope with ``log tr H`` (GD predicts
+  a negative value: higher curvature, faster contraction).
+
+Nulls: the step-0 model (checkpoint 0), :func:`layer_shuffled` (each prompt's readouts in a random
+layer order) and :func:`iid_noise_reference` (closed form for ``yhat_l = y* + mu + eps_l``).
+
+GD-specific test (:func:`richardson_fit`): implicit weights ``w_l`` per layer (exact for the LSA,
+least squares over probe queries for the GPT), errors ``E_l = w_l - w``, and per layer the pooled
+fits ``E_{l+1} - E_l = -M_l H E_l + c_l`` (H-aware) and ``= -B_l E_l + c_l`` (H-blind) with
+``H = X^T X / n`` per prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy import integrate, stats
+from torch import nn
+
+__all__ = [
+    "ProbeTasks",
+    "sample_probe_tasks",
+    "UntiedLSA",
+    "GPTMini",
+    "TrainConfig",
+    "checkpoint_steps",
+    "train_with_checkpoints",
+    "readout_statistics",
+    "layer_shuffled",
+    "iid_noise_reference",
+    "implicit_weights",
+    "richardson_fit",
+    "bos_profile",
+    "late_early_ratio",
+    "probe_checkpoint",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# task
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeTasks:
+    """``X (B, n, d)``, ``y (B, n)``, ``xq (B, m, d)``, ``yq (B, m)``, ``w (B, d)``, ``scale (B,)``."""
+
+    X: torch.Tensor
+    y: torch.Tensor
+    xq: torch.Tensor
+    yq: torch.Tensor
+    w: torch.Tensor
+    scale: torch.Tensor
+
+    @property
+    def trH(self) -> np.ndarray:
+        """``tr(X^T X / n)`` per prompt."""
+        return (self.X.double() ** 2).sum((1, 2)).numpy() / self.X.shape[1]
+
+
+def sample_probe_tasks(B: int, n: int, d: int, gen: torch.Generator, m: int = 1, s_lo: float = 0.5,
+                       s_hi: float = 2.0, dtype: torch.dtype = torch.float64) -> ProbeTasks:
+    """Draw ``B`` prompts (module docstring) with ``m`` queries each; all randomness from ``gen``."""
+    for name, v in (("B", B), ("n", n), ("d", d), ("m", m)):
+        if not (isinstance(v, int) and v >= 1):
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    if not (0 < s_lo <= s_hi):
+        raise ValueError(f"s_lo, s_hi: expected 0 < s_lo <= s_hi, got {s_lo}, {s_hi}")
+    u = torch.rand(B, generator=gen, dtype=torch.float64)
+    s = torch.exp(math.log(s_lo) + u * (math.log(s_hi) - math.log(s_lo)))
+    w = torch.randn(B, d, generator=gen, dtype=torch.float64)
+    X = torch.randn(B, n, d, generator=gen, dtype=torch.float64) * s[:, None, None]
+    xq = torch.randn(B, m, d, generator=gen, dtype=torch.float64) * s[:, None, None]
+    y = torch.einsum("bnd,bd->bn", X, w)
+    yq = torch.einsum("bmd,bd->bm", xq, w)
+    c = lambda t: t.to(dtype)  # noqa: E731
+    return ProbeTasks(c(X), c(y), c(xq), c(yq), c(w), c(s))
+
+
+# --------------------------------------------------------------------------------------------
+# models
+# --------------------------------------------------------------------------------------------
+
+
+class UntiedLSA(nn.Module):
+    """``L`` untied residual LSA layers: ``z_j += (1/n) sum_i W_PV z_i (z_i^T W_KQ z_j)`` for all tokens ``j``."""
+
+    def __init__(self, d: int, L: int, gen: torch.Generator, init_scale: float = 0.02, dtype: torch.dtype = torch.float64):
+        super().__init__()
+        if not (d >= 1 and L >= 1):
+            raise ValueError(f"d, L: expected positive integers, got {d}, {L}")
+        self.d, self.L = d, L
+        mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
+        self.KQ = nn.ParameterList([mk() for _ in range(L)])
+        self.PV = nn.ParameterList([mk() for _ in range(L)])
+
+    def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        """Predictions ``-z_q[d]`` after ``l = 0..L`` layers for ``xq (B, m, d)``: shape ``(L+1, B, m)``."""
+        n = X.shape[1]
+        ctx = torch.cat([X, y[..., None]], -1)
+        q = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
+        out = [-q[..., -1]]
+        for KQ, PV in zip(self.KQ, self.PV):
+            vals = ctx @ PV.T                                # (B, n, d+1)
+            A_c = ctx @ KQ @ ctx.transpose(1, 2) / n          # (B, n_key, n_query): z_i^T KQ z_j
+            A_q = ctx @ KQ @ q.transpose(1, 2) / n
+            ctx = ctx + A_c.transpose(1, 2) @ vals
+            q = q + A_q.transpose(1, 2) @ vals
+            out.append(-q[..., -1])
+        return torch.stack(out)
+
+    def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        return self.readouts(X, y, xq)[-1]
+
+
+class GPTMini(nn.Module):
+    """Small causal pre-LN softmax transformer with a learned BOS token (module docstring)."""
+
+    def __init__(self, d: int, n: int, L: int, width: int, heads: int, gen: torch.Generator, mlp_ratio: int = 4):
+        super().__init__()
+        if width % heads:
+            raise ValueError(f"width, heads: width {width} must be divisible by heads {heads}")
+        self.d, self.n, self.L = d, n, L
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # nn default initialisers draw from the global generator: scope it
+            self.embed = nn.Linear(d + 1, width)
+            self.pos = nn.Parameter(0.02 * torch.randn(2 * n + 2, width))
+            self.bos = nn.Parameter(0.02 * torch.randn(width))
+            self.ln1 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
+            self.ln2 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
+            self.attn = nn.ModuleList([nn.MultiheadAttention(width, heads, batch_first=True) for _ in range(L)])
+            self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(),
+                                                    nn.Linear(mlp_ratio * width, width)) for _ in range(L)])
+            self.ln_f = nn.LayerNorm(width)
+            self.head = nn.Linear(width, 1)
+
+    def _tokens(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        B, n, d = X.shape
+        xt = torch.cat([X, torch.zeros_like(X[..., :1])], -1)
+        yt = torch.cat([torch.zeros_like(X), y[..., None]], -1)
+        inter = torch.stack([xt, yt], 2).reshape(B, 2 * n, d + 1)
+        qt = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)[:, None]
+        h = self.embed(torch.cat([inter, qt], 1))
+        h = torch.cat([self.bos.expand(B, 1, -1), h], 1)
+        return h + self.pos[: h.shape[1]]
+
+    def hidden(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
+        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps."""
+        h = self._tokens(X, y, xq)
+        T = h.shape[1]
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+        hs, att = [h], []
+        for l in range(self.L):
+            a_in = self.ln1[l](h)
+            o, wts = self.attn[l](a_in, a_in, a_in, attn_mask=mask, need_weights=need_attn)
+            h = h + o
+            h = h + self.mlp[l](self.ln2[l](h))
+            hs.append(h)
+            if need_attn:
+                att.append(wts)
+        return hs, att
+
+    def lens(self, h: torch.Tensor) -> torch.Tensor:
+        return self.head(self.ln_f(h))[..., 0]
+
+    def forward_all(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        """Final predictions at every ``x`` position (``x_1..x_n, x_q``): ``(B, n+1)``."""
+        hs, _ = self.hidden(X, y, xq)
+        return self.lens(hs[-1])[:, 1::2]
+
+    def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
+        """Lens readouts at the query position for ``xq (B, m, d)`` (one sequence per query): ``(L+1, B, m)``."""
+        B, m, d = xq.shape
+        Xr = X.repeat_interleave(m, 0)
+        yr = y.repeat_interleave(m, 0)
+        hs, _ = self.hidden(Xr, yr, xq.reshape(B * m, d))
+        return torch.stack([self.lens(h[:, -1]) for h in hs]).reshape(self.L + 1, B, m)
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Adam with linear warm-up, gradient clipping and skipping of non-finite steps."""
+
+    steps: int
+    lr: float
+    batch: int = 64
+    warmup: int = 200
+    clip: float = 1.0
+    n: int = 20
+    d: int = 5
+    s_lo: float = 0.5
+    s_hi: float = 2.0
+    all_positions: bool = True  # GPT only: Garg-style loss at every x position
+
+    def __post_init__(self) -> None:
+        if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.warmup < 0 or not self.clip > 0:
+            raise ValueError("TrainConfig: expected steps >= 0, batch >= 1, lr > 0, warmup >= 0, clip > 0")
+
+
+def checkpoint_steps(steps: int) -> list[int]:
+    """``0, 1, 2, 4, ..., 2^k <= steps`` and ``steps`` (log-spaced)."""
+    out = [0] + [2**k for k in range(int(math.log2(steps)) + 1)] if steps >= 1 else [0]
+    if out[-1] != steps:
+        out.append(steps)
+    return out
+
+
+def _loss(model: nn.Module, t: ProbeTasks, all_positions: bool) -> torch.Tensor:
+    if isinstance(model, GPTMini):
+        pred = model.forward_all(t.X, t.y, t.xq[:, 0])
+        tgt = torch.cat([t.y, t.yq[:, :1]], 1)
+        if not all_positions:
+            pred, tgt = pred[:, -1:], tgt[:, -1:]
+        return 0.5 * ((pred - tgt) ** 2).mean()
+    return 0.5 * ((model(t.X, t.y, t.xq) - t.yq) ** 2).mean()
+
+
+def train_with_checkpoints(model: nn.Module, cfg: TrainConfig, gen: torch.Generator,
+                           at_checkpoint: Callable[[int, nn.Module], dict]) -> tuple[list[dict], np.ndarray, int]:
+    """Train ``model``; call ``at_checkpoint(step, model)`` at :func:`checkpoint_steps`.
+
+    Returns the list of checkpoint records, the training-loss curve and the number of skipped
+    (non-finite) steps.
+    """
+    dtype = next(model.parameters()).dtype
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
+    cks = set(checkpoint_steps(cfg.steps))
+    records, curve, skipped = [], np.full(cfg.steps, np.nan), 0
+    for step in range(cfg.steps + 1):
+        if step in cks:
+            model.eval()
+            with torch.no_grad():
+                records.append(at_checkpoint(step, model))
+            model.train()
+        if step == cfg.steps:
+            break
+        t = sample_probe_tasks(cfg.batch, cfg.n, cfg.d, gen, 1, cfg.s_lo, cfg.s_hi, dtype)
+        loss = _loss(model, t, cfg.all_positions)
+        opt.zero_grad()
+        loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        if torch.isfinite(loss) and torch.isfinite(gn):
+            opt.step()
+        else:
+            skipped += 1
+        sched.step()
+        curve[step] = loss.item()
+    return records, curve, skipped
+
+
+# --------------------------------------------------------------------------------------------
+# statistics
+# --------------------------------------------------------------------------------------------
+
+
+def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Slope, intercept and r^2 of the OLS of ``y`` on ``x`` (r^2 = 0 if either is constant)."""
+    x, y = np.ravel(x), np.ravel(y)
+    vx, vy = x.var(), y.var()
+    if vx == 0:
+        return 0.0, float(y.mean()), 0.0
+    cxy = ((x - x.mean()) * (y - y.mean())).mean()
+    slope = cxy / vx
+    return float(slope), float(y.mean() - slope * x.mean()), float(cxy**2 / (vx * vy)) if vy > 0 else 0.0
+
+
+def _log_abs(r: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(np.abs(r), 1e-300))
+
+
+def readout_statistics(yhat: np.ndarray, ystar: np.ndarray, trH: np.ndarray | None = None) -> dict[str, float]:
+    """Every statistic of the module docstring from readouts ``yhat (L+1, P)`` and targets ``ystar (P,)``."""
+    yhat, ystar = np.asarray(yhat, float), np.asarray(ystar, float)
+    if yhat.ndim != 2 or yhat.shape[1] != ystar.shape[0] or yhat.shape[0] < 2:
+        raise ValueError("yhat, ystar: expected shapes (L+1, P) with L >= 1 and (P,)")
+    L = yhat.shape[0] - 1
+    r = ystar[None] - yhat
+    dy = np.diff(yhat, axis=0)
+    mae = np.abs(r).mean(1)
+    alpha, icpt, r2 = _ols(r[:-1], dy)
+    sa = float((np.sign(dy) == np.sign(r[:-1])).mean())
+    ell = np.broadcast_to(np.arange(L + 1)[:, None], r.shape)
+    lr = _log_abs(r)
+    slope_pool = _ols(ell, lr)[0]
+    rho_pred, rho_obs = 1 - alpha, float(np.exp(slope_pool))
+    ellc = np.arange(L + 1) - L / 2
+    per_prompt = (ellc @ (lr - lr.mean(0))) / (ellc @ ellc)
+    gs, _, gr2 = _ols(np.arange(L + 1), np.log(mae))
+    out = {
+        "mae_0": float(mae[0]), "mae_L": float(mae[-1]), "er_abs": float(mae[0] - mae[-1]),
+        "er_rel": float(1 - mae[-1] / mae[0]), "alpha": alpha, "intercept": icpt, "r2": r2,
+        "sign_agreement": sa, "rho_pred": rho_pred, "rho_obs": rho_obs,
+        "rel_err_rho": abs(rho_pred - rho_obs) / rho_obs,
+        "rel_err_rate": abs(rho_pred - rho_obs) / abs(1 - rho_obs) if rho_obs != 1 else float("inf"),
+        "geo_r2": gr2, "geo_rate": float(np.exp(gs)),
+        "monotone_fraction": float((np.diff(mae) < 0).mean()), "mae_rate": float((mae[-1] / mae[0]) ** (1 / L)),
+        "frac_contracting": float((per_prompt < 0).mean()),
+    }
+    for l, v in enumerate(mae):
+        out[f"mae_l{l}"] = float(v)
+    if trH is not None:
+        out["curvature_corr"] = float(stats.pearsonr(per_prompt, np.log(trH))[0])
+    return out
+
+
+def layer_shuffled(yhat: np.ndarray, rng: np.random.Generator | int | None) -> np.ndarray:
+    """Null: each prompt's readouts ``yhat[:, p]`` in an independent random layer order (all ``L+1`` layers)."""
+    rng = np.random.default_rng(rng)
+    yhat = np.asarray(yhat, float)
+    idx = np.argsort(rng.random(yhat.shape), axis=0)
+    return np.take_along_axis(yhat, idx, axis=0)
+
+
+def iid_noise_reference(offset: float = 0.0) -> dict[str, float]:
+    """Closed form for ``yhat_l = y* + mu + sigma eps_l`` with iid continuous symmetric ``eps`` (Gaussian for mu != 0).
+
+    ``alpha = 1`` and ``r^2 = 1/2`` for any ``mu`` (``Cov(Delta, r) = sigma^2 = Var r``,
+    ``Var Delta = 2 sigma^2``). Sign agreement with ``m = mu/sigma``:
+    ``E[Phi(eps) 1{eps > -m}] + E[(1 - Phi(eps)) 1{eps < -m}]``, which is ``3/4`` at ``m = 0``.
+    """
+    m = float(offset)
+    f1 = integrate.quad(lambda e: stats.norm.cdf(e) * stats.norm.pdf(e), -m, np.inf)[0]
+    f2 = integrate.quad(lambda e: stats.norm.sf(e) * stats.norm.pdf(e), -np.inf, -m)[0]
+    return {"alpha": 1.0, "r2": 0.5, "sign_agreement": f1 + f2}
+
+
+def implicit_weights(model: nn.Module, t: ProbeTasks, exact: bool) -> np.ndarray:
+    """Per-layer implicit weights ``w_l`` with ``yhat_l(x_q) ~ w_l^T x_q + b_l``: ``(L+1, B, d)``.
+
+    ``exact``: query with the ``d`` unit vectors (valid when the readout is linear in ``x_q``, as
+    for :class:`UntiedLSA`); otherwise least squares with intercept over the ``m`` queries of ``t``.
+    """
+    B, n, d = t.X.shape
+    if exact:
+        E = torch.eye(d, dtype=t.X.dtype).expand(B, d, d)
+        return model.readouts(t.X, t.y, E).double().numpy()  # (L+1, B, d): entry k is w_l[k]
+    yh = model.readouts(t.X, t.y, t.xq).double().numpy()  # (L+1, B, m)
+    A = np.concatenate([t.xq.double().numpy(), np.ones(t.xq.shape[:2] + (1,))], -1)  # (B, m, d+1)
+    coef = np.stack([np.linalg.lstsq(A[b], yh[:, b].T, rcond=None)[0] for b in range(B)], 1)  # (d+1, B, L+1)
+    return coef[:d].transpose(2, 1, 0)
+
+
+def _pooled_r2(F: np.ndarray, Y: np.ndarray) -> float:
+    """R^2 of the multi-output OLS of ``Y (P, d)`` on features ``F (P, k)`` plus intercept."""
+    A = np.concatenate([F, np.ones((F.shape[0], 1))], 1)
+    coef = np.linalg.lstsq(A, Y, rcond=None)[0]
+    res = Y - A @ coef
+    sst = ((Y - Y.mean(0)) ** 2).sum()
+    return float(1 - (res**2).sum() / sst) if sst > 0 else 0.0
+
+
+def richardson_fit(W: np.ndarray, w: np.ndarray, X: np.ndarray) -> dict[str, float]:
+    """H-aware vs H-blind fits of the per-layer weight-error updates (module docstring).
+
+    ``W (L+1, B, d)`` implicit weights, ``w (B, d)`` the task vectors, ``X (B, n, d)`` the contexts.
+    Returns the layer-mean R^2 of both fits, the median spectral radius of ``I - M_l H`` over
+    prompts and layers, and the pooled per-layer contraction of ``||E_l||``.
+    """
+    W, w, X = np.asarray(W, float), np.asarray(w, float), np.asarray(X, float)
+    H = np.einsum("bni,bnj->bij", X, X) / X.shape[1]
+    E = W - w[None]
+    L, B, d = E.shape[0] - 1, E.shape[1], E.shape[2]
+    ra, rb, radii = [], [], []
+    for l in range(L):
+        dE = E[l + 1] - E[l]
+        HE = np.einsum("bij,bj->bi", H, E[l])
+        # H-aware: dE = -M (H E) + c, i.e. features H E (d of them); H-blind: features E
+        ra.append(_pooled_r2(HE, dE))
+        rb.append(_pooled_r2(E[l], dE))
+        A = np.concatenate([HE, np.ones((B, 1))], 1)
+        M = -np.linalg.lstsq(A, dE, rcond=None)[0][:d].T
+        radii.append(np.abs(np.linalg.eigvals(np.eye(d)[None] - M[None] @ H)).max(1))
+    nE = np.linalg.norm(E, axis=2).mean(1)
+    return {"rich_r2_aware": float(np.mean(ra)), "rich_r2_blind": float(np.mean(rb)),
+            "rich_radius_median": float(np.median(np.concatenate(radii))),
+            "weight_err_rate": float((nE[-1] / nE[0]) ** (1 / L))}
+
+
+def bos_profile(model: GPTMini, t: ProbeTasks) -> np.ndarray:
+    """Attention mass on BOS per layer, averaged over heads and over every position after BOS: ``(L,)``."""
+    _, att = model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
+    return np.array([float(a[:, 1:, 0].mean()) for a in att])
+
+
+def late_early_ratio(profile: np.ndarray) -> float:
+    """Mean of the last ``ceil(L/3)`` layers divided by the mean of the first ``ceil(L/3)``."""
+    k = max(1, math.ceil(len(profile) / 3))
+    return float(np.mean(profile[-k:]) / np.mean(profile[:k]))
+
+
+def probe_checkpoint(model: nn.Module, probe: ProbeTasks, rich: ProbeTasks, rng: np.random.Generator) -> dict[str, float]:
+    """All statistics for one checkpoint: the readout statistics, their layer-shuffled null, the
+    Richardson fit and (GPT only) the BOS profile. ``probe`` has one query per prompt; ``rich`` has
+    the probe queries for the implicit weights."""
+    yh = model.readouts(probe.X, probe.y, probe.xq).double().numpy()[:, :, 0]
+    ys = probe.yq.double().numpy()[:, 0]
+    rec = readout_statistics(yh, ys, probe.trH)
+    sh = readout_statistics(layer_shuffled(yh, rng), ys)
+    rec.update({f"shuffled_{k}": sh[k] for k in ("alpha", "r2", "sign_agreement", "rel_err_rho")})
+    exact = isinstance(model, UntiedLSA)
+    rec.update(richardson_fit(implicit_weights(model, rich, exact), rich.w.double().numpy(), rich.X.double().numpy()))
+    if isinstance(model, GPTMini):
+        prof = bos_profile(model, probe)
+        rec.update({f"bos_l{l + 1}": float(v) for l, v in enumerate(prof)})
+        rec["bos_late_early"] = late_early_ratio(prof)
+    return rec
