@@ -9,11 +9,14 @@ PRESET ?= quick
 PYTEST_ARGS ?=
 # Each parallel worker gets cores/jobs BLAS and torch threads (no oversubscription).
 THREADS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) / $(JOBS) > 0 ? $$(nproc 2>/dev/null || echo 2) / $(JOBS) : 1 )))
-MARK ?= not slow
 
 export MPLBACKEND := Agg
 
-.PHONY: book test venv lock run unit nbval buildtest bench clean distclean screenshot
+# Files checked by `ruff format --check` in `make lint`; becomes `.` once `make format` has been run on the tree.
+RUFF_FORMAT_PATHS ?= tests/test_browser.py tests/test_jupyter_server.py tests/test_citation.py iclbook/browser.py iclbook/sphinx_figures.py
+SCREENSHOTS ?= _build/screenshots
+
+.PHONY: book test venv lock lint format lab screenshots bench clean distclean
 
 ## make book: set up .venv, execute every notebook (cached), build the HTML
 book: $(STAMP)
@@ -23,13 +26,13 @@ book: $(STAMP)
 # nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
 # tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
 # book/generated is never written by it.
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/icl-book build -j $(JOBS)
 	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT && \
 	for d in book/generated/*/; do n=$$(basename "$$d"); [ -f "$$d$$n.ipynb" ] || continue; \
 	  mkdir -p "$$nb/$$n" && cp "$$d$$n.ipynb" "$$nb/$$n/"; done && \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) \
-	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope -m "$(MARK)" $(PYTEST_ARGS) tests --nbval-lax "$$nb"
+	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) tests --nbval-lax "$$nb"
 
 venv: $(STAMP)
 
@@ -45,6 +48,24 @@ lock: $(STAMP)
 	{ echo "# Pinned versions of every dependency of iclcore[book,test] (Python 3.11, CPU)."; \
 	  echo "# Regenerate with: make lock   (torch is written ==2.13.0, not +cpu, to stay portable)"; \
 	  $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.lock
+
+## make lint: ruff lint rules (pyproject.toml [tool.ruff]) and the format check of RUFF_FORMAT_PATHS
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check $(RUFF_FORMAT_PATHS)
+
+## make format: apply ruff's formatter and its safe lint fixes to the whole tree
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+## make lab: JupyterLab on notebooks/ (py:percent files open as notebooks through jupytext)
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+## make screenshots: every built page at 1280 px and 390 px (headless Chromium) into $(SCREENSHOTS)/
+screenshots: $(STAMP)
+	$(BIN)/python -m iclbook.browser screenshots _build/html $(SCREENSHOTS)
 
 ## make bench: the benchmarks (timings as ratios against naive baselines)
 bench: $(STAMP)
