@@ -62,6 +62,7 @@ from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 use_style()
 torch.set_num_threads(1)
 t_start = time.perf_counter()
+c_start = time.process_time()
 
 # %% [markdown]
 # ## Tasks, baselines and the population oracle
@@ -204,7 +205,7 @@ print("Flexformer mean rho > 1:", diag["flex"].rho_mean > 1)
 
 # %%
 elapsed = time.perf_counter() - t_start
-metrics = {"runtime_seconds": elapsed, "train_seconds": t_train, "baseline_seconds": t_baselines,
+metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_start, "train_seconds": t_train, "baseline_seconds": t_baselines,
            "K": K, "M": M, "r": r, "L": L, "n_test": n_test, "n_train": n_train, "steps": steps, "batch": batch,
            "zero_risk": zero_risk, "identity_gap": identity_gap, "exact_risk": exact_risk,
            "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param}
@@ -224,6 +225,9 @@ metrics["free_lbfgs_over_flex"] = risks["free_lbfgs"] / risks["flex"]
 metrics["flex_static_over_flex"] = risks["flex_static"] / risks["flex"]
 metrics["jacobi_over_flex"] = risks["jacobi"] / risks["flex"]
 metrics["max_violation_rate"] = max(diag[m].violation_rate for m in methods)
+Pf = P_tasks["flex"]
+metrics["flex_task_variation"] = float(np.mean(np.linalg.norm(Pf - Pf.mean(0), axis=(1, 2))) / np.linalg.norm(Pf.mean(0)))
+metrics["flex_head_weights_abs_max"] = float(models["flex"].c.detach().abs().max())
 metrics["flex_risk_over_zero"] = risks["flex"] / zero_risk
 write_metrics(metrics)
 print(f"best learned method: {best}; runtime {elapsed:.1f} s (training {t_train:.1f} s)")

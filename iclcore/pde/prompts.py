@@ -26,7 +26,7 @@ from iclcore.pde.galerkin import AffineOperator, affine_operator, assemble, load
 from iclcore.pde.gp import matern_covariance, sample_gp
 
 __all__ = ["PDEConfig", "PDEPrompts", "test_function_nodes", "sample_pde_prompts", "ridge_encoder",
-           "EncoderQuality", "encoder_quality"]
+           "EncoderQuality", "encoder_quality", "encoded_query_systems", "population_oracle"]
 
 
 @dataclass(frozen=True)
@@ -191,3 +191,31 @@ def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) 
     return EncoderQuality(z_mse=float(zl.mean()), z_mse_se=float(zl.std(ddof=1) / np.sqrt(n)),
                           A_rel_err=float(rel.mean()), floor=float(fl.mean()),
                           floor_se=float(fl.std(ddof=1) / np.sqrt(n)))
+
+
+def encoded_query_systems(config: PDEConfig, op: AffineOperator, prompts: PDEPrompts):
+    """The query decoder's systems ``A(z_enc) u = F⋆`` with target ``u⋆ = A(z)^{-1}F⋆``.
+
+    Returns
+    -------
+    systems : iclcore.richardson.baselines.LinearSystems
+        ``H = A(z_enc)`` (n, n_h, n_h), ``d = F⋆``, ``x⋆ = u⋆``; its ``x_dagger`` is the encoded solve.
+    z_enc : ndarray (n, K)
+    """
+    from iclcore.richardson.baselines import LinearSystems
+
+    z_enc, _, _ = ridge_encoder(config, op, prompts)
+    return LinearSystems(H=assemble(op, z_enc), d=prompts.F_query, x_star=prompts.u_query), z_enc
+
+
+def population_oracle(op: AffineOperator, z: np.ndarray) -> np.ndarray:
+    """One-step oracle ``P⋆ = B C^{-1} = E_z[A(z)^{-1}]`` of the query decoder ``u ≈ P F⋆``.
+
+    ``F⋆`` is independent of ``z`` with ``C = E[F⋆F⋆ᵀ] = M K_f Mᵀ`` invertible, and
+    ``B = E[u⋆F⋆ᵀ] = E_z[A(z)^{-1}] C``; the expectation over ``z`` is a Monte Carlo mean over the
+    given draws ``z`` (n, K). Returns (n_h, n_h).
+    """
+    z = np.asarray(z, dtype=float)
+    if z.ndim != 2 or z.shape[1] != op.n_pieces or z.shape[0] < 1:
+        raise ValueError(f"z: expected shape (n, {op.n_pieces}), got {z.shape}")
+    return np.linalg.inv(assemble(op, z)).mean(axis=0)

@@ -62,6 +62,8 @@ __all__ = [
     "stable_ranks",
     "DecoderDiagnostics",
     "decoder_diagnostics",
+    "LatentDecomposition",
+    "latent_decomposition",
 ]
 
 METHODS = ("scalar", "jacobi", "h_inf", "oracle", "free", "exact")
@@ -641,4 +643,110 @@ def decoder_diagnostics(
         rel_dist_per_task=float(np.mean(np.linalg.norm(Ps - Po, axis=(-2, -1))) / no),
         srank_mean_P=float(stable_ranks(Pbar)),
         srank_per_task=float(np.mean(stable_ranks(Ps))),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# encoder + latent decoder: the risk decomposition with a task-dependent latent preconditioner
+
+
+@dataclass(frozen=True)
+class LatentDecomposition:
+    """Seed 000 §6.3 / seed 001 §5.3 (Table 4) for per-prompt latent preconditioners.
+
+    With ``β^† = U z^†``, ``β_L = U z_L`` and ``‖v‖²_Σ = vᵀ Σ_x v``:
+    ``R_e2e = E‖β_L − β‖²_Σ = R_floor + R_dec + 2 E⟨β^† − β, β_L − β^†⟩_Σ``.
+
+    Attributes
+    ----------
+    e2e, floor, dec, cross : float
+        ``R_e2e``, ``R_floor = E‖β^† − β‖²_Σ``, ``R_dec = E‖U(z_L − z^†)‖²_Σ`` and the cross
+        term ``E⟨β^† − β, U(z_L − z^†)⟩_Σ`` (the identity has ``2 × cross``).
+    e2e_se : float
+        Standard error of ``e2e``.
+    decomposition_gap : float
+        ``|R_e2e − (R_floor + R_dec + 2 cross)|``.
+    identity_gap : float
+        ``max |z_L − (z^† − (I − PA)^L z^†)|`` relative to ``max |z^†|``.
+    e2e_losses : ndarray (n,)
+        Per-prompt ``‖β_L − β‖²_Σ`` (for the EB bound).
+    violation_rate : float
+        Fraction of prompts with ``‖z_L − z^†‖ > ρ^L ‖z^†‖`` (``ρ = ‖I − PA‖_2``, rtol 1e-10).
+    ratio_mean : float
+        ``E[‖z_L − z^†‖ / (ρ^L ‖z^†‖)]``.
+    rho_mean, frac_rho_lt1 : float
+    dec_bound : float
+        ``‖Σ_x‖_2 E[ρ^{2L} ‖z^†‖²]`` (seed 000 §6.3).
+    """
+
+    e2e: float
+    e2e_se: float
+    floor: float
+    dec: float
+    cross: float
+    decomposition_gap: float
+    identity_gap: float
+    e2e_losses: np.ndarray
+    violation_rate: float
+    ratio_mean: float
+    rho_mean: float
+    frac_rho_lt1: float
+    dec_bound: float
+
+
+def latent_decomposition(
+    U: np.ndarray, P: np.ndarray, A: np.ndarray, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
+) -> LatentDecomposition:
+    """Every term of the encoder+decoder risk split for per-prompt latent preconditioners.
+
+    Parameters
+    ----------
+    U : ndarray (K, r)
+        Encoder subspace.
+    P : ndarray (r, r) or (n, r, r)
+        Latent preconditioners.
+    A, d : ndarray (n, r, r), (n, r)
+        Latent systems ``A = UᵀH_MU``, ``d = Uᵀc_M``
+        (:func:`iclcore.richardson.encdec.latent_systems`).
+    beta : ndarray (n, K)
+        Task vectors.
+    Sigma_x : ndarray (K, K)
+    L : int (``≥ 1``)
+    """
+    L = _check_L(L)
+    if L < 1:
+        raise ValueError(f"L: need depth >= 1, got {L}")
+    U = np.asarray(U, dtype=float)
+    sys_ = LinearSystems(H=A, d=d, x_star=np.zeros_like(np.asarray(d, dtype=float)))
+    n, r = sys_.n, sys_.K
+    if U.ndim != 2 or U.shape[1] != r:
+        raise ValueError(f"U: expected shape (K, {r}), got {U.shape}")
+    Ps = np.ascontiguousarray(_as_stack(P, sys_))
+    zL = depth_error(Ps, sys_, L)[:, -1]  # x_star = 0, so this is z_L itself
+    zd = sys_.x_dagger
+    T = np.eye(r) - Ps @ sys_.H
+    z_id = zd - (np.linalg.matrix_power(T, L) @ zd[..., None])[..., 0]
+    Sx = np.asarray(Sigma_x, dtype=float)
+    e_floor = zd @ U.T - beta
+    e_dec = (zL - zd) @ U.T
+
+    def q(u, v):
+        return np.sum((u @ Sx) * v, axis=-1)
+
+    losses = q(e_floor + e_dec, e_floor + e_dec)
+    floor, dec, cross = q(e_floor, e_floor).mean(), q(e_dec, e_dec).mean(), q(e_floor, e_dec).mean()
+    rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    err = np.linalg.norm(zL - zd, axis=1)
+    bound = rho**L * np.linalg.norm(zd, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), 0.0)
+    return LatentDecomposition(
+        e2e=float(losses.mean()), e2e_se=float(losses.std(ddof=1) / np.sqrt(n)),
+        floor=float(floor), dec=float(dec), cross=float(cross),
+        decomposition_gap=float(abs(losses.mean() - (floor + dec + 2 * cross))),
+        identity_gap=float(np.max(np.abs(zL - z_id)) / np.max(np.abs(zd))),
+        e2e_losses=losses,
+        violation_rate=float(np.mean(err > (1 + 1e-10) * bound)),
+        ratio_mean=float(ratio.mean()), rho_mean=float(rho.mean()), frac_rho_lt1=float(np.mean(rho < 1)),
+        dec_bound=float(np.linalg.norm(Sx, 2) * np.mean(rho ** (2 * L) * np.sum(zd**2, axis=1))),
     )
