@@ -88,7 +88,7 @@ for i, p in enumerate(pts):
           f"d_sand = {p.d_sand.value:.2f} +- {p.d_sand.se:.2f}")
     metrics.update({f"r_eff_{i}": p.r_eff, f"H_z_{i}": p.H_z, f"R_star_{i}": p.R_star, f"d_sand_{i}": p.d_sand.value,
                     f"d_sand_se_{i}": p.d_sand.se, f"d_sand_over_K_{i}": p.d_sand.kurtosis_ratio})
-metrics["d_eff"] = pts[0].d_eff
+metrics.update(d_eff=pts[0].d_eff, K=K, M=M, N_smallest=Ns[0], K_diff=K_diff, M_diff=M_diff)
 
 # %% [markdown]
 # ## Comparison with the closed forms
