@@ -100,7 +100,7 @@ metrics.update(
     srank_final_mean=srank[:, -1].mean(), srank_final_se=se(srank)[-1], srank_gd_final=op_gd.srank[-1],
     srank_star=op_gd.srank_star, srank_rel_gap=abs(srank[:, -1].mean() - op_gd.srank_star) / op_gd.srank_star,
     top_energy_final_mean=etop[:, -1].mean(), top_energy_star=op_gd.top_energy_star,
-    entropy_final_mean=ent[:, -1].mean(), entropy_final_se=se(ent)[-1], entropy_min_mean=ent.mean(axis=0).min(),
+    entropy_gd_final=op_gd.entropy[-1], entropy_final_mean=ent[:, -1].mean(), entropy_final_se=se(ent)[-1], entropy_min_mean=ent.mean(axis=0).min(),
     n_seeds=n_seeds, t_train=t_train, K=K, M=M, batch=batch, steps=steps,
 )
 
