@@ -96,7 +96,7 @@ def test_alignment_metrics():
     assert cosine_defect(np.diag([1.0, -1.0, 0.0]), A) == pytest.approx(1.0)
     assert stable_rank(A) == pytest.approx(3.0)
     assert stable_rank(np.diag([1.0, 0.0, 0.0])) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="P"):
+    with pytest.raises(ValueError, match="A"):
         stable_rank(np.zeros((2, 2)))
 
 

@@ -17,6 +17,7 @@ from scipy.integrate import solve_ivp
 
 from iclcore.dmft import reduced as dr
 from iclcore.dmft.reduced import _forward_backward, _sample_batch
+from iclcore.richardson.iterates import in_context_gd_predict
 
 # ------------------------------------------------------------------------------------------------
 # ISO: landscape, optimum (Catalan), flows
@@ -179,7 +180,7 @@ def test_predictor_equals_eq4_and_eq58():
     y = X @ bstar
     Xq = rng.standard_normal((3, D))
     G = rng.standard_normal((D, D)) * 0.3
-    f = dr.in_context_gd_predictor(G, X, y, Xq, L)
+    f = in_context_gd_predict(G, X, y, Xq, L)
     # Eq. 4 (column convention: X_paper = X^T): f = (1/LP) x^T Γ Σ_l (I - Σ̂Γ/L)^l X_paper y
     Sh = X.T @ X / P
     acc = sum(np.linalg.matrix_power(np.eye(D) - Sh @ G / L, ell) for ell in range(L))
@@ -483,7 +484,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="P"):
         dr.context_bottleneck_mc(lam, om, 9, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        dr.width_bottleneck_mc(lam, om, 3, 0)
+        dr.width_bottleneck_mc(lam, om, 3, "seed")
     with pytest.raises(ValueError, match="eta"):
         dr.shallow_sgd_theory(np.arange(5), 1.5, 1.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="S"):
@@ -506,7 +507,7 @@ def test_bad_inputs():
         dr.simulate_reduced_gamma_sgd(dr.ReducedGammaSGDConfig("iso", D=8, L=2, B=4, eta=50.0, steps=50, P=8),
                                       np.random.default_rng(0))
     with pytest.raises(ValueError, match="Gamma"):
-        dr.in_context_gd_predictor(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
+        in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
 
 
 def test_fit_power_law_drift_zero_for_pure_power_law_and_sees_curvature():

@@ -243,7 +243,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="omega"):
         width_spectrum_mc(lam, omega[:-1], 5, rng)
     with pytest.raises(TypeError, match="rng"):
-        width_spectrum_mc(lam, omega, 5, 0)
+        width_spectrum_mc(lam, omega, 5, "seed")
     with pytest.raises(TypeError, match="N"):
         width_spectrum_mc(lam, omega, 5.0, rng)
     spec = width_spectrum_mc(lam, omega, 5, rng)

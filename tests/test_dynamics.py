@@ -227,7 +227,12 @@ def test_inconsistent_rhs_and_degenerate_weights():
 
 def test_moment_helpers_give_bayes_oracle_and_regression_target():
     rng = np.random.default_rng(5)
-    from iclcore.richardson.dynamics import covariance_from_spectrum, decoder_moments, encoder_moments, random_orthogonal
+    from iclcore.richardson.dynamics import (
+        covariance_from_spectrum,
+        decoder_moments,
+        encoder_moments,
+        random_orthogonal,
+    )
 
     K = 5
     Q = random_orthogonal(K, rng)
@@ -257,7 +262,7 @@ def test_moment_helpers_give_bayes_oracle_and_regression_target():
         decoder_moments(np.ones((K, K + 1)), Sigma, 0.1)
     with pytest.raises(ValueError, match="Gstar"):
         encoder_moments(np.ones((3, K + 1)), Sigma, 0.1)
-    with pytest.raises(ValueError, match="K"):
+    with pytest.raises(ValueError, match="n"):
         random_orthogonal(0, rng)
     with pytest.raises(ValueError, match="Q"):
         covariance_from_spectrum([1.0, 2.0], np.ones((2, 2)))

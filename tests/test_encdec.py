@@ -18,7 +18,6 @@ from iclcore.richardson.encdec import (
     polar_factor,
     product_sum_tracking_error,
     risk_decomposition,
-    risk_decomposition_naive,
     run_encdec,
     run_encdec_naive,
     sample_lowrank_prompts,
@@ -164,7 +163,7 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="rng"):
         sample_lowrank_prompts(
             LowRankModel(Sigma_x=np.eye(3), U_star=np.eye(3)[:, :1], Sigma_z=np.eye(1), M=5, sigma=0.1, lam=0.1),
-            4, 0)
+            4, "seed")
     with pytest.raises(ValueError, match="U"):
         risk_decomposition(np.zeros((2, 3)), np.zeros((1, 1, 1)), None, np.eye(3), 2)
     rng = np.random.default_rng(0)

@@ -5,6 +5,7 @@ import pytest
 
 from iclcore.richardson.encoder import (
     EncoderProblem,
+    _heldout_moments,
     batch_moments,
     encoder_modal_risk,
     encoder_population_trajectory,
@@ -17,7 +18,6 @@ from iclcore.richardson.encoder import (
     sample_encoder_data,
     sgd_stationary_sq_error,
 )
-from iclcore.richardson.encoder import _heldout_moments
 
 MU = np.array([1.0, 0.6, 0.35, 0.2])
 
@@ -140,7 +140,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="batch"):
         batch_moments(p, 2, 3, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        sample_encoder_data(p, 3, 0)
+        sample_encoder_data(p, 3, "seed")
     with pytest.raises(ValueError, match="sigma"):
         EncoderProblem(G_star=np.ones((3, 2)), Sigma_z=np.eye(2), sigma=-1.0)
     with pytest.raises(ValueError, match="Sigma_z"):

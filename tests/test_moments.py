@@ -97,3 +97,24 @@ def test_effective_dimension():
         effective_dimension(C, -1.0)
     with pytest.raises(ValueError, match="C"):
         effective_dimension(np.ones(3), 1.0)
+
+
+def test_moments_reject_non_psd_and_nan_input_naming_the_parameter():
+    """Defect D7: a non-PSD or NaN covariance raised nothing and returned garbage."""
+    bad = np.diag([4.0, 2.0, 1.0, -0.5])
+    nan = np.full((4, 4), np.nan)
+    asym = np.array([[1.0, 0.5], [0.0, 1.0]])
+    for S in (bad, nan):
+        with pytest.raises(ValueError, match="^Sigma:"):
+            wishart_sandwich(S, np.eye(4), 10)
+        with pytest.raises(ValueError, match="^C:"):
+            effective_dimension(S, 0.1)
+    with pytest.raises(ValueError, match="^Sigma:"):
+        wishart_sandwich(asym, np.eye(2), 10)
+    with pytest.raises(ValueError, match="^A:"):
+        wishart_sandwich(np.eye(4), nan, 10)
+    with pytest.raises(ValueError, match="^C:"):
+        effective_dimension(asym, 0.1)
+    with pytest.raises(ValueError, match="^lam:"):
+        effective_dimension(np.eye(2), np.nan)
+

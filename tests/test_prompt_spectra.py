@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclcore.richardson.tasks import TaskConfig
+from iclcore.spectra.mp import mp_atom, mp_edges
 from iclcore.spectra.prompt import (
     concentration_experiment,
     concentration_failure_bound,
@@ -23,8 +25,6 @@ from iclcore.spectra.prompt import (
     whitened_spectrum,
     window_violations,
 )
-from iclcore.spectra.mp import mp_atom, mp_edges
-from iclcore.richardson.tasks import TaskConfig
 
 
 @pytest.fixture
@@ -169,12 +169,13 @@ def test_bad_inputs():
         window_violations(np.ones((2, 3)), 4, 10, 0.1)
     with pytest.raises(ValueError, match="lam"):
         resolvent_perturbation(np.zeros((1, 2, 2)), np.eye(2), 0.0)
+    assert effective_dimension(np.eye(2), 0.0) == 2  # one d_eff for the package: lam = 0 gives rank
     with pytest.raises(ValueError, match="lam"):
-        effective_dimension(np.eye(2), 0.0)
+        effective_dimension(np.eye(2), -1.0)
     with pytest.raises(ValueError, match="t_grid"):
         concentration_experiment(3, 5, np.array([-1.0]), 2, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        concentration_experiment(3, 5, np.array([1.0]), 2, 0)
+        concentration_experiment(3, 5, np.array([1.0]), 2, "seed")
     with pytest.raises(ValueError, match="lam"):
         prompt_excess_risk_mc(TaskConfig(K=3, M=5, lam=0.0), 10, np.random.default_rng(0))
     with pytest.raises(TypeError, match="config"):

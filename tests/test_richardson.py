@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iclcore.richardson.iterates import (
     contraction_factor,
+    in_context_gd_predict,
     iteration_matrix,
     richardson_certificate,
     richardson_error,
@@ -119,3 +121,19 @@ def test_bad_z0_and_rtol():
         richardson_iterates(P, p.H_M, p.d, 2, z0=np.ones((3, 5)))
     with pytest.raises(ValueError, match="rtol"):
         richardson_certificate(P, p.H_M, p.d, 2, rtol=-1.0)
+
+
+def test_in_context_gd_is_richardson_with_preconditioner_gamma_over_L():
+    """L steps of preconditioned in-context GD (Bordelon et al. Eq. 4) are the Richardson iterates with
+    P = Γ/L, H = XᵀX/P, d = Xᵀy/P started at 0; the prediction is Xq z_L (identity to rounding)."""
+    rng = np.random.default_rng(12)
+    P_ctx, D, L = 9, 4, 5
+    X = rng.standard_normal((P_ctx, D))
+    y = rng.standard_normal(P_ctx)
+    Xq = rng.standard_normal((3, D))
+    Gamma = rng.standard_normal((D, D))
+    z = richardson_iterates(Gamma / L, X.T @ X / P_ctx, X.T @ y / P_ctx, L)[0, -1]
+    np.testing.assert_allclose(in_context_gd_predict(Gamma, X, y, Xq, L), Xq @ z, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="L"):
+        in_context_gd_predict(Gamma, X, y, Xq, 0)
+

@@ -65,7 +65,7 @@ def test_bad_spectrum_calls():
     with pytest.raises(ValueError, match="n_prompts"):
         sample_prompts(TaskConfig(), 0, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        sample_prompts(TaskConfig(), 3, 0)
+        sample_prompts(TaskConfig(), 3, "seed")
     with pytest.raises(ValueError, match="M"):
         sample_prompt_statistics(TaskConfig(K=8, M=4), 3, np.random.default_rng(0))
     with pytest.raises(ValueError, match="H, c"):

@@ -38,13 +38,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
+from iclcore.linalg import haar_orthogonal
+from iclcore.validation import positive_float, positive_int, positive_spectrum
+
 Array = NDArray[np.float64]
 
 __all__ = [
     "LogisticProblem",
     "SGDConfig",
     "SGDResult",
-    "random_orthogonal",
     "make_problem",
     "task_moments",
     "embed",
@@ -85,26 +87,10 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def _as_spectrum(s: ArrayLike, name: str = "s") -> Array:
-    s = np.asarray(s, dtype=float)
-    if s.ndim != 1 or s.size == 0:
-        raise ValueError(f"{name}: expected a non-empty 1-d array of eigenvalues, got shape {s.shape}")
-    if not np.all(np.isfinite(s)) or np.any(s <= 0):
-        raise ValueError(f"{name}: eigenvalues must be finite and > 0 (a positive definite covariance)")
-    return s
 
 
-def _check_N(N: int) -> int:
-    if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
-        raise ValueError(f"N: context length must be a positive integer, got {N!r}")
-    return int(N)
 
 
-def _check_positive(x: float, name: str) -> float:
-    x = float(x)
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name}: must be a finite positive number, got {x!r}")
-    return x
 
 
 def _as_c(c: ArrayLike | None, d: int) -> Array:
@@ -139,8 +125,8 @@ class LogisticProblem:
     lambdas: Array
 
     def __post_init__(self) -> None:
-        s = _as_spectrum(self.s)
-        _check_N(self.N)
+        s = positive_spectrum(self.s, "s")
+        positive_int(self.N, "N")
         U = np.asarray(self.U, dtype=float)
         d = s.size
         if U.shape != (d, d) or not np.allclose(U.T @ U, np.eye(d), atol=1e-10):
@@ -173,12 +159,6 @@ class LogisticProblem:
         return np.mean(self.lambdas**2, axis=0)
 
 
-def random_orthogonal(d: int, rng: np.random.Generator) -> Array:
-    """Haar-random orthogonal ``(d, d)`` matrix (QR of a Gaussian matrix, sign-fixed)."""
-    if d < 1:
-        raise ValueError(f"d: must be >= 1, got {d}")
-    Q, R = np.linalg.qr(rng.standard_normal((d, d)))
-    return Q * np.sign(np.diag(R))
 
 
 def make_problem(
@@ -201,14 +181,14 @@ def make_problem(
     antithetic : draw ``P/2`` eigenvalue vectors and append their negatives.
     random_basis : Haar-random ``U`` (main text); ``False`` gives ``U = I`` (A.8.1).
     """
-    s = _as_spectrum(s)
-    N = _check_N(N)
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
     if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 1:
         raise ValueError(f"P: number of tasks must be a positive integer, got {P!r}")
     if antithetic and P % 2:
         raise ValueError(f"P: must be even for an antithetic task set, got {P}")
     d = s.size
-    U = random_orthogonal(d, rng) if random_basis else np.eye(d)
+    U = haar_orthogonal(d, rng) if random_basis else np.eye(d)
     if antithetic:
         half = rng.standard_normal((P // 2, d))
         lambdas = np.concatenate([half, -half], axis=0)
@@ -408,8 +388,8 @@ class SGDConfig:
     log_every: int = 16
 
     def __post_init__(self) -> None:
-        _check_positive(self.eta, "eta")
-        _check_positive(self.epochs, "epochs")
+        positive_float(self.eta, "eta")
+        positive_float(self.epochs, "epochs")
         if self.init_scale < 0 or self.null_init_scale < 0:
             raise ValueError("init_scale, null_init_scale: must be >= 0")
         for name in ("B", "replicas", "log_every"):
@@ -534,16 +514,16 @@ def mode_products(result: SGDResult) -> dict[str, Array]:
 
 def s_infinity(s: ArrayLike, N: int) -> Array:
     """``s_alpha^inf = ((N + 1) s_alpha + Tr S) / N`` (after Eq. 10). Shape (d,)."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
     return ((N + 1) * s + s.sum()) / N
 
 
 def timescales(s: ArrayLike, eta: float, P: int, c: ArrayLike | None = None) -> Array:
     """``tau_alpha = 1 / (eta P c_alpha s_alpha^2)`` in epochs (after Eq. 12; ``c = 1`` is the paper)."""
-    s = _as_spectrum(s)
-    eta = _check_positive(eta, "eta")
-    P = _check_positive(P, "P")
+    s = positive_spectrum(s, "s")
+    eta = positive_float(eta, "eta")
+    P = positive_float(P, "P")
     return 1.0 / (eta * P * _as_c(c, s.size) * s**2)
 
 
@@ -571,7 +551,7 @@ def logistic_solution(
 
     ``t`` (T,) in epochs, ``a0`` scalar or (d,); returns (T, d). Valid for ``p(0) = q(0)``."""
     t = np.asarray(t, dtype=float)
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     a0 = np.broadcast_to(np.asarray(a0, dtype=float), s.shape)
     if np.any(a0 <= 0):
         raise ValueError("a0: the logistic solution needs a_alpha(0) > 0")
@@ -584,7 +564,7 @@ def paper_loss(a: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None) -
     """Expected loss Eq. (14)/(A110): ``1/2 sum_a c_a s_a (s_a a_a^2 / a_inf - 2 s_a a_a + 1)``.
 
     ``a`` (..., d); ``c = 1`` is the paper verbatim. Returns shape (...)."""
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     a = np.asarray(a, dtype=float)
     c = _as_c(c, s.size)
     return 0.5 * np.sum(c * s * (s * s_infinity(s, N) * a**2 - 2 * s * a + 1.0), axis=-1)
@@ -592,14 +572,14 @@ def paper_loss(a: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None) -
 
 def paper_loss_infinity(s: ArrayLike, N: int) -> float:
     """Converged loss (A114): ``L(inf) = 1/2 sum_a s_a (s_a + Tr S) / ((N + 1) s_a + Tr S)``."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
     return float(0.5 * np.sum(s * (s + s.sum()) / ((N + 1) * s + s.sum())))
 
 
 def paper_initial_slope(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int) -> float:
     """Initial slope (A115): ``dL/dt(0) = -2 sum_a P eta s_a^4 a0 ((a0 - a_inf)/a_inf)^2``."""
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     a0 = np.broadcast_to(np.asarray(a0, dtype=float), s.shape)
     ainf = paper_fixed_point(s, N)
     return float(-2.0 * np.sum(P * eta * s**4 * a0 * ((a0 - ainf) / ainf) ** 2))
@@ -610,7 +590,7 @@ def half_time(
 ) -> Array:
     """Half-saturation time of (13): ``a(t_half) = a_inf / 2``,
     ``t_half = (tau/2) ln((a_inf - a0) / a0)`` (epochs), the inflection of the logistic."""
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     a0 = np.broadcast_to(np.asarray(a0, dtype=float), s.shape)
     ainf = paper_fixed_point(s, N)
     if np.any(a0 <= 0) or np.any(a0 >= ainf):
@@ -621,7 +601,7 @@ def half_time(
 def paper_t_star(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int) -> Array:
     """Paper's characteristic time (after Eq. 13), ``t* = (tau/2) log(1/(s_inf eps))`` with
     the learning rate for the paper's ``lambda`` and ``eps = a0`` (the initial product)."""
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     a0 = np.broadcast_to(np.asarray(a0, dtype=float), s.shape)
     if np.any(a0 <= 0):
         raise ValueError("a0: must be > 0")
@@ -695,8 +675,8 @@ def _mode_args(
     p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None
 ) -> tuple[Array, Array, Array, int, Array, Array]:
     """Validated ``p, q, s, N, c`` of the U-diagonal exact loss and ``B = sum_b s_b^2 q_b^2`` (kept axis)."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
     c = _as_c(c, s.size)
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
@@ -735,8 +715,8 @@ def exact_fixed_point(s: ArrayLike, N: int, c: ArrayLike | None = None) -> Array
 
     Equals the paper's ``1/s_inf`` iff ``S`` is isotropic (and ``c`` constant). Raises if
     some ``a_a <= 0`` (then the interior fixed point does not exist)."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
     c = _as_c(c, s.size)
     d = s.size
     r = np.sqrt(c * s)
@@ -750,7 +730,7 @@ def exact_fixed_point_loss(s: ArrayLike, N: int, c: ArrayLike | None = None) -> 
     """Minimum of the exact expected loss on the U-diagonal manifold:
     ``1/2 sum_a c_a [(N+1)/N s_a^3 a_a^2 - 2 s_a^2 a_a + s_a] + K^2 / (2N)``,
     ``K = sum_b sqrt(c_b) s_b^{3/2} a_b = N sum_b sqrt(c_b s_b) / (N + 1 + d)``."""
-    s = _as_spectrum(s)
+    s = positive_spectrum(s, "s")
     c = _as_c(c, s.size)
     a = exact_fixed_point(s, N, c)
     K = np.sum(np.sqrt(c) * s**1.5 * a)
@@ -775,9 +755,9 @@ def integrate_mode_flow(
 
     ``theory="paper"``: ODEs (9)-(10); ``theory="exact"``: ``-eta P`` times
     :func:`exact_mode_gradients`. Returns ``p(t), q(t)``, each (T, d)."""
-    s = _as_spectrum(s)
-    N = _check_N(N)
-    eta = _check_positive(eta, "eta")
+    s = positive_spectrum(s, "s")
+    N = positive_int(N, "N")
+    eta = positive_float(eta, "eta")
     d = s.size
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or t.size < 1 or t[0] < 0 or np.any(np.diff(t) <= 0):

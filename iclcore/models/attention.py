@@ -36,6 +36,11 @@ import torch
 from scipy.integrate import solve_ivp
 from torch import nn
 
+from iclcore.richardson.iterates import (
+    in_context_gd_predict,  # the numpy reference predictor; name kept here for callers
+)
+from iclcore.validation import positive_int
+
 __all__ = [
     "Contexts",
     "sample_iso_contexts",
@@ -57,12 +62,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def _pos_int(name: str, v: object) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer, got {type(v).__name__}")
-    if v < 1:
-        raise ValueError(f"{name}: expected an integer >= 1, got {v}")
-    return int(v)
 
 
 def _check_gen(gen: object) -> torch.Generator:
@@ -97,7 +96,7 @@ def sample_iso_contexts(
     B: int, P: int, K: int, D: int, gen: torch.Generator, sigma: float = 0.0, dtype: torch.dtype = torch.float64
 ) -> Contexts:
     """ISO prompts (seed 002 Eq. 5): ``x ~ N(0, I)``, ``beta ~ N(0, I)``, ``y = beta.x/sqrt(D) + sigma eps``."""
-    B, P, K, D = (_pos_int(n, v) for n, v in (("B", B), ("P", P), ("K", K), ("D", D)))
+    B, P, K, D = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K), ("D", D)))
     gen = _check_gen(gen)
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma: label-noise level must be >= 0, got {sigma}")
@@ -111,7 +110,7 @@ def sample_iso_contexts(
 
 def haar_orthogonal_torch(B: int, D: int, gen: torch.Generator, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """``B`` Haar orthogonal ``D x D`` matrices (QR of Gaussians with the sign fix), shape ``(B, D, D)``."""
-    G = torch.randn(_pos_int("B", B), _pos_int("D", D), D, generator=_check_gen(gen), dtype=dtype)
+    G = torch.randn(positive_int(B, "B"), positive_int(D, "D"), D, generator=_check_gen(gen), dtype=dtype)
     Q, R = torch.linalg.qr(G)
     return Q * torch.sign(torch.diagonal(R, dim1=1, dim2=2))[:, None, :]
 
@@ -135,7 +134,7 @@ def sample_rrs_contexts(
     if lam.ndim != 1 or omega.shape != lam.shape or np.any(lam <= 0) or np.any(omega < 0):
         raise ValueError("lam, omega: expected 1-D arrays of the same length, lam > 0 and omega >= 0")
     D = lam.size
-    B, P, K = (_pos_int(n, v) for n, v in (("B", B), ("P", P), ("K", K)))
+    B, P, K = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K)))
     O = haar_orthogonal_torch(B, D, gen, dtype)
     sl = torch.as_tensor(np.sqrt(lam), dtype=dtype)
     so = torch.as_tensor(np.sqrt(omega), dtype=dtype)
@@ -146,19 +145,6 @@ def sample_rrs_contexts(
     ys = torch.einsum("bkd,bd->bk", Xs, bstar)
     Sigma = torch.einsum("bij,j,bkj->bik", O, torch.as_tensor(lam, dtype=dtype), O)
     return Contexts(X, y, Xs, ys, Sigma, bstar)
-
-
-def in_context_gd_predict(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xs: np.ndarray, L: int) -> np.ndarray:
-    """Reference (numpy) predictor of ``L`` preconditioned in-context GD steps (seed 002 Eq. 4, 54-55).
-
-    ``b_0 = 0``, ``b_{l+1} = b_l + Gamma (X^T y/P - X^T X b_l / P)/L``, prediction ``Xs b_L``.
-    Shapes: ``Gamma (D, D)``, ``X (P, D)``, ``y (P,)``, ``Xs (K, D)`` -> ``(K,)``.
-    """
-    P = X.shape[0]
-    b = np.zeros(X.shape[1])
-    for _ in range(_pos_int("L", L)):
-        b = b + Gamma @ (X.T @ (y - X @ b)) / (P * L)
-    return Xs @ b
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,8 +191,8 @@ class LinearAttention(nn.Module):
 
     def __init__(self, D: int, L: int, s0: float, structure: str = "block", dtype: torch.dtype = torch.float64):
         super().__init__()
-        self.D = _pos_int("D", D)
-        self.L = _pos_int("L", L)
+        self.D = positive_int(D, "D")
+        self.L = positive_int(L, "L")
         if not (np.isfinite(s0) and s0 > 0):
             raise ValueError(f"s0: initial scale must be > 0, got {s0}")
         if structure not in ("block", "full"):
@@ -262,7 +248,7 @@ class LinearAttention(nn.Module):
         """Effective preconditioner ``Γ = (w_o^T W_v w_y) (W_x^T W_q^T W_k W_x)`` restricted to the x-block.
 
         For the aligned ("block") parameterisation the network equals ``L`` steps of in-context GD
-        with this ``Γ`` (:func:`in_context_gd_predict`).
+        with this ``Γ`` (:func:`iclcore.richardson.iterates.in_context_gd_predict`).
         """
         Wx, Wk, Wq, Wv = self.matrices()
         D = self.D
@@ -282,7 +268,7 @@ class LinearAttention(nn.Module):
 
 def power_five_constant(D: int) -> float:
     """``c`` in ``γ = c s^5`` for the balanced initialisation of :class:`LinearAttention`: ``2/D^2``."""
-    return 2.0 / _pos_int("D", D) ** 2
+    return 2.0 / positive_int(D, "D") ** 2
 
 
 def power_five_flow(
@@ -347,8 +333,8 @@ class ReducedGammaStack(nn.Module):
     def __init__(self, D: int, L: int, tied: bool = False, scalar: bool = False,
                  frame: torch.Tensor | None = None, dtype: torch.dtype = torch.float64):
         super().__init__()
-        self.D = _pos_int("D", D)
-        self.L = _pos_int("L", L)
+        self.D = positive_int(D, "D")
+        self.L = positive_int(L, "L")
         self.tied = bool(tied)
         self.scalar = bool(scalar)
         if frame is not None:
@@ -422,7 +408,7 @@ class SoftmaxAttention(nn.Module):
     def __init__(self, D: int, n: int, L: int, gen: torch.Generator, mlp: bool = False, mlp_ratio: int = 4,
                  dtype: torch.dtype = torch.float32):
         super().__init__()
-        self.D, self.n, self.L = _pos_int("D", D), _pos_int("n", n), _pos_int("L", L)
+        self.D, self.n, self.L = positive_int(D, "D"), positive_int(n, "n"), positive_int(L, "L")
         gen = _check_gen(gen)
         self.mlp = bool(mlp)
 
@@ -436,7 +422,7 @@ class SoftmaxAttention(nn.Module):
         self.Wk = init(L, n, n)
         self.Wv = init(L, n, n)
         if self.mlp:
-            h = _pos_int("mlp_ratio", mlp_ratio) * n
+            h = positive_int(mlp_ratio, "mlp_ratio") * n
             self.W1 = init(L, h, n)
             self.W2 = init(L, n, h)
 
@@ -499,7 +485,7 @@ def train(
     matrices the reduced flow ``dγ/dt = -½ L'(γ)`` holds at ``t = eta * steps`` when
     ``lr = eta * D / 2`` (tied) or ``eta * D * L / 2`` (untied, the paper's ``η = η_0 L``).
     """
-    steps = _pos_int("steps", steps)
+    steps = positive_int(steps, "steps")
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"lr: learning rate must be > 0, got {lr}")
     gen = _check_gen(gen)

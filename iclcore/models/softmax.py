@@ -52,14 +52,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.linalg import stable_rank
 from iclcore.richardson.tasks import TaskConfig, sample_prompts
+from iclcore.validation import positive_float, positive_int
 
 __all__ = [
     "ATTENTIONS",
     "AttentionConfig",
     "ProbeQueryAttention",
     "gauge_transform",
-    "stable_rank",
     "top_energy",
     "skew_ratio",
     "KernelStats",
@@ -80,19 +81,8 @@ ATTENTIONS = ("softmax", "linear")
 OPTIMIZERS = ("sgd", "adam")
 
 
-def _pos_int(name: str, v: object) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    return int(v)
 
 
-def _pos_float(name: str, v: object, allow_zero: bool = False) -> float:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected a real number, got {type(v).__name__}")
-    x = float(v)
-    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
-        raise ValueError(f"{name}: expected a finite {'non-negative' if allow_zero else 'positive'} number, got {v!r}")
-    return x
 
 
 @dataclass(frozen=True)
@@ -126,13 +116,13 @@ class AttentionConfig:
     c_init: float = 1.0
 
     def __post_init__(self) -> None:
-        _pos_int("K", self.K)
-        _pos_int("n_heads", self.n_heads)
-        _pos_int("d_k", self.d_k)
+        positive_int(self.K, "K")
+        positive_int(self.n_heads, "n_heads")
+        positive_int(self.d_k, "d_k")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention: unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
-        _pos_float("init_std", self.init_std)
-        _pos_float("qk_init_ratio", self.qk_init_ratio)
+        positive_float(self.init_std, "init_std")
+        positive_float(self.qk_init_ratio, "qk_init_ratio")
         if not math.isfinite(self.c_init):
             raise ValueError(f"c_init: must be finite, got {self.c_init!r}")
 
@@ -261,19 +251,12 @@ def _as_matrix(A: np.ndarray, name: str = "A") -> np.ndarray:
     return A
 
 
-def stable_rank(A: np.ndarray) -> np.ndarray:
-    """``srank(A) = ‖A‖_F² / ‖A‖₂²`` (seed 000 §9); stacks allowed (leading axes). Zero matrix raises."""
-    A = _as_matrix(A)
-    s = np.linalg.svd(A, compute_uv=False)
-    if np.any(s[..., 0] == 0):
-        raise ValueError("A: stable rank of the zero matrix is undefined")
-    return np.sum(s**2, axis=-1) / s[..., 0] ** 2
 
 
 def top_energy(A: np.ndarray, k: int = 1) -> np.ndarray:
     """``E_top,k(A) = Σ_{i<=k} σ_i² / Σ_i σ_i²`` (seed 000 §9)."""
     A = _as_matrix(A)
-    k = _pos_int("k", k)
+    k = positive_int(k, "k")
     s2 = np.linalg.svd(A, compute_uv=False) ** 2
     if k > s2.shape[-1]:
         raise ValueError(f"k: must be <= {s2.shape[-1]}, got {k}")
@@ -473,11 +456,11 @@ class TrainConfig:
     topk: int = 2
 
     def __post_init__(self) -> None:
-        _pos_int("steps", self.steps)
-        _pos_int("batch", self.batch)
-        _pos_int("log_every", self.log_every)
-        _pos_int("topk", self.topk)
-        _pos_float("lr", self.lr)
+        positive_int(self.steps, "steps")
+        positive_int(self.batch, "batch")
+        positive_int(self.log_every, "log_every")
+        positive_int(self.topk, "topk")
+        positive_float(self.lr, "lr")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer: unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
 

@@ -51,7 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import _as_float_array, _as_steps, gd_trajectory, psd_spectrum
+from iclcore.linalg import joint_diagonalizer
+from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum
+from iclcore.validation import finite_array, nonnegative_int_steps
 
 __all__ = [
     "LatentModel",
@@ -81,7 +83,7 @@ __all__ = [
 
 
 def _square(M: object, name: str, r: int | None = None) -> np.ndarray:
-    a = _as_float_array(M, name)
+    a = finite_array(M, name)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{name}: must be a square matrix, got shape {a.shape}")
     if r is not None and a.shape[0] != r:
@@ -148,7 +150,7 @@ class LatentModel:
         return 0.5 * (S + S.T)
 
     def _stack(self, G: np.ndarray) -> tuple[np.ndarray, bool]:
-        G = _as_float_array(G, "G")
+        G = finite_array(G, "G")
         single = G.ndim == 2
         Gs = G[None] if single else G
         if Gs.ndim != 3 or Gs.shape[1:] != (self.r, self.r):
@@ -235,17 +237,17 @@ class CommutingModel:
     V: np.ndarray
 
     def __post_init__(self) -> None:
-        h = _as_float_array(self.h, "h")
+        h = finite_array(self.h, "h")
         r = h.size
         if h.ndim != 1 or r == 0 or np.any(h <= 0):
             raise ValueError("h: must be a non-empty 1-D array of positive numbers")
-        gs = _as_float_array(self.gstar, "gstar")
+        gs = finite_array(self.gstar, "gstar")
         if gs.shape != (r,) or np.any(gs == 0):
             raise ValueError(f"gstar: must have shape ({r},) and non-zero entries")
-        sg = _as_float_array(self.sigma, "sigma")
+        sg = finite_array(self.sigma, "sigma")
         if sg.shape != (r,) or np.any(sg <= 0):
             raise ValueError(f"sigma: must have shape ({r},) and positive entries")
-        V = _as_float_array(self.V, "V")
+        V = finite_array(self.V, "V")
         if V.shape != (r, r) or not np.allclose(V.T @ V, np.eye(r), atol=1e-10):
             raise ValueError(f"V: must be an orthogonal ({r}, {r}) matrix")
         if not np.isfinite(self.noise_var) or self.noise_var < 0:
@@ -275,7 +277,7 @@ class CommutingModel:
 
     def matrix(self, diag: np.ndarray) -> np.ndarray:
         """``V diag(diag) V^T`` (e.g. the initial encoder ``G_0`` or decoder ``P_0``)."""
-        d = _as_float_array(diag, "diag")
+        d = finite_array(diag, "diag")
         if d.shape != (self.r,):
             raise ValueError(f"diag: must have shape ({self.r},), got {d.shape}")
         return self._mat(d)
@@ -289,7 +291,7 @@ class CommutingModel:
         -------
         ndarray, shape (n_steps + 1, r)
         """
-        g0 = _as_float_array(g0, "g0")
+        g0 = finite_array(g0, "g0")
         if g0.shape != (self.r,):
             raise ValueError(f"g0: must have shape ({self.r},), got {g0.shape}")
         sigma = np.asarray(self.sigma, float)
@@ -305,7 +307,7 @@ class CommutingModel:
         ValueError
             Naming ``g`` if some ``g_i(s) = 0`` (then ``A(G_s)`` is singular).
         """
-        g = _as_float_array(g, "g")
+        g = finite_array(g, "g")
         if g.ndim != 2 or g.shape[1] != self.r:
             raise ValueError(f"g: must have shape (n, {self.r}), got {g.shape}")
         if np.any(g == 0):
@@ -324,9 +326,9 @@ class CommutingModel:
 
 
 def _check_modes(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float, name: str) -> tuple:
-    c = _as_float_array(c, "c")
-    b = _as_float_array(b, "b")
-    p0 = _as_float_array(p0, "p0")
+    c = finite_array(c, "c")
+    b = finite_array(b, "b")
+    p0 = finite_array(p0, "p0")
     if c.ndim != 2:
         raise ValueError(f"c: must have shape (n_steps, r), got {c.shape}")
     if b.shape != c.shape:
@@ -429,7 +431,7 @@ def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) ->
     -------
     ndarray, shape (n,)
     """
-    p, a, w = (_as_float_array(x, n) for x, n in ((p, "p"), (a, "a"), (w, "w")))
+    p, a, w = (finite_array(x, n) for x, n in ((p, "p"), (a, "a"), (w, "w")))
     _same_shape(a, "a", p, "p")
     _same_shape(w, "w", p, "p")
     L = _check_depth(L)
@@ -451,7 +453,7 @@ def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int
     -------
     ndarray, shape (n,)
     """
-    P, A, Szz = (_as_float_array(x, n) for x, n in ((P, "P"), (A, "A"), (Szz, "Szz")))
+    P, A, Szz = (finite_array(x, n) for x, n in ((P, "P"), (A, "A"), (Szz, "Szz")))
     if P.ndim != 3 or P.shape[1] != P.shape[2]:
         raise ValueError(f"P: must have shape (n, r, r), got {P.shape}")
     _same_shape(A, "A", P, "P")
@@ -530,15 +532,13 @@ def encdec_iterate(
         Naming ``eta_e`` / ``eta_d`` for unstable steps, ``G0`` / ``P0`` for wrong
         shapes, ``G`` if ``A(G_s)`` becomes singular.
     """
-    from iclcore.richardson.dynamics import _check_eta
-
     r = model.r
     G0 = _square(G0, "G0", r)
     P0 = _square(P0, "P0", r)
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
         raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
     Sz = np.asarray(model.Sigma_z, float)
-    ee = _check_eta(eta_e, psd_spectrum(Sz, "Sigma_z"), "eta_e")
+    ee = check_step_size(eta_e, Sz, "eta_e", C_name="Sigma_z")
     Sbz = model.Sigma_bz
     S = int(n_steps)
     G = np.empty((S + 1, r, r))
@@ -565,9 +565,9 @@ def encdec_iterate(
 
 
 def _check_seq(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    E0 = _as_float_array(E0, "E0")
-    C_seq = _as_float_array(C_seq, "C_seq")
-    D_seq = _as_float_array(D_seq, "D_seq")
+    E0 = finite_array(E0, "E0")
+    C_seq = finite_array(C_seq, "C_seq")
+    D_seq = finite_array(D_seq, "D_seq")
     if E0.ndim != 2:
         raise ValueError(f"E0: must be a matrix (m, r), got shape {E0.shape}")
     r = E0.shape[1]
@@ -637,7 +637,7 @@ def tracking_error_product_sum(
     ndarray, shape (len(steps), m, r)
     """
     E0, C_seq, D_seq, e = _check_seq_eta(E0, C_seq, D_seq, eta)
-    st = _as_steps(steps)
+    st = nonnegative_int_steps(steps)
     S = C_seq.shape[0]
     if np.any(st > S):
         raise ValueError(f"steps: must be <= n_steps = {S}")
@@ -676,7 +676,7 @@ def commutator_defect(C_seq: np.ndarray) -> float:
     -------
     float
     """
-    C = _as_float_array(C_seq, "C_seq")
+    C = finite_array(C_seq, "C_seq")
     if C.ndim != 3 or C.shape[1] != C.shape[2]:
         raise ValueError(f"C_seq: must have shape (n, r, r), got {C.shape}")
     norms = np.linalg.norm(C, axis=(1, 2))
@@ -688,51 +688,6 @@ def commutator_defect(C_seq: np.ndarray) -> float:
     return float(rel.max())
 
 
-def joint_diagonalizer(C_seq: np.ndarray, sweeps: int = 100, tol: float = 1e-14) -> np.ndarray:
-    """Orthonormal basis that best diagonalises a family of symmetric matrices.
-
-    Jacobi rotations minimising ``Σ_t off(Q^T C_t Q)²`` (Cardoso & Souloumiac,
-    SIAM J. Matrix Anal. Appl. 17 (1996), real symmetric case).  For a commuting
-    family it returns a common eigenbasis; for a non-commuting family it is the
-    best *fixed* basis for a scalar closure in the least-squares sense.
-
-    Parameters
-    ----------
-    C_seq : array_like, shape (n, r, r), symmetric
-    sweeps : int
-        Maximum number of sweeps over all pairs.
-    tol : float
-        Stop when every rotation has ``|sin θ| < tol``.
-
-    Returns
-    -------
-    ndarray, shape (r, r), orthogonal (columns are the basis vectors)
-    """
-    M = _as_float_array(C_seq, "C_seq").copy()
-    if M.ndim != 3 or M.shape[1] != M.shape[2]:
-        raise ValueError(f"C_seq: must have shape (n, r, r), got {M.shape}")
-    r = M.shape[1]
-    V = np.eye(r)
-    for _ in range(int(sweeps)):
-        rotated = False
-        for p in range(r - 1):
-            for q in range(p + 1, r):
-                g = np.stack([M[:, p, p] - M[:, q, q], M[:, p, q] + M[:, q, p]])  # (2, n)
-                gg = g @ g.T
-                ton = gg[0, 0] - gg[1, 1]
-                toff = gg[0, 1] + gg[1, 0]
-                theta = 0.5 * np.arctan2(toff, ton + np.hypot(ton, toff))
-                c, s = np.cos(theta), np.sin(theta)
-                if abs(s) > tol:
-                    rotated = True
-                    J = np.array([[c, -s], [s, c]])
-                    pair = [p, q]
-                    V[:, pair] = V[:, pair] @ J
-                    M[:, pair, :] = np.einsum("ji,njk->nik", J, M[:, pair, :])
-                    M[:, :, pair] = M[:, :, pair] @ J
-        if not rotated:
-            break
-    return V
 
 
 def pinched_coefficients(Q: np.ndarray, mats: np.ndarray) -> np.ndarray:
@@ -748,7 +703,7 @@ def pinched_coefficients(Q: np.ndarray, mats: np.ndarray) -> np.ndarray:
     ndarray, shape (n, r)
     """
     Q = _square(Q, "Q")
-    mats = _as_float_array(mats, "mats")
+    mats = finite_array(mats, "mats")
     if mats.ndim != 3 or mats.shape[1:] != Q.shape:
         raise ValueError(f"mats: shape {mats.shape} must be (n, {Q.shape[0]}, {Q.shape[0]})")
     if not np.allclose(Q.T @ Q, np.eye(Q.shape[0]), atol=1e-10):
@@ -792,8 +747,8 @@ def fixed_basis_closure_risk(
 
 def _risk_curves(predicted: object, exact: object) -> tuple[np.ndarray, np.ndarray]:
     """Validate two risk curves of the same 1-D shape ``(n,)``."""
-    pr = _as_float_array(predicted, "predicted")
-    ex = _as_float_array(exact, "exact")
+    pr = finite_array(predicted, "predicted")
+    ex = finite_array(exact, "exact")
     if pr.shape != ex.shape or pr.ndim != 1:
         raise ValueError(f"predicted: shape {pr.shape} must equal exact's shape {ex.shape} (1-D)")
     return pr, ex
@@ -901,7 +856,7 @@ def counterexample(
         raise ValueError(f"R0: must be a positive finite number, got {R0!r}")
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
         raise ValueError(f"n_steps: must be a positive integer, got {n_steps!r}")
-    Cm = _as_float_array(C, "C")
+    Cm = finite_array(C, "C")
     zero = np.zeros(K)
     out = {}
     for key, idx in (("a", i), ("b", j)):

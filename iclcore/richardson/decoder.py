@@ -22,10 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.linalg import stable_rank
 from iclcore.richardson.certificates import clipped_empirical_bernstein
 from iclcore.richardson.dynamics import check_step_size, excess_risk, modal_excess_risk
-from iclcore.richardson.moments import Moments, closed_form_moments, effective_dimension, oracle_preconditioner, oracle_risk
 from iclcore.richardson.iterates import contraction_factor, richardson_certificate, richardson_iterates
+from iclcore.richardson.moments import (
+    Moments,
+    closed_form_moments,
+    effective_dimension,
+    oracle_preconditioner,
+    oracle_risk,
+)
 from iclcore.richardson.tasks import Prompts, TaskConfig, sample_decoder_pairs
 
 __all__ = [
@@ -37,7 +44,6 @@ __all__ = [
     "depth_risk",
     "relative_error",
     "cosine_defect",
-    "stable_rank",
     "finite_task_estimator",
     "finite_task_excess_risk",
     "prompt_contraction",
@@ -244,13 +250,6 @@ def cosine_defect(P: np.ndarray, P_star: np.ndarray) -> np.ndarray | float:
     return c if P.ndim == 3 else float(c)
 
 
-def stable_rank(P: np.ndarray) -> float:
-    """``‖P‖_F² / ‖P‖_2²``."""
-    P = np.asarray(P, float)
-    s = np.linalg.norm(P, 2)
-    if s == 0:
-        raise ValueError("P: stable rank of the zero matrix is undefined")
-    return float(np.linalg.norm(P) ** 2 / s**2)
 
 
 def finite_task_estimator(d: np.ndarray, z: np.ndarray) -> np.ndarray:

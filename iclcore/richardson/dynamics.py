@@ -47,6 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.linalg import haar_orthogonal as random_orthogonal  # the one Haar sampler; name kept for callers
+from iclcore.validation import finite_array, nonnegative_int_steps
+
 __all__ = [
     "SYMMETRY_RTOL",
     "PSD_RTOL",
@@ -95,14 +98,6 @@ class Spectrum:
         return float(self.lam[-1]) if self.lam.size else 0.0
 
 
-def _as_float_array(x: object, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name}: expected a real numeric array, got {type(x).__name__}") from exc
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: contains NaN or infinite entries")
-    return a
 
 
 def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
@@ -126,7 +121,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     ValueError
         Naming ``name`` if ``C`` is not square, not symmetric or not PSD.
     """
-    C = _as_float_array(C, name)
+    C = finite_array(C, name)
     if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] == 0:
         raise ValueError(f"{name}: must be a non-empty square matrix, got shape {C.shape}")
     size = float(np.max(np.abs(C)))
@@ -141,7 +136,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
 
 
-def check_step_size(eta: float, C: np.ndarray, name: str = "eta") -> None:
+def check_step_size(eta: float, C: np.ndarray, name: str = "eta", C_name: str = "C") -> float:
     """Check that gradient descent with step ``eta`` on covariance ``C`` is stable.
 
     The iteration ``E_{s+1} = E_s (I - ηC)`` contracts every mode with
@@ -155,15 +150,21 @@ def check_step_size(eta: float, C: np.ndarray, name: str = "eta") -> None:
         Symmetric PSD covariance.
     name : str
         Name of the step-size parameter in the error message (e.g. ``"eta_d"``).
+    C_name : str
+        Name of the covariance in the error message.
+
+    Returns
+    -------
+    float
+        ``eta`` as a float.
 
     Raises
     ------
     ValueError
-        Naming ``C`` if it is not symmetric PSD, or naming ``name`` if ``eta``
+        Naming ``C_name`` if ``C`` is not symmetric PSD, or naming ``name`` if ``eta``
         is not a finite number in ``(0, 2/λ_max)``.
     """
-    spec = psd_spectrum(C, "C")
-    _check_eta(eta, spec, name)
+    return _check_eta(eta, psd_spectrum(C, C_name), name)
 
 
 def _check_eta(eta: float, spec: Spectrum, name: str) -> float:
@@ -184,7 +185,7 @@ def _check_eta(eta: float, spec: Spectrum, name: str) -> float:
 
 def _as_param(X: object, K: int, name: str) -> tuple[np.ndarray, bool]:
     """Return ``X`` as a 2-D ``(m, K)`` array and whether it was a vector."""
-    X = _as_float_array(X, name)
+    X = finite_array(X, name)
     if X.ndim == 1:
         X2, vec = X[None, :], True
     elif X.ndim == 2:
@@ -210,9 +211,9 @@ def _stack_against(
     ``X`` as a stack ``(n, m, K)`` and whether ``X`` was given as a stack.
     """
     spec = psd_spectrum(C, "C")
-    C = _as_float_array(C, "C")
+    C = finite_array(C, "C")
     ref2, vec = _as_param(ref, spec.Q.shape[0], ref_name)
-    Xa = _as_float_array(X, "X")
+    Xa = finite_array(X, "X")
     if vec:
         stacked = Xa.ndim == 2
         Xs = Xa[:, None, :] if stacked else Xa[None, None, :]
@@ -251,20 +252,6 @@ def _default_scale(X2: np.ndarray, vec: bool, scale: float | None) -> float:
     return s
 
 
-def _as_steps(steps: Sequence[int] | np.ndarray | int) -> np.ndarray:
-    a = np.asarray(steps)
-    if a.ndim == 0:
-        a = a[None]
-    if a.ndim != 1:
-        raise ValueError(f"steps: must be a 1-D sequence of non-negative integers, got shape {a.shape}")
-    if a.size and not np.issubdtype(a.dtype, np.integer):
-        if not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
-            raise ValueError("steps: must contain non-negative integers")
-        a = a.astype(np.int64)
-    a = a.astype(np.int64)
-    if np.any(a < 0):
-        raise ValueError("steps: must contain non-negative integers")
-    return a
 
 
 def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -329,7 +316,7 @@ def quadratic_risk(
     if np.ndim(S) == 0:
         trS = float(S)
     else:
-        S = _as_float_array(S, "S")
+        S = finite_array(S, "S")
         if S.shape != (B2.shape[0], B2.shape[0]):
             raise ValueError(f"S: shape {S.shape} must be ({B2.shape[0]}, {B2.shape[0]})")
         trS = float(np.trace(S))
@@ -394,7 +381,7 @@ def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps
     _match(B2, X2, "B", "X0")
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
         raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
-    C = _as_float_array(C, "C")
+    C = finite_array(C, "C")
     out = np.empty((int(n_steps) + 1, *X2.shape))
     X = X2.copy()
     out[0] = X
@@ -430,7 +417,7 @@ def gd_trajectory(
     K = spec.Q.shape[0]
     e = _check_eta(eta, spec, "eta")
     X2, Xs2, vec = _error_pair(X0, Xstar, K, "X0")
-    st = _as_steps(steps)
+    st = nonnegative_int_steps(steps)
     base = 1.0 - e * spec.lam  # (K,)
     factor = np.power(base[None, :], st[:, None])  # (S, K)
     E0Q = (X2 - Xs2) @ spec.Q  # (m, K)
@@ -488,7 +475,7 @@ def modal_excess_risk(
     e = _check_eta(eta, spec, "eta")
     X2, Xs2, vec = _error_pair(X0, Xstar, K, "X0")
     sc = _default_scale(X2, vec, scale)
-    st = _as_steps(steps)
+    st = nonnegative_int_steps(steps)
     energy0 = _modal_energy(spec, X2 - Xs2)  # (K,)
     factor = np.power((1.0 - e * spec.lam)[None, :] ** 2, st[:, None])
     return sc * (factor @ energy0)
@@ -525,7 +512,7 @@ def modal_weights(
     K = spec.Q.shape[0]
     e = _check_eta(eta, spec, "eta")
     X2, Xs2, _ = _error_pair(X0, Xstar, K, "X0")
-    st = _as_steps(steps)
+    st = nonnegative_int_steps(steps)
     energy0 = _modal_energy(spec, X2 - Xs2)
     base = np.abs(1.0 - e * spec.lam)
     alive = (energy0 > 0) & (base > 0)
@@ -562,7 +549,7 @@ def modal_entropy(weights: np.ndarray) -> np.ndarray:
     ndarray, shape (...)
         In ``[0, 1]``: 0 when one mode holds all the error, 1 when it is spread evenly.
     """
-    w = _as_float_array(weights, "weights")
+    w = finite_array(weights, "weights")
     if w.ndim < 1 or w.shape[-1] < 2:
         raise ValueError(f"weights: last axis must have length >= 2, got shape {w.shape}")
     if np.any(w < 0) or not np.allclose(w.sum(axis=-1), 1.0, atol=1e-9):
@@ -572,21 +559,6 @@ def modal_entropy(weights: np.ndarray) -> np.ndarray:
     return -terms.sum(axis=-1) / np.log(w.shape[-1])
 
 
-def random_orthogonal(K: int, rng: np.random.Generator) -> np.ndarray:
-    """Haar-distributed orthogonal matrix of shape ``(K, K)`` (QR with sign fix).
-
-    Parameters
-    ----------
-    K : int, >= 1
-    rng : numpy.random.Generator
-    """
-    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-        raise ValueError(f"K: must be a positive integer, got {K!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
-    Z = rng.standard_normal((int(K), int(K)))
-    Q, R = np.linalg.qr(Z)
-    return Q * np.sign(np.where(np.diag(R) == 0, 1.0, np.diag(R)))[None, :]
 
 
 def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -597,8 +569,8 @@ def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarr
     eigenvalues : array_like, shape (K,), non-negative
     Q : array_like, shape (K, K), orthogonal
     """
-    lam = _as_float_array(eigenvalues, "eigenvalues")
-    Q = _as_float_array(Q, "Q")
+    lam = finite_array(eigenvalues, "eigenvalues")
+    Q = finite_array(Q, "Q")
     if lam.ndim != 1 or np.any(lam < 0):
         raise ValueError("eigenvalues: must be a 1-D array of non-negative numbers")
     if Q.shape != (lam.size, lam.size):
@@ -613,9 +585,9 @@ def _moment_inputs(
     M: object, name: str, Sigma_z: object, noise_var: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validate a map ``M`` (called ``name``) acting on ``z ~ (0, Σ_z)`` and the noise variance."""
-    M = _as_float_array(M, name)
+    M = finite_array(M, name)
     psd_spectrum(Sigma_z, "Sigma_z")
-    Sigma_z = _as_float_array(Sigma_z, "Sigma_z")
+    Sigma_z = finite_array(Sigma_z, "Sigma_z")
     if M.ndim != 2 or M.shape[1] != Sigma_z.shape[0]:
         raise ValueError(f"{name}: shape {M.shape} does not match Sigma_z of shape {Sigma_z.shape}")
     if not np.isfinite(noise_var) or noise_var < 0:

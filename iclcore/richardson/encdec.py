@@ -43,10 +43,10 @@ from scipy.integrate import solve_ivp
 
 from iclcore.richardson.closure import tracking_error_product_sum
 from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
-from iclcore.richardson.encoder import _check_pos_int, _check_rng
 from iclcore.richardson.iterates import richardson_iterates
 from iclcore.richardson.subspace import davis_kahan_bound, sin_theta
 from iclcore.richardson.tasks import TaskConfig, design_spectrum, sample_prompts
+from iclcore.validation import as_generator, positive_int
 
 __all__ = [
     "LowRankModel",
@@ -121,7 +121,7 @@ class LowRankModel:
         sz = psd_spectrum(self.Sigma_z, "Sigma_z")
         if sz.Q.shape[0] != U.shape[1] or sz.lam[0] <= 0:
             raise ValueError(f"Sigma_z: must be positive definite of shape ({U.shape[1]}, {U.shape[1]})")
-        _check_pos_int(self.M, "M")
+        positive_int(self.M, "M")
         if not np.isfinite(self.sigma) or self.sigma < 0:
             raise ValueError(f"sigma: must be finite and >= 0, got {self.sigma!r}")
         if not np.isfinite(self.lam) or self.lam < 0:
@@ -161,9 +161,9 @@ def make_lowrank_model(
     ``U⋆`` is Haar-random (not aligned with the eigenvectors of ``Σ_x``), so
     the latent moments ``C_s`` at different times do not commute.
     """
-    _check_rng(rng)
-    K = _check_pos_int(K, "K")
-    r = _check_pos_int(r, "r")
+    rng = as_generator(rng)
+    K = positive_int(K, "K")
+    r = positive_int(r, "r")
     if r > K:
         raise ValueError(f"r: need r <= K = {K}, got {r}")
     mu = np.asarray(mu_z, float)
@@ -210,8 +210,8 @@ def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator
     The model's prompts through :func:`iclcore.richardson.tasks.sample_prompts` with a general latent
     covariance ``Σ_z`` (same formulas and draws, seed 000 §1.2).
     """
-    _check_rng(rng)
-    n = _check_pos_int(n, "n")
+    rng = as_generator(rng)
+    n = positive_int(n, "n")
     Sx = np.asarray(model.Sigma_x, float)
     config = TaskConfig(
         K=model.K,
@@ -347,7 +347,7 @@ def latent_moments(U: np.ndarray, prompts: LatentPrompts, chunk: int = 64) -> La
     """
     U = np.asarray(U, float)
     Us = U if U.ndim == 3 else U[None]
-    chunk = _check_pos_int(chunk, "chunk")
+    chunk = positive_int(chunk, "chunk")
     Cs, Bs = [], []
     for a in range(0, Us.shape[0], chunk):
         _, d, zd = latent_systems(Us[a : a + chunk], prompts)
@@ -504,7 +504,7 @@ def risk_decomposition(
     P = np.asarray(P, float)
     if U.ndim != 3 or P.ndim != 3 or U.shape[0] != P.shape[0] or P.shape[1:] != (U.shape[2], U.shape[2]):
         raise ValueError(f"U, P: expected shapes (S, K, r) and (S, r, r), got {U.shape} and {P.shape}")
-    L = _check_pos_int(L, "L")
+    L = positive_int(L, "L")
     Sx = np.asarray(Sigma_x, float)
     nx = float(np.linalg.norm(Sx, 2))
     fields: dict[str, list[np.ndarray]] = {k: [] for k in RiskDecomposition.__dataclass_fields__}
@@ -605,7 +605,7 @@ class EncDecConfig:
 
     def __post_init__(self) -> None:
         for name in ("K", "r", "M", "n_train", "n_eval", "L", "steps"):
-            _check_pos_int(getattr(self, name), name)
+            positive_int(getattr(self, name), name)
         if len(self.mu_z) != self.r:
             raise ValueError(f"mu_z: need r = {self.r} eigenvalues, got {len(self.mu_z)}")
         for name in ("eta_e_rel", "eta_d_rel"):
@@ -725,7 +725,7 @@ def encdec_dynamics(
         ``config.eta_d_rel / max_s λ_max(C_s)`` (used for step-size refinement).
     """
     model, train, test, G0 = _setup(config)
-    n_steps = config.steps if steps is None else _check_pos_int(steps, "steps")
+    n_steps = config.steps if steps is None else positive_int(steps, "steps")
     grid = np.arange(n_steps + 1)
     Sz, Sbz, G_hat = encoder_pool_fit(train)
     if eta_e is None:
@@ -753,7 +753,7 @@ def run_encdec(config: EncDecConfig, eval_every: int = 1) -> EncDecRun:
 
 
 def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P_star, eval_every):
-    eval_every = _check_pos_int(eval_every, "eval_every")
+    eval_every = positive_int(eval_every, "eval_every")
     S = G.shape[0]
     idx = np.unique(np.r_[np.arange(0, S, eval_every), S - 1])
     tracking = np.linalg.norm(P - P_star, axis=(-2, -1)) / np.linalg.norm(P_star, axis=(-2, -1))
@@ -792,7 +792,7 @@ def run_encdec_naive(config: EncDecConfig) -> dict[str, np.ndarray]:
     G = G0.copy()
     P = np.zeros((r, r))
     Gs, Ps, Us, Cs, Bs = [], [], [], [], []
-    for s in range(config.steps + 1):
+    for _s in range(config.steps + 1):
         W, _, Vt = np.linalg.svd(G, full_matrices=False)
         Uc = W @ Vt
         C = np.zeros((r, r))

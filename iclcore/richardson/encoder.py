@@ -36,6 +36,7 @@ import numpy as np
 
 from iclcore.richardson.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
+from iclcore.validation import as_generator, positive_int
 
 __all__ = [
     "EncoderProblem",
@@ -54,15 +55,8 @@ __all__ = [
 ]
 
 
-def _check_rng(rng: object) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _check_pos_int(x: object, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
-    return int(x)
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,8 +131,8 @@ def make_encoder_problem(
     -------
     EncoderProblem
     """
-    _check_rng(rng)
-    q = _check_pos_int(q, "q")
+    rng = as_generator(rng)
+    q = positive_int(q, "q")
     mu = np.asarray(mu, dtype=float)
     if mu.ndim != 1 or mu.size < 1 or np.any(~np.isfinite(mu)) or np.any(mu <= 0):
         raise ValueError(f"mu: must be a 1-D array of positive eigenvalues, got {mu!r}")
@@ -163,8 +157,8 @@ def sample_encoder_data(
     xi : ndarray, shape (n, q)
         The noise, returned so that tests can form exact residuals.
     """
-    _check_rng(rng)
-    n = _check_pos_int(n, "n")
+    rng = as_generator(rng)
+    n = positive_int(n, "n")
     L = np.linalg.cholesky(np.asarray(problem.Sigma_z, float))
     z = rng.standard_normal((n, problem.r)) @ L.T
     xi = problem.sigma * rng.standard_normal((n, problem.q))
@@ -260,9 +254,9 @@ def batch_moments(
     Sz_hat : ndarray, shape (n_batches, r, r)
     Sbz_hat : ndarray, shape (n_batches, q, r)
     """
-    _check_rng(rng)
-    B = _check_pos_int(batch, "batch")
-    n = _check_pos_int(n_batches, "n_batches")
+    rng = as_generator(rng)
+    B = positive_int(batch, "batch")
+    n = positive_int(n_batches, "n_batches")
     r, q = problem.r, problem.q
     if B < r:
         raise ValueError(f"batch: the Wishart sampler needs batch >= r = {r}, got {B}")
@@ -370,10 +364,10 @@ def _check_run(
     problem: EncoderProblem, G0: np.ndarray, eta: float, n_steps: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, int]:
     """Validate the common arguments of the online runs; return ``G0`` (q, r) and ``n_steps``."""
-    _check_rng(rng)
+    rng = as_generator(rng)
     G0 = _as_stack(G0, problem, "G0")[0][0]
     check_step_size(eta, problem.Sigma_z, "eta")
-    return G0, _check_pos_int(n_steps, "n_steps")
+    return G0, positive_int(n_steps, "n_steps")
 
 
 def online_encoder_run(
@@ -447,7 +441,7 @@ def online_encoder_run_naive(
     ``||G z_i - b_i||²``.  Same law as the vectorised run (not the same draws).
     """
     G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
-    B = _check_pos_int(batch, "batch")
+    B = positive_int(batch, "batch")
     G = np.array(G0, dtype=float)
     out = [G.copy()]
     for _ in range(n_steps):
@@ -478,5 +472,5 @@ def sgd_stationary_sq_error(problem: EncoderProblem, eta: float, batch: int) -> 
     """
     spec = psd_spectrum(problem.Sigma_z, "Sigma_z")
     check_step_size(eta, problem.Sigma_z, "eta")
-    B = _check_pos_int(batch, "batch")
+    B = positive_int(batch, "batch")
     return float(problem.q * np.sum(eta * problem.sigma**2 / (B * (2.0 - eta * spec.lam))))

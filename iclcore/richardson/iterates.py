@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.validation import check_depth
+
 __all__ = [
     "richardson_iterates",
     "richardson_iterates_naive",
@@ -36,6 +38,7 @@ __all__ = [
     "Contraction",
     "RichardsonCertificate",
     "richardson_certificate",
+    "in_context_gd_predict",
 ]
 
 
@@ -72,8 +75,7 @@ def _as_vectors(v: np.ndarray, n: int, K: int, name: str) -> np.ndarray:
 
 
 def _check_L(L: int) -> None:
-    if not isinstance(L, (int, np.integer)) or L < 0:
-        raise ValueError(f"L: depth must be a non-negative integer, got {L!r}")
+    check_depth(L, minimum=0)
 
 
 def _depth_problem(
@@ -292,3 +294,50 @@ def richardson_certificate(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int,
         violation_rate_final=float(viol[:, -1].mean()),
         ratio_final=ratio,
     )
+
+
+def in_context_gd_predict(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int) -> np.ndarray:
+    """Prediction of ``L`` steps of preconditioned in-context gradient descent.
+
+    ``b_0 = 0``, ``b_{ℓ+1} = b_ℓ + L^{-1} Γ (Xᵀy/P - Σ̂ b_ℓ)`` with ``Σ̂ = XᵀX/P``, prediction
+    ``Xq b_L`` (the reduced-Γ model of Bordelon et al., Eqs. 4, 54–55; the linear attention of
+    :mod:`iclcore.models.attention` computes the same map). These are the Richardson iterates
+    :func:`richardson_iterates` with preconditioner ``Γ/L``, system ``H = Σ̂`` and right-hand side
+    ``d = Xᵀy/P`` (tested).
+
+    Parameters
+    ----------
+    Gamma : ndarray, shape (D, D)
+    X : ndarray, shape (P, D)
+        Context inputs (rows).
+    y : ndarray, shape (P,)
+        Context labels.
+    Xq : ndarray, shape (Q, D)
+        Queries.
+    L : int, >= 1
+        Number of steps (depth).
+
+    Returns
+    -------
+    ndarray, shape (Q,)
+    """
+    Gamma = np.asarray(Gamma, dtype=float)
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    Xq = np.asarray(Xq, dtype=float)
+    Lf = check_depth(L)
+    if X.ndim != 2:
+        raise ValueError(f"X: expected shape (P, D), got {X.shape}")
+    P, D = X.shape
+    if Gamma.shape != (D, D):
+        raise ValueError(f"Gamma: expected shape {(D, D)}, got {Gamma.shape}")
+    if y.shape != (P,):
+        raise ValueError(f"y: expected shape {(P,)}, got {y.shape}")
+    if Xq.ndim != 2 or Xq.shape[1] != D:
+        raise ValueError(f"Xq: expected shape (Q, {D}), got {Xq.shape}")
+    Shat = X.T @ X / P
+    c = X.T @ y / P
+    b = np.zeros(D)
+    for _ in range(Lf):
+        b = b + Gamma @ (c - Shat @ b) / Lf
+    return Xq @ b

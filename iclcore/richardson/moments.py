@@ -32,6 +32,7 @@ import numpy as np
 
 from iclcore.richardson.dynamics import quadratic_minimizer, quadratic_risk
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics, sample_prompts
+from iclcore.validation import finite_array, nonnegative_float, positive_int, symmetric_psd
 
 __all__ = [
     "Moments",
@@ -83,15 +84,20 @@ def wishart_sandwich(Sigma: np.ndarray, A: np.ndarray, M: int) -> np.ndarray:
     Returns
     -------
     ndarray, shape (K, K)
+
+    Raises
+    ------
+    ValueError
+        Naming ``Sigma`` if it is not a finite symmetric PSD matrix (a covariance), ``A`` if it is
+        not finite, symmetric and of the same shape, ``M`` if it is not a positive integer.
     """
-    Sigma = np.asarray(Sigma, float)
-    A = np.asarray(A, float)
-    if Sigma.shape != A.shape or Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1]:
+    Sigma = symmetric_psd(Sigma, "Sigma")
+    A = finite_array(A, "A")
+    if A.shape != Sigma.shape:
         raise ValueError(f"Sigma, A: expected two (K, K) matrices, got {Sigma.shape} and {A.shape}")
     if not np.allclose(A, A.T, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(A).max())):
         raise ValueError("A: must be symmetric")
-    if not isinstance(M, (int, np.integer)) or M < 1:
-        raise ValueError(f"M: must be a positive integer, got {M!r}")
+    M = positive_int(M, "M")
     return (1 + 1 / M) * Sigma @ A @ Sigma + np.trace(A @ Sigma) / M * Sigma
 
 
@@ -199,12 +205,22 @@ def oracle_risk(moments: Moments) -> float:
 
 
 def effective_dimension(C: np.ndarray, lam: float) -> float:
-    """``d_eff(λ) = Tr{C (C + λI)^{-1}}`` (seed 000 §3.2); ``λ = 0`` gives ``rank C``."""
-    C = np.asarray(C, float)
-    if C.ndim != 2 or C.shape[0] != C.shape[1]:
-        raise ValueError(f"C: expected a square matrix, got shape {C.shape}")
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam: must be finite and >= 0, got {lam!r}")
+    """``d_eff(λ) = Tr{C (C + λI)^{-1}}`` (seed 000 §3.2); ``λ = 0`` gives ``rank C``.
+
+    Parameters
+    ----------
+    C : array_like, shape (K, K)
+        Symmetric positive semi-definite (a covariance: the decoder's ``C``, or a prompt covariance ``Σ_x``).
+    lam : float, >= 0
+        Ridge.
+
+    Raises
+    ------
+    ValueError
+        Naming ``C`` if it is not a finite symmetric PSD matrix, ``lam`` if it is negative or not finite.
+    """
+    C = symmetric_psd(C, "C")
+    lam = nonnegative_float(lam, "lam")
     ev = np.clip(np.linalg.eigvalsh(0.5 * (C + C.T)), 0, None)
     if lam == 0:
         return float(np.sum(ev > ev.max() * C.shape[0] * np.finfo(float).eps * 10))

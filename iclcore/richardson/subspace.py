@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclcore.linalg import principal_angles as _principal_angles
+
 __all__ = [
     "orthonormal_basis",
     "principal_angles",
@@ -95,13 +97,13 @@ def orthonormal_basis(U: np.ndarray, name: str = "U") -> np.ndarray:
 
 
 def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Principal angles between ``range(U)`` and ``range(V)``, computed stably.
+    """Principal angles between ``range(U)`` and ``range(V)``, ascending, in ``[0, π/2]``.
 
     Parameters
     ----------
     U : array_like, shape (K, r)
     V : array_like, shape (K, p)
-        Bases (not necessarily orthonormal) of the two subspaces.
+        Bases (not necessarily orthonormal) of full column rank.
 
     Returns
     -------
@@ -110,23 +112,13 @@ def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:
 
     Notes
     -----
-    ``sin θ_i`` are the singular values of ``(I - Q_U Q_U^T) Q_V`` (accurate for
-    small angles), ``cos θ_i`` those of ``Q_U^T Q_V`` (accurate for large
-    angles); each angle is taken from the better-conditioned of the two.
+    Checks full column rank (:func:`orthonormal_basis`), then calls
+    :func:`iclcore.linalg.principal_angles` (:func:`scipy.linalg.subspace_angles`: sines for small
+    angles, cosines for large ones).
     """
     Qu = orthonormal_basis(U, "U")
     Qv = orthonormal_basis(V, "V")
-    if Qu.shape[0] != Qv.shape[0]:
-        raise ValueError(f"V: ambient dimension {Qv.shape[0]} differs from U's {Qu.shape[0]}")
-    if Qu.shape[1] < Qv.shape[1]:  # make V the smaller one
-        Qu, Qv = Qv, Qu
-    k = Qv.shape[1]
-    cos = np.clip(np.linalg.svd(Qu.T @ Qv, compute_uv=False), 0.0, 1.0)  # descending
-    R = Qv - Qu @ (Qu.T @ Qv)
-    sin = np.clip(np.linalg.svd(R, compute_uv=False), 0.0, 1.0)[:k]  # descending
-    theta_cos = np.arccos(cos)  # ascending
-    theta_sin = np.arcsin(sin[::-1])  # ascending
-    return np.where(theta_cos < np.pi / 4, theta_sin, theta_cos)
+    return _principal_angles(Qu, Qv)
 
 
 def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = False) -> float:

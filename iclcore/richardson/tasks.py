@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.richardson.dynamics import psd_spectrum
+from iclcore.validation import as_generator, positive_int
 
 __all__ = [
     "TaskConfig",
@@ -231,7 +232,7 @@ class TaskConfig:
         """Infinite-prompt system matrix ``H_∞ = Σ_x + λI`` (seed 000 §4), shape (K, K)."""
         return self.Sigma_x + self.lam * np.eye(self.K)
 
-    def replace(self, **changes) -> "TaskConfig":
+    def replace(self, **changes) -> TaskConfig:
         """A copy with some fields changed (validated again)."""
         from dataclasses import replace as _replace
 
@@ -280,14 +281,8 @@ class Prompts:
         return self.beta.shape[0]
 
 
-def _check_n(n_prompts: int) -> None:
-    if not isinstance(n_prompts, (int, np.integer)) or n_prompts < 1:
-        raise ValueError(f"n_prompts: must be a positive integer, got {n_prompts!r}")
 
 
-def _check_rng(rng) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
 
 
 def sample_tasks(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -300,8 +295,8 @@ def sample_tasks(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -
     beta : ndarray, shape (n, K)
         ``β = U⋆ z``.
     """
-    _check_n(n_prompts)
-    _check_rng(rng)
+    n_prompts = positive_int(n_prompts, "n_prompts")
+    rng = as_generator(rng)
     z = rng.standard_normal((n_prompts, config.rank))
     if config.Sigma_z is not None:
         z = z @ np.linalg.cholesky(np.asarray(config.Sigma_z, float)).T
@@ -357,8 +352,8 @@ def sample_prompts(config: TaskConfig, n_prompts: int, rng: np.random.Generator)
         When ``λ = 0`` and ``M < K`` the system is singular and ``z^†`` is the
         minimum-norm solution ``H_M^† c_M``.
     """
-    _check_n(n_prompts)
-    _check_rng(rng)
+    n_prompts = positive_int(n_prompts, "n_prompts")
+    rng = as_generator(rng)
     K, M = config.K, config.M
     z, beta = sample_tasks(config, n_prompts, rng)
     root = np.sqrt(np.diag(config.Sigma_x)) if config.Sigma_x_override is None else None
@@ -387,8 +382,8 @@ def sample_prompt_statistics(config: TaskConfig, n_prompts: int, rng: np.random.
     Prompts
         With ``X = y = None``.
     """
-    _check_n(n_prompts)
-    _check_rng(rng)
+    n_prompts = positive_int(n_prompts, "n_prompts")
+    rng = as_generator(rng)
     K, M = config.K, config.M
     if M < K:
         raise ValueError(f"M: the Bartlett sampler needs M >= K (got M={M}, K={K}); use sample_prompts")
@@ -431,8 +426,8 @@ def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Gene
     d : ndarray, shape (n, K)
     z_star : ndarray, shape (n, K)
     """
-    _check_n(n_prompts)
-    _check_rng(rng)
+    n_prompts = positive_int(n_prompts, "n_prompts")
+    rng = as_generator(rng)
     K, M = config.K, config.M
     if config.target != "beta":
         p = sample_prompt_statistics(config, n_prompts, rng) if M >= K else sample_prompts(config, n_prompts, rng)

@@ -33,6 +33,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
+from iclcore.validation import as_generator
+
 __all__ = [
     "mp_edges",
     "mp_atom",
@@ -317,8 +319,7 @@ def mp_sample_eigenvalues(
     -------
     numpy.ndarray, shape ``(n_draws, K)``, ascending in each row.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng: expected a numpy.random.Generator")
+    rng = as_generator(rng)
     for name, v in (("K", K), ("M", M), ("n_draws", n_draws)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name}: expected a positive integer, got {v!r}")

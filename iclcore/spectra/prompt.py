@@ -31,7 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.linalg import haar_orthogonal
+from iclcore.richardson.moments import effective_dimension  # noqa: F401  (one d_eff for the package; name kept here for callers)
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.validation import as_generator
 
 __all__ = [
     "WINDOW_FORMS",
@@ -45,7 +48,6 @@ __all__ = [
     "concentration_experiment",
     "ResolventCheck",
     "resolvent_perturbation",
-    "effective_dimension",
     "prompt_excess_risk_first_order",
     "prompt_excess_risk_mc",
     "rotated_covariance",
@@ -79,14 +81,11 @@ def rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.
     -------
     ndarray, shape (K, K), symmetric positive definite.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng: expected a numpy.random.Generator")
+    rng = as_generator(rng)
     lam = np.asarray(eigenvalues, dtype=float)
     if lam.ndim != 1 or lam.size < 1 or np.any(~np.isfinite(lam)) or np.any(lam <= 0):
         raise ValueError("eigenvalues: expected a 1-D array of finite positive numbers")
-    A = rng.standard_normal((lam.size, lam.size))
-    Q, R = np.linalg.qr(A)
-    Q = Q * np.sign(np.diag(R))
+    Q = haar_orthogonal(lam.size, rng)
     S = (Q * lam) @ Q.T
     return 0.5 * (S + S.T)
 
@@ -270,8 +269,7 @@ def concentration_experiment(
     for name, v in (("K", K), ("M", M), ("n_draws", n_draws), ("batch", batch)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng: expected a numpy.random.Generator")
+    rng = as_generator(rng)
     t_grid = np.atleast_1d(np.asarray(t_grid, dtype=float))
     if t_grid.ndim != 1 or np.any(~np.isfinite(t_grid)) or np.any(t_grid < 0):
         raise ValueError("t_grid: expected a 1-D array of finite numbers >= 0")
@@ -384,13 +382,6 @@ def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: floa
     )
 
 
-def effective_dimension(Sigma_x: np.ndarray, lam: float) -> float:
-    """``d_eff(λ) = Tr Σ_x (Σ_x + λI)^{-1}`` (seed 000 §3.2, used with the prompt covariance in §4)."""
-    S = _check_spd(Sigma_x, "Sigma_x")
-    if not math.isfinite(lam) or lam <= 0:
-        raise ValueError(f"lam: ridge must be finite and > 0, got {lam!r}")
-    w = np.linalg.eigvalsh(S)
-    return float(np.sum(w / (w + lam)))
 
 
 def prompt_excess_risk_first_order(

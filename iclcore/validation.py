@@ -1,0 +1,214 @@
+"""Input validation and randomness shared by every module of :mod:`iclcore`.
+
+Every public function of the package checks its arguments with the helpers below, so a bad
+argument raises an error that names the parameter (``"N: expected a positive integer, got 0"``)
+instead of producing a silent NaN, a hang or a corrupt result.
+
+Conventions
+-----------
+* A value of the wrong *type* raises :class:`ParameterTypeError`, which is both a
+  :class:`TypeError` and a :class:`ValueError` (so either ``except`` clause catches it).
+* A value of the right type but outside its domain raises :class:`ValueError`.
+* Every message starts with the parameter name followed by a colon.
+* Randomness comes in as a :class:`numpy.random.Generator`; :func:`as_generator` also accepts an
+  integer seed (through :func:`numpy.random.default_rng`, SPEC 7) but never ``None``, so that
+  every random result of the package is reproducible from the caller's seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "ParameterTypeError",
+    "as_generator",
+    "positive_int",
+    "positive_float",
+    "nonnegative_float",
+    "check_depth",
+    "finite_array",
+    "nonnegative_int_steps",
+    "nondecreasing_times",
+    "spectrum_pair",
+    "positive_spectrum",
+    "symmetric_psd",
+]
+
+
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type (a :class:`TypeError` that is also a :class:`ValueError`)."""
+
+
+_REAL = (int, float, np.integer, np.floating)
+
+
+def as_generator(rng: object, name: str = "rng") -> np.random.Generator:
+    """Return ``rng`` as a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int or sequence of int
+        A generator (returned unchanged, so its state advances as the caller expects) or a
+        non-negative integer seed, passed to :func:`numpy.random.default_rng`.
+    name : str
+        Parameter name used in the error message.
+
+    Raises
+    ------
+    ParameterTypeError
+        Naming ``name`` for ``None``, booleans, floats, strings and anything else
+        :func:`numpy.random.default_rng` refuses.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (bool, np.bool_, float, np.floating, str, bytes)):
+        raise ParameterTypeError(f"{name}: expected a numpy.random.Generator or an integer seed, got {rng!r}")
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise ParameterTypeError(
+            f"{name}: expected a numpy.random.Generator or an integer seed, got {type(rng).__name__}"
+        ) from exc
+
+
+def positive_int(x: object, name: str, minimum: int = 1) -> int:
+    """Return ``x`` as ``int`` after checking it is an integer ``>= minimum`` (booleans refused)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ParameterTypeError(f"{name}: expected an integer >= {minimum}, got {x!r}")
+    if x < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name}: expected {what}, got {x!r}")
+    return int(x)
+
+
+def positive_float(x: object, name: str, allow_inf: bool = False, allow_zero: bool = False) -> float:
+    """Return ``x`` as ``float`` after checking it is a real number ``> 0`` (``>= 0`` with
+    ``allow_zero``), finite unless ``allow_inf``."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, _REAL):
+        raise ParameterTypeError(f"{name}: expected a real number, got {type(x).__name__}")
+    v = float(x)
+    bad_sign = v < 0 or (v == 0 and not allow_zero)
+    if math.isnan(v) or bad_sign or (math.isinf(v) and not allow_inf):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name}: expected a {kind if allow_inf else 'finite ' + kind} number, got {x!r}")
+    return v
+
+
+def nonnegative_float(x: object, name: str) -> float:
+    """Return ``x`` as ``float`` after checking it is a finite real number ``>= 0``."""
+    return positive_float(x, name, allow_zero=True)
+
+
+def check_depth(L: object, name: str = "L", minimum: int = 1, allow_inf: bool = False) -> int | float:
+    """Validate a depth (number of layers or of inner iterations).
+
+    Parameters
+    ----------
+    L : int or float
+        An integer ``>= minimum`` (integral floats are accepted), or ``math.inf`` when
+        ``allow_inf`` (the infinite-depth limit).
+    minimum : int
+        ``1`` for a number of layers, ``0`` where ``L = 0`` (no step) is meaningful.
+
+    Returns
+    -------
+    int or float
+        ``int(L)``, or ``math.inf``.
+    """
+    what = ("a positive integer depth" if minimum == 1 else f"an integer depth >= {minimum}") + (
+        " or math.inf" if allow_inf else ""
+    )
+    if isinstance(L, (bool, np.bool_)) or not isinstance(L, _REAL):
+        raise ParameterTypeError(f"{name}: expected {what}, got {L!r}")
+    if isinstance(L, (float, np.floating)):
+        if math.isinf(L) and L > 0:
+            if not allow_inf:
+                raise ValueError(f"{name}: the infinite-depth limit is not available here; pass {what}")
+            return math.inf
+        if not (math.isfinite(L) and float(L).is_integer()):
+            raise ValueError(f"{name}: expected {what}, got {L!r}")
+    if int(L) < minimum:
+        raise ValueError(f"{name}: expected {what}, got {L!r}")
+    return int(L)
+
+
+def finite_array(x: object, name: str) -> np.ndarray:
+    """Return ``x`` as a float array after checking every entry is finite."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ParameterTypeError(f"{name}: expected a real numeric array, got {type(x).__name__}") from exc
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinite entries")
+    return a
+
+
+def nonnegative_int_steps(steps: Sequence[int] | np.ndarray | int, name: str = "steps") -> np.ndarray:
+    """Return step indices as a 1-D ``int64`` array of non-negative integers (a scalar becomes ``(1,)``)."""
+    a = np.asarray(steps)
+    if a.ndim == 0:
+        a = a[None]
+    if a.ndim != 1:
+        raise ValueError(f"{name}: must be a 1-D sequence of non-negative integers, got shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        if not np.issubdtype(a.dtype, np.number) or not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
+            raise ValueError(f"{name}: must contain non-negative integers")
+    a = a.astype(np.int64)
+    if np.any(a < 0):
+        raise ValueError(f"{name}: must contain non-negative integers")
+    return a
+
+
+def nondecreasing_times(t: object, name: str = "t") -> np.ndarray:
+    """Output times of a flow solve: a non-empty 1-D array of finite, non-negative, non-decreasing times."""
+    t = np.asarray(t, dtype=float)
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) < 0):
+        raise ValueError(f"{name}: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
+    return t
+
+
+def positive_spectrum(s: object, name: str) -> np.ndarray:
+    """Eigenvalues of a positive-definite covariance: a non-empty 1-D array, finite and ``> 0``."""
+    s = np.asarray(s, dtype=float)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D array of eigenvalues, got shape {s.shape}")
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError(f"{name}: eigenvalues must be finite and > 0 (a positive definite covariance)")
+    return s
+
+
+def spectrum_pair(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance eigenvalues ``lam`` (finite, ``> 0``) and task variances ``omega`` (finite, ``>= 0``)
+    of the same 1-D shape, the diagonal data model of the DMFT theory (Σ = diag(λ), Ω = diag(ω))."""
+    lam = np.asarray(lam, dtype=float)
+    omega = np.asarray(omega, dtype=float)
+    if lam.ndim != 1 or lam.size == 0:
+        raise ValueError(f"lam: expected a non-empty 1-D array of covariance eigenvalues, got shape {lam.shape}")
+    if omega.shape != lam.shape:
+        raise ValueError(f"omega: expected shape {lam.shape} (one task variance per eigenvalue), got {omega.shape}")
+    if not (np.all(np.isfinite(lam)) and np.all(lam > 0)):
+        raise ValueError("lam: covariance eigenvalues must be finite and positive")
+    if not (np.all(np.isfinite(omega)) and np.all(omega >= 0)):
+        raise ValueError("omega: task variances must be finite and non-negative")
+    return lam, omega
+
+
+def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = False) -> np.ndarray:
+    """Return ``S`` as a float array after checking it is a finite, square, symmetric, positive
+    semi-definite matrix (positive definite with ``definite``), both to relative tolerance ``rtol``
+    of ``max(1, max|S|)``."""
+    S = finite_array(S, name)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
+        raise ValueError(f"{name}: expected a non-empty square matrix, got shape {S.shape}")
+    scale = max(1.0, float(np.abs(S).max()))
+    if np.abs(S - S.T).max() > rtol * scale:
+        raise ValueError(f"{name}: matrix is not symmetric")
+    lo = float(np.linalg.eigvalsh(0.5 * (S + S.T)).min())
+    if definite and lo <= 0:
+        raise ValueError(f"{name}: matrix is not positive definite (smallest eigenvalue {lo:.3e})")
+    if lo < -rtol * scale:
+        raise ValueError(f"{name}: matrix is not positive semi-definite (smallest eigenvalue {lo:.3e})")
+    return S
