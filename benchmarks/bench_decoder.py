@@ -18,10 +18,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-from iclcore.richardson.decoder import max_stable_step, online_decoder_training, online_decoder_training_naive
+from iclcore._reference import online_decoder_training_naive, richardson_iterates_naive
+from iclcore.richardson.decoder import max_stable_step, online_decoder_training
 from iclcore.richardson.dynamics import excess_risk, gd_iterate, gd_trajectory, modal_excess_risk
+from iclcore.richardson.iterates import richardson_iterates
 from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
-from iclcore.richardson.iterates import richardson_iterates, richardson_iterates_naive
 from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics, sample_prompts
 
 try:
@@ -87,7 +88,7 @@ def main() -> None:
     p16 = sample_prompt_statistics(cfg16, n, np.random.default_rng(0))
     t_f, zf = best(lambda: richardson_iterates(P16, p16.H_M, p16.d, L))
     t_n, zn = best(lambda: richardson_iterates_naive(P16, p16.H_M, p16.d, L), repeats=1)
-    report(f"  same at K=16 (context)", t_f, t_n, np.abs(zf - zn).max())
+    report("  same at K=16 (context)", t_f, t_n, np.abs(zf - zn).max())
 
     b, n_steps = 1024, 20
     t_f, rf = best(lambda: online_decoder_training(cfg, eta, n_steps, b, np.random.default_rng(1), checkpoints=[n_steps]).P[-1])

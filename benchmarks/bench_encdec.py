@@ -24,8 +24,9 @@ for _v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, risk_decomposition, run_encdec_naive  # noqa: E402
-from iclcore.richardson.encoder import make_encoder_problem, online_encoder_run, online_encoder_run_naive  # noqa: E402
+from iclcore._reference import online_encoder_run_naive, risk_decomposition_naive, run_encdec_naive  # noqa: E402
+from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, risk_decomposition  # noqa: E402
+from iclcore.richardson.encoder import make_encoder_problem, online_encoder_run  # noqa: E402
 
 
 def _time(fn, repeat: int = 1) -> float:
@@ -63,7 +64,6 @@ def bench_encdec(naive_steps: int = 20) -> None:
     run_encdec_naive(small)
     t_naive = time.perf_counter() - t
     # split the naive time into the step loop (scales with steps) and the final evaluation
-    from iclcore.richardson.encdec import risk_decomposition_naive
 
     dyn = encdec_dynamics(small)
     t_eval = _time(lambda: risk_decomposition_naive(dyn.U[-1:], dyn.P[-1:], dyn.test, dyn.model.Sigma_x, small.L))

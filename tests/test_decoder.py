@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from iclcore._reference import online_decoder_training_naive
 from iclcore.richardson.decoder import (
     checkpoint_table,
     cosine_defect,
@@ -14,7 +15,6 @@ from iclcore.richardson.decoder import (
     linear_attention_readout,
     max_stable_step,
     online_decoder_training,
-    online_decoder_training_naive,
     predicted_risk_curve,
     prompt_contraction,
     relative_error,

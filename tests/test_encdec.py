@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 
+from iclcore._reference import run_encdec_naive
 from iclcore.richardson.closure import commutator_defect, tracking_error_product_sum
 from iclcore.richardson.encdec import (
     EncDecConfig,
@@ -19,7 +20,6 @@ from iclcore.richardson.encdec import (
     product_sum_tracking_error,
     risk_decomposition,
     run_encdec,
-    run_encdec_naive,
     sample_lowrank_prompts,
 )
 

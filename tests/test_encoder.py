@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from iclcore._reference import online_encoder_run_naive
 from iclcore.richardson.encoder import (
     EncoderProblem,
     _heldout_moments,
@@ -13,7 +14,6 @@ from iclcore.richardson.encoder import (
     heldout_risk,
     make_encoder_problem,
     online_encoder_run,
-    online_encoder_run_naive,
     relative_error,
     sample_encoder_data,
     sgd_stationary_sq_error,

@@ -17,15 +17,15 @@ def _orth(n, k, rng):
 
 
 def test_effective_rank_known_values():
-    assert pr.effective_rank(np.eye(5)) == pytest.approx(5.0, rel=1e-12)
+    assert pr.entropy_effective_rank(np.eye(5)) == pytest.approx(5.0, rel=1e-12)
     e = np.zeros((4, 3))
     e[0, 0] = 2.0
-    assert pr.effective_rank(e) == pytest.approx(1.0, rel=1e-12)
+    assert pr.entropy_effective_rank(e) == pytest.approx(1.0, rel=1e-12)
     # two equal singular values and one zero: rank 2 exactly
-    assert pr.effective_rank(np.diag([3.0, 3.0, 0.0])) == pytest.approx(2.0, rel=1e-12)
+    assert pr.entropy_effective_rank(np.diag([3.0, 3.0, 0.0])) == pytest.approx(2.0, rel=1e-12)
     # Eq. (15) uses L1-normalised singular values (not squared): values (2, 1)
     p = np.array([2, 1]) / 3
-    assert pr.effective_rank(np.diag([2.0, 1.0])) == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-12)
+    assert pr.entropy_effective_rank(np.diag([2.0, 1.0])) == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-12)
 
 
 @settings(max_examples=20, deadline=None)
@@ -33,11 +33,11 @@ def test_effective_rank_known_values():
 def test_effective_rank_invariances(seed, scale):
     rng = np.random.default_rng(seed)
     M = rng.standard_normal((6, 4))
-    r = pr.effective_rank(M)
+    r = pr.entropy_effective_rank(M)
     assert 1.0 <= r <= 4.0 + 1e-12
-    assert pr.effective_rank(scale * M) == pytest.approx(r, rel=1e-10)
+    assert pr.entropy_effective_rank(scale * M) == pytest.approx(r, rel=1e-10)
     Q = _orth(6, 6, rng)
-    assert pr.effective_rank(Q @ M) == pytest.approx(r, rel=1e-10)
+    assert pr.entropy_effective_rank(Q @ M) == pytest.approx(r, rel=1e-10)
 
 
 def test_marginalized_effective_rank_sorted_and_ordered():
@@ -153,7 +153,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="values"):
         pr.effective_rank_of_values(np.zeros(3))
     with pytest.raises(ValueError, match="M"):
-        pr.effective_rank(np.ones(3))
+        pr.entropy_effective_rank(np.ones(3))
     with pytest.raises(ValueError, match="n_drop"):
         pr.marginalized_effective_rank(np.ones(3), 3)
     with pytest.raises(ValueError, match="drop_order"):

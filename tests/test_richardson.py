@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclcore._reference import richardson_iterates_naive
 from iclcore.richardson.iterates import (
     contraction_factor,
     in_context_gd_predict,
@@ -12,7 +13,6 @@ from iclcore.richardson.iterates import (
     richardson_certificate,
     richardson_error,
     richardson_iterates,
-    richardson_iterates_naive,
     richardson_sum_form,
 )
 from iclcore.richardson.tasks import TaskConfig, sample_prompts

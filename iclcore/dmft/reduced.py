@@ -99,7 +99,7 @@ __all__ = [
     "fit_power_law_exponent",
     "fit_power_law_drift",
     "ReducedGammaSGDConfig",
-    "SGDResult",
+    "ReducedGammaSGDResult",
     "simulate_reduced_gamma_sgd",
     "reduced_gamma_loss_mc",
 ]
@@ -933,7 +933,7 @@ class ReducedGammaSGDConfig:
 
 
 @dataclass(frozen=True)
-class SGDResult:
+class ReducedGammaSGDResult:
     """Output of :func:`simulate_reduced_gamma_sgd`.
 
     Attributes
@@ -1069,7 +1069,7 @@ def _forward_backward(Gamma, Shat, c, S, bstar, r, s0, L: int):
 
 
 def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Generator,
-                               Gamma0: np.ndarray | None = None) -> SGDResult:
+                               Gamma0: np.ndarray | None = None) -> ReducedGammaSGDResult:
     """Online SGD on the reduced-Γ model (seed 002 Eq. 4 / Eq. 55), fresh contexts at every step.
 
     Each step draws ``B`` contexts of the configured setting, runs ``L`` steps of in-context
@@ -1112,7 +1112,7 @@ def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Genera
         if (s + 1) % cfg.record_every == 0:
             rec_t.append(t[s])
             rec_d.append(np.diag(Gamma).copy())
-    return SGDResult(t=t, batch_loss=losses, t_loss=t - eta, gamma_mean=gmean, gamma_sq_mean=gsq, record_t=np.array(rec_t),
+    return ReducedGammaSGDResult(t=t, batch_loss=losses, t_loss=t - eta, gamma_mean=gmean, gamma_sq_mean=gsq, record_t=np.array(rec_t),
                      gamma_diag=np.array(rec_d).reshape(len(rec_t), D), Gamma=Gamma)
 
 

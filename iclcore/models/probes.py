@@ -1,6 +1,6 @@
 """Macroscopic probes of learning dynamics (seed 003 §4, Eqs. 15-16, Fig. 4).
 
-* :func:`effective_rank` — Roy & Vetterli effective rank, Eq. (15), with L1-normalised
+* :func:`entropy_effective_rank` — Roy & Vetterli effective rank, Eq. (15), with L1-normalised
   singular values.
 * :func:`marginalized_effective_rank` — the effective rank recomputed after removing the
   ``k`` components "assumed to have converged earliest" (§4; the paper gives no formula).
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import subspace_angles
 from scipy.signal import find_peaks, savgol_filter
+
+from iclcore.linalg import principal_angles as linalg_principal_angles
 
 Array = NDArray[np.float64]
 
@@ -30,7 +31,7 @@ __all__ = [
     "batch_means",
     "uniform_window_null_rate",
     "window_hits",
-    "effective_rank",
+    "entropy_effective_rank",
     "effective_rank_of_values",
     "marginalized_effective_rank",
     "row_space_basis",
@@ -62,7 +63,7 @@ def effective_rank_of_values(values: ArrayLike) -> Array:
     return np.exp(h)
 
 
-def effective_rank(M: ArrayLike) -> Array:
+def entropy_effective_rank(M: ArrayLike) -> Array:
     """Effective rank Eq. (15) of matrices ``M`` (..., m, n) from their singular values."""
     M = np.asarray(M, dtype=float)
     if M.ndim < 2:
@@ -158,14 +159,15 @@ def subspace_distance(
 
 
 def principal_angles(M1: ArrayLike, M2: ArrayLike, *, rank1: int | None = None, rank2: int | None = None) -> Array:
-    """Principal angles (radians, descending) between the row spaces of ``M1`` and ``M2``."""
+    """Principal angles (radians, ascending, as :func:`iclcore.linalg.principal_angles`) between the row
+    spaces of ``M1`` and ``M2``."""
     V1 = row_space_basis(M1, rank=rank1)
     V2 = row_space_basis(M2, rank=rank2)
     if V1.shape[0] != V2.shape[0]:
         raise ValueError("M1, M2: row spaces live in different dimensions")
     if V1.shape[1] == 0 or V2.shape[1] == 0:
         raise ValueError("M1, M2: a row space is trivial (zero matrix)")
-    return subspace_angles(V1, V2)
+    return linalg_principal_angles(V1, V2)
 
 
 def lag_autocorrelation(L: ArrayLike, max_lag: int | None = None) -> Array:

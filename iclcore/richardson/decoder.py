@@ -39,7 +39,6 @@ __all__ = [
     "linear_attention_readout",
     "OnlineRun",
     "online_decoder_training",
-    "online_decoder_training_naive",
     "empirical_decoder_risk",
     "depth_risk",
     "relative_error",
@@ -174,24 +173,6 @@ def online_decoder_training(
     return OnlineRun(steps=cps, P=out, eta=float(eta), batch_size=int(batch_size))
 
 
-def online_decoder_training_naive(
-    config: TaskConfig, eta: float, n_steps: int, batch_size: int, rng: np.random.Generator, P0=None
-) -> np.ndarray:
-    """Reference: the same SGD with a Python loop over the prompts of each batch.
-
-    Consumes the random stream exactly like :func:`online_decoder_training`
-    (same pairs), so the two agree to rounding. Returns ``P_{n_steps}``.
-    """
-    P, _ = _check_training_args(config, eta, n_steps, batch_size, P0, None)
-    for _ in range(n_steps):
-        d, z = sample_decoder_pairs(config, batch_size, rng)
-        G = np.zeros_like(P)
-        for n in range(batch_size):
-            G += np.outer(P @ d[n] - z[n], d[n])
-        P = P - eta * G / batch_size
-    return P
-
-
 def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> np.ndarray | float:
     """Held-out direct risk ``(1/K) mean_n ‖P d_n − z⋆_n‖²`` (seed 000 §3.1, ``R_1``).
 
@@ -248,8 +229,6 @@ def cosine_defect(P: np.ndarray, P_star: np.ndarray) -> np.ndarray | float:
     den = np.linalg.norm(P, axis=(-2, -1)) * np.linalg.norm(P_star)
     c = 1.0 - np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
     return c if P.ndim == 3 else float(c)
-
-
 
 
 def finite_task_estimator(d: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -65,13 +65,11 @@ __all__ = [
     "product_sum_tracking_error",
     "RiskDecomposition",
     "risk_decomposition",
-    "risk_decomposition_naive",
     "EncDecConfig",
     "EncDecRun",
     "EncDecDynamics",
     "encdec_dynamics",
     "run_encdec",
-    "run_encdec_naive",
     "continuous_triangular",
 ]
 
@@ -549,32 +547,6 @@ def risk_decomposition(
     return RiskDecomposition(**{k: np.concatenate(v) for k, v in fields.items()})
 
 
-def risk_decomposition_naive(
-    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int
-) -> np.ndarray:
-    """Per-prompt, per-step loop reference: ``(e2e, floor, dec)`` at each checkpoint, shape (S, 3)."""
-    U = np.asarray(U, float)
-    P = np.asarray(P, float)
-    Sx = np.asarray(Sigma_x, float)
-    out = np.zeros((U.shape[0], 3))
-    for s in range(U.shape[0]):
-        Us, Ps = U[s], P[s]
-        acc = np.zeros(3)
-        for i in range(prompts.n):
-            A = Us.T @ prompts.H[i] @ Us
-            d = Us.T @ prompts.c[i]
-            zd = np.linalg.solve(A, d)
-            z = np.zeros_like(d)
-            for _ in range(L):
-                z = z + Ps @ (d - A @ z)
-            e1 = Us @ z - prompts.beta[i]
-            e2 = Us @ zd - prompts.beta[i]
-            e3 = Us @ (z - zd)
-            acc += [e1 @ Sx @ e1, e2 @ Sx @ e2, e3 @ Sx @ e3]
-        out[s] = acc / prompts.n
-    return out
-
-
 # ---------------------------------------------------------------------------
 # The whole run
 # ---------------------------------------------------------------------------
@@ -775,45 +747,6 @@ def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P
         identity_residual=resid, sin2=sin2, sin2_fro=sin2f, dk2_paper=np.array(dkp),
         dk2_weyl=np.array(dkw), risk_steps=idx, risks=risks,
     )
-
-
-def run_encdec_naive(config: EncDecConfig) -> dict[str, np.ndarray]:
-    """Naive reference of :func:`run_encdec`: per-step encoder GD and per-prompt loops.
-
-    Returns the decoder iterates ``P``, the encoder iterates ``G`` and the
-    end-to-end / floor / decoder risks at the last step (for tests and the benchmark).
-    """
-    model, train, test, G0 = _setup(config)
-    N = train.n
-    Sz = sum(np.outer(z, z) for z in train.z) / N
-    Sbz = sum(np.outer(b, z) for b, z in zip(train.beta_hat, train.z)) / N
-    eta_e = config.eta_e_rel / float(np.linalg.eigvalsh(Sz)[-1])
-    r = config.r
-    G = G0.copy()
-    P = np.zeros((r, r))
-    Gs, Ps, Us, Cs, Bs = [], [], [], [], []
-    for _s in range(config.steps + 1):
-        W, _, Vt = np.linalg.svd(G, full_matrices=False)
-        Uc = W @ Vt
-        C = np.zeros((r, r))
-        Bm = np.zeros((r, r))
-        for i in range(N):
-            A = Uc.T @ train.H[i] @ Uc
-            d = Uc.T @ train.c[i]
-            zd = np.linalg.solve(A, d)
-            C += np.outer(d, d) / N
-            Bm += np.outer(zd, d) / N
-        Gs.append(G.copy())
-        Us.append(Uc)
-        Cs.append(C)
-        Bs.append(Bm)
-        G = G - eta_e * (G @ Sz - Sbz)
-    eta_d = config.eta_d_rel / max(float(np.linalg.eigvalsh(C)[-1]) for C in Cs)
-    for s in range(config.steps + 1):
-        Ps.append(P.copy())
-        P = P - eta_d * (P @ Cs[s] - Bs[s])
-    last = risk_decomposition_naive(np.array(Us[-1:]), np.array(Ps[-1:]), test, model.Sigma_x, config.L)[0]
-    return {"G": np.array(Gs), "P": np.array(Ps), "U": np.array(Us), "risks_last": last}
 
 
 # ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ The online run replaces ``Σ_z, Σ_bz`` by the moments of a fresh minibatch of
 with sufficient statistics: ``Σ̂_z = (1/B) Z^T Z`` is drawn from its Wishart law
 (Bartlett decomposition) and, given ``Z``, ``(1/B) Ξ^T Z`` is exactly Gaussian
 with row covariance ``(σ²/B) Σ̂_z``, so a step costs ``O(r³ + q r²)`` whatever
-``B``.  :func:`online_encoder_run_naive` draws the samples explicitly (reference
+``B``.  ``iclcore._reference.online_encoder_run_naive`` draws the samples explicitly (reference
 for tests and the benchmark).
 """
 
@@ -49,14 +49,9 @@ __all__ = [
     "batch_moments",
     "OnlineEncoderResult",
     "online_encoder_run",
-    "online_encoder_run_naive",
     "heldout_risk",
     "sgd_stationary_sq_error",
 ]
-
-
-
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -423,37 +418,6 @@ def _summarise(problem: EncoderProblem, G0: np.ndarray, G: np.ndarray, eta: floa
         rel_err_pred=np.asarray(relative_error(G_pop, problem.G_star)),
         sin2=sin2,
     )
-
-
-def online_encoder_run_naive(
-    problem: EncoderProblem,
-    G0: np.ndarray,
-    eta: float,
-    batch: int,
-    n_steps: int,
-    rng: np.random.Generator,
-    n_eval: int = 10_000,
-) -> OnlineEncoderResult:
-    """Reference implementation of :func:`online_encoder_run` with explicit samples.
-
-    Every step draws ``batch`` samples ``(z, b)`` and accumulates the gradient
-    one sample at a time; the held-out risk is the explicit mean of
-    ``||G z_i - b_i||²``.  Same law as the vectorised run (not the same draws).
-    """
-    G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
-    B = positive_int(batch, "batch")
-    G = np.array(G0, dtype=float)
-    out = [G.copy()]
-    for _ in range(n_steps):
-        z, b, _ = sample_encoder_data(problem, B, rng)
-        grad = np.zeros_like(G)
-        for i in range(B):
-            grad += np.outer(G @ z[i] - b[i], z[i])
-        G = G - eta * grad / B
-        out.append(G.copy())
-    Gs = np.array(out)
-    z_ev, b_ev, _ = sample_encoder_data(problem, n_eval, rng)
-    return _summarise(problem, G0, Gs, eta, np.asarray(heldout_risk(Gs, z_ev, b_ev)))
 
 
 def sgd_stationary_sq_error(problem: EncoderProblem, eta: float, batch: int) -> float:

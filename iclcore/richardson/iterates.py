@@ -16,7 +16,7 @@ All functions are batched over prompts: ``H`` has shape (n, K, K), vectors
 (n, K); ``P`` is either one shared (K, K) matrix or a batch (n, K, K).
 The inner loop over ℓ is a loop of ``L`` batched matrix–vector products
 (``O(L n K²)``), cheaper and better conditioned than diagonalising the
-non-normal ``I - PH``; :func:`richardson_iterates_naive` is the per-prompt
+non-normal ``I - PH``; ``iclcore._reference.richardson_iterates_naive`` is the per-prompt
 reference used by tests and the benchmark.
 """
 
@@ -30,7 +30,6 @@ from iclcore.validation import check_depth
 
 __all__ = [
     "richardson_iterates",
-    "richardson_iterates_naive",
     "richardson_error",
     "richardson_sum_form",
     "iteration_matrix",
@@ -139,25 +138,6 @@ def richardson_iterates(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0:
         r = d - np.einsum("nij,nj->ni", H, z)
         z = z + _apply(P, r)
         out[:, ell + 1] = z
-    return out
-
-
-def richardson_iterates_naive(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None) -> np.ndarray:
-    """Reference implementation of :func:`richardson_iterates`: one prompt and one step at a time.
-
-    Same shapes and meaning; Python loops over prompts and steps (for tests and benchmarks only).
-    """
-    P, H, d = _depth_problem(P, H, L, d, "d")
-    n, K = d.shape
-    z0 = np.zeros((n, K)) if z0 is None else _as_vectors(z0, n, K, "z0")
-    out = np.empty((n, L + 1, K))
-    for i in range(n):
-        Pi = P if P.ndim == 2 else P[i if P.shape[0] > 1 else 0]
-        z = np.array(z0[i])
-        out[i, 0] = z
-        for ell in range(L):
-            z = z + Pi @ (d[i] - H[i] @ z)
-            out[i, ell + 1] = z
     return out
 
 
