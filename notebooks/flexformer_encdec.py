@@ -188,6 +188,10 @@ metrics["best_e2e"] = risks[best]
 metrics["linear_over_flex"] = risks["linear"] / risks["flex"]
 metrics["free_over_flex"] = risks["free"] / risks["flex"]
 metrics["flex_dec_over_linear_dec"] = dec["flex"].dec / dec["linear"].dec
+metrics["free_dec_over_flex_dec"] = dec["free"].dec / dec["flex"].dec
+metrics["flex_dec_over_floor"] = dec["flex"].dec / dec["flex"].floor
+decs = {m: dec[m].dec for m in methods}
+metrics["best_dec_index"] = methods.index(min(decs, key=decs.get))
 metrics["max_violation_rate"] = max(dec[m].violation_rate for m in methods)
 metrics["max_decomposition_gap_rel"] = max(dec[m].decomposition_gap / dec[m].e2e for m in methods)
 metrics["paper_floor_plus_dec_over_e2e"] = (2.4169e-3 + 1.7448e-3) / 5.8931e-3
