@@ -231,15 +231,18 @@ class TrainConfig:
     s_lo: float = 0.5
     s_hi: float = 2.0
     all_positions: bool = True  # GPT only: Garg-style loss at every x position
+    checkpoint_base: int = 2  # checkpoints at 0 and the powers of this base (and the last step)
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.warmup < 0 or not self.clip > 0:
             raise ValueError("TrainConfig: expected steps >= 0, batch >= 1, lr > 0, warmup >= 0, clip > 0")
 
 
-def checkpoint_steps(steps: int) -> list[int]:
-    """``0, 1, 2, 4, ..., 2^k <= steps`` and ``steps`` (log-spaced)."""
-    out = [0] + [2**k for k in range(int(math.log2(steps)) + 1)] if steps >= 1 else [0]
+def checkpoint_steps(steps: int, base: int = 2) -> list[int]:
+    """``0, 1, base, base^2, ..., base^k <= steps`` and ``steps`` (log-spaced)."""
+    if base < 2:
+        raise ValueError(f"base: expected an integer >= 2, got {base}")
+    out = [0] + [base**k for k in range(int(math.log(steps, base) + 1e-9) + 1)] if steps >= 1 else [0]
     if out[-1] != steps:
         out.append(steps)
     return out
@@ -265,7 +268,7 @@ def train_with_checkpoints(model: nn.Module, cfg: TrainConfig, gen: torch.Genera
     dtype = next(model.parameters()).dtype
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
-    cks = set(checkpoint_steps(cfg.steps))
+    cks = set(checkpoint_steps(cfg.steps, cfg.checkpoint_base))
     records, curve, skipped = [], np.full(cfg.steps, np.nan), 0
     for step in range(cfg.steps + 1):
         if step in cks:

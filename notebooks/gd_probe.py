@@ -1,0 +1,192 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # An offline miniature of the depth-contraction probe (Nagy 2026, §8.2–§8.5)
+# The paper reads per-layer estimates out of pretrained language models with a logit lens and
+# reports statistics of their depth trajectory. Its checkpoints cannot be downloaded here, so this
+# notebook runs the same statistics on two small models trained from scratch on in-context linear
+# regression, where the target $y^\star = w^\top x_q$ and the curvature $\operatorname{tr}H$ are exact:
+#
+# * an untied 4-layer linear-attention model (LSA, von Oswald tokens), whose per-layer readout is exact;
+# * a small softmax GPT (pre-LayerNorm, learned BOS token, all-position loss), read with the shared
+#   final LayerNorm and head (the logit-lens analogue).
+#
+# Each prompt has its own input scale $s\sim\mathrm{LogU}(s_{lo}, s_{hi})$, so $\operatorname{tr}H$ spans
+# $(s_{hi}/s_{lo})^2$ (16× by default) and the curvature law can be tested. Every statistic is defined in
+# the docstring of `iclcore.gd.depth_probe`. Nulls: the step-0 model (the first checkpoint), a
+# layer-shuffled readout, and the closed-form iid-noise reference.
+
+# %% tags=["parameters"]
+d = 5
+n = 20
+s_lo = 0.5
+s_hi = 2.0
+lsa_layers = 4
+lsa_steps = 2000
+lsa_lr = 2e-4
+gpt_layers = 4
+gpt_width = 32
+gpt_heads = 2
+gpt_steps = 1000
+gpt_lr = 1e-3
+batch = 64
+warmups = [200]       # linear warm-up lengths (one run per value and seed)
+seeds = [0]
+checkpoint_base = 4   # checkpoints at 0, 1, base, base^2, ... and the last step
+n_probe = 256         # prompts for the readout statistics
+n_rich = 64           # contexts for the implicit weights (Richardson fit)
+m_rich = 12           # probe queries per context (GPT; the LSA needs d unit queries)
+
+# %% tags=["presets"]
+PRESETS = {"paper": {"lsa_steps": 8192, "gpt_layers": 6, "gpt_width": 64, "gpt_heads": 4, "gpt_steps": 8192,
+                     "warmups": [50, 200, 1000], "seeds": [0, 1, 2], "checkpoint_base": 2,
+                     "n_probe": 2048, "n_rich": 128, "m_rich": 15}}
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from iclcore.gd.depth_probe import (
+    GPTMini,
+    ProbeTasks,
+    TrainConfig,
+    UntiedLSA,
+    iid_noise_reference,
+    probe_checkpoint,
+    sample_probe_tasks,
+    train_with_checkpoints,
+)
+from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+
+use_style()
+torch.set_num_threads(1)
+t_start = time.process_time()
+
+
+def as_float(t):
+    return ProbeTasks(*(x.float() for x in (t.X, t.y, t.xq, t.yq, t.w, t.scale)))
+
+
+runs = {}
+for kind in ("lsa", "gpt"):
+    for wu in warmups:
+        for sd in seeds:
+            g = torch.Generator().manual_seed(1000 * sd + 1)
+            probe = sample_probe_tasks(n_probe, n, d, torch.Generator().manual_seed(1000 * sd + 2), 1, s_lo, s_hi)
+            rich = sample_probe_tasks(n_rich, n, d, torch.Generator().manual_seed(1000 * sd + 3), m_rich, s_lo, s_hi)
+            if kind == "lsa":
+                model = UntiedLSA(d, lsa_layers, g)
+                cfg = TrainConfig(steps=lsa_steps, lr=lsa_lr, batch=batch, warmup=wu, n=n, d=d, s_lo=s_lo, s_hi=s_hi,
+                                  checkpoint_base=checkpoint_base)
+            else:
+                model = GPTMini(d, n, gpt_layers, gpt_width, gpt_heads, g).float()
+                probe, rich = as_float(probe), as_float(rich)
+                cfg = TrainConfig(steps=gpt_steps, lr=gpt_lr, batch=batch, warmup=wu, n=n, d=d, s_lo=s_lo, s_hi=s_hi,
+                                  checkpoint_base=checkpoint_base)
+            rng = np.random.default_rng(1000 * sd + 4)
+            t0 = time.process_time()
+            recs, curve, skipped = train_with_checkpoints(
+                model, cfg, g, lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)})
+            runs[(kind, wu, sd)] = {"recs": recs, "curve": curve, "skipped": skipped, "cpu": time.process_time() - t0}
+            print(f"{kind} warm-up {wu} seed {sd}: {len(recs)} checkpoints, {skipped} skipped steps, "
+                  f"{runs[(kind, wu, sd)]['cpu']:.0f} s CPU")
+
+# %% [markdown]
+# ## Statistics across training
+# Main run (first warm-up and seed). Each panel shows the statistic for the ordered readout and,
+# where it applies, for the layer-shuffled readout (dashed) and the iid-noise reference (dotted).
+
+# %%
+iid = iid_noise_reference(0.0)
+main = {k: runs[(k, warmups[0], seeds[0])]["recs"] for k in ("lsa", "gpt")}
+panels = [("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
+          ("alpha", "shuffled_alpha", iid["alpha"], "pooled slope α"),
+          ("sign_agreement", "shuffled_sign_agreement", iid["sign_agreement"], "sign agreement"),
+          ("rel_err_rho", None, None, "|ρ_pred − ρ_obs| / ρ_obs"),
+          ("rel_err_rate", None, None, "|ρ_pred − ρ_obs| / (1 − ρ_obs)"),
+          ("rich_r2_aware", "rich_r2_blind", None, "Richardson R²: H-aware (—), H-blind (--)"),
+          ("curvature_corr", None, None, "corr(per-prompt log-rate, log tr H)"),
+          ("geo_r2", "monotone_fraction", None, "geometric-fit R² (—), monotone fraction (--)")]
+fig, axs = plt.subplots(2, 4, figsize=(15, 6.5))
+for ax, (key, alt, ref, title) in zip(axs.ravel(), panels):
+    for c_, kind in zip(PALETTE, ("lsa", "gpt")):
+        st = np.array([r["step"] for r in main[kind]]) + 1
+        ax.plot(st, [r[key] for r in main[kind]], "o-", color=c_, ms=3, label=kind.upper())
+        if alt:
+            ax.plot(st, [r[alt] for r in main[kind]], "s--", color=c_, ms=2, lw=0.8)
+    if ref is not None:
+        ax.axhline(ref, color="k", ls=":", lw=0.8)
+    ax.set(xscale="log", xlabel="training step + 1", title=title)
+    if key.startswith("rel_err"):
+        ax.set_yscale("log")
+axs[0, 0].legend(fontsize=7)
+save_figure(fig, "fig_probe_statistics")
+
+# %% [markdown]
+# ## Error by layer and attention on BOS by depth
+
+# %%
+fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
+for c_, kind, L in zip(PALETTE, ("lsa", "gpt"), (lsa_layers, gpt_layers)):
+    for r, a_ in zip(main[kind][:: max(1, len(main[kind]) // 4)] + [main[kind][-1]], np.linspace(0.25, 1, 6)):
+        ax[0 if kind == "lsa" else 1].plot(range(L + 1), [r[f"mae_l{l}"] for l in range(L + 1)], "o-", color=c_,
+                                           alpha=a_, ms=3, label=f"step {r['step']}")
+for a in ax[:2]:
+    a.set(xlabel="layer ℓ", ylabel="MAE_ℓ", yscale="log")
+    a.legend(fontsize=6)
+ax[0].set_title("LSA: MAE by layer")
+ax[1].set_title("GPT: MAE by layer (lens)")
+for r, a_ in zip(main["gpt"], np.linspace(0.2, 1, len(main["gpt"]))):
+    ax[2].plot(range(1, gpt_layers + 1), [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)], "o-", color=PALETTE[1],
+               alpha=a_, ms=3)
+ax[2].set(xlabel="layer", ylabel="attention on BOS", title="GPT: BOS attention by depth (light = early)")
+save_figure(fig, "fig_probe_layers")
+
+# %%
+metrics = {"iid_alpha": iid["alpha"], "iid_r2": iid["r2"], "iid_sign_agreement": iid["sign_agreement"],
+           "iid_sign_agreement_offset1": iid_noise_reference(1.0)["sign_agreement"],
+           "curvature_range": (s_hi / s_lo) ** 2, "lsa_layers": lsa_layers, "gpt_layers": gpt_layers,
+           "lsa_steps": lsa_steps, "gpt_steps": gpt_steps}
+keys = ["er_abs", "er_rel", "mae_0", "mae_L", "mae_rate", "alpha", "r2", "sign_agreement", "rho_pred", "rho_obs",
+        "rel_err_rho", "rel_err_rate", "geo_r2", "monotone_fraction", "frac_contracting", "curvature_corr",
+        "shuffled_alpha", "shuffled_sign_agreement", "shuffled_r2", "rich_r2_aware", "rich_r2_blind",
+        "rich_radius_median", "weight_err_rate"]
+for kind in ("lsa", "gpt"):
+    first, last = main[kind][0], main[kind][-1]
+    for k in keys:
+        metrics[f"{kind}_{k}"] = last[k]
+        metrics[f"{kind}_step0_{k}"] = first[k]
+    metrics[f"{kind}_min_er_abs"] = min(r["er_abs"] for r in main[kind])
+    metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
+    metrics[f"{kind}_skipped"] = sum(runs[(kind, w, s)]["skipped"] for w in warmups for s in seeds)
+    metrics[f"{kind}_cpu_seconds"] = sum(runs[(kind, w, s)]["cpu"] for w in warmups for s in seeds)
+for l in range(1, gpt_layers + 1):
+    metrics[f"gpt_bos_l{l}"] = main["gpt"][-1][f"bos_l{l}"]
+    metrics[f"gpt_step0_bos_l{l}"] = main["gpt"][0][f"bos_l{l}"]
+metrics["gpt_bos_late_early"] = main["gpt"][-1]["bos_late_early"]
+metrics["gpt_step0_bos_late_early"] = main["gpt"][0]["bos_late_early"]
+# first checkpoint at which ER_rel exceeds half of its final value (per run; the warm-up sweep)
+for (kind, wu, sd), run in runs.items():
+    er = np.array([r["er_rel"] for r in run["recs"]])
+    st = np.array([r["step"] for r in run["recs"]])
+    metrics[f"{kind}_w{wu}_s{sd}_halfmax_step"] = int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
+    metrics[f"{kind}_w{wu}_s{sd}_er_rel"] = float(er[-1])
+metrics["cpu_seconds_total"] = time.process_time() - t_start
+write_metrics(metrics)
+
+# %% tags=["nbval-check-output"]
+for kind in ("lsa", "gpt"):
+    print(f"{kind}: ER_rel {metrics[f'{kind}_step0_er_rel']:.2f} -> {metrics[f'{kind}_er_rel']:.1f}; "
+          f"alpha {metrics[f'{kind}_alpha']:.1f} (shuffled {metrics[f'{kind}_shuffled_alpha']:.1f}); "
+          f"Richardson R2 aware {metrics[f'{kind}_rich_r2_aware']:.1f} / blind {metrics[f'{kind}_rich_r2_blind']:.1f}")
