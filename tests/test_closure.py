@@ -7,16 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclcore.linalg import joint_diagonalizer
 from iclcore.richardson.closure import (
     CommutingModel,
     LatentModel,
     closure_mismatch,
     commutator_defect,
-    counterexample,
-    counterexample_eigenvalues,
     encdec_iterate,
     fixed_basis_closure_risk,
-    joint_diagonalizer,
     mode_product_sum,
     mode_recursion,
     pinched_coefficients,
@@ -25,6 +23,7 @@ from iclcore.richardson.closure import (
     tracking_error_iterate,
     tracking_error_product_sum,
 )
+from iclcore.richardson.counterexample import counterexample, counterexample_eigenvalues
 from iclcore.richardson.dynamics import covariance_from_spectrum, gd_iterate, random_orthogonal
 
 # Identities hold to rounding: ~1 rounding error per step and entry, <= 150 steps,

@@ -1,4 +1,4 @@
-"""Coupled encoder/decoder dynamics: exact scalar closure, matrix dynamics, counterexample.
+"""Coupled encoder/decoder dynamics: exact scalar closure and matrix dynamics.
 
 Implements the top rungs of the proof ladder of seed 000:
 
@@ -10,7 +10,8 @@ Implements the top rungs of the proof ladder of seed 000:
 * §6.6: the *non-commuting* exact matrix dynamics
   ``E_{s+1} = E_s (I - ηC_s) + D_s`` and its ordered product/sum formula, with
   measurable evidence that no fixed-basis scalar closure tracks it.
-* §7: the counterexample showing that the scalar risk is not a closed state.
+* §7: the counterexample showing that the scalar risk is not a closed state is in
+  :mod:`iclcore.richardson.counterexample`.
 
 The latent model (our concrete choice; the seed fixes only the structure)
 -------------------------------------------------------------------------
@@ -51,7 +52,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.linalg import joint_diagonalizer
+from iclcore.linalg import joint_diagonalizer  # noqa: F401  (the Jacobi diagonaliser lives in iclcore.linalg)
+
+# Names that live elsewhere and stay importable from here for notebooks/proof_ladder.py:
+from iclcore.richardson.counterexample import counterexample  # noqa: F401, E402
 from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum
 from iclcore.validation import finite_array, nonnegative_int_steps
 
@@ -68,14 +72,10 @@ __all__ = [
     "tracking_error_iterate",
     "tracking_error_product_sum",
     "commutator_defect",
-    "joint_diagonalizer",
     "pinched_coefficients",
     "fixed_basis_closure_risk",
     "closure_mismatch",
     "closure_log_ratio",
-    "Counterexample",
-    "counterexample",
-    "counterexample_eigenvalues",
 ]
 
 
@@ -789,113 +789,3 @@ def closure_log_ratio(predicted: np.ndarray, exact: np.ndarray, floor: float = 1
     if not np.any(ok):
         raise ValueError("exact: no time where both risks exceed the floor; log-ratio undefined")
     return float(np.max(np.abs(np.log10(pr[ok] / ex[ok]))))
-
-
-# ----------------------------------------------------------------------------- §7 counterexample
-
-
-@dataclass(frozen=True)
-class Counterexample:
-    """Two error states with equal risk and different spectral placement (seed 000 §7).
-
-    Attributes
-    ----------
-    steps : ndarray, shape (n,)
-    risk_a, risk_b : ndarray, shape (n,)
-        ``R_s = e_s^T C e_s`` from the matrix iteration ``e_{s+1} = (I - ηC) e_s``.
-    predicted_a, predicted_b : ndarray, shape (n,)
-        ``(1 - ηλ)^{2s} R_0`` for the respective eigenvalue.
-    lam_a, lam_b : float
-        Eigenvalues carrying the two initial errors.
-    eta : float
-    """
-
-    steps: np.ndarray
-    risk_a: np.ndarray
-    risk_b: np.ndarray
-    predicted_a: np.ndarray
-    predicted_b: np.ndarray
-    lam_a: float
-    lam_b: float
-    eta: float
-
-
-def counterexample(
-    C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1
-) -> Counterexample:
-    """Equal scalar risk, different future: the §7 counterexample of seed 000.
-
-    ``e_0^{(i)} = α_i q_i`` with ``α_i² λ_i = R_0`` (same for ``j``), iterated by
-    ``e_{s+1} = (I - ηC) e_s``; then ``R_1 = (1 - ηλ)² R_0`` differs when
-    ``λ_i ≠ λ_j``.
-
-    Parameters
-    ----------
-    C : array_like, shape (K, K), symmetric PSD
-    eta : float, in ``(0, 2/λ_max(C))``
-    i, j : int
-        Indices of eigenpairs in ascending eigenvalue order; ``λ_i, λ_j > 0``.
-    R0 : float, > 0
-        Common initial risk.
-    n_steps : int, >= 1
-
-    Returns
-    -------
-    Counterexample
-    """
-    from iclcore.richardson.dynamics import excess_risk, gd_iterate, modal_excess_risk
-
-    spec = psd_spectrum(C, "C")
-    K = spec.Q.shape[0]
-    for name, idx in (("i", i), ("j", j)):
-        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)) or not 0 <= idx < K:
-            raise ValueError(f"{name}: must be an eigenvalue index in [0, {K}), got {idx!r}")
-        if spec.lam[idx] <= 0:
-            raise ValueError(f"{name}: eigenvalue {spec.lam[idx]} must be positive for R_0 > 0")
-    if not np.isfinite(R0) or R0 <= 0:
-        raise ValueError(f"R0: must be a positive finite number, got {R0!r}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps: must be a positive integer, got {n_steps!r}")
-    Cm = finite_array(C, "C")
-    zero = np.zeros(K)
-    out = {}
-    for key, idx in (("a", i), ("b", j)):
-        e0 = np.sqrt(R0 / spec.lam[idx]) * spec.Q[:, idx]
-        traj = gd_iterate(e0, zero, Cm, eta, int(n_steps))  # B = 0, fixed point 0
-        out["risk_" + key] = excess_risk(traj, zero, Cm)
-        out["predicted_" + key] = modal_excess_risk(e0, zero, Cm, eta, np.arange(int(n_steps) + 1))
-    return Counterexample(
-        steps=np.arange(int(n_steps) + 1),
-        lam_a=float(spec.lam[i]),
-        lam_b=float(spec.lam[j]),
-        eta=float(eta),
-        **out,
-    )
-
-
-def counterexample_eigenvalues(R1_a: float, R1_b: float, eta: float, R0: float = 1.0) -> tuple[float, float]:
-    """Eigenvalues that produce given one-step risks: ``λ = (1 - sqrt(R_1/R_0)) / η``.
-
-    Inverts ``R_1 = (1 - ηλ)² R_0`` on the non-overshooting branch
-    ``0 < ηλ <= 1`` (the other branch is ``λ' = (1 + sqrt(R_1/R_0))/η``).
-
-    Parameters
-    ----------
-    R1_a, R1_b : float, in ``[0, R0)``
-    eta : float, > 0
-    R0 : float, > 0
-
-    Returns
-    -------
-    (lam_a, lam_b)
-    """
-    if not np.isfinite(eta) or eta <= 0:
-        raise ValueError(f"eta: must be a positive finite number, got {eta!r}")
-    if not np.isfinite(R0) or R0 <= 0:
-        raise ValueError(f"R0: must be a positive finite number, got {R0!r}")
-    lams = []
-    for name, R1 in (("R1_a", R1_a), ("R1_b", R1_b)):
-        if not np.isfinite(R1) or not 0 <= R1 < R0:
-            raise ValueError(f"{name}: must lie in [0, R0) = [0, {R0}), got {R1!r}")
-        lams.append((1.0 - np.sqrt(R1 / R0)) / eta)
-    return float(lams[0]), float(lams[1])
