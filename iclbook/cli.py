@@ -14,6 +14,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
-from .runner import STORE, Interrupts, cache_key, make_requests, run_notebooks, store_dir, verify_folder
+from .runner import STAMP, STORE, Interrupts, cache_key, make_requests, run_notebooks, store_dir, verify_folder
 
 EXIT_USAGE = 2
 
@@ -196,7 +197,8 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
             stale += 1
             print(f"{req.notebook.name:28s} would execute ({problem})")
         else:
-            out = verify_folder(req.out_dir, key) if req.out_dir.exists() else "missing"
+            files = json.loads((entry / STAMP).read_text())["files"]
+            out = verify_folder(req.out_dir, key, files) if req.out_dir.exists() else "missing"
             print(f"{req.notebook.name:28s} stored" + (f"; output folder would be copied ({out})" if out else ""))
     print(f"icl-book: {stale} of {len(requests)} notebook(s) would execute")
     _report_unusable(bad if not args.names else {})

@@ -33,6 +33,7 @@ Rules
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,15 +75,25 @@ def _call_name(func: ast.AST) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=4096)
 def scan_source(source: str, current: str = "", is_package: bool = False) -> ImportScan:
-    """Imports of ``source``; ``current`` is the module's dotted name (for relative imports)."""
+    """Imports of ``source``; ``current`` is the module's dotted name (for relative imports).
+
+    Cached on the arguments (the source text itself), so each module is parsed once per process.
+    The result must not be modified.
+    """
     scan = ImportScan()
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         scan.dynamic.append(f"cannot parse ({exc.msg}, line {exc.lineno})")
         return scan
+    dynamic_names = ("import_module", "__import__", "reload")
+    look_for_calls = any(name in source for name in dynamic_names)
+    wanted = (ast.Import, ast.ImportFrom, ast.Call) if look_for_calls else (ast.Import, ast.ImportFrom)
     for node in ast.walk(tree):
+        if not isinstance(node, wanted):
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 scan.modules.add(alias.name)

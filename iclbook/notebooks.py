@@ -295,6 +295,7 @@ def _literal_assignments(body: str, where: str, comments: dict[int, str] | None 
     except SyntaxError as exc:
         raise NotebookError(f"{where}: cannot parse: {exc}") from None
     out: dict[str, Any] = {}
+    line_comments = _line_comments(body) if comments is not None else {}
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             raise NotebookError(f"{where}: line {node.lineno}: only `name = literal` assignments are allowed")
@@ -304,7 +305,7 @@ def _literal_assignments(body: str, where: str, comments: dict[int, str] | None 
             raise NotebookError(f"{where}: line {node.lineno}: the value of {node.targets[0].id!r} is not a literal") from None
         if comments is not None:
             comments[node.targets[0].id] = "".join(
-                _line_comments(body).get(n, "") for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+                line_comments.get(n, "") for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
             )
     return out
 

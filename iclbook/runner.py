@@ -217,8 +217,11 @@ def _files(folder: Path) -> list[str]:
     return out
 
 
-def verify_folder(folder: Path, key: str) -> str:
-    """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem."""
+def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None) -> str:
+    """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem.
+
+    With ``expected`` (file -> SHA-256 of a store entry), the manifest must also list exactly those files.
+    """
     stamp = folder / STAMP
     try:
         manifest = json.loads(stamp.read_text())
@@ -227,7 +230,7 @@ def verify_folder(folder: Path, key: str) -> str:
         return f"{stamp.name} is missing"
     except (OSError, ValueError, KeyError, TypeError):
         return f"{stamp.name} is unreadable"
-    if manifest.get("key") != key:
+    if manifest.get("key") != key or (expected is not None and files != expected):
         return "it holds another run"
     for rel, digest in files.items():
         path = folder / rel
@@ -628,7 +631,8 @@ def run_one(
             if res.status != "executed":
                 return res
             status, seconds = "executed", res.seconds
-        out_problem = verify_folder(req.out_dir, key) if req.out_dir.exists() else "missing"
+        expected = json.loads((entry / STAMP).read_text())["files"]
+        out_problem = verify_folder(req.out_dir, key, expected) if req.out_dir.exists() else "missing"
         if out_problem:
             req.out_dir.parent.mkdir(parents=True, exist_ok=True)
             out_lock = FileLock(str(req.out_dir.parent / f".{name}.lock"))

@@ -253,6 +253,8 @@ def test_store_serves_switches_back_and_repairs(tmp_path: Path) -> None:
     assert "1 executed" in again.stdout
     assert "figure.txt changed" in again.stderr and "re-executing" in again.stderr
     assert (out / "figure.txt").read_text() == "figure for k=3\n"
+    # the output folder is the new run, not the older (valid) copy of the same key
+    assert (out / ".icl-run.json").read_text() == (entry / ".icl-run.json").read_text()
     assert not list((root / ".icl-store" / "tmp").iterdir())  # no temporary folder left
 
 
