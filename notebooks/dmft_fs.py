@@ -19,18 +19,18 @@
 # together with the width and context bottlenecks of Result 8.
 
 # %% tags=["parameters"]
-D_sim = 16             # dimension of the FS/RRS SGD simulations
+D_sim = 16             # dimension of the FS/RRS SGD simulations; range: [1, 500]
 nu = 1.0               # capacity exponent for Figures 3-4
 beta = 1.0             # source exponent for Figures 3-4
-fs_steps = 4000        # FS SGD steps (eta = fs_eta_frac / max_k omega_k lambda_k^3)
+fs_steps = 4000        # FS SGD steps (eta = fs_eta_frac / max_k omega_k lambda_k^3); range: [1, 100000]
 fs_eta_frac = 0.5
-rrs_steps = 500        # RRS SGD steps per depth
+rrs_steps = 500        # RRS SGD steps per depth; range: [1, 10000]
 rrs_eta = 0.5
-D_theory = 2000        # modes for the power-law theory curves
-D_fit = 20000          # modes for the exponent fits
-ood_D = 32             # dimension of the brittleness experiment (Fig. 3c)
+D_theory = 2000        # modes for the power-law theory curves; range: [1, 100000]
+D_fit = 20000          # modes for the exponent fits; range: [1, 500000]
+ood_D = 32             # dimension of the brittleness experiment (Fig. 3c); range: [1, 500]
 ood_nu = 0.5
-ood_samples = 20       # random skew-symmetric S averaged
+ood_samples = 20       # random skew-symmetric S averaged; range: [1, 200]
 seed = 0
 
 # %% tags=["presets"]
