@@ -17,23 +17,23 @@
 # on the same held-out tasks at the same depth $L$.
 
 # %% tags=["parameters"]
-K = 8              # system size
-M = 32             # prompt size
-r = 3              # task rank (beta = U* z, z in R^r)
+K = 8              # system size; range: [1, 200]
+M = 32             # prompt size; range: [1, 1000]
+r = 3              # task rank (beta = U* z, z in R^r); range: [1, 50]
 sigma = 0.1        # label noise
 cond = 10.0        # condition number of Sigma_x
-L = 8              # depth
-n_train = 2048     # training tasks of the baselines
-n_test = 2048      # held-out tasks
-rank_P = 3         # rank of the Flexformer's static part
-n_heads = 2        # kernel-attention heads
-d_k = 4            # query/key dimension
-steps = 150        # Adam steps (fresh tasks at each)
-batch = 128        # tasks per step
+L = 8              # depth; range: [1, 200]
+n_train = 2048     # training tasks of the baselines; range: [1, 100000]
+n_test = 2048      # held-out tasks; range: [1, 100000]
+rank_P = 3         # rank of the Flexformer's static part; range: [1, 50]
+n_heads = 2        # kernel-attention heads; range: [1, 20]
+d_k = 4            # query/key dimension; range: [1, 50]
+steps = 150        # Adam steps (fresh tasks at each); range: [1, 20000]
+batch = 128        # tasks per step; range: [1, 5000]
 lr = 3e-3          # Adam step size (cosine decay to lr/100)
 clip = 1.0         # EB clipping level c
-delta = 0.05       # EB failure probability
-n_small = 64       # small held-out set for the EB bound at the paper's scale
+delta = 0.05       # EB failure probability; range: (0, 1)
+n_small = 64       # small held-out set for the EB bound at the paper's scale; range: [1, 1000]
 seed = 0
 
 # %% tags=["presets"]
