@@ -18,8 +18,8 @@
 # `tests/test_gd_identities.py` repeat the second check with hypothesis.
 
 # %% tags=["parameters"]
-n_random = 200      # random exact points per statement (besides the corners of the parameter box)
-max_den = 97        # denominators of the random rationals in [0, 1]
+n_random = 200      # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]
+max_den = 97        # denominators of the random rationals in [0, 1]; range: [1, 1000]
 seed = 0
 
 # %% tags=["presets"]
