@@ -16,11 +16,11 @@
 # (c) $(\rho^2)^k$ against $\rho^2$ for $k\in\{1,2,3,5,10\}$.
 
 # %% tags=["parameters"]
-n = 20
-d = 5
+n = 20  # range: [1, 200]
+d = 5  # range: [1, 50]
 lam_min = 0.9
 lam_max = 108.0
-steps = 20
+steps = 20  # range: [1, 200]
 eta_scalar = 1.0
 Lstar_nonrealizable = 0.5   # minimum loss of the non-realizable variant of panel (a)
 seed = 42
