@@ -19,14 +19,14 @@
 # step acts on $\tfrac1{2N}\sum_i (w^\top x_i - y_i)^2$ from $w_0 = 0$.
 
 # %% tags=["parameters"]
-d = 10
-N = 10                 # context length
-n_eta = 20000          # prompts used to choose the optimal single step
-n_test = 10000         # test prompts (losses and standard errors)
-train_steps = 1500     # Adam steps for the trained LSA layer
-batch = 256
+d = 10  # range: [1, 100]
+N = 10                 # context length; range: [1, 100]
+n_eta = 20000          # prompts used to choose the optimal single step; range: [1, 1000000]
+n_test = 10000         # test prompts (losses and standard errors); range: [1, 500000]
+train_steps = 1500     # Adam steps for the trained LSA layer; range: [1, 100000]
+batch = 256  # range: [1, 20000]
 lr = 1e-3
-max_layers = 5         # construction check for k = 1..max_layers layers
+max_layers = 5         # construction check for k = 1..max_layers layers; range: [1, 50]
 seed = 0
 
 # %% tags=["presets"]
