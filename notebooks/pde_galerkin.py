@@ -17,28 +17,28 @@
 # ({py:mod}`iclcore.pde.prompts`). Every method is scored on the same held-out prompts at the same $L$.
 
 # %% tags=["parameters"]
-n_el = 64          # P1 elements (n_h = 63 unknowns)
+n_el = 64          # P1 elements (n_h = 63 unknowns); range: [1, 1000]
 c0 = 1.0           # reaction coefficient
 z_scale = 0.15     # z ~ N(0, z_scale^2 I), rejected unless min a > a_min
 a_min = 0.2
 ell_f = 0.1        # Matérn-5/2 length scale of the forcing
-M = 4              # solution/forcing pairs per prompt
-q = 8              # hat test functions of the encoder
+M = 4              # solution/forcing pairs per prompt; range: [1, 50]
+q = 8              # hat test functions of the encoder; range: [1, 100]
 sigma_u = 5e-8     # noise on the nodal values of the prompt solutions
 lam_z = 1e-12      # encoder ridge
-L = 16             # query-decoder depth
-n_train = 256      # training prompts of the fitted baselines (scalar, Jacobi, free)
-n_test = 512       # held-out prompts
-free_iter = 60     # L-BFGS iterations of the free linear P
-n_heads = 2        # Flexformer heads
-d_k = 8
-steps = 60         # Adam steps of the Flexformer and of the kernel-dictionary ablation
-batch = 32
+L = 16             # query-decoder depth; range: [1, 200]
+n_train = 256      # training prompts of the fitted baselines (scalar, Jacobi, free); range: [1, 20000]
+n_test = 512       # held-out prompts; range: [1, 50000]
+free_iter = 60     # L-BFGS iterations of the free linear P; range: [1, 5000]
+n_heads = 2        # Flexformer heads; range: [1, 20]
+d_k = 8  # range: [1, 100]
+steps = 60         # Adam steps of the Flexformer and of the kernel-dictionary ablation; range: [1, 10000]
+batch = 32  # range: [1, 1000]
 lr = 1e-2          # Adam step of the kernel dictionary (theta = O(1))
 lr_flex = 1e-5     # Adam step of the Flexformer (P entries are O(h); larger steps diverge)
 clip = 1.0         # EB clipping level c
-delta = 0.05       # EB failure probability
-n_small = 128      # held-out subset for the EB bound at the paper's scale
+delta = 0.05       # EB failure probability; range: (0, 1)
+n_small = 128      # held-out subset for the EB bound at the paper's scale; range: [1, 2000]
 seed = 0
 
 # %% tags=["presets"]
