@@ -502,7 +502,7 @@ def render_report(rows: list[Row], order: list[str] | None = None) -> str:
             f"## Paper {seed}: {PAPERS.get(seed, '')}",
             "",
             f"{sc['reproduced']} of {sc['predicted']} predicted claims reproduced; {sc['identities']} of "
-            f"{sc['theorems']} identities verified; {sc['absent']} claims absent.",
+            f"{sc['theorems']} identities verified; absent: {sc['absent']}.",
             "",
             *basis_status_table(sub),
             "",
