@@ -282,7 +282,7 @@ metrics = {
     "violation_freq_t0_max": float(rows[rows[:, 2] == 0, 3].max()),
     "violation_freq_t0_min": float(rows[rows[:, 2] == 0, 3].min()),
     "freq_minus_bound_z_max": float(np.max((bound_excess - 1e-12) / np.maximum(sd, 1e-12))),
-    "freq_sd_min": float(sd.min()),
+    "freq_sd_checked_max": float(sd[checked].max()),
     "max_freq_minus_bound": float(bound_excess.max()),
     "paper_window_excess_z_max": float(np.max((rows[:, 4] - rows[:, 5] - 1e-12) / np.maximum(sd, 1e-12))),
     "paper_window_freq_gamma_ge1_min": float(rows[(rows[:, 0] >= 1) & (rows[:, 2] > 0), 4].min()),
