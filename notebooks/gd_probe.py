@@ -38,8 +38,8 @@ gpt_heads = 2
 gpt_steps = 1000
 gpt_lr = 1e-3
 batch = 64
-warmups = [200]       # linear warm-up lengths (one run per value and seed)
-seeds = [0]
+warmups = "200"       # linear warm-up lengths, comma-separated (one run per value and seed)
+seeds = "0"          # training seeds, comma-separated
 checkpoint_base = 4   # checkpoints at 0, 1, base, base^2, ... and the last step
 n_probe = 256         # prompts for the readout statistics
 n_rich = 64           # contexts for the implicit weights (Richardson fit)
@@ -47,7 +47,7 @@ m_rich = 12           # probe queries per context (GPT; the LSA needs d unit que
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"lsa_steps": 8192, "gpt_layers": 6, "gpt_width": 64, "gpt_heads": 4, "gpt_steps": 8192,
-                     "warmups": [50, 200, 1000], "seeds": [0, 1, 2], "checkpoint_base": 2,
+                     "warmups": "50,200,1000", "seeds": "0,1,2", "checkpoint_base": 2,
                      "n_probe": 2048, "n_rich": 128, "m_rich": 15}}
 
 # %%
@@ -72,6 +72,8 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 use_style()
 torch.set_num_threads(1)
 t_start = time.process_time()
+warmup_list = [int(x) for x in warmups.split(",")]
+seed_list = [int(x) for x in seeds.split(",")]
 
 
 def as_float(t):
@@ -80,8 +82,8 @@ def as_float(t):
 
 runs = {}
 for kind in ("lsa", "gpt"):
-    for wu in warmups:
-        for sd in seeds:
+    for wu in warmup_list:
+        for sd in seed_list:
             g = torch.Generator().manual_seed(1000 * sd + 1)
             probe = sample_probe_tasks(n_probe, n, d, torch.Generator().manual_seed(1000 * sd + 2), 1, s_lo, s_hi)
             rich = sample_probe_tasks(n_rich, n, d, torch.Generator().manual_seed(1000 * sd + 3), m_rich, s_lo, s_hi)
@@ -109,7 +111,7 @@ for kind in ("lsa", "gpt"):
 
 # %%
 iid = iid_noise_reference(0.0)
-main = {k: runs[(k, warmups[0], seeds[0])]["recs"] for k in ("lsa", "gpt")}
+main = {k: runs[(k, warmup_list[0], seed_list[0])]["recs"] for k in ("lsa", "gpt")}
 panels = [("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
           ("alpha", "shuffled_alpha", iid["alpha"], "pooled slope α"),
           ("sign_agreement", "shuffled_sign_agreement", iid["sign_agreement"], "sign agreement"),
@@ -169,8 +171,8 @@ for kind in ("lsa", "gpt"):
         metrics[f"{kind}_step0_{k}"] = first[k]
     metrics[f"{kind}_min_er_abs"] = min(r["er_abs"] for r in main[kind])
     metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
-    metrics[f"{kind}_skipped"] = sum(runs[(kind, w, s)]["skipped"] for w in warmups for s in seeds)
-    metrics[f"{kind}_cpu_seconds"] = sum(runs[(kind, w, s)]["cpu"] for w in warmups for s in seeds)
+    metrics[f"{kind}_skipped"] = sum(runs[(kind, w, s)]["skipped"] for w in warmup_list for s in seed_list)
+    metrics[f"{kind}_cpu_seconds"] = sum(runs[(kind, w, s)]["cpu"] for w in warmup_list for s in seed_list)
 for l in range(1, gpt_layers + 1):
     metrics[f"gpt_bos_l{l}"] = main["gpt"][-1][f"bos_l{l}"]
     metrics[f"gpt_step0_bos_l{l}"] = main["gpt"][0][f"bos_l{l}"]
