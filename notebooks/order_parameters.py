@@ -26,7 +26,7 @@ steps = 800          # outer steps s; range: [1, 10000]
 batch = 1024         # fresh prompts per outer step; range: [1, 50000]
 eta_frac = 0.5       # eta = eta_frac / lambda_max(C)
 n_checkpoints = 41   # checkpoints including s = 0; range: [1, 500]
-n_seeds = 4          # independent online runs (standard errors across seeds)
+n_seeds = 4          # independent online runs (standard errors across seeds); range: [2, 100]
 transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps
 n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M; range: [1, 5000]
 encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra); range: [1, 100000]
