@@ -55,7 +55,13 @@ from iclcore.models.flexformer import (
     train_preconditioner,
 )
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.baselines import LinearSystems, compare_baselines, decoder_diagnostics, depth_risk_curve
+from iclcore.richardson.baselines import (
+    LinearSystems,
+    compare_baselines,
+    decoder_diagnostics,
+    depth_error,
+    depth_risk_curve,
+)
 from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 
@@ -74,7 +80,9 @@ c_start = time.process_time()
 cfg = TaskConfig(K=K, M=M, r=r, sigma=sigma, lam=0.0, cond=cond, target="ridge")
 rng = np.random.default_rng(seed)
 train = LinearSystems.from_prompts(sample_prompt_statistics(cfg, n_train, rng))
-test = LinearSystems.from_prompts(sample_prompt_statistics(cfg, n_test, rng))
+prompts_test = sample_prompt_statistics(cfg, n_test, rng)
+test = LinearSystems.from_prompts(prompts_test)
+test_beta = LinearSystems(H=prompts_test.H_M, d=prompts_test.d, x_star=prompts_test.beta)  # target: the task beta
 moments = closed_form_moments(cfg)
 P_star = oracle_preconditioner(moments)
 comp = compare_baselines(train, test, L, H_inf=cfg.H_infinity, moments=moments)
@@ -132,6 +140,8 @@ diag = {m: decoder_diagnostics(P_tasks[m], test, L, P_star, clip=clip, delta=del
         for m in methods}
 risk_curves = {m: depth_risk_curve(P_tasks[m], test, L) for m in methods + ["exact"]}
 exact_risk = float(risk_curves["exact"][-1])
+# error to the task vector beta (the noise floor of the exact solve is exact_risk_beta)
+loss_beta = {m: np.sum(depth_error(P_tasks[m], test_beta, L)[:, -1] ** 2, axis=1) / K for m in methods + ["exact"]}
 zero_risk = float(np.mean(np.sum(test.x_dagger**2, axis=1)) / K)
 rows = ["risk_dagger", "eb_upper", "eb_upper_small", "violation_rate", "ratio_mean", "ratio_of_means", "rho_mean",
         "frac_rho_lt1", "spectral_radius_mean", "power_norm_mean", "rel_dist_mean_P", "rel_dist_per_task",
@@ -211,6 +221,9 @@ metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_st
            "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param}
 for m in methods:
     metrics.update(diag[m].as_dict(prefix=f"{m}_"))
+for m in methods + ["exact"]:
+    metrics[f"{m}_risk_beta"] = float(loss_beta[m].mean())
+    metrics[f"{m}_risk_beta_se"] = float(loss_beta[m].std(ddof=1) / np.sqrt(n_test))
 learned = methods
 risks = {m: diag[m].risk_dagger for m in learned}
 best = min(risks, key=risks.get)

@@ -144,7 +144,7 @@ ax.axhline(dec["flex"].floor, color="k", ls="--", lw=1, label=r"$R_{floor}$ (enc
 ax.set_yscale("log")
 ax.set_xticks(x, methods, rotation=45, fontsize=8)
 ax.set_title("risk split per latent decoder")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="center right")
 ax = axes[1]
 for m in ("flex", "linear", "scalar"):
     T = np.eye(r) - np.broadcast_to(P_tasks[m], A_te.shape) @ A_te

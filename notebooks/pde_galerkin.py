@@ -170,19 +170,20 @@ d_eff = gp_effective_dimension(lam_f, taus)
 # ## Figure 5
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+fig, axes = plt.subplots(1, 4, figsize=(19, 3.8))
 ax = axes[0]
 for i, m in enumerate(methods):
-    ax.semilogy(np.arange(L + 1), risk_curves[m], color=PALETTE[i % len(PALETTE)], label=m)
-ax.axhline(enc.floor, color="k", ls="--", lw=1, label="floor (encoded solve)")
+    ax.semilogy(np.arange(L + 1), risk_curves[m], ls="--" if m in ("flex", "oracle", "scalar") else "-",
+                color=PALETTE[i % len(PALETTE)], label=m)
+ax.axhline(enc.floor, color="k", ls=":", lw=1, label="floor (encoded solve)")
 ax.set_xlabel(r"depth $\ell$")
-ax.set_title(r"e2e MSE $E\|u_\ell-u_\star\|^2/n_h$")
+ax.set_title(r"e2e MSE $E\|u_\ell-u^\star\|^2/n_h$")
 ax.legend(fontsize=7, ncol=2)
 ax = axes[1]
 x = np.arange(len(methods))
 ax.bar(x - 0.2, [e2e[m] for m in methods], 0.4, color=PALETTE[0], label="e2e MSE")
 ax.bar(x + 0.2, [eb[m].upper for m in methods], 0.4, color=PALETTE[1], label=f"EB upper (n={n_test})")
-ax.axhline(enc.floor, color="k", ls="--", lw=1)
+ax.axhline(enc.floor, color="k", ls=":", lw=1)
 ax.set_yscale("log")
 ax.set_xticks(x, methods, rotation=45, fontsize=8)
 ax.set_title("generalization: risk and EB certificate")
@@ -190,11 +191,13 @@ ax.legend(fontsize=8)
 ax = axes[2]
 ax.loglog(np.arange(1, lam_f.size + 1), lam_f, ".", color=PALETTE[0])
 ax.set_xlabel("index $i$")
-ax.set_ylabel(r"$\lambda_i(T_{k_f})$", color=PALETTE[0])
-ax2 = ax.twiny()
-ax2.semilogx(taus, d_eff, color=PALETTE[2])
-ax2.set_xlabel(r"$\tau$ (for $d^{GP}_{\rm eff}(\tau)$, green)")
-ax.set_title("forcing covariance spectrum", pad=28)
+ax.set_title(r"spectrum of the forcing covariance $T_{k_f}$")
+ax = axes[3]
+ax.semilogx(taus, d_eff, color=PALETTE[2])
+ax.axhline(lam_f.size, color="gray", ls=":", lw=1, label="number of nodes")
+ax.set_xlabel(r"$\tau$")
+ax.set_title(r"GP prompt diversity $d_{\rm eff}^{GP}(\tau)$")
+ax.legend()
 fig.tight_layout()
 save_figure(fig, "fig5_pde_galerkin")
 
