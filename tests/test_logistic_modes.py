@@ -7,13 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.logistic import modes as lm
+from iclcore.logistic import exact as lx
+from iclcore.logistic import model as lmod
+from iclcore.logistic import sgd as lsgd
+from iclcore.logistic import theory as lth
 
 S4 = np.array([1.0, 0.6, 0.35, 0.2])
 
 
 def _problem(s=(1.0, 0.5, 0.2), N=5, P=8, seed=0, antithetic=True):
-    return lm.make_problem(np.asarray(s), N, P, np.random.default_rng(seed), antithetic=antithetic)
+    return lmod.make_problem(np.asarray(s), N, P, np.random.default_rng(seed), antithetic=antithetic)
 
 
 def _diag_blocks(problem, p, q, p1=None, q2=None):
@@ -39,11 +42,11 @@ def test_predictor_identity_eq6():
     prob = _problem(N=7)
     D = 2 * prob.d
     WP, WQ = rng.standard_normal((D, D)), rng.standard_normal((D, D))
-    xc, yc, xq, _ = lm.sample_contexts(prob, np.arange(5) % prob.P, (5,), rng)
-    Z = lm.embed(xc, yc, xq)
-    y_full = lm.readout(lm.transformer_forward(Z, WP, WQ))
-    pT, q = lm.blocks_from_weights(WP, WQ)
-    np.testing.assert_allclose(y_full, lm.predictor(Z, pT, q), atol=1e-12, rtol=0)
+    xc, yc, xq, _ = lmod.sample_contexts(prob, np.arange(5) % prob.P, (5,), rng)
+    Z = lmod.embed(xc, yc, xq)
+    y_full = lmod.readout(lmod.transformer_forward(Z, WP, WQ))
+    pT, q = lmod.blocks_from_weights(WP, WQ)
+    np.testing.assert_allclose(y_full, lmod.predictor(Z, pT, q), atol=1e-12, rtol=0)
 
 
 def test_unused_weight_entries_do_not_affect_prediction():
@@ -52,13 +55,13 @@ def test_unused_weight_entries_do_not_affect_prediction():
     prob = _problem(N=6)
     d, D = prob.d, 2 * prob.d
     WP, WQ = rng.standard_normal((D, D)), rng.standard_normal((D, D))
-    xc, yc, xq, _ = lm.sample_contexts(prob, 0, (3,), rng)
-    Z = lm.embed(xc, yc, xq)
-    y0 = lm.readout(lm.transformer_forward(Z, WP, WQ))
+    xc, yc, xq, _ = lmod.sample_contexts(prob, 0, (3,), rng)
+    Z = lmod.embed(xc, yc, xq)
+    y0 = lmod.readout(lmod.transformer_forward(Z, WP, WQ))
     WP2, WQ2 = WP.copy(), WQ.copy()
     WP2[:d] += 10 * rng.standard_normal((d, D))
     WQ2[:, d:] += 10 * rng.standard_normal((D, d))
-    y1 = lm.readout(lm.transformer_forward(Z, WP2, WQ2))
+    y1 = lmod.readout(lmod.transformer_forward(Z, WP2, WQ2))
     np.testing.assert_allclose(y0, y1, atol=1e-11, rtol=0)
 
 
@@ -70,19 +73,19 @@ def test_eq8_exact_when_p1_zero_and_query_term_otherwise():
     d = prob.d
     mu = 2
     W = prob.tasks[mu]
-    xc, yc, xq, _ = lm.sample_contexts(prob, mu, (6,), rng)
-    Z = lm.embed(xc, yc, xq)
+    xc, yc, xq, _ = lmod.sample_contexts(prob, mu, (6,), rng)
+    Z = lmod.embed(xc, yc, xq)
     Sh = np.einsum("bni,bnj->bij", xc, xc) / prob.N
     p1, p2, q1, q2 = (rng.standard_normal((d, d)) for _ in range(4))
     pT = np.concatenate([np.zeros((d, d)), p2], axis=1)
     q = np.concatenate([q1, np.zeros((d, d))], axis=0)
     eq8 = np.einsum("ij,jk,bkl,lm,bm->bi", p2, W, Sh, q1, xq)
-    np.testing.assert_allclose(lm.predictor(Z, pT, q), eq8, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(lmod.predictor(Z, pT, q), eq8, atol=1e-12, rtol=0)
     pT = np.concatenate([p1, p2], axis=1)
     q = np.concatenate([q1, q2], axis=0)
     a19 = np.einsum("bij,bjk,bkl,bl->bi", (p1 + p2 @ W)[None].repeat(6, 0), Sh, (q1 + W.T @ q2)[None].repeat(6, 0), xq)
     query = np.einsum("ij,bj,bk,kl,bl->bi", p1, xq, xq, q1, xq) / prob.N
-    np.testing.assert_allclose(lm.predictor(Z, pT, q), a19 + query, atol=1e-11, rtol=0)
+    np.testing.assert_allclose(lmod.predictor(Z, pT, q), a19 + query, atol=1e-11, rtol=0)
 
 
 def test_gradients_match_finite_differences():
@@ -90,8 +93,8 @@ def test_gradients_match_finite_differences():
     prob = _problem(N=5)
     d, D = prob.d, 2 * prob.d
     pT, q = rng.standard_normal((d, D)), rng.standard_normal((D, d))
-    xc, yc, xq, yq = lm.sample_contexts(prob, 1, (), rng)
-    _, gp, gq = lm.loss_and_gradients(pT, q, xc, yc, xq, yq)
+    xc, yc, xq, yq = lmod.sample_contexts(prob, 1, (), rng)
+    _, gp, gq = lmod.loss_and_gradients(pT, q, xc, yc, xq, yq)
     eps = 1e-6
     for X, G in ((pT, gp), (q, gq)):
         fd = np.zeros_like(X)
@@ -101,7 +104,7 @@ def test_gradients_match_finite_differences():
             Xm[idx] -= eps
             args = (Xp, q) if X is pT else (pT, Xp)
             argm = (Xm, q) if X is pT else (pT, Xm)
-            fd[idx] = (lm.loss_and_gradients(*args, xc, yc, xq, yq)[0] - lm.loss_and_gradients(*argm, xc, yc, xq, yq)[0]) / (2 * eps)
+            fd[idx] = (lmod.loss_and_gradients(*args, xc, yc, xq, yq)[0] - lmod.loss_and_gradients(*argm, xc, yc, xq, yq)[0]) / (2 * eps)
         np.testing.assert_allclose(G, fd, rtol=1e-6, atol=1e-7)
 
 
@@ -113,15 +116,15 @@ def test_sgd_change_of_C_is_exactly_second_order():
     prob = _problem(N=6)
     d, D = prob.d, 2 * prob.d
     pT, q = 0.5 * rng.standard_normal((d, D)), 0.5 * rng.standard_normal((D, d))
-    xc, yc, xq, yq = lm.sample_contexts(prob, 0, (8,), rng)
-    _, gp, gq = lm.loss_and_gradients(pT, q, xc, yc, xq, yq)
+    xc, yc, xq, yq = lmod.sample_contexts(prob, 0, (8,), rng)
+    _, gp, gq = lmod.loss_and_gradients(pT, q, xc, yc, xq, yq)
     gp, gq = gp.mean(0), gq.mean(0)
     # first-order term vanishes: <p, g_p> = <q, g_q>
     assert abs(np.sum(pT * gp) - np.sum(q * gq)) < 1e-10 * (1 + np.abs(gp).sum())
-    C0 = lm.conserved_quantity(pT, q)
+    C0 = lmod.conserved_quantity(pT, q)
     predicted = np.sum(gp**2) - np.sum(gq**2)
     etas = np.array([1e-1, 1e-2, 1e-3, 1e-4])
-    ratios = np.array([(lm.conserved_quantity(pT - e * gp, q - e * gq) - C0) / e**2 for e in etas])
+    ratios = np.array([(lmod.conserved_quantity(pT - e * gp, q - e * gq) - C0) / e**2 for e in etas])
     # the ratio converges (here: is constant) as eta -> 0; rounding of C0 ~ 1e-16 / eta^2
     np.testing.assert_allclose(ratios[:3], predicted, rtol=1e-8)
     np.testing.assert_allclose(ratios[3], predicted, rtol=1e-5)
@@ -141,65 +144,65 @@ def test_logistic_solves_mode_ode(a0, N, seed):
     """Eq. (13) is the solution of tau da/dt = 2 a (1 - a s_inf) and of (12) with p = q."""
     s = np.sort(np.random.default_rng(seed).uniform(0.1, 2.0, 3))[::-1]
     eta, P = 0.02, 16
-    t = np.linspace(0, 4 * lm.half_time(a0, s, N, eta, P).max(), 200)
-    a = lm.logistic_solution(t, a0, s, N, eta, P)
-    p, q = lm.integrate_mode_flow(t, np.sqrt(a0), np.sqrt(a0), s, N, eta, P, theory="paper")
+    t = np.linspace(0, 4 * lth.half_time(a0, s, N, eta, P).max(), 200)
+    a = lth.logistic_solution(t, a0, s, N, eta, P)
+    p, q = lx.integrate_mode_flow(t, np.sqrt(a0), np.sqrt(a0), s, N, eta, P, theory="paper")
     np.testing.assert_allclose(p * q, a, rtol=1e-7, atol=1e-12)
     # ODE residual with an analytic-accuracy central difference
     h = 1e-6 * t[-1]
-    dadt = (lm.logistic_solution(t + h, a0, s, N, eta, P) - lm.logistic_solution(t - h, a0, s, N, eta, P)) / (2 * h)
-    tau = lm.timescales(s, eta, P)
-    rhs = 2 * a * (1 - a * lm.s_infinity(s, N)) / tau
+    dadt = (lth.logistic_solution(t + h, a0, s, N, eta, P) - lth.logistic_solution(t - h, a0, s, N, eta, P)) / (2 * h)
+    tau = lth.timescales(s, eta, P)
+    rhs = 2 * a * (1 - a * lth.s_infinity(s, N)) / tau
     np.testing.assert_allclose(dadt, rhs, rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(a[0], a0, rtol=1e-14)
 
 
 def test_loss14_at_fixed_point_equals_L_infinity_and_is_stationary():
     for s, N in ((S4, 16), (2.0 ** -np.arange(6), 64), (np.array([3.0]), 2)):
-        ainf = lm.paper_fixed_point(s, N)
-        assert lm.paper_loss(ainf, s, N) == pytest.approx(lm.paper_loss_infinity(s, N), rel=1e-12)
+        ainf = lth.paper_fixed_point(s, N)
+        assert lth.paper_loss(ainf, s, N) == pytest.approx(lth.paper_loss_infinity(s, N), rel=1e-12)
         h = 1e-6
         for k in range(s.size):
             e = np.zeros(s.size)
             e[k] = h
-            grad = (lm.paper_loss(ainf + e, s, N) - lm.paper_loss(ainf - e, s, N)) / (2 * h)
+            grad = (lth.paper_loss(ainf + e, s, N) - lth.paper_loss(ainf - e, s, N)) / (2 * h)
             assert abs(grad) < 1e-8
 
 
 def test_paper_flow_conserves_C_and_reaches_fixed_point():
     s, N, eta, P = S4, 32, 0.02, 64
-    tau = lm.timescales(s, eta, P)
+    tau = lth.timescales(s, eta, P)
     t = np.linspace(0, 40 * tau.max(), 400)
     p0 = np.array([0.02, 0.05, 0.01, 0.03])
     q0 = np.array([0.01, 0.02, 0.04, 0.03])
-    p, q = lm.integrate_mode_flow(t, p0, q0, s, N, eta, P, theory="paper")
+    p, q = lx.integrate_mode_flow(t, p0, q0, s, N, eta, P, theory="paper")
     Ca = p**2 - q**2  # mode-wise, conserved under (12)
     assert np.max(np.abs(Ca - Ca[0])) < 1e-10
-    np.testing.assert_allclose((p * q)[-1], lm.paper_fixed_point(s, N), rtol=1e-6)
+    np.testing.assert_allclose((p * q)[-1], lth.paper_fixed_point(s, N), rtol=1e-6)
 
 
 def test_half_time_cliff_time_and_t_star():
     s, N, eta, P, a0 = S4, 64, 0.02, 64, 1e-4
-    th = lm.half_time(a0, s, N, eta, P)
-    np.testing.assert_allclose(lm.logistic_solution(th, a0, s, N, eta, P).diagonal(), lm.paper_fixed_point(s, N) / 2, rtol=1e-12)
-    tau = lm.timescales(s, eta, P)
+    th = lth.half_time(a0, s, N, eta, P)
+    np.testing.assert_allclose(lth.logistic_solution(th, a0, s, N, eta, P).diagonal(), lth.paper_fixed_point(s, N) / 2, rtol=1e-12)
+    tau = lth.timescales(s, eta, P)
     # the paper's t* approximates t_half for a0 << a_inf
-    assert np.all(np.abs(lm.paper_t_star(a0, s, N, eta, P) - th) <= 1.01 * tau * lm.s_infinity(s, N) * a0)
+    assert np.all(np.abs(lth.paper_t_star(a0, s, N, eta, P) - th) <= 1.01 * tau * lth.s_infinity(s, N) * a0)
     # fastest loss decrease of each mode at t_cliff (single-mode loss curve)
-    tc = lm.cliff_time(a0, s, N, eta, P)
+    tc = lth.cliff_time(a0, s, N, eta, P)
     for k in range(s.size):
         t = np.linspace(0, 3 * th[k], 30001)
-        a = lm.logistic_solution(t, a0, s, N, eta, P)[:, k]
-        Lk = 0.5 * s[k] * (s[k] * lm.s_infinity(s, N)[k] * a**2 - 2 * s[k] * a + 1)
+        a = lth.logistic_solution(t, a0, s, N, eta, P)[:, k]
+        Lk = 0.5 * s[k] * (s[k] * lth.s_infinity(s, N)[k] * a**2 - 2 * s[k] * a + 1)
         assert abs(t[np.argmax(-np.gradient(Lk, t))] - tc[k]) <= 2 * (t[1] - t[0])
 
 
 def test_initial_slope_A115():
     s, N, eta, P, a0 = S4, 20, 0.02, 64, 1e-3
     h = 1e-7
-    L = lambda t: lm.paper_loss(lm.logistic_solution(np.array([t]), a0, s, N, eta, P)[0], s, N)  # noqa: E731
+    L = lambda t: lth.paper_loss(lth.logistic_solution(np.array([t]), a0, s, N, eta, P)[0], s, N)  # noqa: E731
     fd = (L(h) - L(0.0)) / h
-    assert fd == pytest.approx(lm.paper_initial_slope(a0, s, N, eta, P), rel=1e-5)
+    assert fd == pytest.approx(lth.paper_initial_slope(a0, s, N, eta, P), rel=1e-5)
     assert L(0.0) == pytest.approx(s.sum() / 2, rel=5e-3)
 
 
@@ -211,33 +214,33 @@ def test_exact_losses_agree_and_reduce_to_paper_when_isotropic():
     rng = np.random.default_rng(8)
     p, q = rng.uniform(0.2, 1.5, 4), rng.uniform(0.2, 1.5, 4)
     U = prob.U
-    L_gen = lm.exact_expected_loss(U @ np.diag(p) @ U.T, U @ np.diag(q) @ U.T, prob)
-    assert L_gen == pytest.approx(lm.exact_mode_loss(p, q, prob.s, prob.N, prob.c), rel=1e-12)
+    L_gen = lx.exact_expected_loss(U @ np.diag(p) @ U.T, U @ np.diag(q) @ U.T, prob)
+    assert L_gen == pytest.approx(lx.exact_mode_loss(p, q, prob.s, prob.N, prob.c), rel=1e-12)
     # isotropic spectrum, equal modes: exact == paper (14)
     s = np.full(4, 0.7)
     a = np.full(4, 0.9)
-    assert lm.exact_mode_loss(np.sqrt(a), np.sqrt(a), s, 9) == pytest.approx(lm.paper_loss(a, s, 9), rel=1e-12)
-    np.testing.assert_allclose(lm.exact_fixed_point(s, 9), lm.paper_fixed_point(s, 9), rtol=1e-12)
+    assert lx.exact_mode_loss(np.sqrt(a), np.sqrt(a), s, 9) == pytest.approx(lth.paper_loss(a, s, 9), rel=1e-12)
+    np.testing.assert_allclose(lx.exact_fixed_point(s, 9), lth.paper_fixed_point(s, 9), rtol=1e-12)
 
 
 def test_exact_gradients_finite_differences_and_invariant_manifold():
     prob = _problem(s=(1.0, 0.4, 0.15), N=6, P=6, seed=9, antithetic=False)
     rng = np.random.default_rng(10)
     p2, q1 = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
-    gp, gq = lm.exact_expected_gradients(p2, q1, prob)
+    gp, gq = lx.exact_expected_gradients(p2, q1, prob)
     eps = 1e-6
     for k in np.ndindex(3, 3):
         E = np.zeros((3, 3))
         E[k] = eps
-        fdp = (lm.exact_expected_loss(p2 + E, q1, prob) - lm.exact_expected_loss(p2 - E, q1, prob)) / (2 * eps)
-        fdq = (lm.exact_expected_loss(p2, q1 + E, prob) - lm.exact_expected_loss(p2, q1 - E, prob)) / (2 * eps)
+        fdp = (lx.exact_expected_loss(p2 + E, q1, prob) - lx.exact_expected_loss(p2 - E, q1, prob)) / (2 * eps)
+        fdq = (lx.exact_expected_loss(p2, q1 + E, prob) - lx.exact_expected_loss(p2, q1 - E, prob)) / (2 * eps)
         assert fdp == pytest.approx(gp[k], rel=1e-6, abs=1e-8)
         assert fdq == pytest.approx(gq[k], rel=1e-6, abs=1e-8)
     # U-diagonal parameters: the expected gradient is U-diagonal and equals the mode formula
     U = prob.U
     p, q = rng.uniform(0.1, 1, 3), rng.uniform(0.1, 1, 3)
-    gp, gq = lm.exact_expected_gradients(U @ np.diag(p) @ U.T, U @ np.diag(q) @ U.T, prob)
-    gpm, gqm = lm.exact_mode_gradients(p, q, prob.s, prob.N, prob.c)
+    gp, gq = lx.exact_expected_gradients(U @ np.diag(p) @ U.T, U @ np.diag(q) @ U.T, prob)
+    gpm, gqm = lx.exact_mode_gradients(p, q, prob.s, prob.N, prob.c)
     np.testing.assert_allclose(U.T @ gp @ U, np.diag(gpm), atol=1e-12)
     np.testing.assert_allclose(U.T @ gq @ U, np.diag(gqm), atol=1e-12)
 
@@ -249,16 +252,16 @@ def test_exact_fixed_point_matches_long_integration(d, N, seed):
     s = np.sort(rng.uniform(0.2, 1.5, d))[::-1]
     c = rng.uniform(0.6, 1.4, d)
     eta, P = 0.05, 32
-    T = 60 * lm.timescales(s, eta, P, c).max() * np.log(1e4)
-    p, q = lm.integrate_mode_flow(np.array([0.0, T]), 0.05, 0.05, s, N, eta, P, theory="exact", c=c)
-    np.testing.assert_allclose((p * q)[-1], lm.exact_fixed_point(s, N, c), rtol=1e-7)
-    assert lm.exact_mode_loss(p[-1], q[-1], s, N, c) == pytest.approx(lm.exact_fixed_point_loss(s, N, c), rel=1e-9)
+    T = 60 * lth.timescales(s, eta, P, c).max() * np.log(1e4)
+    p, q = lx.integrate_mode_flow(np.array([0.0, T]), 0.05, 0.05, s, N, eta, P, theory="exact", c=c)
+    np.testing.assert_allclose((p * q)[-1], lx.exact_fixed_point(s, N, c), rtol=1e-7)
+    assert lx.exact_mode_loss(p[-1], q[-1], s, N, c) == pytest.approx(lx.exact_fixed_point_loss(s, N, c), rel=1e-9)
 
 
 def test_exact_flow_conserves_global_C_but_not_modewise():
     s, N, eta, P = S4, 16, 0.02, 64
     t = np.linspace(0, 250, 300)
-    p, q = lm.integrate_mode_flow(t, 0.01, 0.01, s, N, eta, P, theory="exact")
+    p, q = lx.integrate_mode_flow(t, 0.01, 0.01, s, N, eta, P, theory="exact")
     C = np.sum(p**2 - q**2, axis=1)
     assert np.max(np.abs(C - C[0])) < 1e-8
     Ca = p**2 - q**2
@@ -274,9 +277,9 @@ def test_exact_expected_loss_vs_monte_carlo():
     prob = _problem(s=s, N=N, P=16, seed=11)
     p, q = np.array([1.98, 0.96, 0.31]), np.array([0.25, 2.48, 2.76])
     pT, qq = _diag_blocks(prob, p, q)
-    mc, se = lm.monte_carlo_loss(pT, qq, prob, 300_000, np.random.default_rng(12))
-    exact = lm.exact_mode_loss(p, q, s, N, prob.c)
-    paper = lm.paper_loss(p * q, s, N, prob.c)
+    mc, se = lx.monte_carlo_loss(pT, qq, prob, 300_000, np.random.default_rng(12))
+    exact = lx.exact_mode_loss(p, q, s, N, prob.c)
+    paper = lth.paper_loss(p * q, s, N, prob.c)
     assert abs(mc - exact) < 4 * se
     assert abs(mc - paper) > 6 * se
 
@@ -286,16 +289,16 @@ def test_sgd_simulation_follows_exact_not_paper_at_small_N():
     over the last 20% of training agrees with the exact averaged flow within 4% per mode; the
     paper's fixed point 1/s_inf is > 10% off for the slowest mode (finite-N coupling)."""
     rng = np.random.default_rng(13)
-    prob = lm.make_problem(S4, 16, 64, rng)
-    cfg = lm.SGDConfig(eta=0.02, B=32, epochs=250, replicas=2, log_every=64)
-    res = lm.run_sgd(prob, cfg, rng)
-    a = lm.mode_products(res)["a"].mean(axis=1)
-    p, q = lm.integrate_mode_flow(res.t, 0.01, 0.01, prob.s, prob.N, cfg.eta, prob.P, theory="exact", c=prob.c)
+    prob = lmod.make_problem(S4, 16, 64, rng)
+    cfg = lsgd.SGDConfig(eta=0.02, B=32, epochs=250, replicas=2, log_every=64)
+    res = lsgd.run_sgd(prob, cfg, rng)
+    a = lsgd.mode_products(res)["a"].mean(axis=1)
+    p, q = lx.integrate_mode_flow(res.t, 0.01, 0.01, prob.s, prob.N, cfg.eta, prob.P, theory="exact", c=prob.c)
     tail = slice(-len(res.t) // 5, None)
     np.testing.assert_allclose(a[tail].mean(0), (p * q)[tail].mean(0), rtol=0.04)
     sim_end = a[tail].mean(0)[-1]
-    assert abs(lm.exact_fixed_point(prob.s, prob.N, prob.c)[-1] / lm.paper_fixed_point(prob.s, prob.N)[-1] - 1) > 0.10
-    assert abs(sim_end / lm.paper_fixed_point(prob.s, prob.N)[-1] - 1) > 0.10
+    assert abs(lx.exact_fixed_point(prob.s, prob.N, prob.c)[-1] / lth.paper_fixed_point(prob.s, prob.N)[-1] - 1) > 0.10
+    assert abs(sim_end / lth.paper_fixed_point(prob.s, prob.N)[-1] - 1) > 0.10
     # p1 = q2 stay exactly zero when not trained
     blk = res.blocks_mode_basis()
     assert np.all(blk["p1"] == 0) and np.all(blk["q2"] == 0)
@@ -307,32 +310,32 @@ def test_sgd_simulation_follows_exact_not_paper_at_small_N():
 def test_bad_inputs():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="s"):
-        lm.make_problem([1.0, -0.5], 4, 4, rng)
+        lmod.make_problem([1.0, -0.5], 4, 4, rng)
     with pytest.raises(ValueError, match="N"):
-        lm.make_problem([1.0, 0.5], 0, 4, rng)
+        lmod.make_problem([1.0, 0.5], 0, 4, rng)
     with pytest.raises(ValueError, match="P"):
-        lm.make_problem([1.0, 0.5], 4, 3, rng, antithetic=True)
+        lmod.make_problem([1.0, 0.5], 4, 3, rng, antithetic=True)
     with pytest.raises(ValueError, match="eta"):
-        lm.SGDConfig(eta=0.0)
+        lsgd.SGDConfig(eta=0.0)
     with pytest.raises(ValueError, match="B"):
-        lm.SGDConfig(B=0)
+        lsgd.SGDConfig(B=0)
     with pytest.raises(ValueError, match="theory"):
-        lm.integrate_mode_flow(np.array([0.0, 1.0]), 0.1, 0.1, [1.0], 4, 0.1, 4, theory="nope")
+        lx.integrate_mode_flow(np.array([0.0, 1.0]), 0.1, 0.1, [1.0], 4, 0.1, 4, theory="nope")
     with pytest.raises(ValueError, match="t"):
-        lm.integrate_mode_flow(np.array([1.0, 0.0]), 0.1, 0.1, [1.0], 4, 0.1, 4)
+        lx.integrate_mode_flow(np.array([1.0, 0.0]), 0.1, 0.1, [1.0], 4, 0.1, 4)
     with pytest.raises(ValueError, match="a0"):
-        lm.logistic_solution(np.array([0.0]), 0.0, [1.0], 4, 0.1, 4)
+        lth.logistic_solution(np.array([0.0]), 0.0, [1.0], 4, 0.1, 4)
     with pytest.raises(ValueError, match="a0"):
-        lm.half_time(10.0, [1.0], 4, 0.1, 4)
+        lth.half_time(10.0, [1.0], 4, 0.1, 4)
     with pytest.raises(ValueError, match="N"):
-        lm.exact_fixed_point(0.5 ** np.arange(8), 4)
+        lx.exact_fixed_point(0.5 ** np.arange(8), 4)
     with pytest.raises(ValueError, match="c"):
-        lm.paper_loss([0.1, 0.1], [1.0, 0.5], 4, c=[1.0, -1.0])
+        lth.paper_loss([0.1, 0.1], [1.0, 0.5], 4, c=[1.0, -1.0])
     with pytest.raises(ValueError, match="WP"):
-        lm.transformer_forward(np.zeros((4, 3)), np.zeros((3, 3)), np.zeros((4, 4)))
+        lmod.transformer_forward(np.zeros((4, 3)), np.zeros((3, 3)), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="x_q"):
-        lm.embed(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3))
+        lmod.embed(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3))
     with pytest.raises(ValueError, match="task"):
-        lm.sample_contexts(_problem(), 99, (2,), rng)
+        lmod.sample_contexts(_problem(), 99, (2,), rng)
     with pytest.raises(ValueError, match="U"):
-        lm.LogisticProblem(U=np.ones((2, 2)), s=np.ones(2), N=3, lambdas=np.ones((2, 2)))
+        lmod.LogisticProblem(U=np.ones((2, 2)), s=np.ones(2), N=3, lambdas=np.ones((2, 2)))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.logistic import modes as lm
+from iclcore.logistic import theory as lth
 from iclcore.models import probes as pr
 
 
@@ -115,16 +115,16 @@ def test_probes_locate_mode_times_on_theory_curves():
     * the norm curvature n''(t), n = sqrt(sum a) = ||p2||_F for p = q, peaks before and has a
       trough after each t_half, both within 1.5 tau_alpha."""
     s, N, eta, P, a0 = 2.0 ** (-np.arange(4) / 2), 64, 1.0, 1, 1e-4
-    tau = lm.timescales(s, eta, P)
-    th = lm.half_time(a0, s, N, eta, P)
-    tc = lm.cliff_time(a0, s, N, eta, P)
+    tau = lth.timescales(s, eta, P)
+    th = lth.half_time(a0, s, N, eta, P)
+    tc = lth.cliff_time(a0, s, N, eta, P)
     t = np.linspace(0, 1.6 * th[-1], 4001)
     dt = t[1] - t[0]
-    a = lm.logistic_solution(t, a0, s, N, eta, P)
+    a = lth.logistic_solution(t, a0, s, N, eta, P)
     mer = pr.marginalized_effective_rank(np.abs(a), 2, drop_order=np.arange(4))
     for k in range(3):
         assert abs(t[np.argmin(mer[:, k])] - th[k]) < tau[k]
-    A2 = pr.smoothed_derivative(pr.lag_autocorrelation(lm.paper_loss(a, s, N)), dt, window=31)
+    A2 = pr.smoothed_derivative(pr.lag_autocorrelation(lth.paper_loss(a, s, N)), dt, window=31)
     peaks = pr.find_extrema(A2, t, prominence=1e-3)
     for k in range(4):
         assert np.min(np.abs(peaks - tc[k])) < 0.5 * tau[k]

@@ -1,5 +1,37 @@
-"""Exact mode dynamics of in-context logistic regression (Mainali, Teixeira): the model, its SGD,
-the paper's theory and the exact expected dynamics.
+"""Exact mode dynamics of in-context logistic regression (Mainali & Teixeira).
+
+Modules: :mod:`~iclcore.logistic.model` (the model, Eqs. 1-8), :mod:`~iclcore.logistic.sgd`
+(online SGD), :mod:`~iclcore.logistic.theory` (the paper's theory, ``paper_*``) and
+:mod:`~iclcore.logistic.exact` (the exact expected dynamics, ``exact_*``).
+
+Implements Mainali & Teixeira, seed 003: the model of §2 (Eqs. 1-8), online SGD on a
+fixed set of P tasks that share the eigenbasis ``U`` of the input covariance (§2.3,
+App. A.8), the paper's theory of §3 (ODEs (9)-(10), mode ODE (12), logistic solution
+(13), loss (14), L(inf), fixed point ``p2 q1 = [s_inf(S)]^{-1}``, conserved ``C``,
+timescales), and the *exact* expected dynamics of the stated model at finite context
+length ``N``.
+
+Notation and conventions (every choice the paper leaves open is stated here)
+----------------------------------------------------------------------------
+* ``d`` input/output dimension, ``D = 2d`` embedding dimension, ``N`` context length.
+* The read-out blocks are stored as ``pT = p^T = (p1 p2)`` of shape ``(d, D)`` (the
+  bottom ``d`` rows of ``W^P``) and ``q = (q1; q2)`` of shape ``(D, d)`` (the first
+  ``d`` columns of ``W^Q``), Eqs. (2)-(3). No other entry of ``W^P``, ``W^Q`` enters
+  the prediction (they receive exactly zero gradient).
+* ``Gamma_hat = Z Z^T / N`` *includes* the query column (Eq. 1 normalises by ``N``
+  although ``Z`` has ``N + 1`` columns); the simulation uses the model exactly as
+  stated, not the large-N simplification (A11).
+* Time ``t`` of the theory is measured in epochs (one epoch = ``P`` SGD steps, one per
+  task, tasks visited in the fixed order ``mu = 0..P-1``), so that
+  ``tau_alpha = 1 / (eta P s_alpha^2)`` epochs, as in (A63)-(A80).
+* Each SGD step draws ``B`` fresh independent contexts (each with its own query) for the
+  current task and uses the *mean* of their gradients ("batch ... accumulated", A.8.4).
+* Tasks ``W^mu = U diag(lambda_mu) U^T`` with ``lambda_mu ~ N(0, I_d)``; the
+  ``antithetic`` option draws ``P/2`` of them and appends their negatives, which makes
+  every odd empirical moment of the task set exactly zero.
+* ``c_alpha = (1/P) sum_mu lambda_{mu alpha}^2`` is the empirical task variance of mode
+  ``alpha``; the paper replaces it by ``E[lambda^2] = 1``. Functions of the paper's
+  theory accept an optional ``c`` (default 1: the paper verbatim).
 
 This file imports nothing: import from the modules.
 """

@@ -36,9 +36,7 @@ import torch
 from scipy.integrate import solve_ivp
 from torch import nn
 
-from iclcore.richardson.iterates import (
-    in_context_gd_predict,  # the numpy reference predictor; name kept here for callers
-)
+from iclcore.richardson.iterates import in_context_gd_predict  # noqa: F401  (numpy reference predictor, kept importable here)
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -53,7 +51,6 @@ __all__ = [
     "SoftmaxAttention",
     "TrainResult",
     "train",
-    "in_context_gd_predict",
 ]
 
 

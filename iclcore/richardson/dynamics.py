@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.linalg import haar_orthogonal as random_orthogonal  # the one Haar sampler; name kept for callers
+from iclcore.linalg import haar_orthogonal as random_orthogonal  # noqa: F401  (the one Haar sampler; name kept for callers)
 from iclcore.validation import finite_array, nonnegative_int_steps
 
 __all__ = [
@@ -65,7 +65,6 @@ __all__ = [
     "modal_excess_risk",
     "modal_weights",
     "modal_entropy",
-    "random_orthogonal",
     "covariance_from_spectrum",
     "decoder_moments",
     "encoder_moments",
