@@ -41,6 +41,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.validation import as_generator, positive_float, positive_int
+
 __all__ = [
     "FlexformerConfig",
     "index_features",
@@ -58,9 +60,7 @@ DTYPE = torch.float64
 
 
 def _pos_int(name: str, v: object, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {v!r}")
-    return int(v)
+    return positive_int(v, name, minimum)
 
 
 def _check_generator(generator: object) -> None:
@@ -345,18 +345,16 @@ def train_preconditioner(
     L, steps, batch : int
     lr : float
         Adam step size, decayed by a cosine schedule to ``lr/100``.
-    rng : numpy.random.Generator
-        Source of the tasks.
+    rng : numpy.random.Generator or int
+        Source of the tasks (an integer is a seed for :func:`numpy.random.default_rng`).
     max_grad_norm : float
         Gradient-norm clipping (guards the first steps, where ``ρ > 1`` tasks explode).
     """
     L = _pos_int("L", L)
     steps = _pos_int("steps", steps)
     batch = _pos_int("batch", batch)
-    if not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr: must be finite and > 0, got {lr!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+    lr = positive_float(lr, "lr")
+    rng = as_generator(rng)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr / 100)

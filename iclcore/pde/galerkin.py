@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.validation import as_generator, positive_int
+
 __all__ = [
     "AffineOperator",
     "affine_operator",
@@ -34,9 +36,7 @@ __all__ = [
 
 
 def _pos_int(name: str, v: object, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {v!r}")
-    return int(v)
+    return positive_int(v, name, minimum)
 
 
 def _element_matrices(n_el: int, a_el: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -159,8 +159,7 @@ def sample_coefficients(n: int, n_pieces: int, scale: float, a_min: float, rng: 
         raise ValueError(f"scale: must be finite and >= 0, got {scale!r}")
     if not np.isfinite(a_min) or a_min >= 1:
         raise ValueError(f"a_min: must be < 1 (a = 1 at z = 0), got {a_min!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+    rng = as_generator(rng)
     out = np.empty((0, n_pieces))
     while out.shape[0] < n:
         z = scale * rng.standard_normal((n, n_pieces))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import eigh
 
+from iclcore.validation import as_generator, positive_int
+
 __all__ = ["matern52", "matern_covariance", "sample_gp", "covariance_operator_spectrum", "gp_effective_dimension",
            "full_mass_matrix"]
 
@@ -41,10 +43,8 @@ def matern_covariance(x: np.ndarray, ell: float, variance: float = 1.0) -> np.nd
 
 def sample_gp(cov: np.ndarray, n: int, rng: np.random.Generator, jitter: float = 1e-10) -> np.ndarray:
     """``n`` draws of ``N(0, cov)``, shape (n, N), via a Cholesky factor of ``cov + jitter·tr(cov)/N·I``."""
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: must be a positive integer, got {n!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+    n = positive_int(n, "n")
+    rng = as_generator(rng)
     C = np.asarray(cov, float)
     N = C.shape[0]
     Lc = np.linalg.cholesky(C + jitter * np.trace(C) / N * np.eye(N))
@@ -53,8 +53,7 @@ def sample_gp(cov: np.ndarray, n: int, rng: np.random.Generator, jitter: float =
 
 def full_mass_matrix(n_el: int) -> np.ndarray:
     """P1 mass matrix on all ``n_el + 1`` nodes of the uniform mesh of (0, 1)."""
-    if not isinstance(n_el, (int, np.integer)) or n_el < 1:
-        raise ValueError(f"n_el: must be a positive integer, got {n_el!r}")
+    n_el = positive_int(n_el, "n_el")
     h = 1.0 / n_el
     main = np.full(n_el + 1, 4.0)
     main[[0, -1]] = 2.0

@@ -24,6 +24,7 @@ import numpy as np
 
 from iclcore.pde.galerkin import AffineOperator, affine_operator, assemble, load_vector, sample_coefficients, solve
 from iclcore.pde.gp import matern_covariance, sample_gp
+from iclcore.validation import as_generator, positive_int
 
 __all__ = ["PDEConfig", "PDEPrompts", "test_function_nodes", "sample_pde_prompts", "ridge_encoder",
            "EncoderQuality", "encoder_quality", "encoded_query_systems", "population_oracle"]
@@ -122,8 +123,8 @@ class PDEPrompts:
 
 def sample_pde_prompts(config: PDEConfig, op: AffineOperator, n: int, rng: np.random.Generator) -> PDEPrompts:
     """Draw ``n`` prompts and queries (module docstring), vectorised over prompts."""
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: must be a positive integer, got {n!r}")
+    n = positive_int(n, "n")
+    rng = as_generator(rng)
     z = sample_coefficients(n, config.n_pieces, config.z_scale, config.a_min, rng)
     cov = matern_covariance(op.all_nodes, config.ell_f, config.f_var)
     f = sample_gp(cov, n * (config.M + 1), rng).reshape(n, config.M + 1, -1)

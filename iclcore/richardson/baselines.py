@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
+from iclcore.linalg import stable_rank
 from iclcore.richardson.dynamics import quadratic_minimizer
+from iclcore.validation import check_depth, positive_int
 
 __all__ = [
     "LinearSystems",
@@ -59,7 +61,6 @@ __all__ = [
     "free_linear_risk_and_grad",
     "exact_baseline",
     "compare_baselines",
-    "stable_ranks",
     "DecoderDiagnostics",
     "decoder_diagnostics",
     "LatentDecomposition",
@@ -131,9 +132,7 @@ class LinearSystems:
 
 
 def _check_L(L: int) -> int:
-    if not isinstance(L, (int, np.integer)) or L < 0:
-        raise ValueError(f"L: depth must be an integer >= 0, got {L!r}")
-    return int(L)
+    return int(check_depth(L, "L", minimum=0))
 
 
 def _as_stack(P: np.ndarray, systems: LinearSystems) -> np.ndarray:
@@ -256,8 +255,7 @@ def best_scaled_parameter(systems: LinearSystems, kind: str, L: int, n_grid: int
     L = _check_L(L)
     if L == 0:
         raise ValueError("L: the depth-0 risk does not depend on the preconditioner; need L >= 1")
-    if not isinstance(n_grid, (int, np.integer)) or n_grid < 3:
-        raise ValueError(f"n_grid: must be an integer >= 3, got {n_grid!r}")
+    n_grid = positive_int(n_grid, "n_grid", minimum=3)
     fam = _family(systems, _family_vector(systems, kind))
     hi = 2.0 / float(np.min(fam.mu[:, -1]))
     lo = 1e-4 / float(np.max(fam.mu[:, -1]))
@@ -499,12 +497,14 @@ def compare_baselines(
 # the Table 2 quantities of a (possibly task-dependent) preconditioner
 
 
-def stable_ranks(P: np.ndarray) -> np.ndarray:
-    """``srank(P) = ‖P‖_F² / ‖P‖_2²`` (seed 000 §9) for a stack (n, K, K) or one matrix."""
+def _srank(P: np.ndarray) -> np.ndarray:
+    """:func:`iclcore.linalg.stable_rank` of each matrix, with ``srank(0) := 0`` (the ``P = 0`` baseline)."""
     P = np.asarray(P, dtype=float)
-    top = np.linalg.norm(P, ord=2, axis=(-2, -1)) ** 2
-    fro = np.sum(P**2, axis=(-2, -1))
-    return np.where(top > 0, fro / np.where(top > 0, top, 1.0), 0.0)  # srank(0) := 0
+    zero = ~np.any(P != 0, axis=(-2, -1))
+    out = np.zeros(P.shape[:-2])
+    if np.any(~zero):
+        out[~zero] = stable_rank(P[~zero], "P")
+    return out
 
 
 @dataclass(frozen=True)
@@ -604,8 +604,9 @@ def decoder_diagnostics(
     if L < 1:
         raise ValueError(f"L: need depth >= 1, got {L}")
     n, K = systems.n, systems.K
-    if not isinstance(n_small, (int, np.integer)) or not 2 <= n_small <= n:
-        raise ValueError(f"n_small: must be an integer in [2, n={n}], got {n_small!r}")
+    n_small = positive_int(n_small, "n_small", minimum=2)
+    if n_small > n:
+        raise ValueError(f"n_small: must be <= n = {n} held-out tasks, got {n_small}")
     Ps = np.ascontiguousarray(_as_stack(P, systems))
     Po = np.asarray(P_oracle, dtype=float)
     if Po.shape != (K, K):
@@ -641,8 +642,8 @@ def decoder_diagnostics(
         power_norm_mean=float(powL.mean()),
         rel_dist_mean_P=float(np.linalg.norm(Pbar - Po) / no),
         rel_dist_per_task=float(np.mean(np.linalg.norm(Ps - Po, axis=(-2, -1))) / no),
-        srank_mean_P=float(stable_ranks(Pbar)),
-        srank_per_task=float(np.mean(stable_ranks(Ps))),
+        srank_mean_P=float(_srank(Pbar[None])[0]),
+        srank_per_task=float(np.mean(_srank(Ps))),
     )
 
 
