@@ -239,6 +239,11 @@ metrics["flex_static_over_flex"] = risks["flex_static"] / risks["flex"]
 metrics["jacobi_over_flex"] = risks["jacobi"] / risks["flex"]
 metrics["max_violation_rate"] = max(diag[m].violation_rate for m in methods)
 Pf = P_tasks["flex"]
+# paired comparison on the same held-out tasks: difference of per-task losses and its standard error
+loss_dag = {m: np.sum((depth_error(P_tasks[m], test, L)[:, -1]) ** 2, axis=1) / K for m in ("flex", "free")}
+diff = loss_dag["flex"] - loss_dag["free"]
+metrics["flex_minus_free"] = float(diff.mean())
+metrics["flex_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
 metrics["flex_task_variation"] = float(np.mean(np.linalg.norm(Pf - Pf.mean(0), axis=(1, 2))) / np.linalg.norm(Pf.mean(0)))
 metrics["flex_head_weights_abs_max"] = float(models["flex"].c.detach().abs().max())
 metrics["flex_risk_over_zero"] = risks["flex"] / zero_risk

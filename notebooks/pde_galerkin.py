@@ -230,6 +230,12 @@ metrics["free_over_floor"] = e2e["free"] / enc.floor
 metrics["free_over_flex"] = e2e["free"] / e2e["flex"]
 metrics["flex_static_over_free"] = e2e["flex_static"] / e2e["free"]
 metrics["max_violation_rate"] = max(diag[m].violation_rate for m in methods)
+diff = e2e_losses["flex"] - e2e_losses["free"]  # paired on the same held-out prompts
+metrics["flex_minus_free"] = float(diff.mean())
+metrics["flex_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
+diff = e2e_losses["flex_static"] - e2e_losses["free"]
+metrics["flex_static_minus_free"] = float(diff.mean())
+metrics["flex_static_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
 metrics["static_theta_green"] = float(static.theta.detach()[1])
 metrics["h_inf_over_floor"] = e2e["h_inf"] / enc.floor
 metrics["oracle_over_floor"] = e2e["oracle"] / enc.floor
