@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from iclcore.richardson.decoder import _check_training_args
-from iclcore.richardson.encdec import EncDecConfig, LatentPrompts, _setup
+from iclcore.richardson.encdec import EncDecConfig, _setup
 from iclcore.richardson.encoder import (
     EncoderProblem,
     OnlineEncoderResult,
@@ -25,6 +25,7 @@ from iclcore.richardson.encoder import (
     sample_encoder_data,
 )
 from iclcore.richardson.iterates import _as_vectors, _depth_problem
+from iclcore.richardson.lowrank import LatentPrompts
 from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs
 from iclcore.validation import positive_int
 
