@@ -120,7 +120,7 @@ panels = [("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
           ("rich_r2_aware", "rich_r2_blind", None, "Richardson R²: H-aware (—), H-blind (--)"),
           ("curvature_corr", None, None, "corr(per-prompt log-rate, log tr H)"),
           ("geo_r2", "monotone_fraction", None, "geometric-fit R² (—), monotone fraction (--)")]
-fig, axs = plt.subplots(2, 4, figsize=(15, 6.5))
+fig, axs = plt.subplots(2, 4, figsize=(15, 7.5), layout="constrained")
 for ax, (key, alt, ref, title) in zip(axs.ravel(), panels):
     for c_, kind in zip(PALETTE, ("lsa", "gpt")):
         st = np.array([r["step"] for r in main[kind]]) + 1
@@ -129,19 +129,24 @@ for ax, (key, alt, ref, title) in zip(axs.ravel(), panels):
             ax.plot(st, [r[alt] for r in main[kind]], "s--", color=c_, ms=2, lw=0.8)
     if ref is not None:
         ax.axhline(ref, color="k", ls=":", lw=0.8)
-    ax.set(xscale="log", xlabel="training step + 1", title=title)
+    ax.set(xscale="log", title=title)
+    ax.title.set_fontsize(9)
     if key.startswith("rel_err"):
         ax.set_yscale("log")
 axs[0, 0].legend(fontsize=7)
+for ax in axs[1]:
+    ax.set_xlabel("training step + 1")
 save_figure(fig, "fig_probe_statistics")
 
 # %% [markdown]
 # ## Error by layer and attention on BOS by depth
 
 # %%
-fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
+fig, ax = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
 for c_, kind, L in zip(PALETTE, ("lsa", "gpt"), (lsa_layers, gpt_layers)):
-    for r, a_ in zip(main[kind][:: max(1, len(main[kind]) // 4)] + [main[kind][-1]], np.linspace(0.25, 1, 6)):
+    sel = np.unique(np.linspace(0, len(main[kind]) - 1, 5).astype(int))
+    for i, a_ in zip(sel, np.linspace(0.25, 1, len(sel))):
+        r = main[kind][i]
         ax[0 if kind == "lsa" else 1].plot(range(L + 1), [r[f"mae_l{l}"] for l in range(L + 1)], "o-", color=c_,
                                            alpha=a_, ms=3, label=f"step {r['step']}")
 for a in ax[:2]:
@@ -151,7 +156,8 @@ ax[0].set_title("LSA: MAE by layer")
 ax[1].set_title("GPT: MAE by layer (lens)")
 for r, a_ in zip(main["gpt"], np.linspace(0.2, 1, len(main["gpt"]))):
     ax[2].plot(range(1, gpt_layers + 1), [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)], "o-", color=PALETTE[1],
-               alpha=a_, ms=3)
+               alpha=a_, ms=3, label=f"step {r['step']}")
+ax[2].legend(fontsize=6)
 ax[2].set(xlabel="layer", ylabel="attention on BOS", title="GPT: BOS attention by depth (light = early)")
 save_figure(fig, "fig_probe_layers")
 
@@ -170,6 +176,8 @@ for kind in ("lsa", "gpt"):
         metrics[f"{kind}_{k}"] = last[k]
         metrics[f"{kind}_step0_{k}"] = first[k]
     metrics[f"{kind}_min_er_abs"] = min(r["er_abs"] for r in main[kind])
+    # valley: the lowest ER_abs after initialisation, relative to the step-0 value, in units of MAE_0
+    metrics[f"{kind}_valley_depth"] = (min(r["er_abs"] for r in main[kind][1:]) - first["er_abs"]) / first["mae_0"]
     metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
     metrics[f"{kind}_skipped"] = sum(runs[(kind, w, s)]["skipped"] for w in warmup_list for s in seed_list)
     metrics[f"{kind}_cpu_seconds"] = sum(runs[(kind, w, s)]["cpu"] for w in warmup_list for s in seed_list)
