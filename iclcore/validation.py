@@ -32,6 +32,7 @@ __all__ = [
     "finite_array",
     "nonnegative_int_steps",
     "nondecreasing_times",
+    "nonnegative_grid",
     "spectrum_pair",
     "positive_spectrum",
     "symmetric_psd",
@@ -168,6 +169,19 @@ def nondecreasing_times(t: object, name: str = "t") -> np.ndarray:
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) < 0):
         raise ValueError(f"{name}: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
     return t
+
+
+def nonnegative_grid(x: object, name: str) -> tuple[np.ndarray, bool]:
+    """A scalar or 1-D grid of finite values ``>= 0`` (e.g. the ``gamma`` values of a landscape).
+
+    Returns the grid as a 1-D float array and whether ``x`` was a scalar.
+    """
+    g = np.asarray(x, dtype=float)
+    scalar = g.ndim == 0
+    g = np.atleast_1d(g)
+    if g.ndim != 1 or not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise ValueError(f"{name}: expected finite values >= 0 (scalar or 1-D array)")
+    return g, scalar
 
 
 def positive_spectrum(s: object, name: str) -> np.ndarray:

@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.rrs import rrs_gradient_flow
+from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import (
     LinearAttention,
     ReducedGammaStack,
@@ -17,8 +20,6 @@ from iclcore.models.attention import (
     sample_rrs_contexts,
     train,
 )
-from iclcore.dmft.reduced import power_law_spectrum, rrs_gradient_flow
-from iclcore.dmft.width import width_landscape_mc
 
 torch.set_num_threads(1)
 
@@ -213,7 +214,7 @@ def test_width_frame_model_follows_width_theory():
     """Width-N reduced model (frame U, D = 16, N = 4): SGD with lr = eta N / 2 on population RRS
     contexts follows the width-N flow of dmft_width (40 pooled projections) within 10% once
     gamma = O(1); a non-orthonormal frame is rejected."""
-    from iclcore.dmft.width import haar_columns, width_gradient_flow, width_spectrum_mc
+    from iclcore.dmft.width_mc import haar_columns, width_gradient_flow, width_spectrum_mc
 
     D, N, L, Bc, eta, steps = 16, 4, 2, 64, 0.5, 120
     lam, omega = power_law_spectrum(D, 1.0, 1.0)

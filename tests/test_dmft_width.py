@@ -9,26 +9,17 @@ from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from iclcore.dmft.reduced import (
-    context_bottleneck,
-    context_bottleneck_paper,
-    power_law_spectrum,
-    rrs_loss,
-    width_bottleneck,
-    width_bottleneck_paper,
-)
-from iclcore.dmft.width import (
-    free_product_psi,
+from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.rrs import rrs_loss
+from iclcore.dmft.scaling import context_bottleneck, context_bottleneck_paper, width_bottleneck, width_bottleneck_paper
+from iclcore.dmft.width_de import free_product_psi, two_point_F, two_point_loss_de, width_loss_de, width_psi
+from iclcore.dmft.width_mc import (
     haar_columns,
-    two_point_F,
-    two_point_loss_de,
     width_gradient_flow,
     width_landscape_mc,
     width_loss,
-    width_loss_de,
     width_loss_grad,
     width_min_loss,
-    width_psi,
     width_spectrum_mc,
 )
 from iclcore.spectra.mp import mp_quadrature
@@ -283,8 +274,8 @@ def test_untied_balanced_point_is_transversally_unstable(L):
     """Hessian of the untied loss at a balanced point: closed form vs finite differences (1e-5 rel),
     transverse eigenvalue -2m < 0; and unequal layer scales reach a lower loss than the best
     balanced one (the balanced optimum is a saddle)."""
-    from iclcore.dmft.reduced import rrs_optimum
-    from iclcore.dmft.width import untied_balanced_hessian, untied_loss
+    from iclcore.dmft.rrs import rrs_optimum
+    from iclcore.dmft.untied import untied_balanced_hessian, untied_loss
 
     lam, omega = power_law_spectrum(40, 1.0, 1.0)
     g_star, l_star = rrs_optimum(lam, omega, L)
@@ -313,8 +304,8 @@ def test_untied_optimum_is_global(D, L):
     balanced optimum, and no multi-start Nelder-Mead run (12 random starts) goes below it."""
     from scipy.optimize import minimize
 
-    from iclcore.dmft.reduced import rrs_optimum
-    from iclcore.dmft.width import untied_loss, untied_optimum
+    from iclcore.dmft.rrs import rrs_optimum
+    from iclcore.dmft.untied import untied_loss, untied_optimum
 
     lam, omega = power_law_spectrum(D, 1.0, 1.0)
     g, loss = untied_optimum(lam, omega, L)
@@ -332,7 +323,7 @@ def test_untied_optimum_is_global(D, L):
 
 def test_untied_optimum_vanishes_when_layers_outnumber_modes():
     """With D <= L distinct eigenvalues every mode can be annihilated: the minimum is 0."""
-    from iclcore.dmft.width import untied_loss, untied_optimum
+    from iclcore.dmft.untied import untied_loss, untied_optimum
 
     lam, omega = power_law_spectrum(4, 1.0, 1.0)
     g, loss = untied_optimum(lam, omega, 6)

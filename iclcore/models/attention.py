@@ -322,7 +322,7 @@ class ReducedGammaStack(nn.Module):
     frame : tensor ``(D, N)`` with orthonormal columns, or None
         Width-``N`` model (seed 002 Eq. 14): the trainable matrices ``tilde Γ^ℓ`` are ``N x N``
         and act in ``D``-space as ``Γ^ℓ = (D/N) U tilde Γ^ℓ U^T`` (the book's normalisation, see
-        :mod:`iclcore.dmft.width`). ``tilde Γ = γ I_N`` gives the scalar ``γ`` of the theory; the
+        :mod:`iclcore.dmft`). ``tilde Γ = γ I_N`` gives the scalar ``γ`` of the theory; the
         reduced flow holds at ``t = eta * steps`` with ``lr = eta * N / 2`` (tied).
     dtype : torch dtype
     """

@@ -1,0 +1,205 @@
+"""Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4): width and context
+bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and power-law fits.
+Conventions (normalised trace, theory time, power-law data) in :mod:`iclcore.dmft`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from iclcore.validation import (
+    as_generator,
+    positive_float,
+    positive_int,
+    spectrum_pair,
+)
+
+__all__ = [
+    "width_bottleneck",
+    "width_bottleneck_paper",
+    "width_bottleneck_mc",
+    "context_bottleneck",
+    "context_bottleneck_paper",
+    "context_bottleneck_mc",
+    "scaling_exponents",
+    "fit_power_law_exponent",
+    "fit_power_law_drift",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Scaling-law bottlenecks (seed 002 Result 8, App. F.2, F.4)
+# --------------------------------------------------------------------------------------------------
+
+
+def _solve_kappa(lam: np.ndarray, n_eff: float, name: str) -> float:
+    """Root ``κ > 0`` of ``Σ_k λ_k/(κ + λ_k) = n_eff`` (requires ``0 < n_eff < D``)."""
+    D = lam.size
+    if not 0 < n_eff < D:
+        raise ValueError(f"{name}: must lie strictly between 0 and D = {D}, got {n_eff!r}")
+    f = lambda logk: float(np.sum(lam / (math.exp(logk) + lam)) - n_eff)  # noqa: E731
+    lo, hi = math.log(lam.min()) - 40.0, math.log(lam.max()) + 40.0
+    return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=1e-14))
+
+
+def _bottleneck_kappa(
+    lam: np.ndarray, omega: np.ndarray, n: int, name: str
+) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """Validate ``lam, omega`` and the size ``n`` (``N`` or ``P``); return them and κ with ``Σ λ/(κ+λ) = n``."""
+    lam, omega = spectrum_pair(lam, omega)
+    n = positive_int(n, name)
+    return lam, omega, n, _solve_kappa(lam, float(n), name)
+
+
+def _bottleneck_mc_args(
+    lam: np.ndarray, omega: np.ndarray, n: int, name: str, rng: np.random.Generator, draws: int
+) -> tuple[np.ndarray, np.ndarray, int, int, np.random.Generator, int]:
+    """Validate the bottleneck Monte Carlo arguments (``n = N`` or ``P``, below ``D``).
+
+    Returns ``lam, omega, n, D, rng, draws``.
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    n = positive_int(n, name)
+    D = lam.size
+    if n >= D:
+        raise ValueError(f"{name}: must be smaller than D = {D}, got {n}")
+    return lam, omega, n, D, as_generator(rng), positive_int(draws, "draws")
+
+
+def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
+    """Width bottleneck ``lim_{t,L→∞, P=∞} L(N) = tr[ΩΛ κ(κ + Λ)^{-1}]``, ``Σ_k λ_k/(κ+λ_k) = N``.
+
+    The infinite-time, infinite-depth model removes everything the rank-``N`` random projection
+    can see; what remains is the bias of projecting onto a random ``N``-dimensional subspace
+    weighted by ``Λ^{1/2}``, whose deterministic equivalent is ``κ(κ+Λ)^{-1}`` (linear in κ).
+    Seed 002 Eq. 113 prints the squared form ``κ²(κ+Λ)^{-2}``; see :func:`width_bottleneck_paper`.
+    """
+    lam, omega, N, kap = _bottleneck_kappa(lam, omega, N, "N")
+    return float(np.mean(omega * lam * kap / (kap + lam)))
+
+
+def width_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
+    """Eq. 113 as printed: ``tr[ΩΛ κ²(κ+Λ)^{-2}]`` with the same κ (kept for the comparison)."""
+    lam, omega, N, kap = _bottleneck_kappa(lam, omega, N, "N")
+    return float(np.mean(omega * lam * kap**2 / (kap + lam) ** 2))
+
+
+def width_bottleneck_mc(
+    lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, draws: int = 4
+) -> float:
+    """Monte Carlo of the width bottleneck: ``E tr[ΩΛ (I - Π_N)]``, ``Π_N`` the orthogonal projector onto
+    ``range(Λ^{1/2} U)`` for a Haar ``D x N`` frame ``U`` (the null space of ``K = Λ^{1/2}UUᵀΛ^{1/2}``
+    is what ``(I - γK/L)^{2L}`` keeps as ``γ, L → ∞``)."""
+    lam, omega, N, D, rng, draws = _bottleneck_mc_args(lam, omega, N, "N", rng, draws)
+    out = []
+    for _ in range(draws):
+        U = np.linalg.qr(rng.standard_normal((D, N)))[0]
+        Q = np.linalg.qr(np.sqrt(lam)[:, None] * U)[0]  # orthonormal basis of range(Λ^{1/2}U)
+        seen = np.sum(omega[:, None] * lam[:, None] * Q**2) / D
+        out.append(np.mean(omega * lam) - seen)
+    return float(np.mean(out))
+
+
+def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
+    """Context bottleneck ``lim_{t,L→∞, N=D} L(P)``: the bias of min-norm interpolation from ``P < D`` points.
+
+    .. math::
+        \\mathcal L_\\infty(P) = \\frac{\\kappa^2\\,\\mathrm{tr}[\\Omega\\Lambda(\\kappa+\\Lambda)^{-2}]}
+            {1 - P^{-1}\\sum_k \\lambda_k^2(\\kappa+\\lambda_k)^{-2}}, \\qquad \\sum_k \\frac{\\lambda_k}{\\kappa+\\lambda_k} = P .
+
+    Seed 002 Eq. 116 omits the denominator (:func:`context_bottleneck_paper`).
+    """
+    lam, omega, P, kap = _bottleneck_kappa(lam, omega, P, "P")
+    num = kap**2 * np.mean(omega * lam / (kap + lam) ** 2)
+    den = 1.0 - np.sum(lam**2 / (kap + lam) ** 2) / P
+    return float(num / den)
+
+
+def context_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
+    """Eq. 116 as printed: ``tr[ΩΛ κ²(κ+Λ)^{-2}]`` (no ``1 - df₂/P`` denominator)."""
+    lam, omega, P, kap = _bottleneck_kappa(lam, omega, P, "P")
+    return float(kap**2 * np.mean(omega * lam / (kap + lam) ** 2))
+
+
+def context_bottleneck_mc(
+    lam: np.ndarray, omega: np.ndarray, P: int, rng: np.random.Generator, draws: int = 4
+) -> float:
+    """Monte Carlo of the context bottleneck: ``E tr[Ω(I-Π_X)Λ(I-Π_X)]``, ``Π_X`` the projector onto the
+    row span of ``X`` (``P x D`` with rows ``~ N(0, Λ)``): the limit of ``(I - γΣ̂/L)^L`` as ``γ, L → ∞``."""
+    lam, omega, P, D, rng, draws = _bottleneck_mc_args(lam, omega, P, "P", rng, draws)
+    out = []
+    for _ in range(draws):
+        X = rng.standard_normal((P, D)) * np.sqrt(lam)
+        Q = np.linalg.qr(X.T)[0]  # (D, P) basis of the row span
+        # tr[Ω (I-Π) Λ (I-Π)] with diagonal Ω, Λ
+        QtL = Q.T * lam  # (P, D)
+        QtO = Q.T * omega
+        t1 = np.sum(omega * lam)
+        t2 = 2.0 * np.sum(Q * (Q * (omega * lam)[:, None]))
+        t3 = np.sum((QtO @ Q) * (QtL @ Q))
+        out.append((t1 - t2 + t3) / D)
+    return float(np.mean(out))
+
+
+def scaling_exponents(nu: float, beta: float) -> dict[str, float]:
+    """Printed and corrected scaling exponents of seed 002 (Results 4, 8; Eqs. 89, 97, 100, 113, 116).
+
+    Keys ``*_paper`` hold the printed exponent, ``*_corrected`` ours:
+
+    * ``t_rrs``: ``β/(2+β)`` (Eq. 97; confirmed),
+    * ``t_fs``: printed ``β/(ν+νβ+1)``; corrected ``νβ/(νβ+2ν+1)`` (cut-off ``k* = t^{1/(νβ+2ν+1)}``),
+    * ``L``: ``β`` (Eq. 100),
+    * ``N``: printed ``νβ``; corrected ``ν min(β, 1)``,
+    * ``P``: printed ``νβ``; corrected ``ν min(β, 2)``.
+    """
+    nu = positive_float(nu, "nu")
+    beta = positive_float(beta, "beta")
+    return {
+        "t_rrs_paper": beta / (2.0 + beta),
+        "t_rrs_corrected": beta / (2.0 + beta),
+        "t_fs_paper": beta / (nu + nu * beta + 1.0),
+        "t_fs_corrected": nu * beta / (nu * beta + 2.0 * nu + 1.0),
+        "L_paper": beta,
+        "L_corrected": beta,
+        "N_paper": nu * beta,
+        "N_corrected": nu * min(beta, 1.0),
+        "P_paper": nu * beta,
+        "P_corrected": nu * min(beta, 2.0),
+    }
+
+
+def fit_power_law_exponent(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope ``-d log y / d log x`` (the decay exponent) of positive samples."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
+        raise ValueError("x, y: expected two 1-D arrays of the same length >= 2")
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("x, y: power-law fit needs positive values")
+    slope = np.polyfit(np.log(x), np.log(y), 1)[0]
+    return float(-slope)
+
+
+def fit_power_law_drift(x: np.ndarray, y: np.ndarray) -> float:
+    """Pre-asymptotic error estimate of :func:`fit_power_law_exponent` on a finite window.
+
+    The absolute difference of the fitted exponents on the first and the second half of the samples
+    (ordered by ``x``; each half needs two points). A pure power law gives 0; a local slope that
+    still moves across the window gives the size of that movement, which is the book's error model
+    for exponent fits on theory curves (an agreement rule ``|fit - exponent| <= 3 drift``).
+
+    Parameters
+    ----------
+    x, y : arrays ``(n,)``, positive, ``n >= 4``
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 4:
+        raise ValueError("x, y: expected two 1-D arrays of the same length >= 4")
+    order = np.argsort(x)
+    x, y = x[order], y[order]
+    h = x.size // 2
+    return abs(fit_power_law_exponent(x[:h], y[:h]) - fit_power_law_exponent(x[h:], y[h:]))

@@ -1,0 +1,314 @@
+"""Width-``N`` deep linear attention on RRS data by Monte Carlo (Bordelon et al. §4, Eq. 14,
+19, 102): Haar frames, the one-point reduction at ``P = ∞`` (exact in distribution at finite
+``D``) with its gradient flow, and the general Monte Carlo at finite width and context. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
+:mod:`iclcore.dmft`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+from iclcore.linalg import haar_orthogonal
+from iclcore.validation import as_generator, check_depth, nonnegative_grid, positive_int, spectrum_pair
+
+__all__ = [
+    "haar_columns",
+    "WidthSpectrum",
+    "width_spectrum_mc",
+    "width_loss",
+    "width_loss_grad",
+    "width_min_loss",
+    "GradientFlow",
+    "width_gradient_flow",
+    "width_landscape_mc",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Haar frames
+# --------------------------------------------------------------------------------------------
+
+
+def haar_columns(D: int, N: int, rng: np.random.Generator | int) -> np.ndarray:
+    """``D x N`` Haar frame (orthonormal columns): :func:`iclcore.linalg.haar_orthogonal` with
+    ``columns=N``, checking the width ``N <= D``."""
+    D = positive_int(D, "D")
+    N = positive_int(N, "N")
+    if N > D:
+        raise ValueError(f"N: width must be <= D={D}, got {N}")
+    return haar_orthogonal(D, rng, columns=N)
+
+
+# --------------------------------------------------------------------------------------------
+# Monte Carlo one-point reduction (P = infinity)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WidthSpectrum:
+    """Spectral weights of ``K = (D/N) Lambda^{1/2} U U^T Lambda^{1/2}`` against ``Omega Lambda``.
+
+    The loss of the width-N model at ``P = infinity`` is ``tr[Omega Lambda q(K)]`` with
+    ``q(x) = (1 - gamma x / L)^{2L}``; with the eigenpairs ``(s_j, w_j)`` of ``K`` this is
+    ``total - sum_j c_j + sum_j c_j q(s_j)``, ``c_j = (1/D) w_j^T Omega Lambda w_j``.
+
+    Attributes
+    ----------
+    s : numpy.ndarray, shape ``(n_draws * N,)``
+        Non-zero eigenvalues of ``K`` (all draws pooled).
+    c : numpy.ndarray, shape ``(n_draws * N,)``
+        Their weights, divided by the number of draws.
+    total : float
+        ``tr Omega Lambda`` (the loss at ``gamma = 0``).
+    N, D : int
+        Width and dimension.
+    """
+
+    s: np.ndarray
+    c: np.ndarray
+    total: float
+    N: int
+    D: int
+
+    @property
+    def null_loss(self) -> float:
+        """``tr[Omega Lambda P_ker(K)]``: the loss left in the null space of ``K`` (t, L -> inf)."""
+        return float(self.total - self.c.sum())
+
+
+def width_spectrum_mc(
+    lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, n_draws: int = 1
+) -> WidthSpectrum:
+    """Monte Carlo one-point reduction of the width-N RRS loss at ``P = infinity``.
+
+    Implements seed 002 Eq. (14), (19) and (102) at ``P = infinity`` through the identity
+    ``p(M)^T Lambda p(M) = Lambda^{1/2} p(K)^2 Lambda^{1/2}`` for ``M = B Lambda``,
+    ``K = Lambda^{1/2} B Lambda^{1/2}`` (``B = (D/N) U U^T``), which turns the paper's
+    "two-point" object (Eq. 15) into a one-point function of ``K``. Exact in distribution at
+    finite ``D``; each draw costs one ``D x N`` QR and one ``N x N`` eigendecomposition.
+
+    Parameters
+    ----------
+    lam, omega : array, shape ``(D,)``
+        Eigenvalues of the data covariance ``Lambda`` and task covariance ``Omega``.
+    N : int
+        Width, ``1 <= N <= D``.
+    rng : numpy.random.Generator
+    n_draws : int
+        Number of independent projections pooled.
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    D = lam.size
+    N = positive_int(N, "N")
+    if N > D:
+        raise ValueError(f"N: width must be <= D={D}, got {N}")
+    n_draws = positive_int(n_draws, "n_draws")
+    rng = as_generator(rng)
+    cst = D / N
+    ss, cs = [], []
+    sq = np.sqrt(lam)
+    for _ in range(n_draws):
+        U = haar_orthogonal(D, rng, columns=N)
+        S = cst * (U.T * lam) @ U
+        s, V = np.linalg.eigh(S)
+        s = np.clip(s, 1e-300, None)
+        W = (sq[:, None] * (U @ V)) * np.sqrt(cst / s)  # eigenvectors of K, unit norm
+        c = (omega * lam) @ (W**2) / D
+        ss.append(s)
+        cs.append(c / n_draws)
+    return WidthSpectrum(
+        s=np.concatenate(ss), c=np.concatenate(cs), total=float(np.mean(omega * lam)), N=N, D=D
+    )
+
+
+def _q_and_dq(gammas: np.ndarray, s: np.ndarray, L: float) -> tuple[np.ndarray, np.ndarray]:
+    """``q = (1 - g s / L)^{2L}`` and ``dq/dg`` on the grid ``gammas[:, None] * s[None, :]``."""
+    g = gammas[:, None]
+    if np.isinf(L):
+        q = np.exp(-2.0 * g * s[None, :])
+        return q, -2.0 * s[None, :] * q
+    Li = int(L)
+    u = 1.0 - g * s[None, :] / Li
+    return u ** (2 * Li), -2.0 * s[None, :] * u ** (2 * Li - 1)
+
+
+
+
+def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
+    """Population loss ``L(gamma) = tr[Omega Lambda (I - gamma K / L)^{2L}]`` of the width-N model.
+
+    Seed 002 Eq. (15)/(102) at ``P = infinity`` (tied layers, Eq. 19 with ``gamma^l = gamma``).
+    ``L = numpy.inf`` gives the infinite-depth limit ``exp(-2 gamma K)``.
+
+    Returns
+    -------
+    numpy.ndarray of the shape of ``gammas`` (0-d for a scalar).
+    """
+    Lf = float(check_depth(L, allow_inf=True))
+    g, scalar = nonnegative_grid(gammas, "gammas")
+    q, _ = _q_and_dq(g, spec.s, Lf)
+    out = spec.null_loss + q @ spec.c
+    return out[0] if scalar else out
+
+
+def width_loss_grad(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
+    """``d L / d gamma`` of :func:`width_loss` (analytic)."""
+    Lf = float(check_depth(L, allow_inf=True))
+    g, scalar = nonnegative_grid(gammas, "gammas")
+    _, dq = _q_and_dq(g, spec.s, Lf)
+    out = dq @ spec.c
+    return out[0] if scalar else out
+
+
+def width_min_loss(spec: WidthSpectrum, L: int) -> tuple[float, float]:
+    """Minimum over ``gamma`` of :func:`width_loss` at finite depth: returns ``(gamma_*, L_*)``.
+
+    The minimiser lies in ``(0, 2L / s_max)`` (stability window of the top mode); the loss is
+    minimised by bounded Brent search after bracketing the sign change of the derivative.
+    """
+    Lf = float(check_depth(L, allow_inf=True))
+    if np.isinf(Lf):
+        raise ValueError("L: the infinite-depth loss has no finite minimiser (it decreases to null_loss)")
+    hi = 2.0 * Lf / spec.s.max()
+    grid = np.linspace(0.0, hi, 2001)[1:-1]
+    d = width_loss_grad(grid, spec, L)
+    idx = np.nonzero(d > 0)[0]
+    if idx.size == 0:
+        g0 = grid[-1]
+    else:
+        j = idx[0]
+        g0 = brentq(lambda x: float(width_loss_grad(x, spec, L)), grid[max(j - 1, 0)] if j > 0 else 0.0, grid[j])
+    return float(g0), float(width_loss(g0, spec, L))
+
+
+@dataclass(frozen=True)
+class GradientFlow:
+    """Solution of ``d gamma / dt = -(1/2) dL/dgamma`` from ``gamma(0) = gamma0``.
+
+    Attributes
+    ----------
+    t, gamma, loss : numpy.ndarray, shape ``(n_t,)``
+    """
+
+    t: np.ndarray
+    gamma: np.ndarray
+    loss: np.ndarray
+
+
+def width_gradient_flow(
+    spec: WidthSpectrum, L: int | float, t: np.ndarray, gamma0: float = 0.0, rtol: float = 1e-9
+) -> GradientFlow:
+    """Gradient flow of the width-N model on its one-dimensional landscape.
+
+    Implements seed 002 Eq. (13) generalised to width N (Result 7): ``d gamma/dt = -(1/2)
+    dL/dgamma`` (the paper's time convention of Eq. 7/13, i.e. ``t = eta * steps`` for SGD with
+    the matrix update ``Gamma += -eta (N/2) grad``; see the chapter).
+
+    Parameters
+    ----------
+    spec : WidthSpectrum
+    L : int or numpy.inf
+    t : array, shape ``(n_t,)``, non-decreasing, ``t >= 0``
+    gamma0 : float
+    """
+    Lf = float(check_depth(L, allow_inf=True))
+    t = np.asarray(t, dtype=float)
+    if t.ndim != 1 or t.size < 1 or np.any(t < 0) or np.any(np.diff(t) < 0):
+        raise ValueError("t: expected a non-decreasing 1-D array of times >= 0")
+
+    def rhs(_t: float, y: np.ndarray) -> np.ndarray:
+        return np.array([-0.5 * float(width_loss_grad(max(y[0], 0.0), spec, Lf))])
+
+    def jac(_t: float, y: np.ndarray) -> np.ndarray:
+        g = max(y[0], 0.0)
+        if np.isinf(Lf):
+            d2 = 4.0 * spec.s**2 * np.exp(-2.0 * g * spec.s)
+        else:
+            Li = int(Lf)
+            u = 1.0 - g * spec.s / Li
+            d2 = 2.0 * (2 * Li - 1) / Li * spec.s**2 * u ** (2 * Li - 2)
+        return np.array([[-0.5 * float(d2 @ spec.c)]])
+
+    sol = solve_ivp(rhs, (0.0, float(t[-1])), [float(gamma0)], t_eval=t, method="LSODA",
+                    jac=jac, rtol=rtol, atol=1e-12)
+    if not sol.success:  # pragma: no cover - defensive
+        raise RuntimeError(f"width_gradient_flow: ODE solver failed: {sol.message}")
+    gam = sol.y[0]
+    return GradientFlow(t=t, gamma=gam, loss=np.asarray(width_loss(gam, spec, Lf)))
+
+
+# --------------------------------------------------------------------------------------------
+# General Monte Carlo: finite width and finite context
+# --------------------------------------------------------------------------------------------
+
+
+def width_landscape_mc(
+    gammas: np.ndarray,
+    lam: np.ndarray,
+    omega: np.ndarray,
+    N: int,
+    L: int,
+    rng: np.random.Generator,
+    P: int | None = None,
+    n_draws: int = 8,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo of the width-N RRS loss at finite context length ``P`` (general Eq. 15).
+
+    With ``B = (D/N) U U^T`` and ``hat Sigma = Lambda^{1/2} Z^T Z Lambda^{1/2} / P``
+    (``Z`` of shape ``(P, D)`` standard Gaussian; ``hat Sigma = Lambda`` if ``P`` is None),
+    ``p(M) = I + c G r(S) G^T hat Sigma`` where ``S = c U^T hat Sigma U = V diag(s) V^T``,
+    ``G = U V`` and ``r(s) = (p(s) - 1)/s``; the loss ``tr[Lambda p(M) Omega p(M)^T]`` is then a
+    quadratic form in ``r`` evaluated for all ``gammas`` at once. Noise-free targets.
+
+    Returns
+    -------
+    loss, dloss : numpy.ndarray, shape ``(len(gammas),)``
+        Mean over draws of the loss and of its derivative in ``gamma``.
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    D = lam.size
+    N = positive_int(N, "N")
+    if N > D:
+        raise ValueError(f"N: width must be <= D={D}, got {N}")
+    Lf = float(check_depth(L, allow_inf=True))
+    if np.isinf(Lf):
+        raise ValueError("L: width_landscape_mc needs a finite depth")
+    L = int(Lf)
+    if P is not None:
+        P = positive_int(P, "P")
+    n_draws = positive_int(n_draws, "n_draws")
+    rng = as_generator(rng)
+    g, _ = nonnegative_grid(gammas, "gammas")
+    cst = D / N
+    sq = np.sqrt(lam)
+    base = float(np.mean(lam * omega))
+    loss = np.zeros(g.size)
+    dloss = np.zeros(g.size)
+    for _ in range(n_draws):
+        U = np.eye(D) if N == D else haar_orthogonal(D, rng, columns=N)
+        if P is None:
+            Sig = np.diag(lam)
+        else:
+            Z = rng.standard_normal((P, D)) * sq
+            Sig = Z.T @ Z / P
+        S = cst * U.T @ Sig @ U
+        s, V = np.linalg.eigh(S)
+        G = U @ V  # (D, N)
+        H = G.T @ Sig  # (N, D)
+        a = np.sum(G * (lam * omega)[:, None] * H.T, axis=0)  # a_j = (H Omega Lambda G)_jj
+        GLG = (G.T * lam) @ G  # (N, N)
+        HOH = (H * omega) @ H.T  # (N, N)
+        Q = GLG * HOH  # elementwise; symmetric
+        u = 1.0 - g[:, None] * s[None, :] / L
+        pol = u**L
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(np.abs(s) > 1e-14, (pol - 1.0) / s, -g[:, None] * 1.0)
+        dr = -(u ** (L - 1))
+        quad = np.einsum("gj,jk,gk->g", r, Q, r)
+        loss += base + (2 * cst / D) * (r @ a) + (cst**2 / D) * quad
+        dloss += (2 * cst / D) * (dr @ a) + (2 * cst**2 / D) * np.einsum("gj,jk,gk->g", dr, Q, r)
+    return loss / n_draws, dloss / n_draws
