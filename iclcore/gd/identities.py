@@ -652,8 +652,10 @@ def identity_table(results: Mapping[str, Mapping[str, Any]] | None = None) -> st
         head += " sympy | exact points (fails) |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for s_ in STATEMENTS:
-        row = (f"| {s_.label} | `{s_.lean}` | {s_.origin} | ${s_.statement}$ | {s_.hypotheses} | {s_.how} | "
-               f"{s_.verdict} | {s_.evidence} |")
+        math = s_.statement.replace("|", r"\vert ")
+        txt = lambda x: x.replace("|", r"\|")  # noqa: E731  (a bare "|" would split the table cell)
+        row = (f"| {s_.label} | `{s_.lean}` | {s_.origin} | ${math}$ | {txt(s_.hypotheses)} | {txt(s_.how)} | "
+               f"{txt(s_.verdict)} | {s_.evidence} |")
         if results is not None:
             r = results.get(s_.label, {})
             sy = {True: "✓", False: "✗", None: "—"}[r.get("sympy")]
