@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
-from iclcore.validation import as_generator
+from iclcore.validation import as_generator, positive_int
 
 __all__ = [
     "mp_edges",
@@ -320,9 +320,7 @@ def mp_sample_eigenvalues(
     numpy.ndarray, shape ``(n_draws, K)``, ascending in each row.
     """
     rng = as_generator(rng)
-    for name, v in (("K", K), ("M", M), ("n_draws", n_draws)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    K, M, n_draws = positive_int(K, "K"), positive_int(M, "M"), positive_int(n_draws, "n_draws")
     G = rng.standard_normal((n_draws, M, K))
     S = np.einsum("nmi,nmj->nij", G, G) / M
     return np.linalg.eigvalsh(S)

@@ -34,7 +34,7 @@ import numpy as np
 from iclcore.linalg import haar_orthogonal
 from iclcore.richardson.moments import effective_dimension  # noqa: F401  (one d_eff for the package; name kept here for callers)
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.validation import as_generator
+from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
     "WINDOW_FORMS",
@@ -56,17 +56,6 @@ __all__ = [
 WINDOW_FORMS = ("sharp", "paper")
 
 
-def _check_spd(S: np.ndarray, name: str) -> np.ndarray:
-    S = np.asarray(S, dtype=float)
-    if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"{name}: expected a square matrix, got shape {S.shape}")
-    if not np.all(np.isfinite(S)):
-        raise ValueError(f"{name}: contains non-finite entries")
-    if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12):
-        raise ValueError(f"{name}: must be symmetric")
-    if np.linalg.eigvalsh(S).min() <= 0:
-        raise ValueError(f"{name}: must be positive definite")
-    return S
 
 
 def rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -97,7 +86,7 @@ def symmetric_inverse_sqrt(S: np.ndarray) -> np.ndarray:
     ----------
     S : ndarray, shape (K, K)
     """
-    S = _check_spd(S, "Sigma_x")
+    S = symmetric_psd(S, "Sigma_x", definite=True)
     w, V = np.linalg.eigh(S)
     return (V / np.sqrt(w)) @ V.T
 
@@ -266,14 +255,12 @@ def concentration_experiment(
     batch : int
         Draws per vectorised batch (memory ``batch * M * K``).
     """
-    for name, v in (("K", K), ("M", M), ("n_draws", n_draws), ("batch", batch)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    K, M, n_draws, batch = (positive_int(v, n) for n, v in (("K", K), ("M", M), ("n_draws", n_draws), ("batch", batch)))
     rng = as_generator(rng)
     t_grid = np.atleast_1d(np.asarray(t_grid, dtype=float))
     if t_grid.ndim != 1 or np.any(~np.isfinite(t_grid)) or np.any(t_grid < 0):
         raise ValueError("t_grid: expected a 1-D array of finite numbers >= 0")
-    S = np.eye(K) if Sigma_x is None else _check_spd(Sigma_x, "Sigma_x")
+    S = np.eye(K) if Sigma_x is None else symmetric_psd(Sigma_x, "Sigma_x", definite=True)
     if S.shape != (K, K):
         raise ValueError(f"Sigma_x: expected shape {(K, K)}, got {S.shape}")
     root = np.linalg.cholesky(S)
@@ -345,7 +332,7 @@ def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: floa
     lam : float
         Ridge ``λ >= 0`` (``H_M`` must be invertible: ``λ > 0`` or ``M >= K``).
     """
-    S = _check_spd(Sigma_x, "Sigma_x")
+    S = symmetric_psd(Sigma_x, "Sigma_x", definite=True)
     Sh = np.asarray(Sigma_hat, dtype=float)
     if Sh.ndim == 2:
         Sh = Sh[None]
@@ -408,7 +395,7 @@ def prompt_excess_risk_first_order(
     lam : float
         Ridge ``> 0``.
     """
-    S = _check_spd(Sigma_x, "Sigma_x")
+    S = symmetric_psd(Sigma_x, "Sigma_x", definite=True)
     Sb = np.asarray(Sigma_beta, dtype=float)
     if Sb.shape != S.shape or not np.allclose(Sb, Sb.T, atol=1e-12):
         raise ValueError(f"Sigma_beta: expected a symmetric matrix of shape {S.shape}")
