@@ -218,7 +218,7 @@ elapsed = time.perf_counter() - t_start
 metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_start, "train_seconds": t_train, "baseline_seconds": t_baselines,
            "K": K, "M": M, "r": r, "L": L, "n_test": n_test, "n_train": n_train, "steps": steps, "batch": batch,
            "zero_risk": zero_risk, "identity_gap": identity_gap, "exact_risk": exact_risk,
-           "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param}
+           "free_lbfgs_train_risk": comp.baselines["free"].train_risk, "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param}
 for m in methods:
     metrics.update(diag[m].as_dict(prefix=f"{m}_"))
 for m in methods + ["exact"]:
