@@ -18,9 +18,11 @@ Rules
 * ``importlib.import_module("iclcore.x")`` and ``__import__("iclcore.x")`` with
   a literal string (and ``import_module(".x", "iclcore.a")`` with literal
   arguments) are resolved like an ``import`` statement.
+* ``from iclcore.a import *`` depends on ``iclcore.a``; when ``iclcore.a`` is a
+  package, also on the submodules its literal ``__all__`` names (Python imports those).
 * Any other dynamic import (``import_module`` / ``__import__`` with a computed
-  name, ``importlib.reload``), ``from iclcore... import *``, a file that cannot
-  be parsed, or an ``iclcore`` module that does not exist makes the notebook
+  name, ``importlib.reload``, a star import from a package whose ``__all__`` is
+  computed), a file that cannot be parsed, or an ``iclcore`` module that does not exist makes the notebook
   depend on the **whole package**: every file under ``iclcore/`` (conservative:
   such a notebook re-executes after any change to ``iclcore``).
 * Imports of other packages (numpy, torch, ...) are covered by the lock file,
@@ -46,6 +48,7 @@ class ImportScan:
 
     modules: set[str] = field(default_factory=set)
     maybe_modules: set[str] = field(default_factory=set)  # ``from a import b``: ``a.b`` if it is a module
+    star: set[str] = field(default_factory=set)  # ``from a import *``
     dynamic: list[str] = field(default_factory=list)  # reasons
 
 
@@ -105,8 +108,7 @@ def scan_source(source: str, current: str = "", is_package: bool = False) -> Imp
             scan.modules.add(base)
             for alias in node.names:
                 if alias.name == "*":
-                    if base == PACKAGE or base.startswith(PACKAGE + "."):
-                        scan.dynamic.append(f"`from {base} import *`, line {node.lineno}")
+                    scan.star.add(base)
                 else:
                     scan.maybe_modules.add(f"{base}.{alias.name}")
         elif isinstance(node, ast.Call):
@@ -131,6 +133,26 @@ def scan_source(source: str, current: str = "", is_package: bool = False) -> Imp
             elif name == "reload":
                 scan.dynamic.append(f"`reload`, line {node.lineno}")
     return scan
+
+
+def _literal_all(source: str) -> list[str] | None:
+    """The names of a literal ``__all__`` in ``source`` ([] if there is none; None if it is computed)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names: list[str] = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if not all(isinstance(v, str) for v in value):
+                return None
+            names += list(value)
+    return names
 
 
 def _module_file(package_dir: Path, module: str) -> Path | None:
@@ -179,6 +201,14 @@ def dependency_files(notebook_source: str, package_dir: Path) -> Dependencies:
         for m in scan.maybe_modules:
             if _in_package(m) and _module_file(package_dir, m) is not None:
                 wanted.add(m)
+        for base in scan.star:  # `from a import *`: a package also imports the submodules named in its __all__
+            path = _module_file(package_dir, base) if _in_package(base) else None
+            if path is not None and path.name == "__init__.py":
+                names = _literal_all(path.read_text())
+                if names is None:
+                    reasons.append(f"{where or 'the notebook'}: `from {base} import *` with a computed __all__")
+                    continue
+                wanted.update(f"{base}.{n}" for n in names if _module_file(package_dir, f"{base}.{n}") is not None)
         for m in sorted(wanted):
             parts = m.split(".")
             for i in range(1, len(parts) + 1):  # the module and every parent package

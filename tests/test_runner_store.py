@@ -27,6 +27,10 @@ PACKAGE = {
     "c.py": 'import importlib\nmod = importlib.import_module("iclcore.b")\n',
     "d.py": 'import importlib\nname = "iclcore." + "b"\nmod = importlib.import_module(name)\n',
     "unused.py": "U = 0\n",
+    "e/__init__.py": '__all__ = ["f"]\n',
+    "e/f.py": "F = 1\n",
+    "e/g.py": "G = 1\n",
+    "s.py": "from iclcore.b import *\n",
 }
 NOTEBOOKS = {
     "n_x": "from iclcore.a.x import X",
@@ -34,6 +38,8 @@ NOTEBOOKS = {
     "n_b": "import iclcore.b as b",
     "n_c": "from iclcore import c",
     "n_d": "from iclcore.d import mod",
+    "n_e": "from iclcore.e import *",
+    "n_s": "from iclcore.s import B",
 }
 
 
@@ -70,7 +76,9 @@ def _changed_after(root: Path, rel: str) -> set[str]:
         ("iclcore/a/y.py", {"n_x", "n_ax", "n_d"}),  # through a relative import; n_d depends on everything
         ("iclcore/a/__init__.py", {"n_x", "n_ax", "n_d"}),  # a parent package's __init__ runs on import
         ("iclcore/__init__.py", set(NOTEBOOKS)),
-        ("iclcore/b.py", {"n_b", "n_c", "n_d"}),  # n_c: importlib.import_module with a literal is resolved
+        ("iclcore/b.py", {"n_b", "n_c", "n_d", "n_s"}),  # n_c: import_module("iclcore.b") is resolved; n_s: a star import
+        ("iclcore/e/f.py", {"n_e", "n_d"}),  # a star import of a package imports the submodules of its __all__
+        ("iclcore/e/g.py", {"n_d"}),
         ("iclcore/unused.py", {"n_d"}),
         ("iclbook/cli.py", set()),  # the tooling is in no key
     ],
