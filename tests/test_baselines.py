@@ -61,7 +61,7 @@ def test_free_linear_gradient_matches_finite_differences():
     L = 5
     _, g = free_linear_risk_and_grad(P, s, L)
     h = 1e-6
-    for (i, j) in [(0, 0), (1, 3), (5, 2)]:
+    for i, j in [(0, 0), (1, 3), (5, 2)]:
         E = np.zeros_like(P)
         E[i, j] = h
         fd = (depth_risk(P + E, s, L) - depth_risk(P - E, s, L)) / (2 * h)

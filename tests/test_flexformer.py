@@ -61,9 +61,11 @@ def test_extracted_P_equals_its_action():
     Ht, dt = torch.as_tensor(H), torch.as_tensor(d)
     P = preconditioners_numpy(m, H, d)
     for b in range(3):
+
         def update(x, b=b):
             r = dt[b] - Ht[b] @ x
-            return m.preconditioner(Ht[b:b + 1], dt[b:b + 1])[0] @ r
+            return m.preconditioner(Ht[b : b + 1], dt[b : b + 1])[0] @ r
+
         J = torch.func.jacrev(update)(torch.zeros(5, dtype=torch.float64)).detach().numpy()
         assert np.max(np.abs(J + P[b] @ H[b])) <= 1e-12 * np.max(np.abs(P[b] @ H[b]))
 
@@ -102,6 +104,7 @@ def test_deterministic_training():
         m = Flexformer(FlexformerConfig(K=5, rank=2, n_heads=1, d_k=2), torch.Generator().manual_seed(7))
         res = train_preconditioner(m, _sampler, 3, 15, 32, 1e-2, np.random.default_rng(8))
         return res.loss, [p.detach().clone() for p in m.parameters()]
+
     la, pa = run()
     lb, pb = run()
     assert np.array_equal(la, lb)
@@ -139,8 +142,12 @@ def test_bad_input():
     with pytest.raises(TypeError, match="generator"):
         Flexformer(FlexformerConfig(K=3, rank=1), generator=0)
     with pytest.raises(ValueError, match="L"):
-        richardson_unroll(torch.zeros(1, 2, 2, dtype=torch.float64), torch.zeros(1, 2, 2, dtype=torch.float64),
-                          torch.zeros(1, 2, dtype=torch.float64), -1)
+        richardson_unroll(
+            torch.zeros(1, 2, 2, dtype=torch.float64),
+            torch.zeros(1, 2, 2, dtype=torch.float64),
+            torch.zeros(1, 2, dtype=torch.float64),
+            -1,
+        )
     m = _model()
     with pytest.raises(ValueError, match="lr"):
         train_preconditioner(m, _sampler, 2, 2, 4, -1.0, np.random.default_rng(0))

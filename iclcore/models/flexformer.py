@@ -168,8 +168,13 @@ class Flexformer(nn.Module):
         Index positions for :func:`index_features`.
     """
 
-    def __init__(self, config: FlexformerConfig, generator: torch.Generator, P_init: np.ndarray | None = None,
-                 positions: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        config: FlexformerConfig,
+        generator: torch.Generator,
+        P_init: np.ndarray | None = None,
+        positions: np.ndarray | None = None,
+    ) -> None:
         super().__init__()
         _check_generator(generator)
         self.config = config
@@ -220,7 +225,9 @@ class Flexformer(nn.Module):
         return richardson_unroll(self.preconditioner(H, d), H, d, L)
 
 
-def kernel_dictionary(positions: np.ndarray, kinds: tuple[str, ...] = ("identity", "green", "matern52:0.1")) -> np.ndarray:
+def kernel_dictionary(
+    positions: np.ndarray, kinds: tuple[str, ...] = ("identity", "green", "matern52:0.1")
+) -> np.ndarray:
     """Fixed Gram matrices ``Φ_m`` on the index positions, shape (m, K, K).
 
     ``kinds`` entries: ``"identity"``; ``"green"`` — ``min(x, y) − xy`` (Green's function of
@@ -247,8 +254,11 @@ def kernel_dictionary(positions: np.ndarray, kinds: tuple[str, ...] = ("identity
             if not ell > 0:
                 raise ValueError(f"kinds: length scale must be > 0 in {kind!r}")
             s = D / ell
-            out.append((1 + np.sqrt(5) * s + 5 * s**2 / 3) * np.exp(-np.sqrt(5) * s) if name == "matern52"
-                       else np.exp(-0.5 * s**2))
+            out.append(
+                (1 + np.sqrt(5) * s + 5 * s**2 / 3) * np.exp(-np.sqrt(5) * s)
+                if name == "matern52"
+                else np.exp(-0.5 * s**2)
+            )
         else:
             raise ValueError(f"kinds: unknown kernel {kind!r}")
     return np.stack(out)
@@ -383,5 +393,7 @@ def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, chunk:
     out = []
     with torch.no_grad():
         for a in range(0, H.shape[0], chunk):
-            out.append(model.preconditioner(_as_tensor(H[a:a + chunk], "H"), _as_tensor(d[a:a + chunk], "d")).numpy())
+            out.append(
+                model.preconditioner(_as_tensor(H[a : a + chunk], "H"), _as_tensor(d[a : a + chunk], "d")).numpy()
+            )
     return np.concatenate(out)

@@ -114,10 +114,17 @@ def affine_operator(n_el: int, n_pieces: int = 4, c0: float = 1.0) -> AffineOper
     Ak = []
     for k in range(n_pieces):
         ind = np.zeros(n_el)
-        ind[k * per:(k + 1) * per] = 1.0
+        ind[k * per : (k + 1) * per] = 1.0
         Ak.append(_element_matrices(n_el, ind, c0)[0][inner, inner])
-    return AffineOperator(n_el=n_el, c0=float(c0), A0=A0, A=np.stack(Ak), mass=Mm[inner, inner],
-                          mass_full=Mm[inner, :], nodes=np.arange(1, n_el) / n_el)
+    return AffineOperator(
+        n_el=n_el,
+        c0=float(c0),
+        A0=A0,
+        A=np.stack(Ak),
+        mass=Mm[inner, inner],
+        mass_full=Mm[inner, :],
+        nodes=np.arange(1, n_el) / n_el,
+    )
 
 
 def assemble(op: AffineOperator, z: np.ndarray) -> np.ndarray:

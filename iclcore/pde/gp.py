@@ -19,8 +19,14 @@ from scipy.linalg import eigh
 
 from iclcore.validation import as_generator, positive_int
 
-__all__ = ["matern52", "matern_covariance", "sample_gp", "covariance_operator_spectrum", "gp_effective_dimension",
-           "full_mass_matrix"]
+__all__ = [
+    "matern52",
+    "matern_covariance",
+    "sample_gp",
+    "covariance_operator_spectrum",
+    "gp_effective_dimension",
+    "full_mass_matrix",
+]
 
 
 def matern52(r: np.ndarray, ell: float, variance: float = 1.0) -> np.ndarray:

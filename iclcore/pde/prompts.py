@@ -26,8 +26,17 @@ from iclcore.pde.galerkin import AffineOperator, affine_operator, assemble, load
 from iclcore.pde.gp import matern_covariance, sample_gp
 from iclcore.validation import as_generator, positive_int
 
-__all__ = ["PDEConfig", "PDEPrompts", "test_function_nodes", "sample_pde_prompts", "ridge_encoder",
-           "EncoderQuality", "encoder_quality", "encoded_query_systems", "population_oracle"]
+__all__ = [
+    "PDEConfig",
+    "PDEPrompts",
+    "test_function_nodes",
+    "sample_pde_prompts",
+    "ridge_encoder",
+    "EncoderQuality",
+    "encoder_quality",
+    "encoded_query_systems",
+    "population_oracle",
+]
 
 
 @dataclass(frozen=True)
@@ -135,8 +144,9 @@ def sample_pde_prompts(config: PDEConfig, op: AffineOperator, n: int, rng: np.ra
     return PDEPrompts(z=z, u=u, F=F[:, :-1], F_query=F[:, -1], u_query=U[:, -1])
 
 
-def ridge_encoder(config: PDEConfig, op: AffineOperator, prompts: PDEPrompts,
-                  lam_z: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ridge_encoder(
+    config: PDEConfig, op: AffineOperator, prompts: PDEPrompts, lam_z: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``G``, ``b`` and ``z_enc = (GᵀG + λ_z I)^{-1} Gᵀ b`` for every prompt.
 
     Returns
@@ -189,9 +199,13 @@ def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) 
     A_enc = assemble(op, z_enc)
     rel = np.linalg.norm(A_enc - A_true, axis=(1, 2)) / np.linalg.norm(A_true, axis=(1, 2))
     fl = np.sum((solve(A_enc, prompts.F_query) - prompts.u_query) ** 2, axis=1) / op.n_h
-    return EncoderQuality(z_mse=float(zl.mean()), z_mse_se=float(zl.std(ddof=1) / np.sqrt(n)),
-                          A_rel_err=float(rel.mean()), floor=float(fl.mean()),
-                          floor_se=float(fl.std(ddof=1) / np.sqrt(n)))
+    return EncoderQuality(
+        z_mse=float(zl.mean()),
+        z_mse_se=float(zl.std(ddof=1) / np.sqrt(n)),
+        A_rel_err=float(rel.mean()),
+        floor=float(fl.mean()),
+        floor_se=float(fl.std(ddof=1) / np.sqrt(n)),
+    )
 
 
 def encoded_query_systems(config: PDEConfig, op: AffineOperator, prompts: PDEPrompts):

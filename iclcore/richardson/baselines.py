@@ -122,11 +122,11 @@ class LinearSystems:
         return self.H.shape[1]
 
     @classmethod
-    def from_prompts(cls, prompts) -> "LinearSystems":
+    def from_prompts(cls, prompts) -> LinearSystems:
         """From :class:`iclcore.richardson.tasks.Prompts` (``H = H_M``, ``d = c_M``, ``x⋆ = z⋆``)."""
         return cls(H=prompts.H_M, d=prompts.d, x_star=prompts.z_star)
 
-    def subset(self, idx) -> "LinearSystems":
+    def subset(self, idx) -> LinearSystems:
         """The tasks ``idx`` (any numpy index)."""
         return LinearSystems(H=self.H[idx], d=self.d[idx], x_star=self.x_star[idx])
 
@@ -265,8 +265,9 @@ def best_scaled_parameter(systems: LinearSystems, kind: str, L: int, n_grid: int
     vals = np.where(np.isfinite(vals), vals, np.inf)
     i = int(np.argmin(vals))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]
-    res = minimize_scalar(lambda t: _family_risk(fam, t, L), bounds=(a, b), method="bounded",
-                          options={"xatol": 1e-10 * b})
+    res = minimize_scalar(
+        lambda t: _family_risk(fam, t, L), bounds=(a, b), method="bounded", options={"xatol": 1e-10 * b}
+    )
     theta, val = (float(res.x), float(res.fun)) if res.fun <= vals[i] else (float(grid[i]), float(vals[i]))
     return theta, val
 
@@ -393,8 +394,9 @@ def free_linear_baseline(
         r, g = free_linear_risk_and_grad(p.reshape(K, K), train, L)
         return r, g.ravel()
 
-    res = minimize(fun, P0.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-12})
+    res = minimize(
+        fun, P0.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": int(max_iter), "gtol": gtol, "ftol": 1e-12}
+    )
     P = res.x.reshape(K, K)
     return Baseline("free", P, None, float(res.fun))
 
@@ -402,8 +404,11 @@ def free_linear_baseline(
 def exact_baseline(train: LinearSystems, L: int) -> Baseline:
     """The exact solve ``P = H^{-1}`` (``x_L = x†`` for ``L ≥ 1``): the floor."""
     L = _check_L(L)
-    risk = float(np.mean(np.sum((train.x_dagger - train.x_star) ** 2, axis=-1)) / train.K) if L >= 1 else \
-        float(np.mean(np.sum(train.x_star**2, axis=-1)) / train.K)
+    risk = (
+        float(np.mean(np.sum((train.x_dagger - train.x_star) ** 2, axis=-1)) / train.K)
+        if L >= 1
+        else float(np.mean(np.sum(train.x_star**2, axis=-1)) / train.K)
+    )
     return Baseline("exact", None, None, risk)
 
 
@@ -487,10 +492,12 @@ def compare_baselines(
             fitted[m] = free_linear_baseline(train, L, P0=P0, max_iter=free_max_iter)
         elif m == "exact":
             fitted[m] = exact_baseline(train, L)
-    curves = {m: depth_risk_curve(b.preconditioners(test.H) if b.P is None else b.P, test, L)
-              for m, b in fitted.items()}
-    return BaselineComparison(L=L, baselines=fitted, test_risk={m: float(c[-1]) for m, c in curves.items()},
-                              test_curves=curves)
+    curves = {
+        m: depth_risk_curve(b.preconditioners(test.H) if b.P is None else b.P, test, L) for m, b in fitted.items()
+    }
+    return BaselineComparison(
+        L=L, baselines=fitted, test_risk={m: float(c[-1]) for m, c in curves.items()}, test_curves=curves
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,8 +585,13 @@ class DecoderDiagnostics:
 
 
 def decoder_diagnostics(
-    P: np.ndarray, systems: LinearSystems, L: int, P_oracle: np.ndarray, clip: float = 1.0,
-    delta: float = 0.05, n_small: int = 64,
+    P: np.ndarray,
+    systems: LinearSystems,
+    L: int,
+    P_oracle: np.ndarray,
+    clip: float = 1.0,
+    delta: float = 0.05,
+    n_small: int = 64,
 ) -> DecoderDiagnostics:
     """All Table 2 quantities of the per-task preconditioners ``P`` (n, K, K) or a shared (K, K).
 
@@ -631,14 +643,22 @@ def decoder_diagnostics(
         risk_dagger_se=float(loss.std(ddof=1) / np.sqrt(n)),
         risk_star=float(loss_star.mean()),
         risk_star_se=float(loss_star.std(ddof=1) / np.sqrt(n)),
-        eb_upper=float(eb.upper), eb_mean=float(eb.mean), eb_n=int(n), eb_clip=float(clip), eb_delta=float(delta),
-        eb_upper_small=float(eb_small.upper), n_small=int(n_small),
+        eb_upper=float(eb.upper),
+        eb_mean=float(eb.mean),
+        eb_n=int(n),
+        eb_clip=float(clip),
+        eb_delta=float(delta),
+        eb_upper_small=float(eb_small.upper),
+        n_small=int(n_small),
         violation_rate=float(cert.violation_rate),
         ratio_mean=float(np.mean(cert.ratio_final)),
         certified_risk=certified,
         ratio_of_means=float(loss.mean() / certified) if certified > 0 else 0.0,
-        rho_mean=float(rho.mean()), rho_max=float(rho.max()), frac_rho_lt1=float(np.mean(rho < 1)),
-        spectral_radius_mean=float(srad.mean()), frac_spectral_lt1=float(np.mean(srad < 1)),
+        rho_mean=float(rho.mean()),
+        rho_max=float(rho.max()),
+        frac_rho_lt1=float(np.mean(rho < 1)),
+        spectral_radius_mean=float(srad.mean()),
+        frac_spectral_lt1=float(np.mean(srad < 1)),
         power_norm_mean=float(powL.mean()),
         rel_dist_mean_P=float(np.linalg.norm(Pbar - Po) / no),
         rel_dist_per_task=float(np.mean(np.linalg.norm(Ps - Po, axis=(-2, -1))) / no),
@@ -742,12 +762,17 @@ def latent_decomposition(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), 0.0)
     return LatentDecomposition(
-        e2e=float(losses.mean()), e2e_se=float(losses.std(ddof=1) / np.sqrt(n)),
-        floor=float(floor), dec=float(dec), cross=float(cross),
+        e2e=float(losses.mean()),
+        e2e_se=float(losses.std(ddof=1) / np.sqrt(n)),
+        floor=float(floor),
+        dec=float(dec),
+        cross=float(cross),
         decomposition_gap=float(abs(losses.mean() - (floor + dec + 2 * cross))),
         identity_gap=float(np.max(np.abs(zL - z_id)) / np.max(np.abs(zd))),
         e2e_losses=losses,
         violation_rate=float(np.mean(err > (1 + 1e-10) * bound)),
-        ratio_mean=float(ratio.mean()), rho_mean=float(rho.mean()), frac_rho_lt1=float(np.mean(rho < 1)),
+        ratio_mean=float(ratio.mean()),
+        rho_mean=float(rho.mean()),
+        frac_rho_lt1=float(np.mean(rho < 1)),
         dec_bound=float(np.linalg.norm(Sx, 2) * np.mean(rho ** (2 * L) * np.sum(zd**2, axis=1))),
     )
