@@ -155,7 +155,7 @@ def test_same_fact_as_dmft_untied_layers():
     """The DMFT width chapter's untied loss prod_l (1 - gamma_l lambda / L)^2 vanishes mode by mode
     when gamma_l = L / lambda_l: the untied loss with one step per eigenvalue is zero on a
     d-point spectrum, while the best tied (balanced) step leaves a positive loss."""
-    from iclcore.dmft.width import untied_loss
+    from iclcore.dmft.untied import untied_loss
 
     lam = np.array([0.5, 1.0, 3.0])
     om = np.ones(3)
