@@ -54,7 +54,7 @@ from torch import nn
 
 from iclcore.linalg import stable_rank
 from iclcore.richardson.tasks import TaskConfig, sample_prompts
-from iclcore.validation import positive_float, positive_int
+from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
     "ATTENTIONS",
@@ -513,7 +513,7 @@ def train_attention(
         Prompt distribution; must have ``lam == 0`` (the layer's residual is ``d - Hz`` with
         ``H = XᵀX/M``) and ``K == model.config.K``.
     train : TrainConfig
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int seed
         Source of all prompts.
     """
     if not isinstance(task, TaskConfig):
@@ -522,8 +522,7 @@ def train_attention(
         raise ValueError(f"task: K={task.K} does not match the model's K={model.config.K}")
     if task.lam != 0:
         raise ValueError(f"task: lam must be 0 for the residual-token layer, got {task.lam}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng: expected a numpy.random.Generator")
+    rng = as_generator(rng)
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=train.lr) if train.optimizer == "sgd" else torch.optim.Adam(params, lr=train.lr)
     hist = TrainHistory()
