@@ -462,9 +462,11 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
         log = tmp / "log.txt"
         with open(log, "wb") as out:
             try:
+                env = thread_env(threads, root)
+                env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)  # beside, not inside, the verified outputs
                 proc = interrupts.popen(
                     [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
-                    env=thread_env(threads, root), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
+                    env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
                 )
             except InterruptedError:
                 return RunResult(name, "interrupted", 0.0, "", request.out_dir)
@@ -534,10 +536,36 @@ def fill(entry: Path, out_dir: Path) -> None:
 # --- progress ------------------------------------------------------------------------------------
 
 
-class Progress:
-    """A one-line progress display: done/total, running notebooks with elapsed time."""
+PROGRESS_ENV = "ICL_PROGRESS_FILE"  # read by iclcore.progress.report_progress in the kernel
+PROGRESS_FILE = "progress.json"
 
-    def __init__(self, total: int, stream: Any = None, interval: float = 1.0) -> None:
+
+def notebook_progress(tmp_root: Path | None, name: str) -> str:
+    """What a running notebook last reported (``"depth 4/8, step 1200/2000"``), or ``""``.
+
+    Its progress file lives in the run's private folder ``<store>/tmp/<name>-<pid>-*/``; JSON
+    ``{counter: value or [done, total]}`` written atomically by :mod:`iclcore.progress`.
+    """
+    if tmp_root is None:
+        return ""
+    best, text = -1.0, ""
+    for path in tmp_root.glob(f"{name}-{os.getpid()}-*/{PROGRESS_FILE}"):
+        try:
+            mtime = path.stat().st_mtime
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and mtime > best:
+            best = mtime
+            text = ", ".join(f"{k} {v[0]}/{v[1]}" if isinstance(v, list) and len(v) == 2 else f"{k} {v}" for k, v in data.items())
+    return text
+
+
+class Progress:
+    """A one-line progress display: done/total, running notebooks with elapsed time and their own counters."""
+
+    def __init__(self, total: int, stream: Any = None, interval: float = 1.0, tmp_root: Path | None = None) -> None:
+        self.tmp_root = tmp_root
         self.total = total
         self.stream = stream or sys.stderr
         self.interval = interval
@@ -563,7 +591,13 @@ class Progress:
     def _line(self) -> str:
         now = time.monotonic()
         with self._lock:
-            running = ", ".join(f"{n} {now - t0:.0f}s" for n, t0 in self.running.items())
+            items = list(self.running.items())
+        parts = []
+        for n, t0 in items:
+            counters = notebook_progress(self.tmp_root, n)
+            parts.append(f"{n} {now - t0:.0f}s" + (f", {counters}" if counters else ""))
+        running = "; ".join(parts) if any(", " in p for p in parts) else ", ".join(parts)
+        with self._lock:
             return f"[{self.done}/{self.total}] running: {running or '-'}"
 
     def _loop(self) -> None:
@@ -684,7 +718,7 @@ def run_notebooks(
     cleanup_stale_temp(root)
     keys = {req.notebook.name: cache_key(req, root) for req in requests}
     summary = RunSummary()
-    with Progress(len(requests), stream=stream) as progress:
+    with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
 
         def work(req: RunRequest) -> RunResult:
             if interrupts.stopping:

@@ -1,0 +1,90 @@
+"""Progress of a long computation, for the runner's status line (no effect when nobody listens).
+
+A notebook's training loop calls :func:`report_progress` with a few counters::
+
+    report_progress(depth=(i + 1, len(depths)), step=(k, steps))
+
+When the environment variable :data:`PROGRESS_ENV` names a file (``icl-book run`` sets it to a
+path in the run's private folder, outside the verified outputs), the counters are written
+there as JSON, atomically (temporary file + :func:`os.replace`), at most once every
+``min_interval`` seconds; the runner shows them as ``dmft_softmax 412s, depth 4/8, step
+1200/2000``. Without the variable the call returns at once (one dictionary lookup), so library
+code and tests pay nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+__all__ = ["PROGRESS_ENV", "report_progress", "format_progress", "read_progress"]
+
+PROGRESS_ENV = "ICL_PROGRESS_FILE"
+
+
+def _counter(name: str, value: object) -> object:
+    if isinstance(value, tuple):
+        if len(value) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise ValueError(f"{name}: a counter is a number, a string or a pair (done, total), got {value!r}")
+        return [value[0], value[1]]
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"{name}: a counter is a number, a string or a pair (done, total), got {value!r}")
+
+
+def report_progress(*, min_interval: float = 0.5, force: bool = False, **counters: object) -> bool:
+    """Publish ``counters`` (name -> number, string or ``(done, total)``) to the progress file.
+
+    Parameters
+    ----------
+    min_interval : float
+        Seconds between two writes to the same file; calls in between return without writing
+        (the last counters win at the next write). ``force=True`` writes regardless.
+    **counters
+        In display order, e.g. ``depth=(4, 8), step=(1200, 2000)``.
+
+    Returns
+    -------
+    bool
+        Whether the file was written (False when no progress file is set or the call was rate-limited).
+    """
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return False
+    if not force:
+        try:  # rate limit from the file's own modification time (no state kept here)
+            if time.time() - os.stat(path).st_mtime < min_interval:
+                return False
+        except OSError:
+            pass
+    payload = {name: _counter(name, value) for name, value in counters.items()}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh)
+        os.replace(tmp, path)
+    except OSError:  # progress is advisory: never fail a computation over it
+        return False
+    return True
+
+
+def format_progress(counters: dict) -> str:
+    """``{"depth": [4, 8], "step": [1200, 2000]}`` -> ``"depth 4/8, step 1200/2000"``."""
+    parts = []
+    for name, value in counters.items():
+        if isinstance(value, list) and len(value) == 2:
+            parts.append(f"{name} {value[0]}/{value[1]}")
+        else:
+            parts.append(f"{name} {value}")
+    return ", ".join(parts)
+
+
+def read_progress(path: str | os.PathLike) -> str:
+    """The formatted counters in the progress file at ``path``, or ``""`` if it is absent or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    return format_progress(data) if isinstance(data, dict) else ""
