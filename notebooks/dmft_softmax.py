@@ -62,9 +62,10 @@ for L in depths:
 # %%
 results = {}
 for mlp in (False, True):
-    for L in depths:
+    for i, L in enumerate(depths):
         model = SoftmaxAttention(D, n, L, torch.Generator().manual_seed(seed + L), mlp=mlp)
-        res = train(model, sampler, steps, lr, torch.Generator().manual_seed(seed + 50 + L), optimizer="adam")
+        res = train(model, sampler, steps, lr, torch.Generator().manual_seed(seed + 50 + L), optimizer="adam",
+                    progress={"model": (len(depths) * mlp + i + 1, 2 * len(depths))})
         with torch.no_grad():
             per_context = ((model(test.X, test.y, test.Xs) - test.ys) ** 2).reshape(eval_contexts, -1).mean(1).double().numpy()
         final = float(per_context.mean())

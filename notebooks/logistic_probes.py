@@ -77,7 +77,7 @@ for L in range(1, max_layers + 1):
     cfg = tt.AttnConfig(n_layers=L, d_model=d_model, n_heads=n_heads, d_head=d_head, vocab=vocab, seq_len=seq_len,
                         max_period=min(12, seq_len // 3), init_scale=init_scale, batch=icl_batch, steps=icl_steps,
                         log_every=icl_log_every)
-    icl[L] = tt.train_icl(cfg, seed=seed)
+    icl[L] = tt.train_icl(cfg, seed=seed, progress={"depth": (L, max_layers)})
     print(f"{L} layer(s): final late loss {icl[L].late_loss[-1]:.3f}, ICL score {icl[L].icl_score[-1]:.3f}, "
           f"{icl[L].seconds:.1f} s")
 
@@ -143,7 +143,7 @@ save_figure(fig, "fig6_marginalized_effrank")
 # %%
 gcfg = tt.GrokConfig(p=grok_p, frac_train=grok_frac, d_model=grok_d_model, n_heads=grok_heads, d_head=grok_d_head,
                      d_mlp=grok_d_mlp, lr=grok_lr, steps=grok_steps, log_every=grok_log_every)
-grok = tt.train_grokking(gcfg, seed=seed)
+grok = tt.train_grokking(gcfg, seed=seed, progress={"grokking": "training"})
 g_sv = np.linalg.svd(grok.ov, compute_uv=False)[..., :grok_d_head]
 g_er = pr.effective_rank_of_values(g_sv).mean(1)
 g_sd = np.array([[pr.subspace_distance(grok.ov[t, h], grok.ov[-1, h], rank=grok_d_head) for h in range(grok_heads)]

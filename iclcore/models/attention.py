@@ -37,6 +37,7 @@ from scipy.integrate import solve_ivp
 from torch import nn
 
 from iclcore.richardson.iterates import in_context_gd_predict  # noqa: F401  (numpy reference predictor, kept importable here)
+from iclcore.progress import report_progress
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -424,18 +425,29 @@ class SoftmaxAttention(nn.Module):
             self.W2 = init(L, n, h)
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, Xs: torch.Tensor) -> torch.Tensor:
+        """Predictions on the queries, shape ``(B, K)``, for ``X (B, P, D)``, ``y (B, P)``, ``Xs (B, K, D)``.
+
+        Two exact rewrites of the formula in the class docstring save a third of the work:
+        the scores use the product ``W_q^T W_k`` (``q_mu . k_nu = h_mu^T W_q^T W_k h_nu``, one
+        ``n x n`` product instead of the key projection of every labelled token), and the last
+        layer updates only the query tokens (labelled tokens are keys and values of no later
+        layer and are not read out).
+        """
         P = X.shape[1]
         lab = torch.cat([y, torch.zeros_like(Xs[..., 0])], dim=1)
         h = torch.cat([X, Xs], dim=1) @ self.Wx.T + lab[..., None] * self.wy
+        scale = 1.0 / np.sqrt(self.n)
         for l in range(self.L):
-            q = h @ self.Wq[l].T
-            k = h[:, :P] @ self.Wk[l].T
-            v = h[:, :P] @ self.Wv[l].T
-            A = torch.softmax(q @ k.transpose(1, 2) / np.sqrt(self.n), dim=-1)
+            hp = h[:, :P]
+            if l == self.L - 1:
+                h = h[:, P:]  # last layer: only the queries matter
+            qk = h @ (self.Wq[l].T @ self.Wk[l])  # rows h_mu^T W_q^T W_k
+            v = hp @ self.Wv[l].T
+            A = torch.softmax(qk @ hp.transpose(1, 2) * scale, dim=-1)
             h = h + A @ v / self.L
             if self.mlp:
                 h = h + torch.nn.functional.gelu(h @ self.W1[l].T) @ self.W2[l].T / self.L
-        return h[:, P:] @ self.wo
+        return h @ self.wo
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,6 +480,7 @@ def train(
     optimizer: str = "sgd",
     population: bool = False,
     schedule: Callable[[int], float] | None = None,
+    progress: dict[str, object] | None = None,
 ) -> TrainResult:
     """Online training on fresh prompts at every step.
 
@@ -481,6 +494,9 @@ def train(
     :func:`power_five_flow` at ``t = eta * steps``; for :class:`ReducedGammaStack` with ``D x D``
     matrices the reduced flow ``dγ/dt = -½ L'(γ)`` holds at ``t = eta * steps`` when
     ``lr = eta * D / 2`` (tied) or ``eta * D * L / 2`` (untied, the paper's ``η = η_0 L``).
+
+    ``progress`` (e.g. ``{"depth": (2, 4)}``) is shown before ``step k/steps`` in the runner's
+    status line (:func:`iclcore.progress.report_progress`; nothing happens outside the runner).
     """
     steps = positive_int(steps, "steps")
     if not (np.isfinite(lr) and lr > 0):
@@ -502,6 +518,7 @@ def train(
     losses = np.empty(steps)
     gam = []
     for i in range(steps):
+        report_progress(**(progress or {}), step=(i, steps))
         if track:
             gam.append(np.atleast_1d(model.gammas() if isinstance(model, ReducedGammaStack) else model.gamma()))
         ctx = sampler(gen)

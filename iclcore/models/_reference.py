@@ -1,0 +1,61 @@
+"""Reference forward passes (the straightforward formulas) of the fast model code.
+
+Private: used only by the tests (equality with the fast forwards to float32 rounding) and by
+``benchmarks/bench_paper_scale.py`` (speed-up ratios, old path against new in one process).
+Each function takes the module and the inputs of the ``forward`` it mirrors:
+
+- :func:`softmax_attention_forward` mirrors :meth:`iclcore.models.attention.SoftmaxAttention.forward`
+  (separate query and key projections, every layer on every token);
+- :func:`toy_attention_forward` mirrors the multi-head attention of
+  :mod:`iclcore.models.toy_transformers` (per-head einsums, explicit causal mask);
+- :func:`grok_forward` mirrors :meth:`iclcore.models.toy_transformers.GrokTransformer.forward`
+  (attention on every position, then the last one read out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from iclcore.models.toy_transformers import embed_tokens
+
+
+def softmax_attention_forward(model, X: torch.Tensor, y: torch.Tensor, Xs: torch.Tensor) -> torch.Tensor:
+    """Predictions ``(B, K)`` of a :class:`~iclcore.models.attention.SoftmaxAttention`, term by term."""
+    P = X.shape[1]
+    lab = torch.cat([y, torch.zeros_like(Xs[..., 0])], dim=1)
+    h = torch.cat([X, Xs], dim=1) @ model.Wx.T + lab[..., None] * model.wy
+    for l in range(model.L):
+        q = h @ model.Wq[l].T
+        k = h[:, :P] @ model.Wk[l].T
+        v = h[:, :P] @ model.Wv[l].T
+        A = torch.softmax(q @ k.transpose(1, 2) / np.sqrt(model.n), dim=-1)
+        h = h + A @ v / model.L
+        if model.mlp:
+            h = h + F.gelu(h @ model.W1[l].T) @ model.W2[l].T / model.L
+    return h[:, P:] @ model.wo
+
+
+def toy_attention_forward(attn, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+    """Causal multi-head attention ``(B, T, d_model)`` with per-head weights, explicit mask."""
+    T = x.shape[1]
+    q = torch.einsum("btd,hde->bhte", x, attn.W_Q)
+    k = torch.einsum("btd,hde->bhte", x, attn.W_K)
+    v = torch.einsum("btd,hde->bhte", x, attn.W_V)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(attn.d_head)
+    mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+    a = scores.masked_fill(mask, float("-inf")).softmax(-1)
+    out = torch.einsum("bhte,hed->btd", a @ v, attn.W_O)
+    return out[:, -1] if last_only else out
+
+
+def grok_forward(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits ``(B, p)`` of a :class:`~iclcore.models.toy_transformers.GrokTransformer`, attention on every position."""
+    x = embed_tokens(model.embed, tokens) + model.pos
+    x = x + toy_attention_forward(model.attn, x)
+    h = x[:, -1]
+    h = h + F.relu(h @ model.W_in + model.b_in) @ model.W_out
+    return h @ model.unembed
