@@ -18,8 +18,8 @@
 # `tests/test_gd_identities.py` repeat the second check with hypothesis.
 
 # %% tags=["parameters"]
-n_random = 200      # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]
-max_den = 97        # denominators of the random rationals in [0, 1]; range: [1, 1000]
+n_random = 200  # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]
+max_den = 97  # denominators of the random rationals in [0, 1]; range: [1, 1000]
 seed = 0
 
 # %% tags=["presets"]
@@ -88,7 +88,9 @@ metrics = {
     "n_inequalities_paper": sum(s.kind in ("inequality", "strict inequality") for s in paper),
     "d2_is_equality": bool(I.statement("D2").kind == "conditional identity" and results["D2"]["failures"] == 0),
     "all_hold": bool(all(r["sympy"] and r["failures"] == 0 for r in results.values())),
-    "rho2_0p9_k2": 0.9**2, "rho2_0p9_k5": 0.9**5, "rho2_0p9_k10": 0.9**10,
+    "rho2_0p9_k2": 0.9**2,
+    "rho2_0p9_k5": 0.9**5,
+    "rho2_0p9_k10": 0.9**10,
 }
 for f in ("ring", "A", "B", "C", "D", "V", "M", "MN", "lift"):
     metrics[f"n_{f}"] = len(fam(f))
@@ -96,6 +98,10 @@ for f in ("ring", "A", "B", "C", "D", "V", "M", "MN", "lift"):
 write_metrics(metrics)
 
 # %% tags=["nbval-check-output"]
-print(f"{metrics['n_statements']} statements, {metrics['n_sympy_certified']} sympy certificates, "
-      f"{metrics['n_exact_failures']} failures at {metrics['n_exact_points']} exact points")
-print(f"hypothesis-carrying: {metrics['n_hypothesis_carrying']}, reconstructed: {metrics['n_reconstructed']}, ours: {metrics['n_ours']}")
+print(
+    f"{metrics['n_statements']} statements, {metrics['n_sympy_certified']} sympy certificates, "
+    f"{metrics['n_exact_failures']} failures at {metrics['n_exact_points']} exact points"
+)
+print(
+    f"hypothesis-carrying: {metrics['n_hypothesis_carrying']}, reconstructed: {metrics['n_reconstructed']}, ours: {metrics['n_ours']}"
+)

@@ -38,17 +38,29 @@ gpt_heads = 2
 gpt_steps = 1000
 gpt_lr = 1e-3
 batch = 64
-warmups = "200"       # linear warm-up lengths, comma-separated (one run per value and seed)
-seeds = "0"          # training seeds, comma-separated
-checkpoint_base = 4   # checkpoints at 0, 1, base, base^2, ... and the last step
-n_probe = 256         # prompts for the readout statistics
-n_rich = 64           # contexts for the implicit weights (Richardson fit)
-m_rich = 12           # probe queries per context (GPT; the LSA needs d unit queries)
+warmups = "200"  # linear warm-up lengths, comma-separated (one run per value and seed)
+seeds = "0"  # training seeds, comma-separated
+checkpoint_base = 4  # checkpoints at 0, 1, base, base^2, ... and the last step
+n_probe = 256  # prompts for the readout statistics
+n_rich = 64  # contexts for the implicit weights (Richardson fit)
+m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries)
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"lsa_steps": 8192, "gpt_layers": 6, "gpt_width": 64, "gpt_heads": 4, "gpt_steps": 8192,
-                     "warmups": "50,200,1000", "seeds": "0,1,2", "checkpoint_base": 2,
-                     "n_probe": 2048, "n_rich": 128, "m_rich": 15}}
+PRESETS = {
+    "paper": {
+        "lsa_steps": 8192,
+        "gpt_layers": 6,
+        "gpt_width": 64,
+        "gpt_heads": 4,
+        "gpt_steps": 8192,
+        "warmups": "50,200,1000",
+        "seeds": "0,1,2",
+        "checkpoint_base": 2,
+        "n_probe": 2048,
+        "n_rich": 128,
+        "m_rich": 15,
+    }
+}
 
 # %%
 import time
@@ -89,20 +101,41 @@ for kind in ("lsa", "gpt"):
             rich = sample_probe_tasks(n_rich, n, d, torch.Generator().manual_seed(1000 * sd + 3), m_rich, s_lo, s_hi)
             if kind == "lsa":
                 model = UntiedLSA(d, lsa_layers, g)
-                cfg = TrainConfig(steps=lsa_steps, lr=lsa_lr, batch=batch, warmup=wu, n=n, d=d, s_lo=s_lo, s_hi=s_hi,
-                                  checkpoint_base=checkpoint_base)
+                cfg = TrainConfig(
+                    steps=lsa_steps,
+                    lr=lsa_lr,
+                    batch=batch,
+                    warmup=wu,
+                    n=n,
+                    d=d,
+                    s_lo=s_lo,
+                    s_hi=s_hi,
+                    checkpoint_base=checkpoint_base,
+                )
             else:
                 model = GPTMini(d, n, gpt_layers, gpt_width, gpt_heads, g).float()
                 probe, rich = as_float(probe), as_float(rich)
-                cfg = TrainConfig(steps=gpt_steps, lr=gpt_lr, batch=batch, warmup=wu, n=n, d=d, s_lo=s_lo, s_hi=s_hi,
-                                  checkpoint_base=checkpoint_base)
+                cfg = TrainConfig(
+                    steps=gpt_steps,
+                    lr=gpt_lr,
+                    batch=batch,
+                    warmup=wu,
+                    n=n,
+                    d=d,
+                    s_lo=s_lo,
+                    s_hi=s_hi,
+                    checkpoint_base=checkpoint_base,
+                )
             rng = np.random.default_rng(1000 * sd + 4)
             t0 = time.process_time()
             recs, curve, skipped = train_with_checkpoints(
-                model, cfg, g, lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)})
+                model, cfg, g, lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)}
+            )
             runs[(kind, wu, sd)] = {"recs": recs, "curve": curve, "skipped": skipped, "cpu": time.process_time() - t0}
-            print(f"{kind} warm-up {wu} seed {sd}: {len(recs)} checkpoints, {skipped} skipped steps, "
-                  f"{runs[(kind, wu, sd)]['cpu']:.0f} s CPU")
+            print(
+                f"{kind} warm-up {wu} seed {sd}: {len(recs)} checkpoints, {skipped} skipped steps, "
+                f"{runs[(kind, wu, sd)]['cpu']:.0f} s CPU"
+            )
 
 # %% [markdown]
 # ## Statistics across training
@@ -112,14 +145,16 @@ for kind in ("lsa", "gpt"):
 # %%
 iid = iid_noise_reference(0.0)
 main = {k: runs[(k, warmup_list[0], seed_list[0])]["recs"] for k in ("lsa", "gpt")}
-panels = [("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
-          ("alpha", "shuffled_alpha", iid["alpha"], "pooled slope α"),
-          ("sign_agreement", "shuffled_sign_agreement", iid["sign_agreement"], "sign agreement"),
-          ("rel_err_rho", None, None, "|ρ_pred − ρ_obs| / ρ_obs"),
-          ("rel_err_rate", None, None, "|ρ_pred − ρ_obs| / (1 − ρ_obs)"),
-          ("rich_r2_aware", "rich_r2_blind", None, "Richardson R²: H-aware (—), H-blind (--)"),
-          ("curvature_corr", None, None, "corr(per-prompt log-rate, log tr H)"),
-          ("geo_r2", "monotone_fraction", None, "geometric-fit R² (—), monotone fraction (--)")]
+panels = [
+    ("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
+    ("alpha", "shuffled_alpha", iid["alpha"], "pooled slope α"),
+    ("sign_agreement", "shuffled_sign_agreement", iid["sign_agreement"], "sign agreement"),
+    ("rel_err_rho", None, None, "|ρ_pred − ρ_obs| / ρ_obs"),
+    ("rel_err_rate", None, None, "|ρ_pred − ρ_obs| / (1 − ρ_obs)"),
+    ("rich_r2_aware", "rich_r2_blind", None, "Richardson R²: H-aware (—), H-blind (--)"),
+    ("curvature_corr", None, None, "corr(per-prompt log-rate, log tr H)"),
+    ("geo_r2", "monotone_fraction", None, "geometric-fit R² (—), monotone fraction (--)"),
+]
 fig, axs = plt.subplots(2, 4, figsize=(15, 7.5), layout="constrained")
 for ax, (key, alt, ref, title) in zip(axs.ravel(), panels):
     for c_, kind in zip(PALETTE, ("lsa", "gpt")):
@@ -147,29 +182,71 @@ for c_, kind, L in zip(PALETTE, ("lsa", "gpt"), (lsa_layers, gpt_layers)):
     sel = np.unique(np.linspace(0, len(main[kind]) - 1, 5).astype(int))
     for i, a_ in zip(sel, np.linspace(0.25, 1, len(sel))):
         r = main[kind][i]
-        ax[0 if kind == "lsa" else 1].plot(range(L + 1), [r[f"mae_l{l}"] for l in range(L + 1)], "o-", color=c_,
-                                           alpha=a_, ms=3, label=f"step {r['step']}")
+        ax[0 if kind == "lsa" else 1].plot(
+            range(L + 1),
+            [r[f"mae_l{l}"] for l in range(L + 1)],
+            "o-",
+            color=c_,
+            alpha=a_,
+            ms=3,
+            label=f"step {r['step']}",
+        )
 for a in ax[:2]:
     a.set(xlabel="layer ℓ", ylabel="MAE_ℓ", yscale="log")
     a.legend(fontsize=6)
 ax[0].set_title("LSA: MAE by layer")
 ax[1].set_title("GPT: MAE by layer (lens)")
 for r, a_ in zip(main["gpt"], np.linspace(0.2, 1, len(main["gpt"]))):
-    ax[2].plot(range(1, gpt_layers + 1), [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)], "o-", color=PALETTE[1],
-               alpha=a_, ms=3, label=f"step {r['step']}")
+    ax[2].plot(
+        range(1, gpt_layers + 1),
+        [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)],
+        "o-",
+        color=PALETTE[1],
+        alpha=a_,
+        ms=3,
+        label=f"step {r['step']}",
+    )
 ax[2].legend(fontsize=6)
 ax[2].set(xlabel="layer", ylabel="attention on BOS", title="GPT: BOS attention by depth (light = early)")
 save_figure(fig, "fig_probe_layers")
 
 # %%
-metrics = {"iid_alpha": iid["alpha"], "iid_r2": iid["r2"], "iid_sign_agreement": iid["sign_agreement"],
-           "iid_sign_agreement_offset1": iid_noise_reference(1.0)["sign_agreement"],
-           "curvature_range": (s_hi / s_lo) ** 2, "lsa_layers": lsa_layers, "gpt_layers": gpt_layers,
-           "lsa_steps": lsa_steps, "gpt_steps": gpt_steps}
-keys = ["er_abs", "er_rel", "mae_0", "mae_L", "mae_rate", "alpha", "r2", "sign_agreement", "rho_pred", "rho_obs",
-        "rel_err_rho", "rel_err_rate", "geo_r2", "monotone_fraction", "frac_contracting", "curvature_corr",
-        "shuffled_alpha", "shuffled_sign_agreement", "shuffled_r2", "rich_r2_aware", "rich_r2_blind",
-        "rich_radius_median", "weight_err_rate"]
+metrics = {
+    "iid_alpha": iid["alpha"],
+    "iid_r2": iid["r2"],
+    "iid_sign_agreement": iid["sign_agreement"],
+    "iid_sign_agreement_offset1": iid_noise_reference(1.0)["sign_agreement"],
+    "curvature_range": (s_hi / s_lo) ** 2,
+    "lsa_layers": lsa_layers,
+    "gpt_layers": gpt_layers,
+    "lsa_steps": lsa_steps,
+    "gpt_steps": gpt_steps,
+}
+keys = [
+    "er_abs",
+    "er_rel",
+    "mae_0",
+    "mae_L",
+    "mae_rate",
+    "alpha",
+    "r2",
+    "sign_agreement",
+    "rho_pred",
+    "rho_obs",
+    "rel_err_rho",
+    "rel_err_rate",
+    "geo_r2",
+    "monotone_fraction",
+    "frac_contracting",
+    "curvature_corr",
+    "shuffled_alpha",
+    "shuffled_sign_agreement",
+    "shuffled_r2",
+    "rich_r2_aware",
+    "rich_r2_blind",
+    "rich_radius_median",
+    "weight_err_rate",
+]
 for kind in ("lsa", "gpt"):
     first, last = main[kind][0], main[kind][-1]
     for k in keys:
@@ -197,6 +274,8 @@ write_metrics(metrics)
 
 # %% tags=["nbval-check-output"]
 for kind in ("lsa", "gpt"):
-    print(f"{kind}: ER_rel {metrics[f'{kind}_step0_er_rel']:.2f} -> {metrics[f'{kind}_er_rel']:.1f}; "
-          f"alpha {metrics[f'{kind}_alpha']:.1f} (shuffled {metrics[f'{kind}_shuffled_alpha']:.1f}); "
-          f"Richardson R2 aware {metrics[f'{kind}_rich_r2_aware']:.1f} / blind {metrics[f'{kind}_rich_r2_blind']:.1f}")
+    print(
+        f"{kind}: ER_rel {metrics[f'{kind}_step0_er_rel']:.2f} -> {metrics[f'{kind}_er_rel']:.1f}; "
+        f"alpha {metrics[f'{kind}_alpha']:.1f} (shuffled {metrics[f'{kind}_shuffled_alpha']:.1f}); "
+        f"Richardson R2 aware {metrics[f'{kind}_rich_r2_aware']:.1f} / blind {metrics[f'{kind}_rich_r2_blind']:.1f}"
+    )

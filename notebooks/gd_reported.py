@@ -16,8 +16,8 @@
 # §9.2. Every input below is a number printed in the paper (section given in the comment).
 
 # %% tags=["parameters"]
-alpha_level = 0.05   # significance level of the bridge test
-power = 0.8          # power for the sample-size calculation
+alpha_level = 0.05  # significance level of the bridge test
+power = 0.8  # power for the sample-size calculation
 
 # %% tags=["presets"]
 PRESETS = {"paper": {}}
@@ -54,15 +54,24 @@ m["bridge_n_for_power"] = int(np.ceil(((stats.norm.ppf(1 - alpha_level / 2) + st
 m["bridge_old_p"] = 2 * stats.t.sf(0.93 * np.sqrt(4) / np.sqrt(1 - 0.93**2), 4)
 # §8.5.4 forecasting: Spearman 0.89 with n = 7 (exact permutation p-value of rho >= 0.893 two-sided)
 import itertools
-perm = np.array([1 - 6 * sum((i - p_) ** 2 for i, p_ in enumerate(pp)) / (7 * 48) for pp in itertools.permutations(range(7))])
+
+perm = np.array(
+    [1 - 6 * sum((i - p_) ** 2 for i, p_ in enumerate(pp)) / (7 * 48) for pp in itertools.permutations(range(7))]
+)
 m["forecast_spearman_exact_p"] = float(np.mean(np.abs(perm) >= 0.893 - 1e-12))
 m["forecast_pearson_p_075"] = 2 * stats.t.sf(0.75 * np.sqrt(5) / np.sqrt(1 - 0.75**2), 5)
 # §9.2: best single-gain rate for lambda = [10, 10, 1, 1, 0.1, 0.1, 0.01, 0.01]
 kappa = 10 / 0.01
 m["rho2_single_gain_kappa1000"] = ((kappa - 1) / (kappa + 1)) ** 2
 # §9.5.1 ablation (mean MSE): baseline, depth, sink, scale, ortho, full at d = 4, 8, 16
-tab = {"baseline": (0.324, 0.982, 2.187), "depth": (0.604, 1.824, 2.684), "sink": (0.490, 1.730, 2.753),
-       "scale": (0.533, 1.601, 2.602), "ortho": (0.595, 1.810, 2.671), "full": (0.432, 1.457, 2.561)}
+tab = {
+    "baseline": (0.324, 0.982, 2.187),
+    "depth": (0.604, 1.824, 2.684),
+    "sink": (0.490, 1.730, 2.753),
+    "scale": (0.533, 1.601, 2.602),
+    "ortho": (0.595, 1.810, 2.671),
+    "full": (0.432, 1.457, 2.561),
+}
 for i, dd in enumerate((4, 8, 16)):
     pen = tab["depth"][i] - tab["baseline"][i]
     gain = tab["depth"][i] - tab["full"][i]
@@ -80,4 +89,6 @@ write_metrics(m)
 # %% tags=["nbval-check-output"]
 print("rate-scale errors: " + ", ".join(f"{k} {m[f'rel_err_rate_{k}']:.2f}" for k in rates))
 print(f"bridge: t {m['bridge_t']:.2f}, p {m['bridge_p']:.2f}, n for 80% power {m['bridge_n_for_power']}")
-print(f"ablation recovered share: {m['ablation_recovered_share_d4']:.2f}, {m['ablation_recovered_share_d8']:.2f}, {m['ablation_recovered_share_d16']:.2f}")
+print(
+    f"ablation recovered share: {m['ablation_recovered_share_d4']:.2f}, {m['ablation_recovered_share_d8']:.2f}, {m['ablation_recovered_share_d16']:.2f}"
+)

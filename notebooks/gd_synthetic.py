@@ -22,7 +22,7 @@ lam_min = 0.9
 lam_max = 108.0
 steps = 20  # range: [1, 200]
 eta_scalar = 1.0
-Lstar_nonrealizable = 0.5   # minimum loss of the non-realizable variant of panel (a)
+Lstar_nonrealizable = 0.5  # minimum loss of the non-realizable variant of panel (a)
 seed = 42
 
 # %% tags=["presets"]
@@ -58,8 +58,14 @@ ax[0].set_ylim(1e-30, 2)
 ax[0].set(xlabel="step k", ylabel="$L_k/L_0$", title="(a) scalar GD, η = 1 (dotted: L* > 0)")
 ax[0].legend(fontsize=7)
 for i in range(d):
-    ax[1].semilogy(ks, panel.sq_err[:, i] / panel.sq_err[0, i], "o", ms=3, color=PALETTE[i % len(PALETTE)],
-                   label=f"λ = {panel.lam[i]:.3g}, factor {panel.factors[i]:.4f}")
+    ax[1].semilogy(
+        ks,
+        panel.sq_err[:, i] / panel.sq_err[0, i],
+        "o",
+        ms=3,
+        color=PALETTE[i % len(PALETTE)],
+        label=f"λ = {panel.lam[i]:.3g}, factor {panel.factors[i]:.4f}",
+    )
     ax[1].semilogy(ks, panel.factors[i] ** ks, "-", lw=1, color=PALETTE[i % len(PALETTE)])
 ax[1].set(xlabel="step k", ylabel="$(q_i^\\top e_k)^2/(q_i^\\top e_0)^2$", title="(b) eigenchannels at η*")
 ax[1].legend(fontsize=6)
@@ -84,13 +90,20 @@ metrics = {
     "b_fastest_lambda": panel.lam[mid],
     "b_fastest_factor": panel.factors[mid],
     "b_largest_is_fastest": bool(mid == d - 1),
-    "b_lambda_min": panel.lam[0], "b_lambda_max": panel.lam[-1],
-    "c_rho2_0p9_k2": 0.9**2, "c_rho2_0p9_k5": 0.9**5, "c_rho2_0p9_k10": 0.9**10,
-    "n": n, "d": d, "steps": steps,
+    "b_lambda_min": panel.lam[0],
+    "b_lambda_max": panel.lam[-1],
+    "c_rho2_0p9_k2": 0.9**2,
+    "c_rho2_0p9_k5": 0.9**5,
+    "c_rho2_0p9_k10": 0.9**10,
+    "n": n,
+    "d": d,
+    "steps": steps,
 }
 write_metrics(metrics)
 
 # %% tags=["nbval-check-output"]
 print(f"(a) max |L_k/L_0 - (1-a)^2k|: realizable {max(err_a):.1e}, L* > 0 {max(err_a_nr):.2f}")
-print(f"(b) factors at eta*: lambda_min {panel.factors[0]:.4f}, lambda_max {panel.factors[-1]:.4f}, "
-      f"fastest lambda {panel.lam[mid]:.2f} ({panel.factors[mid]:.4f})")
+print(
+    f"(b) factors at eta*: lambda_min {panel.factors[0]:.4f}, lambda_max {panel.factors[-1]:.4f}, "
+    f"fastest lambda {panel.lam[mid]:.2f} ({panel.factors[mid]:.4f})"
+)

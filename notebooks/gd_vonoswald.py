@@ -20,13 +20,13 @@
 
 # %% tags=["parameters"]
 d = 10  # range: [1, 100]
-N = 10                 # context length; range: [1, 100]
-n_eta = 20000          # prompts used to choose the optimal single step; range: [1, 1000000]
-n_test = 10000         # test prompts (losses and standard errors); range: [1, 500000]
-train_steps = 1500     # Adam steps for the trained LSA layer; range: [1, 100000]
+N = 10  # context length; range: [1, 100]
+n_eta = 20000  # prompts used to choose the optimal single step; range: [1, 1000000]
+n_test = 10000  # test prompts (losses and standard errors); range: [1, 500000]
+train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3
-max_layers = 5         # construction check for k = 1..max_layers layers; range: [1, 50]
+max_layers = 5  # construction check for k = 1..max_layers layers; range: [1, 50]
 seed = 0
 
 # %% tags=["presets"]
@@ -98,19 +98,31 @@ ax[1].set(xlabel="GD prediction (η*)", ylabel="trained LSA prediction", title="
 save_figure(fig, "fig_vonoswald_losses")
 
 # %%
-write_metrics({
-    "construction_max_abs_err": construction_err,
-    "eta_star": eta_star,
-    "loss_gd": L_gd, "loss_gd_se": se_gd,
-    "loss_constructed": L_lsa, "loss_constructed_se": se_lsa,
-    "loss_trained": L_tr, "loss_trained_se": se_tr,
-    "loss_zero": L_zero, "loss_zero_se": se_zero,
-    "trained_minus_gd": float(diff.mean()), "trained_minus_gd_se": float(diff.std(ddof=1) / np.sqrt(diff.size)),
-    "constructed_minus_gd_abs": abs(L_lsa - L_gd),
-    "prediction_cosine_trained_gd": pred_cos,
-    "d": d, "N": N, "n_test": n_test, "train_steps": train_steps,
-})
+write_metrics(
+    {
+        "construction_max_abs_err": construction_err,
+        "eta_star": eta_star,
+        "loss_gd": L_gd,
+        "loss_gd_se": se_gd,
+        "loss_constructed": L_lsa,
+        "loss_constructed_se": se_lsa,
+        "loss_trained": L_tr,
+        "loss_trained_se": se_tr,
+        "loss_zero": L_zero,
+        "loss_zero_se": se_zero,
+        "trained_minus_gd": float(diff.mean()),
+        "trained_minus_gd_se": float(diff.std(ddof=1) / np.sqrt(diff.size)),
+        "constructed_minus_gd_abs": abs(L_lsa - L_gd),
+        "prediction_cosine_trained_gd": pred_cos,
+        "d": d,
+        "N": N,
+        "n_test": n_test,
+        "train_steps": train_steps,
+    }
+)
 
 # %% tags=["nbval-check-output"]
 print(f"construction error {construction_err:.1e}; eta* = {eta_star:.3f}")
-print(f"losses (halved): GD {L_gd:.3f} ± {se_gd:.3f}, constructed {L_lsa:.3f}, trained {L_tr:.3f} ± {se_tr:.3f}, zero {L_zero:.3f}")
+print(
+    f"losses (halved): GD {L_gd:.3f} ± {se_gd:.3f}, constructed {L_lsa:.3f}, trained {L_tr:.3f} ± {se_tr:.3f}, zero {L_zero:.3f}"
+)

@@ -142,5 +142,9 @@ def test_bad_input():
         readout_statistics(np.zeros((1, 4)), np.zeros(4))
     with pytest.raises(ValueError, match="width"):
         GPTMini(2, 3, 1, 10, 3, _gen(0))
-    with pytest.raises(ValueError, match="TrainConfig"):
+    with pytest.raises(ValueError, match="^lr:"):
         TrainConfig(steps=10, lr=0.0)
+    with pytest.raises(ValueError, match="^batch:"):
+        TrainConfig(steps=10, lr=1e-3, batch=0)
+    with pytest.raises(ValueError, match="^rng:"):
+        layer_shuffled(np.zeros((3, 4)), None)

@@ -29,6 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.richardson.iterates import richardson_iterates
+from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_float, positive_int
+
 __all__ = [
     "LSAWeights",
     "von_oswald_layers",
@@ -38,6 +41,7 @@ __all__ = [
     "sample_regression",
     "optimal_single_step",
     "squared_loss_half",
+    "lsa_layer",
     "TrainedLSA",
     "train_one_layer_lsa",
 ]
@@ -53,10 +57,18 @@ class LSAWeights:
     P: np.ndarray
 
 
-def _check_d(d: int) -> int:
-    if not (isinstance(d, (int, np.integer)) and d >= 1):
-        raise ValueError(f"d: expected a positive integer, got {d!r}")
-    return int(d)
+def _check_etas(etas: Sequence[float]) -> list[float]:
+    e = finite_array(etas, "etas")
+    if e.ndim != 1 or e.size == 0:
+        raise ValueError(f"etas: expected a non-empty 1-D sequence of finite steps, got shape {e.shape}")
+    return [float(x) for x in e]
+
+
+def _check_gamma(Gamma: np.ndarray | None, d: int) -> np.ndarray:
+    G = np.eye(d) if Gamma is None else finite_array(Gamma, "Gamma")
+    if G.shape != (d, d):
+        raise ValueError(f"Gamma: expected shape ({d}, {d}), got {G.shape}")
+    return G
 
 
 def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = None) -> list[LSAWeights]:
@@ -68,13 +80,9 @@ def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = 
     etas : per-layer steps ``eta_l`` on the loss ``(1/2n) sum_i (w^T x_i - y_i)^2``
     Gamma : optional ``(d, d)`` preconditioner (default ``I``); the step is ``-eta_l Gamma^T grad``
     """
-    d = _check_d(d)
-    etas = [float(x) for x in etas]
-    if not etas or not all(np.isfinite(etas)):
-        raise ValueError("etas: expected a non-empty sequence of finite steps")
-    G = np.eye(d) if Gamma is None else np.asarray(Gamma, float)
-    if G.shape != (d, d):
-        raise ValueError(f"Gamma: expected shape ({d}, {d}), got {G.shape}")
+    d = positive_int(d, "d")
+    etas = _check_etas(etas)
+    G = _check_gamma(Gamma, d)
     K = np.zeros((d + 1, d + 1))
     K[:d, :d] = np.eye(d)
     Q = np.zeros((d + 1, d + 1))
@@ -89,8 +97,9 @@ def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = 
     return out
 
 
-def lsa_forward(X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[LSAWeights],
-                return_all: bool = False) -> np.ndarray:
+def lsa_forward(
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[LSAWeights], return_all: bool = False
+) -> np.ndarray:
     """Forward pass of residual LSA layers; returns the prediction ``-z_q[d]`` after each layer.
 
     Shapes: ``X (B, n, d)``, ``y (B, n)``, ``xq (B, d)`` (or ``(B, m, d)`` for ``m`` queries per
@@ -104,13 +113,14 @@ def lsa_forward(X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[L
     if X.ndim != 3 or y.shape != X.shape[:2] or xq.ndim != 3 or xq.shape[0] != X.shape[0] or xq.shape[2] != X.shape[2]:
         raise ValueError("X, y, xq: expected shapes (B, n, d), (B, n), (B, d) or (B, m, d)")
     n = X.shape[1]
-    Z = np.concatenate([np.concatenate([X, y[..., None]], -1),
-                        np.concatenate([xq, np.zeros(xq.shape[:2] + (1,))], -1)], axis=1)
+    Z = np.concatenate(
+        [np.concatenate([X, y[..., None]], -1), np.concatenate([xq, np.zeros(xq.shape[:2] + (1,))], -1)], axis=1
+    )
     preds = [-Z[:, n:, -1]]
     for lw in layers:
         ctx = Z[:, :n]
-        keys = ctx @ lw.K.T                       # (B, n, d+1)
-        vals = ctx @ (lw.P @ lw.V).T              # (B, n, d+1)
+        keys = ctx @ lw.K.T  # (B, n, d+1)
+        vals = ctx @ (lw.P @ lw.V).T  # (B, n, d+1)
         scores = keys @ (Z @ lw.Q.T).transpose(0, 2, 1)  # (B, n, n+m): (K z_i)^T (Q z_j)
         Z = Z + np.einsum("bij,bik->bjk", scores, vals) / n
         preds.append(-Z[:, n:, -1])
@@ -120,35 +130,47 @@ def lsa_forward(X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[L
 
 
 def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
-    """GD iterates ``w_l`` on ``(1/2n) sum_i (w^T x_i - y_i)^2`` from ``w_0 = 0``: shape ``(L+1, B, d)``."""
-    X, y = np.asarray(X, float), np.asarray(y, float)
+    """GD iterates ``w_l`` on ``(1/2n) sum_i (w^T x_i - y_i)^2`` from ``w_0 = 0``: shape ``(L+1, B, d)``.
+
+    The step ``w_{l+1} = w_l - eta_l Gamma^T (H w_l - c)`` with ``H = X^T X / n``, ``c = X^T y / n``
+    is a Richardson step with preconditioner ``eta_l Gamma^T``; it is computed by the package's one
+    Richardson solver, :func:`iclcore.richardson.iterates.richardson_iterates`, one layer at a time
+    (the steps may vary by layer). ``X (B, n, d)``, ``y (B, n)``.
+    """
+    X, y = finite_array(X, "X"), finite_array(y, "y")
+    if X.ndim != 3 or y.shape != X.shape[:2]:
+        raise ValueError(f"X, y: expected shapes (B, n, d) and (B, n), got {X.shape} and {y.shape}")
     B, n, d = X.shape
-    G = np.eye(d) if Gamma is None else np.asarray(Gamma, float)
+    G = _check_gamma(Gamma, d)
+    H = np.einsum("bni,bnj->bij", X, X) / n
+    c = np.einsum("bni,bn->bi", X, y) / n
     w = np.zeros((B, d))
     out = [w]
-    for eta in etas:
-        grad = np.einsum("bnd,bn->bd", X, np.einsum("bnd,bd->bn", X, w) - y) / n
-        w = w - eta * grad @ G  # row form of w - eta Gamma^T grad
+    for eta in _check_etas(etas):
+        w = richardson_iterates(eta * G.T, H, c, 1, z0=w)[:, 1]
         out.append(w)
     return np.stack(out)
 
 
-def gd_predict(X: np.ndarray, y: np.ndarray, xq: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
+def gd_predict(
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None
+) -> np.ndarray:
     """Reference prediction ``w_k^T x_q`` of :func:`gd_weights`; ``xq (B, d)`` -> ``(B,)``."""
     return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma)[-1], np.asarray(xq, float))
 
 
-def sample_regression(B: int, n: int, d: int, rng: np.random.Generator | int | None, x_dist: str = "uniform",
-                      noise: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sample_regression(
+    B: int, n: int, d: int, rng: np.random.Generator | int, x_dist: str = "uniform", noise: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """von Oswald et al. (2023) tasks: ``x ~ U(-1, 1)^d`` (or ``N(0, I)``), ``w ~ N(0, I)``, ``y = w^T x (+ noise)``.
 
     Returns ``X (B, n, d)``, ``y (B, n)``, ``xq (B, d)``, ``yq (B,)``, ``w (B, d)``.
     """
-    rng = np.random.default_rng(rng)
+    B, n, d = positive_int(B, "B"), positive_int(n, "n"), positive_int(d, "d")
+    rng = as_generator(rng)
     if x_dist not in ("uniform", "gaussian"):
         raise ValueError(f"x_dist: expected 'uniform' or 'gaussian', got {x_dist!r}")
-    if noise < 0:
-        raise ValueError(f"noise: must be >= 0, got {noise}")
+    noise = nonnegative_float(noise, "noise")
     draw = (lambda s: rng.uniform(-1, 1, s)) if x_dist == "uniform" else (lambda s: rng.standard_normal(s))
     w = rng.standard_normal((B, d))
     Xa = draw((B, n + 1, d))
@@ -168,41 +190,57 @@ def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.nda
     return float(u @ yq / (u @ u))
 
 
+def lsa_layer(
+    ctx: torch.Tensor, q: torch.Tensor, KQ: torch.Tensor, PV: torch.Tensor, update_context: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One residual LSA layer in torch with merged matrices ``W_KQ = K^T Q`` and ``W_PV = P V``.
+
+    ``z_j <- z_j + (1/n) sum_i W_PV z_i (z_i^T W_KQ z_j)`` for the context tokens ``ctx (B, n, d+1)``
+    and the queries ``q (B, m, d+1)``; only the context tokens are keys and values (module docstring).
+    Returns the updated ``(ctx, q)``; with ``update_context=False`` the context is returned unchanged
+    (enough for the last layer). Used by :class:`TrainedLSA` and :class:`iclcore.gd.depth_probe.UntiedLSA`.
+    """
+    n = ctx.shape[1]
+    vals = ctx @ PV.T  # (B, n, d+1): W_PV z_i
+    keys = ctx @ KQ / n  # (B, n, d+1): z_i^T W_KQ / n
+    q = q + (keys @ q.transpose(1, 2)).transpose(1, 2) @ vals
+    if update_context:
+        ctx = ctx + (keys @ ctx.transpose(1, 2)).transpose(1, 2) @ vals
+    return ctx, q
+
+
 class TrainedLSA(nn.Module):
     """One LSA layer with free ``K, Q, V, P`` (same forward and readout as :func:`lsa_forward`)."""
 
     def __init__(self, d: int, gen: torch.Generator, init_scale: float = 0.1, dtype: torch.dtype = torch.float64):
         super().__init__()
-        d = _check_d(d)
+        d = positive_int(d, "d")
         self.d = d
         mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
         self.K, self.Q, self.V, self.P = mk(), mk(), mk(), mk()
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        n = X.shape[1]
         ctx = torch.cat([X, y[..., None]], -1)
-        zq = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
-        keys = ctx @ self.K.T
-        vals = ctx @ (self.P @ self.V).T
-        scores = keys @ (zq @ self.Q.T)[..., None]  # (B, n, 1)
-        upd = (scores * vals).sum(1) / n
-        return -(zq + upd)[..., -1]
+        zq = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)[:, None]
+        # (K z_i)^T (Q z_q) = z_i^T (K^T Q) z_q and P V z_i: the merged matrices of lsa_layer
+        _, zq = lsa_layer(ctx, zq, self.K.T @ self.Q, self.P @ self.V, update_context=False)
+        return -zq[:, 0, -1]
 
     def weights(self) -> LSAWeights:
         with torch.no_grad():
             return LSAWeights(*(m.detach().numpy().copy() for m in (self.K, self.Q, self.V, self.P)))
 
 
-def train_one_layer_lsa(d: int, n: int, steps: int, batch: int, lr: float, gen: torch.Generator,
-                        seed: int, init_scale: float = 0.1) -> tuple[TrainedLSA, np.ndarray]:
+def train_one_layer_lsa(
+    d: int, n: int, steps: int, batch: int, lr: float, gen: torch.Generator, seed: int, init_scale: float = 0.1
+) -> tuple[TrainedLSA, np.ndarray]:
     """Adam on the halved squared query loss of fresh von Oswald tasks each step.
 
     Returns the model and the training-loss curve (``steps,``). Tasks come from
     :func:`sample_regression` with ``np.random.default_rng(seed)``; the initialisation from ``gen``.
     """
-    if steps < 1 or batch < 1 or not lr > 0:
-        raise ValueError("steps, batch, lr: expected steps >= 1, batch >= 1, lr > 0")
-    rng = np.random.default_rng(seed)
+    steps, batch, lr = positive_int(steps, "steps"), positive_int(batch, "batch"), positive_float(lr, "lr")
+    rng = as_generator(seed, "seed")
     model = TrainedLSA(d, gen, init_scale)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     curve = np.empty(steps)

@@ -44,12 +44,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy import integrate, stats
 from torch import nn
+
+from iclcore.gd.construction import lsa_layer
+from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
     "ProbeTasks",
@@ -92,14 +95,21 @@ class ProbeTasks:
         return (self.X.double() ** 2).sum((1, 2)).numpy() / self.X.shape[1]
 
 
-def sample_probe_tasks(B: int, n: int, d: int, gen: torch.Generator, m: int = 1, s_lo: float = 0.5,
-                       s_hi: float = 2.0, dtype: torch.dtype = torch.float64) -> ProbeTasks:
+def sample_probe_tasks(
+    B: int,
+    n: int,
+    d: int,
+    gen: torch.Generator,
+    m: int = 1,
+    s_lo: float = 0.5,
+    s_hi: float = 2.0,
+    dtype: torch.dtype = torch.float64,
+) -> ProbeTasks:
     """Draw ``B`` prompts (module docstring) with ``m`` queries each; all randomness from ``gen``."""
-    for name, v in (("B", B), ("n", n), ("d", d), ("m", m)):
-        if not (isinstance(v, int) and v >= 1):
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    if not (0 < s_lo <= s_hi):
-        raise ValueError(f"s_lo, s_hi: expected 0 < s_lo <= s_hi, got {s_lo}, {s_hi}")
+    B, n, d, m = positive_int(B, "B"), positive_int(n, "n"), positive_int(d, "d"), positive_int(m, "m")
+    s_lo, s_hi = positive_float(s_lo, "s_lo"), positive_float(s_hi, "s_hi")
+    if s_lo > s_hi:
+        raise ValueError(f"s_hi: expected s_hi >= s_lo = {s_lo}, got {s_hi}")
     u = torch.rand(B, generator=gen, dtype=torch.float64)
     s = torch.exp(math.log(s_lo) + u * (math.log(s_hi) - math.log(s_lo)))
     w = torch.randn(B, d, generator=gen, dtype=torch.float64)
@@ -119,10 +129,11 @@ def sample_probe_tasks(B: int, n: int, d: int, gen: torch.Generator, m: int = 1,
 class UntiedLSA(nn.Module):
     """``L`` untied residual LSA layers: ``z_j += (1/n) sum_i W_PV z_i (z_i^T W_KQ z_j)`` for all tokens ``j``."""
 
-    def __init__(self, d: int, L: int, gen: torch.Generator, init_scale: float = 0.02, dtype: torch.dtype = torch.float64):
+    def __init__(
+        self, d: int, L: int, gen: torch.Generator, init_scale: float = 0.02, dtype: torch.dtype = torch.float64
+    ):
         super().__init__()
-        if not (d >= 1 and L >= 1):
-            raise ValueError(f"d, L: expected positive integers, got {d}, {L}")
+        d, L = positive_int(d, "d"), positive_int(L, "L")
         self.d, self.L = d, L
         mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
         self.KQ = nn.ParameterList([mk() for _ in range(L)])
@@ -130,16 +141,11 @@ class UntiedLSA(nn.Module):
 
     def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
         """Predictions ``-z_q[d]`` after ``l = 0..L`` layers for ``xq (B, m, d)``: shape ``(L+1, B, m)``."""
-        n = X.shape[1]
         ctx = torch.cat([X, y[..., None]], -1)
         q = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
         out = [-q[..., -1]]
-        for KQ, PV in zip(self.KQ, self.PV):
-            vals = ctx @ PV.T                                # (B, n, d+1)
-            A_c = ctx @ KQ @ ctx.transpose(1, 2) / n          # (B, n_key, n_query): z_i^T KQ z_j
-            A_q = ctx @ KQ @ q.transpose(1, 2) / n
-            ctx = ctx + A_c.transpose(1, 2) @ vals
-            q = q + A_q.transpose(1, 2) @ vals
+        for l, (KQ, PV) in enumerate(zip(self.KQ, self.PV)):
+            ctx, q = lsa_layer(ctx, q, KQ, PV, update_context=l < self.L - 1)
             out.append(-q[..., -1])
         return torch.stack(out)
 
@@ -152,8 +158,14 @@ class GPTMini(nn.Module):
 
     def __init__(self, d: int, n: int, L: int, width: int, heads: int, gen: torch.Generator, mlp_ratio: int = 4):
         super().__init__()
+        d, n, L = positive_int(d, "d"), positive_int(n, "n"), positive_int(L, "L")
+        width, heads, mlp_ratio = (
+            positive_int(width, "width"),
+            positive_int(heads, "heads"),
+            positive_int(mlp_ratio, "mlp_ratio"),
+        )
         if width % heads:
-            raise ValueError(f"width, heads: width {width} must be divisible by heads {heads}")
+            raise ValueError(f"heads: width {width} must be divisible by heads {heads}")
         self.d, self.n, self.L = d, n, L
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
         with torch.random.fork_rng(devices=[]):
@@ -164,8 +176,12 @@ class GPTMini(nn.Module):
             self.ln1 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
             self.ln2 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
             self.attn = nn.ModuleList([nn.MultiheadAttention(width, heads, batch_first=True) for _ in range(L)])
-            self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(),
-                                                    nn.Linear(mlp_ratio * width, width)) for _ in range(L)])
+            self.mlp = nn.ModuleList(
+                [
+                    nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(), nn.Linear(mlp_ratio * width, width))
+                    for _ in range(L)
+                ]
+            )
             self.ln_f = nn.LayerNorm(width)
             self.head = nn.Linear(width, 1)
 
@@ -234,14 +250,21 @@ class TrainConfig:
     checkpoint_base: int = 2  # checkpoints at 0 and the powers of this base (and the last step)
 
     def __post_init__(self) -> None:
-        if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.warmup < 0 or not self.clip > 0:
-            raise ValueError("TrainConfig: expected steps >= 0, batch >= 1, lr > 0, warmup >= 0, clip > 0")
+        positive_int(self.steps, "steps", minimum=0)
+        positive_int(self.warmup, "warmup", minimum=0)
+        for name in ("batch", "n", "d"):
+            positive_int(getattr(self, name), name)
+        positive_int(self.checkpoint_base, "checkpoint_base", minimum=2)
+        positive_float(self.lr, "lr")
+        positive_float(self.clip, "clip")
+        if positive_float(self.s_lo, "s_lo") > positive_float(self.s_hi, "s_hi"):
+            raise ValueError(f"s_hi: expected s_hi >= s_lo = {self.s_lo}, got {self.s_hi}")
 
 
 def checkpoint_steps(steps: int, base: int = 2) -> list[int]:
     """``0, 1, base, base^2, ..., base^k <= steps`` and ``steps`` (log-spaced)."""
-    if base < 2:
-        raise ValueError(f"base: expected an integer >= 2, got {base}")
+    base = positive_int(base, "base", minimum=2)
+    steps = positive_int(steps, "steps", minimum=0)
     out = [0] + [base**k for k in range(int(math.log(steps, base) + 1e-9) + 1)] if steps >= 1 else [0]
     if out[-1] != steps:
         out.append(steps)
@@ -258,8 +281,9 @@ def _loss(model: nn.Module, t: ProbeTasks, all_positions: bool) -> torch.Tensor:
     return 0.5 * ((model(t.X, t.y, t.xq) - t.yq) ** 2).mean()
 
 
-def train_with_checkpoints(model: nn.Module, cfg: TrainConfig, gen: torch.Generator,
-                           at_checkpoint: Callable[[int, nn.Module], dict]) -> tuple[list[dict], np.ndarray, int]:
+def train_with_checkpoints(
+    model: nn.Module, cfg: TrainConfig, gen: torch.Generator, at_checkpoint: Callable[[int, nn.Module], dict]
+) -> tuple[list[dict], np.ndarray, int]:
     """Train ``model``; call ``at_checkpoint(step, model)`` at :func:`checkpoint_steps`.
 
     Returns the list of checkpoint records, the training-loss curve and the number of skipped
@@ -331,13 +355,22 @@ def readout_statistics(yhat: np.ndarray, ystar: np.ndarray, trH: np.ndarray | No
     per_prompt = (ellc @ (lr - lr.mean(0))) / (ellc @ ellc)
     gs, _, gr2 = _ols(np.arange(L + 1), np.log(mae))
     out = {
-        "mae_0": float(mae[0]), "mae_L": float(mae[-1]), "er_abs": float(mae[0] - mae[-1]),
-        "er_rel": float(1 - mae[-1] / mae[0]), "alpha": alpha, "intercept": icpt, "r2": r2,
-        "sign_agreement": sa, "rho_pred": rho_pred, "rho_obs": rho_obs,
+        "mae_0": float(mae[0]),
+        "mae_L": float(mae[-1]),
+        "er_abs": float(mae[0] - mae[-1]),
+        "er_rel": float(1 - mae[-1] / mae[0]),
+        "alpha": alpha,
+        "intercept": icpt,
+        "r2": r2,
+        "sign_agreement": sa,
+        "rho_pred": rho_pred,
+        "rho_obs": rho_obs,
         "rel_err_rho": abs(rho_pred - rho_obs) / rho_obs,
         "rel_err_rate": abs(rho_pred - rho_obs) / abs(1 - rho_obs) if rho_obs != 1 else float("inf"),
-        "geo_r2": gr2, "geo_rate": float(np.exp(gs)),
-        "monotone_fraction": float((np.diff(mae) < 0).mean()), "mae_rate": float((mae[-1] / mae[0]) ** (1 / L)),
+        "geo_r2": gr2,
+        "geo_rate": float(np.exp(gs)),
+        "monotone_fraction": float((np.diff(mae) < 0).mean()),
+        "mae_rate": float((mae[-1] / mae[0]) ** (1 / L)),
         "frac_contracting": float((per_prompt < 0).mean()),
     }
     for l, v in enumerate(mae):
@@ -347,9 +380,9 @@ def readout_statistics(yhat: np.ndarray, ystar: np.ndarray, trH: np.ndarray | No
     return out
 
 
-def layer_shuffled(yhat: np.ndarray, rng: np.random.Generator | int | None) -> np.ndarray:
+def layer_shuffled(yhat: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """Null: each prompt's readouts ``yhat[:, p]`` in an independent random layer order (all ``L+1`` layers)."""
-    rng = np.random.default_rng(rng)
+    rng = as_generator(rng)
     yhat = np.asarray(yhat, float)
     idx = np.argsort(rng.random(yhat.shape), axis=0)
     return np.take_along_axis(yhat, idx, axis=0)
@@ -415,9 +448,12 @@ def richardson_fit(W: np.ndarray, w: np.ndarray, X: np.ndarray) -> dict[str, flo
         M = -np.linalg.lstsq(A, dE, rcond=None)[0][:d].T
         radii.append(np.abs(np.linalg.eigvals(np.eye(d)[None] - M[None] @ H)).max(1))
     nE = np.linalg.norm(E, axis=2).mean(1)
-    return {"rich_r2_aware": float(np.mean(ra)), "rich_r2_blind": float(np.mean(rb)),
-            "rich_radius_median": float(np.median(np.concatenate(radii))),
-            "weight_err_rate": float((nE[-1] / nE[0]) ** (1 / L))}
+    return {
+        "rich_r2_aware": float(np.mean(ra)),
+        "rich_r2_blind": float(np.mean(rb)),
+        "rich_radius_median": float(np.median(np.concatenate(radii))),
+        "weight_err_rate": float((nE[-1] / nE[0]) ** (1 / L)),
+    }
 
 
 def bos_profile(model: GPTMini, t: ProbeTasks) -> np.ndarray:
@@ -432,7 +468,9 @@ def late_early_ratio(profile: np.ndarray) -> float:
     return float(np.mean(profile[-k:]) / np.mean(profile[:k]))
 
 
-def probe_checkpoint(model: nn.Module, probe: ProbeTasks, rich: ProbeTasks, rng: np.random.Generator) -> dict[str, float]:
+def probe_checkpoint(
+    model: nn.Module, probe: ProbeTasks, rich: ProbeTasks, rng: np.random.Generator
+) -> dict[str, float]:
     """All statistics for one checkpoint: the readout statistics, their layer-shuffled null, the
     Richardson fit and (GPT only) the BOS profile. ``probe`` has one query per prompt; ``rich`` has
     the probe queries for the implicit weights."""

@@ -15,21 +15,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import random_orthogonal
-from iclcore.richardson.iterates import richardson_error
+from iclcore.linalg import haar_orthogonal
+from iclcore.richardson.iterates import richardson_iterates
+from iclcore.validation import (
+    as_generator,
+    finite_array,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    positive_spectrum,
+)
 
 __all__ = ["scalar_loss_ratio", "spectrum_design", "ChannelPanel", "eigenchannel_panel", "compounding"]
 
 
-def scalar_loss_ratio(a: float, eta: float, k: int, wstar: float = 1.0, Lstar: float = 0.0,
-                      w0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def scalar_loss_ratio(
+    a: float, eta: float, k: int, wstar: float = 1.0, Lstar: float = 0.0, w0: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Iterated ``L_k / L_0`` (k = 0..k) of scalar GD and the prediction ``(1 - eta a)^{2k}``.
 
     The data have ``a`` (curvature), ``b = a w*`` and ``c = a w*^2 + L*`` so that the minimum is
     ``L*``. Returns ``(ratio, prediction)``, both of shape ``(k+1,)``.
     """
-    if not (a > 0 and np.isfinite(eta) and k >= 0 and Lstar >= 0):
-        raise ValueError("a, eta, k, Lstar: expected a > 0, finite eta, k >= 0, Lstar >= 0")
+    a, Lstar = positive_float(a, "a"), nonnegative_float(Lstar, "Lstar")
+    eta, wstar, w0 = (float(finite_array(v, name)) for v, name in ((eta, "eta"), (wstar, "wstar"), (w0, "w0")))
+    k = positive_int(k, "k", minimum=0)
     b, c = a * wstar, a * wstar**2 + Lstar
     w = w0
     L = [a * w**2 - 2 * b * w + c]
@@ -40,15 +50,16 @@ def scalar_loss_ratio(a: float, eta: float, k: int, wstar: float = 1.0, Lstar: f
     return L / L[0], (1 - eta * a) ** (2 * np.arange(k + 1))
 
 
-def spectrum_design(n: int, lam: np.ndarray, rng: np.random.Generator | int | None) -> np.ndarray:
+def spectrum_design(n: int, lam: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """A design ``X (n, d)`` with ``X^T X = Q diag(lam) Q^T`` exactly (Haar ``Q`` and column frame)."""
-    lam = np.asarray(lam, float)
+    lam = positive_spectrum(lam, "lam")
     d = lam.size
-    if n < d or np.any(lam <= 0):
-        raise ValueError(f"n, lam: need n >= d = {d} and positive eigenvalues")
-    rng = np.random.default_rng(rng)
-    U = random_orthogonal(n, rng)[:, :d]
-    Q = random_orthogonal(d, rng)
+    n = positive_int(n, "n")
+    if n < d:
+        raise ValueError(f"n: need n >= d = {d} (a design of rank d), got {n}")
+    rng = as_generator(rng)
+    U = haar_orthogonal(n, rng)[:, :d]  # the first d columns of a Haar matrix: a Haar frame (same draws as before)
+    Q = haar_orthogonal(d, rng)
     return U @ np.diag(np.sqrt(lam)) @ Q.T
 
 
@@ -66,24 +77,20 @@ class ChannelPanel:
 def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, eta: float | None = None) -> ChannelPanel:
     """GD ``w+ = w - eta (H w - X^T y)`` from ``w_0 = 0`` in the eigenbasis of ``H = X^T X`` (§8.1b).
 
-    ``eta`` defaults to ``2/(lambda_min + lambda_max)``. The iteration is computed directly on
-    ``w`` (not from the closed form); ``predicted`` is ``(1 - eta lambda_i)^{2j} (q_i^T e_0)^2``.
-    The error trajectory is cross-checked against :func:`iclcore.richardson.iterates.richardson_error`.
+    ``eta`` defaults to ``2/(lambda_min + lambda_max)``. The iterates are the Richardson iterates of
+    ``H w = X^T y`` with preconditioner ``eta I`` (:func:`iclcore.richardson.iterates.richardson_iterates`,
+    the package's one GD/Richardson solver); ``predicted`` is the closed form
+    ``(1 - eta lambda_i)^{2j} (q_i^T e_0)^2``, compared with them in the tests.
     """
-    X, y = np.asarray(X, float), np.asarray(y, float)
+    X, y = finite_array(X, "X"), finite_array(y, "y")
+    if X.ndim != 2 or y.shape != X.shape[:1]:
+        raise ValueError(f"X, y: expected shapes (n, d) and (n,), got {X.shape} and {y.shape}")
+    k = positive_int(k, "k", minimum=0)
     H = X.T @ X
     lam, Q = np.linalg.eigh(H)
-    eta = 2.0 / (lam[0] + lam[-1]) if eta is None else float(eta)
+    eta = 2.0 / (lam[0] + lam[-1]) if eta is None else float(finite_array(eta, "eta"))
     wls = np.linalg.lstsq(X, y, rcond=None)[0]
-    w = np.zeros(X.shape[1])
-    E = [w - wls]
-    for _ in range(k):
-        w = w - eta * (H @ w - X.T @ y)
-        E.append(w - wls)
-    E = np.array(E)
-    ref = richardson_error(eta * np.eye(H.shape[0]), H[None], (-wls)[None], k)[0]
-    if not np.allclose(E, ref, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(wls).max())):
-        raise RuntimeError("eigenchannel_panel: GD iterates disagree with richardson_error")
+    E = richardson_iterates(eta * np.eye(H.shape[0]), H, X.T @ y, k)[0] - wls
     C = (E @ Q) ** 2
     fac = (1 - eta * lam) ** 2
     pred = C[0] * fac[None] ** np.arange(k + 1)[:, None]
@@ -92,7 +99,7 @@ def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, eta: float | None =
 
 def compounding(rho2: np.ndarray, ks: tuple[int, ...] = (1, 2, 3, 5, 10)) -> np.ndarray:
     """``(rho^2)^k`` for each ``k`` in ``ks``: shape ``(len(ks), len(rho2))`` (§6, §8.1c)."""
-    rho2 = np.asarray(rho2, float)
+    rho2 = finite_array(rho2, "rho2")
     if np.any((rho2 < 0) | (rho2 > 1)):
         raise ValueError("rho2: expected values in [0, 1]")
     return rho2[None, :] ** np.asarray(ks)[:, None]
