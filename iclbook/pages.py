@@ -354,6 +354,50 @@ def report_rows(root: Path, generated: Path) -> list[Row]:
     return rows
 
 
+PAPER_PRESET = "paper"
+
+
+def paper_metrics(root: Path, generated: Path, notebooks: list[str]) -> dict[str, dict[str, Any]]:
+    """Metrics of the store's paper-preset run of each notebook, under the notebook's *current* key.
+
+    A notebook contributes only if it defines a ``paper`` preset, the book was not itself built
+    with that preset (``generated/<nb>/.icl-run.json``), and the store holds a verified entry for
+    the key that ``icl-book run <nb> --preset paper`` would use now (same source, parameters,
+    lock and ``iclcore`` files). Nothing is executed.
+    """
+    from .notebooks import NotebookError, discover_all
+    from .runner import STAMP, cache_key, make_requests, store_dir, verify_folder
+
+    wanted = set(notebooks)
+    entries = store_dir(root) / "entries"
+    if not wanted or not entries.is_dir():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for nb in discover_all(root)[0]:
+        if nb.name not in wanted or PAPER_PRESET not in nb.presets:
+            continue
+        try:
+            if json.loads((generated / nb.name / STAMP).read_text()).get("preset") == PAPER_PRESET:
+                continue  # the main column already is the paper preset
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            key = cache_key(make_requests([nb], generated, PAPER_PRESET)[0], root)
+        except (NotebookError, OSError):
+            continue
+        if (entries / key).is_dir() and not verify_folder(entries / key, key):
+            metrics = load_metrics(entries, key)
+            if metrics is not None:
+                found[nb.name] = metrics
+    return found
+
+
+def paper_rows(rows: list[Row], metrics: dict[str, dict[str, Any]]) -> list[Row | None]:
+    """Each row re-evaluated on the paper-preset metrics of its notebook (``None`` where there are none)."""
+    return [evaluate(r.claim, metrics[r.claim.notebook]) if r.status != "absent" and r.claim.notebook in metrics else None
+            for r in rows]
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -437,9 +481,14 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
 LEDGER = "ledger"
 
 
-def ledger_counts(rows: list[Row]) -> dict[str, int]:
-    """Counts for the ``ledger`` pseudo-notebook: headline counts, rows per basis, per paper and per status."""
+def ledger_counts(rows: list[Row], paper: list[Row | None] | None = None) -> dict[str, int]:
+    """Counts for the ``ledger`` pseudo-notebook: headline counts, rows per basis, per paper and per status.
+
+    ``paper`` (from :func:`paper_rows`) adds ``paper_<count>`` for the rows that have a paper-preset value.
+    """
     counts: dict[str, int] = dict(summary_counts(rows))
+    for k, v in summary_counts([r for r in paper or [] if r is not None]).items():
+        counts[f"paper_{k}"] = v
     for b in BASES:
         counts[f"basis_{b.replace('-', '_')}"] = sum(r.claim.basis == b for r in rows)
     for st in STATUSES:
@@ -465,11 +514,32 @@ def basis_status_table(rows: list[Row]) -> list[str]:
     return lines
 
 
-def render_report(rows: list[Row], order: list[str] | None = None) -> str:
+def _paper_summary(rows: list[Row], paper: list[Row | None]) -> str:
+    """One line: how the rows that have a paper-preset value fare at both sizes."""
+    pairs = [(r, p) for r, p in zip(rows, paper) if p is not None]
+    if not pairs:
+        return ""
+    q, pc = summary_counts([r for r, _ in pairs]), summary_counts([p for _, p in pairs])
+    changed = sum(r.status != p.status for r, p in pairs)
+    n_nb = len({r.claim.notebook for r, _ in pairs})
+    return (f"At the **paper preset** ({n_nb} notebook(s) with a stored paper-size run, {len(pairs)} rows): "
+            f"**{pc['reproduced']} reproduced** of {pc['predicted']} predicted claims (quick: {q['reproduced']}) · "
+            f"**{pc['identities']} identities verified** of {pc['theorems']} (quick: {q['identities']}) · "
+            f"{pc['missing']} missing · {changed} row(s) change status between the sizes.")
+
+
+def render_report(rows: list[Row], order: list[str] | None = None, paper: list[Row | None] | None = None) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
     ``order`` lists notebook names in book order; notebooks not in it come last, by name.
+    ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
+    notebooks' paper-preset runs; where present, a second value and status appear beside the
+    quick ones and the summaries count both.
     """
+    paper = list(paper) if paper is not None else [None] * len(rows)
+    if len(paper) != len(rows):
+        raise ValueError("paper: must be aligned with rows")
+    paper_of = {id(r): p for r, p in zip(rows, paper)}
     c = summary_counts(rows)
     lines = [
         "# Reproduction report",
@@ -494,6 +564,8 @@ def render_report(rows: list[Row], order: list[str] | None = None) -> str:
         f"{c['missing']} missing · {c['total']} rows in all.",
         "",
     ]
+    if _paper_summary(rows, paper):
+        lines += [_paper_summary(rows, paper), ""]
     seeds = sorted({r.claim.seed for r in rows})
     for seed in seeds:
         sub = [r for r in rows if r.claim.seed == seed]
@@ -507,6 +579,9 @@ def render_report(rows: list[Row], order: list[str] | None = None) -> str:
             *basis_status_table(sub),
             "",
         ]
+        line = _paper_summary(sub, [paper_of[id(r)] for r in sub])
+        if line:
+            lines += [line, ""]
     absent = [r for r in rows if r.status == "absent"]
     if absent:
         lines += [
@@ -541,25 +616,30 @@ def render_report(rows: list[Row], order: list[str] | None = None) -> str:
         lines.append(f"| `{nb}` | {len(nb_rows)} | {nc['reproduced']} / {nc['predicted']} | "
                      f"{nc['identities']} / {nc['theorems']} | {differ} | {nc['missing']} |")
     lines.append("")
+    def _difference(r: Row) -> str:
+        if r.claim.kind == "predicate" and r.used:
+            return _used(r) + (f"; {r.difference}" if r.difference else "")
+        return r.difference
+
     for nb in notebooks:
-        lines += [
-            f"### Notebook `{nb}`",
-            "",
-            "| # | status | basis | claim (paper, section) | reported | computed | difference / values used | rule |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
+        with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
+        head = "| # | status | basis | claim (paper, section) | reported | computed | difference / values used |"
+        if with_paper:
+            head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
+        lines += [f"### Notebook `{nb}`", ""]
+        if with_paper:
+            lines += ["The first status and values are those of the preset the book was built with; the `paper`",
+                      "columns evaluate the same rule on the stored run of the notebook's `paper` preset.", ""]
+        lines += [head + " rule |", "|---" * head.count("|") + "|"]
         notes = []
         for i, r in enumerate(by_notebook[nb], start=1):
             cl = r.claim
-            diff = r.difference
-            if cl.kind == "predicate" and r.used:
-                diff = _used(r) + (f"; {r.difference}" if r.difference else "")
-            lines.append(
-                "| " + " | ".join(_cell(x) for x in (
-                    str(i), status_label(r), cl.basis, f"{cl.claim} ({cl.seed} {cl.section})", _fmt(cl.reported),
-                    _fmt(r.reproduced), diff, _rule(cl),
-                )) + " |"
-            )
+            cells = [str(i), status_label(r), cl.basis, f"{cl.claim} ({cl.seed} {cl.section})", _fmt(cl.reported),
+                     _fmt(r.reproduced), _difference(r)]
+            if with_paper:
+                p = paper_of[id(r)]
+                cells += [status_label(p), _fmt(p.reproduced), _difference(p)] if p is not None else ["—", "—", ""]
+            lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
             text = " ".join(t for t in (f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "", cl.note) if t)
             if text:
                 notes.append(f"- **{i}.** {text}")
@@ -623,9 +703,10 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
-    _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml")))
+    paper = paper_rows(rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook})))
+    _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml"), paper))
     (generated / LEDGER).mkdir(exist_ok=True)
-    _write_if_changed(generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows), indent=2, sort_keys=True) + "\n")
+    _write_if_changed(generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows, paper), indent=2, sort_keys=True) + "\n")
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
     _write_if_changed(generated / "errata.md", render_errata(root / "book" / "errata", chapter_order))

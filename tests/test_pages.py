@@ -286,3 +286,58 @@ def test_ledger_counts_for_the_metric_role() -> None:
     assert c["total"] == 2 and c["reproduced"] == 1 and c["basis_theorem"] == 1 and c["seed001_theorems"] == 1
     assert c["seed000_reproduced"] == 1 and c["status_differs"] == 1 and c["basis_other_model"] == 0
     assert all(isinstance(v, int) for v in c.values())
+
+
+def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
+    """A verified store entry under the current paper key adds a second value and status beside the quick one."""
+    import hashlib
+    import json
+    import shutil
+
+    from iclbook.notebooks import discover_all
+    from iclbook.pages import ledger_counts, paper_metrics, paper_rows, report_rows
+    from iclbook.runner import STAMP, cache_key, make_requests, store_dir
+
+    root = tmp_path / "proj"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "demo_project", root)
+    (root / "book" / "reported").mkdir(parents=True)
+    (root / "book" / "reported" / "demo.yml").write_text(
+        "- notebook: demo\n  metric: n\n  claim: 'enough points'\n  reported: 100\n  seed: '000'\n  section: '§1'\n"
+        "  kind: min\n  tolerance: 100\n  basis: predicted\n  note: 'a test row'\n"
+        "- notebook: demo\n  metric: max\n  claim: 'peak one'\n  reported: 1.0\n  seed: '000'\n  section: '§1'\n"
+        "  kind: abs\n  tolerance: 0.01\n  basis: theorem\n"
+    )
+    generated = root / "book" / "generated"
+    (generated / "demo").mkdir(parents=True)
+    (generated / "demo" / "metrics.json").write_text(json.dumps({"n": 50, "max": 0.9995, "ok": True}))
+    (generated / "demo" / STAMP).write_text(json.dumps({"preset": "quick"}))
+    rows = report_rows(root, generated)
+    assert [r.status for r in rows] == ["differs", "reproduced"]
+    assert paper_metrics(root, generated, ["demo"]) == {}  # no store yet: no paper column
+    assert "paper preset" not in render_report(rows, paper=paper_rows(rows, {}))
+
+    # a fake store entry for the key `icl-book run demo --preset paper` would use now
+    nb = next(n for n in discover_all(root)[0] if n.name == "demo")
+    key = cache_key(make_requests([nb], generated, "paper")[0], root)
+    entry = store_dir(root) / "entries" / key
+    entry.mkdir(parents=True)
+    metrics = json.dumps({"n": 500, "max": 0.99999, "ok": True}).encode()
+    (entry / "metrics.json").write_bytes(metrics)
+    (entry / STAMP).write_text(json.dumps({"key": key, "notebook": "demo", "preset": "paper",
+                                           "files": {"metrics.json": hashlib.sha256(metrics).hexdigest()}}))
+    paper = paper_rows(rows, paper_metrics(root, generated, ["demo"]))
+    assert [p.status for p in paper] == ["reproduced", "reproduced"] and paper[0].reproduced == 500
+    text = render_report(rows, paper=paper)
+    assert "At the **paper preset** (1 notebook(s) with a stored paper-size run, 2 rows): **1 reproduced** of 1 predicted claims (quick: 0)" in text
+    assert "1 row(s) change status between the sizes" in text
+    table = [ln for ln in text.splitlines() if ln.startswith("| 1 |")][0]
+    assert "✗ differs" in table and "✓ reproduced" in table and "| 50 |" in table and "| 500 |" in table
+    c = ledger_counts(rows, paper)
+    assert (c["reproduced"], c["paper_reproduced"], c["paper_identities"]) == (0, 1, 1)
+
+    # a changed file in the entry, or a book built at the paper preset itself: no paper column
+    (entry / "metrics.json").write_bytes(metrics.replace(b"500", b"501"))
+    assert paper_metrics(root, generated, ["demo"]) == {}
+    (entry / "metrics.json").write_bytes(metrics)
+    (generated / "demo" / STAMP).write_text(json.dumps({"preset": "paper"}))
+    assert paper_metrics(root, generated, ["demo"]) == {}
