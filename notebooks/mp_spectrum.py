@@ -38,22 +38,22 @@ PRESETS = {"paper": {"K_hist": 400, "n_hist_draws": 25, "K_conc": 64, "n_conc_dr
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from scipy import stats
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.richardson.moments import effective_dimension
+from iclcore.richardson.tasks import TaskConfig
 from iclcore.spectra.mp import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
 from iclcore.spectra.prompt import (
     concentration_experiment,
-    effective_dimension,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
     resolvent_perturbation,
     rotated_covariance,
     whitened_spectrum,
 )
-from iclcore.richardson.tasks import TaskConfig
 
 use_style()
 t_start = time.perf_counter()

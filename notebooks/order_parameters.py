@@ -45,20 +45,31 @@ PRESETS = {"paper": {"K": 64, "M": 480, "batch": 4096, "n_seeds": 8, "n_eval_pro
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
+from iclcore.linalg import haar_orthogonal
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
-from iclcore.richardson.dynamics import gd_trajectory, random_orthogonal
 from iclcore.richardson.decoder import max_stable_step, online_decoder_training
+from iclcore.richardson.dynamics import gd_trajectory
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
 from iclcore.richardson.order_parameters import (
-    condition_number, decoder_order_parameters, iteration_spectral_radius, ks_critical_value, ks_distance_mp,
-    ks_two_sample, latent_order_parameters, latent_population_system, mp_condition_number, mp_optimal_contraction,
-    mp_window, preconditioned_spectrum, whitened_spectrum,
+    condition_number,
+    decoder_order_parameters,
+    iteration_spectral_radius,
+    ks_critical_value,
+    ks_distance_mp,
+    ks_two_sample,
+    latent_order_parameters,
+    latent_population_system,
+    mp_condition_number,
+    mp_optimal_contraction,
+    mp_window,
+    preconditioned_spectrum,
+    whitened_spectrum,
 )
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.spectra.mp import mp_cdf, mp_density, mp_sample_eigenvalues
 
 use_style()
@@ -136,10 +147,10 @@ metrics.update(
 # not.
 
 # %%
-Q = random_orthogonal(K, rng)
+Q = haar_orthogonal(K, rng)
 rot = lambda A: Q @ A @ Q.T  # noqa: E731
 g1 = decoder_order_parameters(rot(runs[0].P), rot(P_star), rot(mom.C), rot(H_inf))
-O = random_orthogonal(ecfg.r, rng)
+O = haar_orthogonal(ecfg.r, rng)
 g2 = latent_order_parameters(dyn.U @ O, O.T @ dyn.P @ O, O.T @ dyn.P_star @ O, dyn.model.U_star, H_inf_e)
 rel = lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(np.abs(np.asarray(b)), 1e-12)))  # noqa: E731
 gauge_diffs = [rel(getattr(g1, f), getattr(ops[0], f)) for f in ("rho_pop", "srank", "top_energy", "entropy")]

@@ -40,10 +40,26 @@ seed = 0
 PRESETS = {"paper": {"K": 64, "r": 16, "steps": 800}}
 
 # %%
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
+from iclcore.linalg import haar_orthogonal, joint_diagonalizer
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.richardson.closure import (
+    CommutingModel,
+    LatentModel,
+    closure_log_ratio,
+    closure_mismatch,
+    commutator_defect,
+    encdec_iterate,
+    fixed_basis_closure_risk,
+    mode_product_sum,
+    mode_recursion,
+    richardson_matrix_risk,
+    richardson_mode_risk,
+    tracking_error_product_sum,
+)
+from iclcore.richardson.counterexample import counterexample
 from iclcore.richardson.dynamics import (
     covariance_from_spectrum,
     decoder_moments,
@@ -56,23 +72,6 @@ from iclcore.richardson.dynamics import (
     modal_weights,
     quadratic_minimizer,
     quadratic_risk,
-    random_orthogonal,
-)
-from iclcore.richardson.closure import (
-    CommutingModel,
-    LatentModel,
-    closure_log_ratio,
-    closure_mismatch,
-    commutator_defect,
-    counterexample,
-    encdec_iterate,
-    fixed_basis_closure_risk,
-    joint_diagonalizer,
-    mode_product_sum,
-    mode_recursion,
-    richardson_matrix_risk,
-    richardson_mode_risk,
-    tracking_error_product_sum,
 )
 
 use_style()
@@ -88,8 +87,8 @@ s_grid = np.arange(steps + 1)
 # "closed form" is $\frac1K\sum_i \lambda_i(1-\eta\lambda_i)^{2s}\|(P_0-P_\star)q_i\|^2$ computed from $P_0$ alone.
 
 # %%
-H_dec = covariance_from_spectrum(np.geomspace(1.0 / cond, 1.0, K), random_orthogonal(K, rng))
-Sigma_dec = covariance_from_spectrum(rng.uniform(0.5, 1.5, K), random_orthogonal(K, rng))
+H_dec = covariance_from_spectrum(np.geomspace(1.0 / cond, 1.0, K), haar_orthogonal(K, rng))
+Sigma_dec = covariance_from_spectrum(rng.uniform(0.5, 1.5, K), haar_orthogonal(K, rng))
 C_dec, B_dec, S_dec = decoder_moments(H_dec, Sigma_dec, noise_var)
 P_star = quadratic_minimizer(B_dec, C_dec)
 eta_dec = eta_d_frac * 2.0 / np.linalg.eigvalsh(C_dec)[-1]
@@ -116,7 +115,7 @@ print(f"max |modal - iteration| = {max_err_decoder:.3e}, trajectory rel. error =
 # formula is $\sum_i \mu_i (1-\eta_e\mu_i)^{2s}\|(G_0-G_\star)v_i\|^2$ (scale 1).
 
 # %%
-Sigma_enc = covariance_from_spectrum(np.geomspace(0.05, 1.0, r), random_orthogonal(r, rng))
+Sigma_enc = covariance_from_spectrum(np.geomspace(0.05, 1.0, r), haar_orthogonal(r, rng))
 G_star_enc = rng.standard_normal((K, r)) / np.sqrt(K * r)  # ‖G⋆‖_F ~ 1 keeps the unnormalised risk O(1)
 C_enc, B_enc, S_enc = encoder_moments(G_star_enc, Sigma_enc, noise_var)
 eta_enc = eta_e_frac * 2.0 / np.linalg.eigvalsh(C_enc)[-1]
@@ -150,7 +149,7 @@ cm = CommutingModel(
     gstar=rng.uniform(0.8, 1.2, r),
     sigma=np.geomspace(0.1, 1.0, r),
     noise_var=noise_var,
-    V=random_orthogonal(r, rng),
+    V=haar_orthogonal(r, rng),
 )
 g0 = rng.uniform(0.3, 0.6, r)
 eta_e_c = eta_e_frac * 2.0 / cm.sigma.max()
@@ -183,7 +182,7 @@ print(f"max |closure - matrix| = {max_err_commuting:.3e}; P_s rel. error = {max_
 # $\eta = 0.1$, $\lambda = (1.8, 5.6)$ are one choice that yields its reported $R_1$ values.
 
 # %%
-C_cx = covariance_from_spectrum(np.array([lam_a, lam_b]), random_orthogonal(2, rng))
+C_cx = covariance_from_spectrum(np.array([lam_a, lam_b]), haar_orthogonal(2, rng))
 i_a, i_b = (0, 1) if lam_a <= lam_b else (1, 0)
 cx = counterexample(C_cx, eta_cx, i_a, i_b, R0=R0_cx, n_steps=cx_steps)
 print(f"R_0 = {cx.risk_a[0]:.4f}, {cx.risk_b[0]:.4f};  R_1 = {cx.risk_a[1]:.4f}, {cx.risk_b[1]:.4f}")
@@ -199,9 +198,9 @@ print(f"R_0 = {cx.risk_a[0]:.4f}, {cx.risk_b[0]:.4f};  R_1 = {cx.risk_a[1]:.4f},
 
 # %%
 model_nc = LatentModel(
-    H=covariance_from_spectrum(cm.h, random_orthogonal(r, rng)),
-    Gstar=random_orthogonal(r, rng) @ np.diag(cm.gstar) @ random_orthogonal(r, rng).T,
-    Sigma_z=covariance_from_spectrum(cm.sigma, random_orthogonal(r, rng)),
+    H=covariance_from_spectrum(cm.h, haar_orthogonal(r, rng)),
+    Gstar=haar_orthogonal(r, rng) @ np.diag(cm.gstar) @ haar_orthogonal(r, rng).T,
+    Sigma_z=covariance_from_spectrum(cm.sigma, haar_orthogonal(r, rng)),
     noise_var=noise_var,
 )
 G0_nc = 0.5 * np.eye(r)

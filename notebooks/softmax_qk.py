@@ -45,12 +45,10 @@ PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "init_std": 0.03
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
-from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, oracle_risk
 from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
@@ -64,9 +62,10 @@ from iclcore.models.softmax import (
     projection_fit,
     sample_torch_prompts,
     skew_ratio,
-    stable_rank,
     train_attention,
 )
+from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, oracle_risk
 from iclcore.richardson.tasks import TaskConfig
 
 use_style()
