@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from iclcore.richardson.decoder import stable_rank as stable_rank_scalar
-from iclcore.richardson.dynamics import gd_trajectory, modal_weights, random_orthogonal
+from iclcore.linalg import haar_orthogonal, stable_rank
+from iclcore.richardson.dynamics import gd_trajectory, modal_weights
 from iclcore.richardson.order_parameters import (
     condition_number,
     decoder_order_parameters,
@@ -21,7 +21,6 @@ from iclcore.richardson.order_parameters import (
     overlap_entropy,
     overlap_weights,
     preconditioned_spectrum,
-    stable_rank,
     subspace_error,
     top_energy,
     whitened_spectrum,
@@ -30,7 +29,7 @@ from iclcore.spectra.mp import mp_edges, mp_sample_eigenvalues
 
 
 def _spd(K, rng, cond=10.0):
-    Q = random_orthogonal(K, rng)
+    Q = haar_orthogonal(K, rng)
     return (Q * np.geomspace(1.0, cond, K)) @ Q.T
 
 
@@ -59,7 +58,7 @@ def test_rho_invariant_under_invertible_ambient_gauge():
 @pytest.mark.parametrize("seed", range(5))
 def test_decoder_order_parameters_invariant_under_random_orthogonal_gauge(seed):
     rng, H, C, P_star, P = _problem(seed=seed)
-    Q = random_orthogonal(6, rng)
+    Q = haar_orthogonal(6, rng)
     rot = lambda A: Q @ A @ Q.T  # noqa: E731
     a = decoder_order_parameters(P, P_star, C, H, k=2)
     b = decoder_order_parameters(rot(P), rot(P_star), rot(C), rot(H), k=2)
@@ -83,10 +82,10 @@ def test_latent_order_parameters_invariant_under_random_latent_gauge(seed):
     A = latent_population_system(U, H)
     Pz_star = np.linalg.inv(A)
     Pz = Pz_star + 0.1 * rng.standard_normal((S, r, r))
-    O = random_orthogonal(r, rng)
+    O = haar_orthogonal(r, rng)
     U2, Pz2, Pzs2 = U @ O, O.T @ Pz @ O, O.T @ Pz_star @ O
     a = latent_order_parameters(U, Pz, Pz_star, U_star, H)
-    b = latent_order_parameters(U2, Pz2, Pzs2, U_star @ random_orthogonal(r, rng), H)
+    b = latent_order_parameters(U2, Pz2, Pzs2, U_star @ haar_orthogonal(r, rng), H)
     for f in a.__dataclass_fields__:
         np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-8, atol=1e-12, err_msg=f)
     np.testing.assert_allclose(a.rho_oracle, 0.0, atol=1e-12)  # P_z = A_inf^{-1} solves in one step
@@ -108,12 +107,12 @@ def test_overlap_weights_equal_modal_weights_on_gd_trajectory():
 def test_stable_rank_and_top_energy():
     rng = np.random.default_rng(3)
     P = rng.standard_normal((5, 7, 7))
-    np.testing.assert_allclose(stable_rank(P), [stable_rank_scalar(p) for p in P], rtol=1e-12)
+    np.testing.assert_allclose(stable_rank(P), [stable_rank(p) for p in P], rtol=1e-12)
     assert stable_rank(np.eye(4)) == pytest.approx(4.0)
     assert stable_rank(np.outer([1.0, 2.0], [3.0, 1.0])) == pytest.approx(1.0)
     assert top_energy(np.diag([3.0, 4.0]), 1) == pytest.approx(16 / 25)
     assert np.all(top_energy(P, 7) == pytest.approx(1.0))
-    with pytest.raises(ValueError, match="P"):
+    with pytest.raises(ValueError, match="zero matrix"):
         stable_rank(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="k"):
         top_energy(P, 8)

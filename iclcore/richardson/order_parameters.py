@@ -17,7 +17,7 @@ computed from the checkpoints of the existing online runs
     Ω_{s,i} = \\frac{λ_i \\|(P_s - P_⋆) q_i\\|^2}{\\sum_j λ_j \\|(P_s - P_⋆) q_j\\|^2},\\qquad
     H(Ω_s) = -\\frac{1}{\\log K}\\sum_i Ω_{s,i}\\log Ω_{s,i},
 
-with ``C = Q Λ Qᵀ`` and ``ρ(·)`` the spectral radius. The encoder error is
+with ``C = Q Λ Qᵀ`` and ``ρ(·)`` the spectral radius; ``srank`` is :func:`iclcore.linalg.stable_rank`. The encoder error is
 ``sin²(U_s, U⋆) = ‖sin Θ(U_s, U⋆)‖_2²`` (:func:`iclcore.richardson.subspace.sin_theta`).
 The Marchenko–Pastur law, its edges and CDF come from :mod:`iclcore.spectra.mp`; this module only
 builds the windows that §9 and §12.11 compare spectra with:
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclcore.linalg import stable_rank
 from iclcore.richardson.dynamics import modal_entropy, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.spectra.mp import mp_cdf, mp_edges
@@ -50,7 +51,6 @@ __all__ = [
     "iteration_spectral_radius",
     "latent_population_system",
     "latent_population_contraction",
-    "stable_rank",
     "top_energy",
     "overlap_weights",
     "overlap_entropy",
@@ -148,22 +148,6 @@ def _singular_values(P: np.ndarray) -> np.ndarray:
     if np.any(s[..., 0] == 0):
         raise ValueError("P: undefined for the zero matrix")
     return s
-
-
-def stable_rank(P: np.ndarray) -> np.ndarray | float:
-    """``srank(P) = ‖P‖_F² / ‖P‖_2²`` (seed 000 §9), stack-aware; ``1 ≤ srank ≤ rank``.
-
-    Parameters
-    ----------
-    P : ndarray (..., m, n), non-zero
-
-    Returns
-    -------
-    float or ndarray (...)
-    """
-    s = _singular_values(P)
-    out = np.sum(s**2, axis=-1) / s[..., 0] ** 2
-    return float(out) if out.ndim == 0 else out
 
 
 def top_energy(P: np.ndarray, k: int = 1) -> np.ndarray | float:
@@ -449,7 +433,7 @@ def decoder_order_parameters(
     sr = np.zeros(P.shape[0])
     te = np.zeros(P.shape[0])
     if nz.any():
-        sr[nz] = stable_rank(P[nz])
+        sr[nz] = stable_rank(P[nz], "P")
         te[nz] = top_energy(P[nz], k)
     return DecoderOrderParameters(
         rho_pop=np.atleast_1d(iteration_spectral_radius(P, H_inf)),
@@ -457,7 +441,7 @@ def decoder_order_parameters(
         top_energy=te,
         entropy=np.atleast_1d(overlap_entropy(P, P_star, C)),
         rho_star=float(iteration_spectral_radius(P_star, H_inf)),
-        srank_star=float(stable_rank(P_star)),
+        srank_star=float(stable_rank(P_star, "P_star")),
         top_energy_star=float(top_energy(P_star, k)),
     )
 
@@ -511,7 +495,7 @@ def latent_order_parameters(
     sr = np.zeros(P_z.shape[0])
     te = np.zeros(P_z.shape[0])
     if nz.any():
-        sr[nz] = stable_rank(P_z[nz])
+        sr[nz] = stable_rank(P_z[nz], "P_z")
         te[nz] = top_energy(P_z[nz], k)
     return LatentOrderParameters(
         sin2=np.atleast_1d(subspace_error(U, U_star)),
@@ -519,6 +503,6 @@ def latent_order_parameters(
         rho_oracle=np.atleast_1d(iteration_spectral_radius(P_z_star, A_inf)),
         srank=sr,
         top_energy=te,
-        srank_oracle=np.atleast_1d(stable_rank(P_z_star)),
+        srank_oracle=np.atleast_1d(stable_rank(P_z_star, "P_z_star")),
         top_energy_oracle=np.atleast_1d(top_energy(P_z_star, k)),
     )
