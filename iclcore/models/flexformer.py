@@ -59,10 +59,6 @@ __all__ = [
 DTYPE = torch.float64
 
 
-def _pos_int(name: str, v: object, minimum: int = 1) -> int:
-    return positive_int(v, name, minimum)
-
-
 def _check_generator(generator: object) -> None:
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator: expected torch.Generator, got {type(generator).__name__}")
@@ -105,13 +101,13 @@ class FlexformerConfig:
             v = getattr(self, name)
             if not np.isfinite(v) or v <= 0:
                 raise ValueError(f"{name}: must be finite and > 0, got {v!r}")
-        _pos_int("K", self.K)
-        _pos_int("rank", self.rank, 0)
+        positive_int(self.K, "K")
+        positive_int(self.rank, "rank", 0)
         if self.rank > self.K:
             raise ValueError(f"rank: must be <= K = {self.K}, got {self.rank}")
-        _pos_int("n_heads", self.n_heads, 0)
-        _pos_int("d_k", self.d_k)
-        _pos_int("n_freq", self.n_freq, 0)
+        positive_int(self.n_heads, "n_heads", 0)
+        positive_int(self.d_k, "d_k")
+        positive_int(self.n_freq, "n_freq", 0)
 
     @property
     def token_dim(self) -> int:
@@ -133,8 +129,8 @@ def index_features(K: int, n_freq: int, positions: np.ndarray | None = None) -> 
     -------
     ndarray, shape (K, 1 + 2 n_freq)
     """
-    K = _pos_int("K", K)
-    n_freq = _pos_int("n_freq", n_freq, 0)
+    K = positive_int(K, "K")
+    n_freq = positive_int(n_freq, "n_freq", 0)
     x = (np.arange(K) + 0.5) / K if positions is None else np.asarray(positions, dtype=float)
     if x.shape != (K,) or not np.all(np.isfinite(x)):
         raise ValueError(f"positions: expected {K} finite positions, got shape {x.shape}")
@@ -301,7 +297,7 @@ class KernelDictionaryPreconditioner(nn.Module):
 
 def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
     """``x_{ℓ+1} = x_ℓ + P(d − H x_ℓ)`` from ``x_0 = 0``; returns (B, L + 1, K) (differentiable)."""
-    L = _pos_int("L", L, 0)
+    L = positive_int(L, "L", 0)
     x = torch.zeros_like(d)
     out = [x]
     for _ in range(L):
@@ -360,9 +356,9 @@ def train_preconditioner(
     max_grad_norm : float
         Gradient-norm clipping (guards the first steps, where ``ρ > 1`` tasks explode).
     """
-    L = _pos_int("L", L)
-    steps = _pos_int("steps", steps)
-    batch = _pos_int("batch", batch)
+    L = positive_int(L, "L")
+    steps = positive_int(steps, "steps")
+    batch = positive_int(batch, "batch")
     lr = positive_float(lr, "lr")
     rng = as_generator(rng)
     params = [p for p in model.parameters() if p.requires_grad]

@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 
-def _pos_int(name: str, v: object, minimum: int = 1) -> int:
-    return positive_int(v, name, minimum)
-
-
 def _element_matrices(n_el: int, a_el: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
     """Full (n_el+1)² stiffness with elementwise coefficient ``a_el`` and mass matrix."""
     h = 1.0 / n_el
@@ -101,8 +97,8 @@ class AffineOperator:
 
 def affine_operator(n_el: int, n_pieces: int = 4, c0: float = 1.0) -> AffineOperator:
     """Assemble ``A_0`` and ``A_1..A_K`` (module docstring). ``n_el`` must be a multiple of ``n_pieces``."""
-    n_el = _pos_int("n_el", n_el, 2)
-    n_pieces = _pos_int("n_pieces", n_pieces)
+    n_el = positive_int(n_el, "n_el", 2)
+    n_pieces = positive_int(n_pieces, "n_pieces")
     if n_el % n_pieces:
         raise ValueError(f"n_el: must be a multiple of n_pieces={n_pieces} for an exactly affine A(z), got {n_el}")
     if not np.isfinite(c0) or c0 < 0:
@@ -160,8 +156,8 @@ def solve(A: np.ndarray, F: np.ndarray) -> np.ndarray:
 
 def sample_coefficients(n: int, n_pieces: int, scale: float, a_min: float, rng: np.random.Generator) -> np.ndarray:
     """``z ~ N(0, scale² I)`` conditioned on ``min_x a(x; z) = 1 + min_k z_k > a_min`` (rejection), (n, K)."""
-    n = _pos_int("n", n)
-    n_pieces = _pos_int("n_pieces", n_pieces)
+    n = positive_int(n, "n")
+    n_pieces = positive_int(n_pieces, "n_pieces")
     if not np.isfinite(scale) or scale < 0:
         raise ValueError(f"scale: must be finite and >= 0, got {scale!r}")
     if not np.isfinite(a_min) or a_min >= 1:

@@ -40,6 +40,7 @@ from iclcore.richardson.moments import Moments, closed_form_moments, oracle_prec
 from iclcore.richardson.order_parameters import condition_number, iteration_spectral_radius, preconditioned_spectrum
 from iclcore.richardson.subspace import effective_rank
 from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+from iclcore.validation import positive_int
 
 __all__ = [
     "spectral_entropy",
@@ -58,12 +59,6 @@ __all__ = [
 ]
 
 
-def _pos_int(x, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
-    return int(x)
-
-
 def spectral_entropy(Sigma: np.ndarray) -> float:
     """``H_z = −Σ_i p_i log p_i``, ``p_i = λ_i(Σ)/Tr Σ`` (seed 000 §10; natural log, in ``[0, log r]``)."""
     lam = psd_spectrum(Sigma, "Sigma").lam
@@ -76,7 +71,7 @@ def spectral_entropy(Sigma: np.ndarray) -> float:
 
 def geometric_latent_spectrum(r: int, ratio: float, trace: float | None = None) -> np.ndarray:
     """``μ_i ∝ ratio^{i}``, ``i = 0..r−1`` (decreasing for ``0 < ratio ≤ 1``), scaled to ``Tr = trace`` (default ``r``)."""
-    r = _pos_int(r, "r")
+    r = positive_int(r, "r")
     if not math.isfinite(ratio) or not 0 < ratio <= 1:
         raise ValueError(f"ratio: must lie in (0, 1], got {ratio!r}")
     mu = ratio ** np.arange(r, dtype=float)
@@ -92,7 +87,7 @@ def latent_spectrum_with_effective_rank(r: int, r_eff: float, trace: float | Non
     ``r_eff`` must lie in ``(1, r]`` (``r_eff = 1`` needs a rank-one, not positive definite, ``Σ_z``);
     ``r_eff = r`` gives the flat spectrum. Solved by ``scipy.optimize.brentq`` on the ratio.
     """
-    r = _pos_int(r, "r")
+    r = positive_int(r, "r")
     if not math.isfinite(r_eff) or not 1 < r_eff <= r:
         raise ValueError(f"r_eff: must lie in (1, r={r}], got {r_eff!r}")
     if r_eff == r:
@@ -114,7 +109,7 @@ def gaussian_excess(R_star: float, K: int, N: np.ndarray | int) -> np.ndarray | 
     K : int
     N : int or array of int, all ``≥ K + 2``
     """
-    K = _pos_int(K, "K")
+    K = positive_int(K, "K")
     Na = np.asarray(N, dtype=float)
     if np.any(Na < K + 2):
         raise ValueError(f"N: the inverse-Wishart mean needs N >= K + 2 = {K + 2}, got min {Na.min():g}")
@@ -149,7 +144,7 @@ def sandwich_dimension(
     closed-form ``C``, ``P⋆``. The standard error is the delta-method error of the ratio of two
     sample means.
     """
-    n_samples = _pos_int(n_samples, "n_samples")
+    n_samples = positive_int(n_samples, "n_samples")
     if n_samples < 2:
         raise ValueError("n_samples: need at least 2")
     P_star = oracle_preconditioner(moments)
@@ -174,7 +169,7 @@ def sandwich_dimension(
 
 def sandwich_excess(R_star: float, d_sand: float, K: int, N: np.ndarray | int, finite_n: bool = True) -> np.ndarray | float:
     """Predicted mean excess ``R⋆ d_sand/(N − K − 1)`` (``finite_n``) or ``R⋆ d_sand/N`` (leading order)."""
-    K = _pos_int(K, "K")
+    K = positive_int(K, "K")
     Na = np.asarray(N, dtype=float)
     if finite_n and np.any(Na < K + 2):
         raise ValueError(f"N: the finite-N form needs N >= K + 2 = {K + 2}")
@@ -260,7 +255,7 @@ def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: 
     """
     if not 0 < target < 1:
         raise ValueError(f"target: relative error must lie in (0, 1), got {target!r}")
-    L_max = _pos_int(L_max, "L_max")
+    L_max = positive_int(L_max, "L_max")
     err = richardson_error(P, H, -np.asarray(z_dagger, float), L_max)  # (n, L+1, K)
     rel = np.mean(np.sum(err**2, axis=-1), axis=0) / np.mean(np.sum(np.asarray(z_dagger) ** 2, axis=-1))
     hit = np.nonzero(rel <= target)[0]
@@ -317,7 +312,7 @@ class DifficultyPoint:
 
 def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int) -> DifficultyPoint:
     """Operator and decoder difficulty (seed 000 §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
-    n_prompts = _pos_int(n_prompts, "n_prompts")
+    n_prompts = positive_int(n_prompts, "n_prompts")
     cfg = config.replace(target="beta")
     mom = closed_form_moments(cfg)
     P = oracle_preconditioner(mom)
