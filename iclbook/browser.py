@@ -77,11 +77,19 @@ _CHECK_JS = r"""
   const column = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
   const colRight = column.getBoundingClientRect().right;
   const beyond = [], scrolls = [];
+  const scrollable = (el) => el && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
   document.querySelectorAll('mjx-container[display="true"]').forEach((m) => {
     const label = (m.querySelector('mjx-assistive-mml') ? m.querySelector('mjx-assistive-mml').textContent : '').slice(0, 80);
-    const r = m.getBoundingClientRect();
-    if (r.right > colRight + 1 || r.right > window.innerWidth + 1) beyond.push({right: Math.round(r.right), column: Math.round(colRight), math: label});
-    if (m.scrollWidth > m.clientWidth + 1) scrolls.push({width: m.scrollWidth, box: m.clientWidth, math: label});
+    const box = m.getBoundingClientRect();
+    const inner = m.querySelector('mjx-math');
+    const right = Math.max(box.right, inner ? inner.getBoundingClientRect().right : box.right);
+    const wide = right > box.right + 1 || m.scrollWidth > m.clientWidth + 1;
+    // Contained: the equation's own box (or its div.math) scrolls, so nothing spills out of the column.
+    const contained = scrollable(m) || (m.parentElement && m.parentElement.classList.contains('math') && scrollable(m.parentElement));
+    if (box.right > colRight + 1 || box.right > window.innerWidth + 1 || (right > colRight + 1 && !contained)) {
+      beyond.push({right: Math.round(right), column: Math.round(colRight), math: label});
+    }
+    if (wide) scrolls.push({width: Math.max(m.scrollWidth, Math.round(right - box.left)), box: m.clientWidth, math: label});
   });
   return {
     resources: performance.getEntriesByType('resource').map((e) => e.name),
