@@ -45,16 +45,15 @@ PRESETS = {"paper": {"n_eval": 16384, "eval_every": 1, "refine_max": 8}}
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.closure import commutator_defect
+from iclcore.richardson.closure import commutator_defect, tracking_error_product_sum
 from iclcore.richardson.encdec import (
     EncDecConfig,
     continuous_triangular,
     encdec_dynamics,
-    product_sum_tracking_error,
     run_encdec,
 )
 
@@ -205,7 +204,9 @@ save_figure(fig, "fig7_encdec_online")
 
 # %%
 check_steps = np.unique(np.r_[np.linspace(0, steps, 43).astype(int), steps])
-E_formula = product_sum_tracking_error(run.P, run.P_star, run.C, run.eta_d, check_steps)
+# from E_0 = P_0 - P*(U_0), the C_t and the drifts D_t = P*(U_t) - P*(U_{t+1}) only
+E_formula = tracking_error_product_sum(run.P[0] - run.P_star[0], run.C[:-1], run.P_star[:-1] - run.P_star[1:],
+                                       run.eta_d, check_steps)
 ps_err = np.abs(E_formula - E[check_steps]).max(axis=(-2, -1)) / np.abs(E).max()
 comm = commutator_defect(run.C[:: max(1, steps // 40)])
 

@@ -17,7 +17,6 @@ from iclcore.richardson.encdec import (
     make_lowrank_model,
     moving_oracle,
     polar_factor,
-    product_sum_tracking_error,
     risk_decomposition,
     run_encdec,
     sample_lowrank_prompts,
@@ -47,7 +46,8 @@ def test_product_sum_formula_reproduces_tracked_error(run):
     # P_s - P⋆(U_s) of the real run (the decoder iterates enter only through P_0)
     E = run.P - run.P_star
     steps = np.array([0, 1, 7, 30, SMALL.steps])
-    got = product_sum_tracking_error(run.P, run.P_star, run.C, run.eta_d, steps)
+    D = run.P_star[:-1] - run.P_star[1:]
+    got = tracking_error_product_sum(E[0], run.C[:-1], D, run.eta_d, steps)
     assert np.abs(got - E[steps]).max() <= 1e-12 * np.abs(E).max()
 
 
@@ -159,7 +159,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="eta_d"):
         decoder_gd(np.zeros((2, 2)), LatentMoments(C=C, B=C), 2.5)
     with pytest.raises(ValueError, match="steps"):
-        product_sum_tracking_error(C, C, C, 0.1, [5])
+        tracking_error_product_sum(C[0], C[:-1], C[:-1], 0.1, [5])
     with pytest.raises(TypeError, match="rng"):
         sample_lowrank_prompts(
             LowRankModel(Sigma_x=np.eye(3), U_star=np.eye(3)[:, :1], Sigma_z=np.eye(1), M=5, sigma=0.1, lam=0.1),

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from iclcore.richardson.closure import tracking_error_product_sum
 from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
 from iclcore.richardson.iterates import richardson_iterates
 from iclcore.richardson.lowrank import LatentPrompts, LowRankModel, make_lowrank_model, sample_lowrank_prompts
@@ -58,7 +57,6 @@ __all__ = [
     "moving_oracle",
     "decoder_gd",
     "tracking_identity_residual",
-    "product_sum_tracking_error",
     "RiskDecomposition",
     "risk_decomposition",
     "EncDecConfig",
@@ -252,33 +250,6 @@ def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray,
     rhs = E[:-1] @ (np.eye(r) - eta_d * C[:-1]) + D
     res = E[1:] - rhs
     return np.abs(res).max(axis=(-2, -1)) / np.abs(P_star).max()
-
-
-def product_sum_tracking_error(
-    P: np.ndarray, P_star: np.ndarray, C: np.ndarray, eta_d: float, steps: np.ndarray
-) -> np.ndarray:
-    """Tracked error ``E_s = P_{z,s} - P_z^⋆(U_s)`` from the §6.6 product/sum formula.
-
-    ``E_s = E_0 Π_{t<s}(I - η_d C_t) + Σ_{τ<s} D_τ Π_{t=τ+1}^{s-1}(I - η_d C_t)`` with
-    ``D_τ = P_z^⋆(U_τ) - P_z^⋆(U_{τ+1})``, evaluated literally (ordered suffix
-    products) by :func:`iclcore.richardson.closure.tracking_error_product_sum`, from the
-    run's ``E_0``, ``C_t`` and oracle drifts only — not from the decoder iterates.
-
-    Parameters
-    ----------
-    P, P_star : ndarray (S, r, r)
-        Decoder iterates (only ``P[0]`` is used) and moving oracle.
-    C : ndarray (S, r, r)
-    eta_d : float
-    steps : sequence of int in ``[0, S-1]``
-
-    Returns
-    -------
-    ndarray (len(steps), r, r)
-    """
-    E0 = np.asarray(P[0], float) - np.asarray(P_star[0], float)
-    D = np.asarray(P_star[:-1], float) - np.asarray(P_star[1:], float)
-    return tracking_error_product_sum(E0, np.asarray(C[:-1], float), D, eta_d, steps)
 
 
 # ---------------------------------------------------------------------------
