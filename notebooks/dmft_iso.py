@@ -42,7 +42,9 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.dmft import reduced as dr
+from iclcore.dmft import iso as dr_iso
+from iclcore.dmft import reduced_sgd as dr_reduced_sgd
+from iclcore.dmft import shallow_sgd as dr_shallow_sgd
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
 
@@ -63,24 +65,24 @@ grid_alpha = np.linspace(0.1, 6.0, 60)
 cat_err = 0.0
 for a in grid_alpha:
     for L in [1, 2, 3, 5, 8, 16, 32]:
-        g_star, l_star = dr.iso_optimum_closed_form(float(a), L)
-        cat_err = max(cat_err, abs(float(dr.iso_loss(g_star, float(a), L)) - l_star))
-        cat_err = max(cat_err, abs(float(dr.iso_loss_grad(g_star, float(a), L))))
-L1_alpha1 = dr.iso_optimum(1.0, 1)[1]
-L1000_alpha05 = dr.iso_optimum_closed_form(0.5, 1000)[1]
+        g_star, l_star = dr_iso.iso_optimum_closed_form(float(a), L)
+        cat_err = max(cat_err, abs(float(dr_iso.iso_loss(g_star, float(a), L)) - l_star))
+        cat_err = max(cat_err, abs(float(dr_iso.iso_loss_grad(g_star, float(a), L))))
+L1_alpha1 = dr_iso.iso_optimum(1.0, 1)[1]
+L1000_alpha05 = dr_iso.iso_optimum_closed_form(0.5, 1000)[1]
 # Result 2: the depth advantage vanishes as alpha grows. Gap to L = inf ([1 - alpha]_+ = 0 for alpha >= 1)
 # from the numerical minimiser of Eq. 8 (quadrature + Brent), against the theorem gap = 1/(1 + alpha)
 gap_alphas = [4.0, 16.0, 64.0, 256.0]
-gap = [dr.iso_optimum(a, 1)[1] - max(0.0, 1.0 - a) for a in gap_alphas]
+gap = [dr_iso.iso_optimum(a, 1)[1] - max(0.0, 1.0 - a) for a in gap_alphas]
 gap_dev = max(abs(g * (1 + a) - 1) for g, a in zip(gap, gap_alphas))
 # Figure 1(b): where does depth help most? Catalan gain L*(alpha, 1) - L*(alpha, 8) on a fine grid
 gain_alpha = np.geomspace(0.05, 20.0, 400)
-gain = np.array([dr.iso_optimum_closed_form(a, 1)[1] - dr.iso_optimum_closed_form(a, 8)[1] for a in gain_alpha])
+gain = np.array([dr_iso.iso_optimum_closed_form(a, 1)[1] - dr_iso.iso_optimum_closed_form(a, 8)[1] for a in gain_alpha])
 
 # %% tags=["nbval-check-output"]
 print(f"max |Catalan - quadrature| and |L'(gamma*)| over the grid: {cat_err:.1e}")
 print(f"L=1, alpha=1: optimum {L1_alpha1:.6f}; printed (1+alpha)^-2 = {0.25:.6f}")
-print("alpha=1, L=1..6:", [round(dr.iso_optimum_closed_form(1.0, L)[1], 6) for L in range(1, 7)])
+print("alpha=1, L=1..6:", [round(dr_iso.iso_optimum_closed_form(1.0, L)[1], 6) for L in range(1, 7)])
 
 # %% [markdown]
 # ## Figure 1: SGD on the reduced-Γ model
@@ -104,12 +106,12 @@ for a in alphas:
     eta_sched = np.full(steps, eta0 / (1 + 1 / a))
     eta_sched[steps - n_anneal:] /= 10
     for L in depths:
-        cfg = dr.ReducedGammaSGDConfig("iso", D=D, L=L, B=B, eta=eta_sched, steps=steps, P=int(round(a * D)), K=K)
-        res = dr.simulate_reduced_gamma_sgd(cfg, rng)
-        g_th, l_th = dr.iso_gradient_flow(np.concatenate([[0.0], res.t]), a, L)
-        l_th_loss = dr.iso_gradient_flow(res.t_loss, a, L)[1]  # theory at the times the batch losses refer to
-        final, final_se = dr.reduced_gamma_loss_mc(res.Gamma, cfg, rng, n_contexts=eval_contexts)
-        finite_d = dr.iso_optimum_finite_d_mc(a, L, D, rng, draws=mc_draws)[1]
+        cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=D, L=L, B=B, eta=eta_sched, steps=steps, P=int(round(a * D)), K=K)
+        res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
+        g_th, l_th = dr_iso.iso_gradient_flow(np.concatenate([[0.0], res.t]), a, L)
+        l_th_loss = dr_iso.iso_gradient_flow(res.t_loss, a, L)[1]  # theory at the times the batch losses refer to
+        final, final_se = dr_reduced_sgd.reduced_gamma_loss_mc(res.Gamma, cfg, rng, n_contexts=eval_contexts)
+        finite_d = dr_iso.iso_optimum_finite_d_mc(a, L, D, rng, draws=mc_draws)[1]
         runs[(a, L)] = dict(res=res, g_th=g_th[1:], l_th=l_th[1:], l_th_loss=l_th_loss, final=final, final_se=final_se, finite_d=finite_d)
 
 
@@ -122,15 +124,15 @@ for r in runs.values():
         ref = np.mean(r["l_th_loss"][max(0, i - 4):i + 1])  # same 5-step window as the smoothing
         dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
         dev_gamma = max(dev_gamma, abs(r["res"].gamma_mean[i] - r["g_th"][i]) / r["g_th"][i])
-converged = {k: r["l_th"][-1] < 1.05 * dr.iso_optimum_closed_form(*k)[1] for k, r in runs.items()}
+converged = {k: r["l_th"][-1] < 1.05 * dr_iso.iso_optimum_closed_form(*k)[1] for k, r in runs.items()}
 # error model of Fig. 1(c): Monte Carlo SE of the final loss, finite-D correction |finite-D optimum - Catalan|
-excess_z = [(abs(r["final"] - dr.iso_optimum_closed_form(*k)[1]) - abs(r["finite_d"] - dr.iso_optimum_closed_form(*k)[1]))
+excess_z = [(abs(r["final"] - dr_iso.iso_optimum_closed_form(*k)[1]) - abs(r["finite_d"] - dr_iso.iso_optimum_closed_form(*k)[1]))
             / r["final_se"] for k, r in runs.items() if converged[k]]
 t_long = np.geomspace(1e-2, 1e5, 400)
-l_long = dr.iso_gradient_flow(t_long, alphas[-1], depths[-1])[1]
-t_reach_deep = float(t_long[np.argmax(l_long < 1.05 * dr.iso_optimum_closed_form(alphas[-1], depths[-1])[1])])
+l_long = dr_iso.iso_gradient_flow(t_long, alphas[-1], depths[-1])[1]
+t_reach_deep = float(t_long[np.argmax(l_long < 1.05 * dr_iso.iso_optimum_closed_form(alphas[-1], depths[-1])[1])])
 dev_final_flow = max(abs(r["final"] - r["l_th"][-1]) / r["l_th"][-1] for r in runs.values())
-dev_final_asym = max(abs(r["final"] - dr.iso_optimum_closed_form(a, L)[1]) / dr.iso_optimum_closed_form(a, L)[1]
+dev_final_asym = max(abs(r["final"] - dr_iso.iso_optimum_closed_form(a, L)[1]) / dr_iso.iso_optimum_closed_form(a, L)[1]
                      for (a, L), r in runs.items() if converged[(a, L)])
 dev_final_finite = max(abs(r["final"] - r["finite_d"]) / r["finite_d"] for k, r in runs.items() if converged[k])
 n_converged = sum(converged.values())
@@ -149,7 +151,7 @@ for i, L in enumerate(depths):
 ax[1].set(xscale="log", yscale="log", xlabel="t = Σ η", title="(b) α = 1, varying L")
 afine = np.linspace(0.2, 5.0, 200)
 for i, L in enumerate(depths):
-    ax[2].plot(afine, [dr.iso_optimum_closed_form(a, L)[1] for a in afine], color=f"C{i}", label=f"L = {L}")
+    ax[2].plot(afine, [dr_iso.iso_optimum_closed_form(a, L)[1] for a in afine], color=f"C{i}", label=f"L = {L}")
     ax[2].errorbar(alphas, [runs[(a, L)]["final"] for a in alphas], yerr=[2 * runs[(a, L)]["final_se"] for a in alphas],
                    fmt="o", color=f"C{i}", ms=4)
     ax[2].plot(alphas, [runs[(a, L)]["finite_d"] for a in alphas], "x", color=f"C{i}", ms=5)
@@ -176,29 +178,29 @@ print(f"final vs flow {dev_final_flow:.2f}; converged runs: vs Catalan {dev_fina
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
 for i, L in enumerate([1, 2, 4, 8, 16]):
     x = np.linspace(0, 0.7, 300)  # beyond 2/λ₊ = 1/2 (α = 1) the top modes expand and the loss rises steeply
-    ax[0].plot(x, dr.iso_loss(x * L, 1.0, L), color=f"C{i}", label=f"L = {L}")
-    ax[0].plot(0.5, dr.iso_optimum_closed_form(1.0, L)[1], "o", color=f"C{i}", ms=4)
+    ax[0].plot(x, dr_iso.iso_loss(x * L, 1.0, L), color=f"C{i}", label=f"L = {L}")
+    ax[0].plot(0.5, dr_iso.iso_optimum_closed_form(1.0, L)[1], "o", color=f"C{i}", ms=4)
 ax[0].set(xlabel="γ / L", ylabel="ICL loss", title="(a) α = 1", ylim=(0, 1.05))
 gam = np.linspace(0, 8, 300)
 gdots = np.linspace(0.5, 6.5, 7)
 for i, a in enumerate(alphas):
-    ax[1].plot(gam, dr.iso_loss(gam, a, 4), color=f"C{i}", label=f"α = {a:g}")
-    ax[1].plot(gdots, dr.iso_loss_finite_d_mc(gdots, a, 4, D, rng, draws=mc_draws), "o", color=f"C{i}", ms=3)
+    ax[1].plot(gam, dr_iso.iso_loss(gam, a, 4), color=f"C{i}", label=f"α = {a:g}")
+    ax[1].plot(gdots, dr_iso.iso_loss_finite_d_mc(gdots, a, 4, D, rng, draws=mc_draws), "o", color=f"C{i}", ms=3)
 ax[1].set(xlabel="γ", title="(b) L = 4 (dots: finite-D Monte Carlo)", yscale="log", ylim=(1e-2, 2))
 sigmas = [0.0, 0.25, 0.5, 1.0]
 gstar_sigma = []
 gam = np.linspace(0, 6.5, 300)
 for i, s in enumerate(sigmas):
-    gs, ls = dr.iso_optimum(2.0, 4, s)
+    gs, ls = dr_iso.iso_optimum(2.0, 4, s)
     gstar_sigma.append(gs)
-    ax[2].plot(gam, dr.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}")
+    ax[2].plot(gam, dr_iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}")
     ax[2].plot(gs, ls, "o", color=f"C{i}")
 ax[2].set(xlabel="γ", title="(c) α = 2, L = 4: noise", ylim=(0, 3))
 for x in ax:
     x.legend()
 fig.tight_layout()
 save_figure(fig, "fig2_iso_landscape")
-gstar_increment = max(float(np.max(np.diff([dr.iso_optimum(2.0, L, s)[0] for s in sigmas]))) for L in [1, 2, 4, 8])
+gstar_increment = max(float(np.max(np.diff([dr_iso.iso_optimum(2.0, L, s)[0] for s in sigmas]))) for L in [1, 2, 4, 8])
 
 # %% tags=["nbval-check-output"]
 print("alpha=2, L=4: gamma* for sigma in", sigmas, "->", [round(g, 4) for g in gstar_sigma])
@@ -226,13 +228,13 @@ E5_sim = E5_paper = E5_corr = None
 for j, (name, lst) in enumerate(settings.items()):
     for i, st in enumerate(lst):
         Pn, Kn, Bn = (max(1, int(round(st[k] * fig7_D))) for k in ("alpha", "kappa", "tau"))
-        th = dr.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"])
-        th_fd = dr.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], D=fig7_D)
-        th_paper = dr.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], paper_initial_condition=True)
+        th = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"])
+        th_fd = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], D=fig7_D)
+        th_paper = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], paper_initial_condition=True)
         pe, lo = [], []
         for _ in range(fig7_seeds):
-            cfg = dr.ReducedGammaSGDConfig("iso", D=fig7_D, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
-            res = dr.simulate_reduced_gamma_sgd(cfg, rng)
+            cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=fig7_D, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
+            res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
             pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
             lo.append(res.batch_loss)
         pe_seeds, lo_seeds = np.array(pe), np.array(lo)
