@@ -49,21 +49,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.dmft.reduced import (
+from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.rrs import rrs_optimum
+from iclcore.dmft.scaling import (
     fit_power_law_drift,
     fit_power_law_exponent,
-    power_law_spectrum,
-    rrs_optimum,
     width_bottleneck,
     width_bottleneck_paper,
 )
-from iclcore.dmft.width import (
+from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
+from iclcore.dmft.width_mc import (
     haar_columns,
-    two_point_loss_de,
     width_gradient_flow,
     width_landscape_mc,
     width_loss,
-    width_loss_de,
     width_loss_grad,
     width_min_loss,
     width_spectrum_mc,
