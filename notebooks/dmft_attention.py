@@ -51,16 +51,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.dmft.reduced import (
-    fit_power_law_drift,
-    fit_power_law_exponent,
-    power_law_spectrum,
-    rrs_gradient_flow,
-    rrs_loss,
-    rrs_loss_grad,
-    rrs_optimum,
-)
-from iclcore.dmft.width import untied_balanced_hessian, untied_loss, untied_optimum, width_landscape_mc
+from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
+from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent
+from iclcore.dmft.untied import untied_balanced_hessian, untied_loss, untied_optimum
+from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import (
     LinearAttention,
     ReducedGammaStack,
