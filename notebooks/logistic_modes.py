@@ -52,7 +52,10 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.logistic import modes as lm
+from iclcore.logistic import exact as lm_exact
+from iclcore.logistic import model as lm_model
+from iclcore.logistic import sgd as lm_sgd
+from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
 from iclcore.plotting import save_figure, use_style, write_metrics
 
@@ -77,15 +80,15 @@ SPECTRA = {
 # %%
 runs = {}
 for name, (s, N, eta, epochs, R) in SPECTRA.items():
-    prob = lm.make_problem(s, N, P, rng, antithetic=True)
-    cfg = lm.SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R, log_every=log_every)
+    prob = lm_model.make_problem(s, N, P, rng, antithetic=True)
+    cfg = lm_sgd.SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R, log_every=log_every)
     t0 = time.time()
-    res = lm.run_sgd(prob, cfg, rng)
-    mp = lm.mode_products(res)
+    res = lm_sgd.run_sgd(prob, cfg, rng)
+    mp = lm_sgd.mode_products(res)
     t = res.t
-    a_paper = lm.logistic_solution(t, a0, s, N, eta, P, c=prob.c)
-    a_paper1 = lm.logistic_solution(t, a0, s, N, eta, P)
-    pe, qe = lm.integrate_mode_flow(t, init_scale, init_scale, s, N, eta, P, theory="exact", c=prob.c)
+    a_paper = lm_theory.logistic_solution(t, a0, s, N, eta, P, c=prob.c)
+    a_paper1 = lm_theory.logistic_solution(t, a0, s, N, eta, P)
+    pe, qe = lm_exact.integrate_mode_flow(t, init_scale, init_scale, s, N, eta, P, theory="exact", c=prob.c)
     runs[name] = dict(
         s=s, N=N, eta=eta, prob=prob, res=res, mp=mp, t=t, a_paper=a_paper, a_paper1=a_paper1,
         p_exact=pe, q_exact=qe, a_exact=pe * qe, seconds=time.time() - t0,
@@ -101,21 +104,21 @@ for name, (s, N, eta, epochs, R) in SPECTRA.items():
 
 # %%
 rC = runs["C"]
-p_star = np.sqrt(lm.paper_fixed_point(rC["s"], rC["N"]))
+p_star = np.sqrt(lm_theory.paper_fixed_point(rC["s"], rC["N"]))
 d_ = rC["prob"].d
 pT_star = np.zeros((d_, 2 * d_))
 q_star = np.zeros((2 * d_, d_))
 pT_star[:, d_:] = rC["prob"].U @ np.diag(p_star) @ rC["prob"].U.T
 q_star[:d_] = pT_star[:, d_:]
-mc_mean, mc_se = lm.monte_carlo_loss(pT_star, q_star, rC["prob"], 200_000, np.random.default_rng(seed + 1))
-mc_exact = float(lm.exact_mode_loss(p_star, p_star, rC["s"], rC["N"], rC["prob"].c))
-mc_paper = float(lm.paper_loss(p_star**2, rC["s"], rC["N"], rC["prob"].c))
+mc_mean, mc_se = lm_exact.monte_carlo_loss(pT_star, q_star, rC["prob"], 200_000, np.random.default_rng(seed + 1))
+mc_exact = float(lm_exact.exact_mode_loss(p_star, p_star, rC["s"], rC["N"], rC["prob"].c))
+mc_paper = float(lm_theory.paper_loss(p_star**2, rC["s"], rC["N"], rC["prob"].c))
 print(f"MC {mc_mean:.5f} +- {mc_se:.5f}; exact {mc_exact:.5f}; paper (14) {mc_paper:.5f}")
-xc, yc, xq, yq = lm.sample_contexts(rC["prob"], 0, (B,), np.random.default_rng(seed + 2))
-_, gp, gq = lm.loss_and_gradients(pT_star, q_star, xc, yc, xq, yq)
+xc, yc, xq, yq = lm_model.sample_contexts(rC["prob"], 0, (B,), np.random.default_rng(seed + 2))
+_, gp, gq = lm_model.loss_and_gradients(pT_star, q_star, xc, yc, xq, yq)
 gp, gq = gp.mean(0), gq.mean(0)
 dC_pred = np.sum(gp**2) - np.sum(gq**2)
-dC_ratio = [(lm.conserved_quantity(pT_star - e * gp, q_star - e * gq) - lm.conserved_quantity(pT_star, q_star)) / e**2
+dC_ratio = [(lm_model.conserved_quantity(pT_star - e * gp, q_star - e * gq) - lm_model.conserved_quantity(pT_star, q_star)) / e**2
             for e in (1e-1, 1e-2, 1e-3)]
 dC_relerr = float(np.max(np.abs(np.array(dC_ratio) / dC_pred - 1)))
 print("Delta C / eta^2 at eta = 0.1, 0.01, 0.001:", np.round(dC_ratio, 6), "predicted", round(float(dC_pred), 6))
@@ -134,8 +137,8 @@ for row, name in enumerate(["A", "C"]):
     M = blk["p2"] @ blk["q1"]
     tail = slice(-max(1, len(r["t"]) // 10), None)
     M_end = M[tail].mean(axis=(0, 1))
-    paper = lm.paper_fixed_point(r["s"], r["N"])
-    exact = lm.exact_fixed_point(r["s"], r["N"], r["prob"].c)
+    paper = lm_theory.paper_fixed_point(r["s"], r["N"])
+    exact = lm_exact.exact_fixed_point(r["s"], r["N"], r["prob"].c)
     sim = np.diag(M_end)
     per_replica = np.diagonal(M[tail].mean(axis=0), axis1=-2, axis2=-1)  # (R, d): tail mean of each replica
     se_rel = float(np.max(per_replica.std(axis=0, ddof=1) / np.sqrt(per_replica.shape[0]) / paper))
@@ -189,8 +192,8 @@ for row, name in enumerate(["A", "C"]):
     ax.legend(loc="lower right")
     pn = np.sum(r["res"].pT[..., :, 4:] ** 2, axis=(-2, -1))
     qn = np.sum(r["res"].q[..., :4, :] ** 2, axis=(-2, -1))
-    C = lm.conserved_quantity(r["res"].pT, r["res"].q)
-    p_pap, q_pap = lm.integrate_mode_flow(t, init_scale, init_scale, r["s"], r["N"], r["eta"], P, theory="paper", c=r["prob"].c)
+    C = lm_model.conserved_quantity(r["res"].pT, r["res"].q)
+    p_pap, q_pap = lm_exact.integrate_mode_flow(t, init_scale, init_scale, r["s"], r["N"], r["eta"], P, theory="paper", c=r["prob"].c)
     C_flow = max(float(np.max(np.abs(np.sum(pp**2, 1) - np.sum(qq**2, 1)))) for pp, qq in
                  ((r["p_exact"], r["q_exact"]), (p_pap, q_pap)))  # both flows conserve C = 0 exactly
     ax = axes[row, 1]
@@ -206,10 +209,10 @@ for row, name in enumerate(["A", "C"]):
     ax.legend(loc="center right")
     a_mean = a.mean(1)
     scale = r["a_exact"][-1]
-    th_sim = lm.crossing_times(t, a_mean, a_mean[-max(1, len(t) // 10):].mean(0) / 2)
-    th_exact = lm.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
-    th_paper = lm.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
-    th_paper1 = lm.half_time(a0, r["s"], r["N"], r["eta"], P)
+    th_sim = lm_exact.crossing_times(t, a_mean, a_mean[-max(1, len(t) // 10):].mean(0) / 2)
+    th_exact = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
+    th_paper = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
+    th_paper1 = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P)
     a_se = a.std(axis=1, ddof=1) / np.sqrt(a.shape[1])
     traj[name] = dict(
         rms_se=float(np.sqrt(np.mean((a_se / scale) ** 2))), C_end_se=float(C[-1].std(ddof=1) / np.sqrt(C.shape[1])),
@@ -238,15 +241,15 @@ for name in ("A", "C"):
 r = runs["B"]
 t = r["t"]
 sB, NB, prob = r["s"], r["N"], r["prob"]
-L_paper = lm.paper_loss(r["a_paper"], sB, NB, c=prob.c)
-L_paper1 = lm.paper_loss(r["a_paper1"], sB, NB)
-L_exact = lm.exact_mode_loss(r["p_exact"], r["q_exact"], sB, NB, c=prob.c)
+L_paper = lm_theory.paper_loss(r["a_paper"], sB, NB, c=prob.c)
+L_paper1 = lm_theory.paper_loss(r["a_paper1"], sB, NB)
+L_exact = lm_exact.exact_mode_loss(r["p_exact"], r["q_exact"], sB, NB, c=prob.c)
 L_sim = r["res"].loss
-Linf_paper = lm.paper_loss_infinity(sB, NB)
-Linf_exact = lm.exact_fixed_point_loss(sB, NB, prob.c)
-tc_B = lm.cliff_time(a0, sB, NB, r["eta"], P, c=prob.c)
-th_B = lm.half_time(a0, sB, NB, r["eta"], P, c=prob.c)
-tau_B = lm.timescales(sB, r["eta"], P, c=prob.c)
+Linf_paper = lm_theory.paper_loss_infinity(sB, NB)
+Linf_exact = lm_exact.exact_fixed_point_loss(sB, NB, prob.c)
+tc_B = lm_theory.cliff_time(a0, sB, NB, r["eta"], P, c=prob.c)
+th_B = lm_theory.half_time(a0, sB, NB, r["eta"], P, c=prob.c)
+tau_B = lm_theory.timescales(sB, r["eta"], P, c=prob.c)
 epB = int(round(1 / (t[1] - t[0])))
 L_sim_ep = pr.moving_average(L_sim[1:], epB)
 t_epB = t[1 : 1 + L_sim_ep.size] + (epB - 1) / 2 * (t[1] - t[0])
@@ -273,10 +276,10 @@ loss_end_se = {name: float(runs[name]["res"].loss_replicas[tail].mean(0).std(ddo
                for name in runs}
 # plateaus and cliffs in regime B: measured cliff (a at 1/3 of the paper's fixed point) against t_cliff of (13)
 aB = r["mp"]["a"]
-lvlB = lm.paper_fixed_point(sB, NB)
-cliff_sim = lm.crossing_times(t, aB.mean(1), lvlB / 3)
-learned_B = np.isfinite(lm.crossing_times(t, aB.mean(1), lvlB / 2))
-cliff_rep = np.array([lm.crossing_times(t, aB[:, j], lvlB / 3) for j in range(aB.shape[1])])
+lvlB = lm_theory.paper_fixed_point(sB, NB)
+cliff_sim = lm_exact.crossing_times(t, aB.mean(1), lvlB / 3)
+learned_B = np.isfinite(lm_exact.crossing_times(t, aB.mean(1), lvlB / 2))
+cliff_rep = np.array([lm_exact.crossing_times(t, aB[:, j], lvlB / 3) for j in range(aB.shape[1])])
 cliff_offset_B = np.abs(cliff_sim - tc_B) / tau_B
 cliff_se_B = np.nanstd(cliff_rep, axis=0, ddof=1) / np.sqrt(aB.shape[1]) / tau_B
 # curvature of each mode's share of the loss (14) in regime B, for the probes below
@@ -284,7 +287,7 @@ curv_B = []
 for k in range(4):
     a_k = np.repeat(r["a_paper"][:1], len(t), axis=0)
     a_k[:, k] = r["a_paper"][:, k]
-    Lk = lm.paper_loss(a_k, sB, NB, c=prob.c)
+    Lk = lm_theory.paper_loss(a_k, sB, NB, c=prob.c)
     curv_B.append(float(np.max(np.abs(np.gradient(np.gradient(Lk, t), t)))))
 
 # %% [markdown]
@@ -302,16 +305,16 @@ for k in range(4):
 # %%
 r = runs["A"]
 t, sA, NA, probA = r["t"], r["s"], r["N"], r["prob"]
-tau_A = lm.timescales(sA, r["eta"], P, c=probA.c)
-th_pap = lm.half_time(a0, sA, NA, r["eta"], P, c=probA.c)
-tc_pap = lm.cliff_time(a0, sA, NA, r["eta"], P, c=probA.c)
-th_ex = lm.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
-tc_ex = lm.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 3)
+tau_A = lm_theory.timescales(sA, r["eta"], P, c=probA.c)
+th_pap = lm_theory.half_time(a0, sA, NA, r["eta"], P, c=probA.c)
+tc_pap = lm_theory.cliff_time(a0, sA, NA, r["eta"], P, c=probA.c)
+th_ex = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
+tc_ex = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 3)
 dt = t[1] - t[0]
 ep = max(1, probe_avg_steps // log_every)  # log points averaged (one epoch at P = 64: removes the task-order period)
 win = 2 * int(0.9 * tau_A[0] / dt) + 1
 L_sim_A = pr.moving_average(r["res"].loss[1:], ep)
-L_th_A = pr.moving_average(lm.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:], ep)
+L_th_A = pr.moving_average(lm_theory.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:], ep)
 lag = np.arange(L_sim_A.size) * dt
 A2_sim = pr.smoothed_derivative(pr.lag_autocorrelation(L_sim_A), dt, window=win)
 A2_th = pr.smoothed_derivative(pr.lag_autocorrelation(L_th_A), dt, window=win)
@@ -396,17 +399,17 @@ null_settings = {
 null_runs = {}
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=False)
 for ax, (label, opt) in zip(axes, null_settings.items()):
-    prob_n = lm.make_problem(sC, NC, P, rng, antithetic=opt["antithetic"])
-    cfg = lm.SGDConfig(eta=eta_C, B=B, epochs=null_epochs, init_scale=init_scale, null_init_scale=opt["null"],
+    prob_n = lm_model.make_problem(sC, NC, P, rng, antithetic=opt["antithetic"])
+    cfg = lm_sgd.SGDConfig(eta=eta_C, B=B, epochs=null_epochs, init_scale=init_scale, null_init_scale=opt["null"],
                        train_null=True, replicas=1, log_every=max(1, P // 8))
-    res_n = lm.run_sgd(prob_n, cfg, rng)
+    res_n = lm_sgd.run_sgd(prob_n, cfg, rng)
     blk = res_n.blocks_mode_basis()
-    mpn = lm.mode_products(res_n)
+    mpn = lm_sgd.mode_products(res_n)
     p1n = np.sqrt(np.sum(blk["p1"][:, 0] ** 2, axis=(-2, -1)))
     q2n = np.sqrt(np.sum(blk["q2"][:, 0] ** 2, axis=(-2, -1)))
-    mom = lm.task_moments(prob_n)
+    mom = lm_model.task_moments(prob_n)
     null_runs[label] = dict(p1=p1n[-1], q2=q2n[-1], p1_0=p1n[0], q2_0=q2n[0], a=mpn["a"][-1, 0], b=mpn["b"][-1, 0], m1=np.abs(mom["m1"]).max(),
-                            m3=np.abs(mom["m3"]).max(), exact=lm.exact_fixed_point(sC, NC, prob_n.c))
+                            m3=np.abs(mom["m3"]).max(), exact=lm_exact.exact_fixed_point(sC, NC, prob_n.c))
     ax.plot(res_n.t, p1n, label="||p1||_F")
     ax.plot(res_n.t, q2n, label="||q2||_F")
     ax.plot(res_n.t, mpn["a"][:, 0].sum(1), label="sum_alpha a_alpha (p2 q1 route)")
@@ -454,9 +457,9 @@ for name in ("A", "B", "C"):
     r = runs[name]
     metrics[f"loss_{name}_sim_end"] = loss_end[name]
     metrics[f"loss_{name}_sim_end_se"] = loss_end_se[name]
-    metrics[f"loss_{name}_paper_Linf"] = lm.paper_loss_infinity(r["s"], r["N"])
-    metrics[f"loss_{name}_paper_Linf_c"] = float(lm.paper_loss(lm.paper_fixed_point(r["s"], r["N"]), r["s"], r["N"], r["prob"].c))
-    metrics[f"loss_{name}_exact_min"] = lm.exact_fixed_point_loss(r["s"], r["N"], r["prob"].c)
+    metrics[f"loss_{name}_paper_Linf"] = lm_theory.paper_loss_infinity(r["s"], r["N"])
+    metrics[f"loss_{name}_paper_Linf_c"] = float(lm_theory.paper_loss(lm_theory.paper_fixed_point(r["s"], r["N"]), r["s"], r["N"], r["prob"].c))
+    metrics[f"loss_{name}_exact_min"] = lm_exact.exact_fixed_point_loss(r["s"], r["N"], r["prob"].c)
     metrics[f"loss_{name}_sim_vs_paper_rel"] = abs(loss_end[name] / metrics[f"loss_{name}_paper_Linf_c"] - 1)
     metrics[f"loss_{name}_sim_vs_paper_verbatim_rel"] = abs(loss_end[name] / metrics[f"loss_{name}_paper_Linf"] - 1)
     metrics[f"loss_{name}_sim_vs_exact_rel"] = abs(loss_end[name] / metrics[f"loss_{name}_exact_min"] - 1)
@@ -479,7 +482,7 @@ metrics.update({
     "cliff_B_max_offset_tau": float(np.max(cliff_offset_B)),
     "cliff_B_time_se_over_tau_max": float(np.nanmax(cliff_se_B)),
     "zfb_vs_exact_fixed_point_isotropic_maxrel": max(
-        float(np.max(np.abs(lm.exact_fixed_point(np.ones(4), n_, None) / (1.0 / ((n_ + 1) / n_ + 4 / n_)) - 1))) for n_ in (4, 16, 64)),
+        float(np.max(np.abs(lm_exact.exact_fixed_point(np.ones(4), n_, None) / (1.0 / ((n_ + 1) / n_ + 4 / n_)) - 1))) for n_ in (4, 16, 64)),
     "null_small_p1_start": small["p1_0"], "null_small_q2_start": small["q2_0"],
     "null_large_p1_start": large["p1_0"], "null_large_q2_start": large["q2_0"],
     "null_small_p1": small["p1"], "null_small_q2": small["q2"],
