@@ -43,7 +43,11 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.dmft import reduced as dr
+from iclcore.dmft import data as dr_data
+from iclcore.dmft import fs as dr_fs
+from iclcore.dmft import reduced_sgd as dr_reduced_sgd
+from iclcore.dmft import rrs as dr_rrs
+from iclcore.dmft import scaling as dr_scaling
 from iclcore.plotting import save_figure, use_style, write_metrics
 
 use_style()
@@ -60,16 +64,16 @@ INF = math.inf
 # (Eq. 11), averaged over random S. (d) SGD loss vs the closed form at D = `D_sim`.
 
 # %%
-lam_s, om_s = dr.power_law_spectrum(D_sim, nu, beta)
+lam_s, om_s = dr_data.power_law_spectrum(D_sim, nu, beta)
 eta_fs = fs_eta_frac / float(np.max(om_s * lam_s**3))
 fs_runs = {}
 for L in [1, 4]:
-    cfg = dr.ReducedGammaSGDConfig("fs", D=D_sim, L=L, B=D_sim, eta=eta_fs, steps=fs_steps, lam=lam_s, omega=om_s,
+    cfg = dr_reduced_sgd.ReducedGammaSGDConfig("fs", D=D_sim, L=L, B=D_sim, eta=eta_fs, steps=fs_steps, lam=lam_s, omega=om_s,
                                    record_every=max(1, fs_steps // 200))
-    fs_runs[L] = dr.simulate_reduced_gamma_sgd(cfg, rng)
+    fs_runs[L] = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
 modes = [k for k in [1, 2, 4, 8] if k <= D_sim]
 res4 = fs_runs[4]
-th4 = dr.fs_mode_flow(res4.record_t, lam_s, om_s, 4)
+th4 = dr_fs.fs_mode_flow(res4.record_t, lam_s, om_s, 4)
 # relative deviation of gamma_k once a mode is 10% learned (before that the relative error is noise-dominated)
 dev_fs_gamma = 0.0
 for k in modes:
@@ -79,32 +83,32 @@ for k in modes:
 dev_fs_loss = 0.0
 win = 20
 for L, r in fs_runs.items():
-    th = dr.fs_loss_curve(r.t_loss, lam_s, om_s, L)
+    th = dr_fs.fs_loss_curve(r.t_loss, lam_s, om_s, L)
     n = r.batch_loss.size // win * win
     sim_b = r.batch_loss[:n].reshape(-1, win).mean(1)
     th_b = th[:n].reshape(-1, win).mean(1)
     dev_fs_loss = max(dev_fs_loss, float(np.max(np.abs(sim_b[1:] / th_b[1:] - 1))))
 
-lam_t, om_t = dr.power_law_spectrum(D_theory, nu, beta)
+lam_t, om_t = dr_data.power_law_spectrum(D_theory, nu, beta)
 t_fs = np.geomspace(1e-2, 1e8, 200) / float(om_t[0] * lam_t[0] ** 3)
-fs_curves = {L: dr.fs_loss_curve(t_fs, lam_t, om_t, L) for L in [1, 2, 4, 8, 16, INF]}
+fs_curves = {L: dr_fs.fs_loss_curve(t_fs, lam_t, om_t, L) for L in [1, 2, 4, 8, 16, INF]}
 fs_stack = np.array(list(fs_curves.values()))  # depths in increasing order, L = inf last
 fs_order_gap = float(np.min(np.diff(fs_stack, axis=0) / fs_stack[:-1]))  # > 0: deeper is worse at every t
-fs_fixed_point_loss = float(dr.fs_loss(4.0 / lam_t, lam_t, om_t, 4))
-ex = dr.scaling_exponents(nu, beta)
+fs_fixed_point_loss = float(dr_fs.fs_loss(4.0 / lam_t, lam_t, om_t, 4))
+ex = dr_scaling.scaling_exponents(nu, beta)
 
 # OOD (Eq. 11)
-lam_o, om_o = dr.power_law_spectrum(ood_D, ood_nu, beta)
+lam_o, om_o = dr_data.power_law_spectrum(ood_D, ood_nu, beta)
 Sig, Om = np.diag(lam_o), np.diag(om_o)
 thetas = np.linspace(0.0, 1.0, 21)
 ood_depths = [1, 2, 4, 8]
 ood_each = np.zeros((ood_samples, len(ood_depths), thetas.size))
 for n in range(ood_samples):
-    S = dr.random_skew(ood_D, rng)
+    S = dr_fs.random_skew(ood_D, rng)
     for j, th_ in enumerate(thetas):
-        Sp, Op = dr.rotated_covariance(Sig, S, th_), dr.rotated_covariance(Om, S, th_)
+        Sp, Op = dr_fs.rotated_covariance(Sig, S, th_), dr_fs.rotated_covariance(Om, S, th_)
         for i, L in enumerate(ood_depths):
-            ood_each[n, i, j] = dr.ood_loss(L * np.diag(1 / lam_o), Sp, Op, L)
+            ood_each[n, i, j] = dr_fs.ood_loss(L * np.diag(1 / lam_o), Sp, Op, L)
 ood = ood_each.mean(axis=0)
 # smallest relative step in theta over every sample and depth (relative: at small theta the loss is tiny)
 ood_min_increment = float(np.min(ood_each[:, :, 2:] / ood_each[:, :, 1:-1] - 1))
@@ -112,15 +116,15 @@ ood_zero = float(np.max(np.abs(ood[:, 0])))
 
 # printed Result-4 solution vs the flow of Eq. 10 (same time axis)
 tt = np.geomspace(1e-2, 1e3, 30)
-paper_vs_eq10 = float(np.max(np.abs(dr.fs_mode_flow_paper(tt, lam_s, om_s) / dr.fs_mode_flow(tt, lam_s, om_s, INF) - 1)))
-paper_vs_eq10_2t = float(np.max(np.abs(dr.fs_mode_flow_paper(tt, lam_s, om_s) / dr.fs_mode_flow(2 * tt, lam_s, om_s, INF) - 1)))
+paper_vs_eq10 = float(np.max(np.abs(dr_fs.fs_mode_flow_paper(tt, lam_s, om_s) / dr_fs.fs_mode_flow(tt, lam_s, om_s, INF) - 1)))
+paper_vs_eq10_2t = float(np.max(np.abs(dr_fs.fs_mode_flow_paper(tt, lam_s, om_s) / dr_fs.fs_mode_flow(2 * tt, lam_s, om_s, INF) - 1)))
 
 # %%
 fig, ax = plt.subplots(1, 4, figsize=(17, 3.9))
 tg = np.geomspace(res4.record_t[0] / 3, res4.record_t[-1] * 30, 200)
 for i, k in enumerate(modes):
-    ax[0].plot(tg, lam_s[k - 1] * dr.fs_mode_flow(tg, lam_s, om_s, 4)[:, k - 1], color=f"C{i}", label=f"k = {k}")
-    ax[0].plot(tg, lam_s[k - 1] * dr.fs_mode_flow(tg, lam_s, om_s, INF)[:, k - 1], "--", color="k", lw=0.8)
+    ax[0].plot(tg, lam_s[k - 1] * dr_fs.fs_mode_flow(tg, lam_s, om_s, 4)[:, k - 1], color=f"C{i}", label=f"k = {k}")
+    ax[0].plot(tg, lam_s[k - 1] * dr_fs.fs_mode_flow(tg, lam_s, om_s, INF)[:, k - 1], "--", color="k", lw=0.8)
     sel = np.unique(np.geomspace(1, res4.record_t.size, 25).astype(int) - 1)
     ax[0].plot(res4.record_t[sel], lam_s[k - 1] * res4.gamma_diag[sel, k - 1], "o", ms=3, color=f"C{i}")
 ax[0].set(xscale="log", xlabel="t", ylabel="λ_k γ_k(t)", title="(a) FS modes, L = 4 (dashed: L = ∞)")
@@ -139,7 +143,7 @@ ax[2].set(yscale="log", xlabel="θ", ylabel="OOD loss", title=f"(c) Γ = LΣ⁻�
 for i, (L, r) in enumerate(fs_runs.items()):
     n = r.batch_loss.size // win * win
     ax[3].plot(r.t_loss[:n].reshape(-1, win).mean(1), r.batch_loss[:n].reshape(-1, win).mean(1), "o", ms=2.5, color=f"C{i}")
-    ax[3].plot(r.t_loss, dr.fs_loss_curve(r.t_loss, lam_s, om_s, L), color=f"C{i}", label=f"L = {L}")
+    ax[3].plot(r.t_loss, dr_fs.fs_loss_curve(r.t_loss, lam_s, om_s, L), color=f"C{i}", label=f"L = {L}")
 ax[3].set(xscale="log", yscale="log", xlabel="t", title=f"(d) FS SGD vs theory, D = {D_sim}")
 for x in ax:
     x.legend()
@@ -162,9 +166,9 @@ print(f"printed Result-4 gamma_k vs Eq. 10 flow: max rel. difference {paper_vs_e
 fig, ax = plt.subplots(1, 3, figsize=(14, 3.9))
 gg = np.geomspace(1e-2, 300, 120)
 for i, b in enumerate([0.5, 1.0, 1.5, 2.0]):
-    lam_b, om_b = dr.power_law_spectrum(D_theory, nu, b)
-    tt_b = dr.rrs_time_of_gamma(gg, lam_b, om_b, INF)
-    ll_b = dr.rrs_loss(gg, lam_b, om_b, INF)
+    lam_b, om_b = dr_data.power_law_spectrum(D_theory, nu, b)
+    tt_b = dr_rrs.rrs_time_of_gamma(gg, lam_b, om_b, INF)
+    ll_b = dr_rrs.rrs_loss(gg, lam_b, om_b, INF)
     ax[0].plot(tt_b, ll_b, color=f"C{i}", label=f"β = {b:g}")
     ax[0].plot(tt_b[60:110], 1.6 * ll_b[60] * (tt_b[60:110] / tt_b[60]) ** (-b / (2 + b)), "--", color=f"C{i}", lw=1)
 ax[0].set(xscale="log", yscale="log", xlabel="t", ylabel="loss", title=f"(a) L = ∞, D = {D_theory} (dashed: t^-β/(2+β))")
@@ -172,26 +176,26 @@ rrs_depths = [1, 2, 4, 8, 16]
 ratios = []
 for i, L in enumerate(rrs_depths):
     gam = np.linspace(0, 2.0 * L, 300)
-    ax[1].plot(gam, dr.rrs_loss(gam, lam_t, om_t, L), color=f"C{i}", label=f"L = {L}")
-    gs_, ls_ = dr.rrs_optimum(lam_t, om_t, L)
+    ax[1].plot(gam, dr_rrs.rrs_loss(gam, lam_t, om_t, L), color=f"C{i}", label=f"L = {L}")
+    gs_, ls_ = dr_rrs.rrs_optimum(lam_t, om_t, L)
     ratios.append(gs_ / L)
     ax[1].plot(gs_, ls_, "o", color=f"C{i}")
 ax[1].set(xscale="log", yscale="log", xlabel="γ", title=f"(b) RRS landscape, β = {beta:g}", xlim=(0.05, 40))
 rrs_dev = 0.0
 for i, L in enumerate(rrs_depths):
     # eta * min(1, L/4): shallow models reach their plateau quickly and would otherwise sit on the SGD noise floor
-    cfg = dr.ReducedGammaSGDConfig("rrs", D=D_sim, L=L, B=D_sim, eta=rrs_eta * min(1.0, L / 4), steps=rrs_steps,
+    cfg = dr_reduced_sgd.ReducedGammaSGDConfig("rrs", D=D_sim, L=L, B=D_sim, eta=rrs_eta * min(1.0, L / 4), steps=rrs_steps,
                                    lam=lam_s, omega=om_s)
-    r = dr.simulate_reduced_gamma_sgd(cfg, rng)
-    g_th, l_th = dr.rrs_gradient_flow(r.t_loss, lam_s, om_s, L)
+    r = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
+    g_th, l_th = dr_rrs.rrs_gradient_flow(r.t_loss, lam_s, om_s, L)
     n = r.batch_loss.size // win * win
     sim_b = r.batch_loss[:n].reshape(-1, win).mean(1)
     th_b = l_th[:n].reshape(-1, win).mean(1)
     rrs_dev = max(rrs_dev, float(np.max(np.abs(sim_b[1:] / th_b[1:] - 1))))
     ax[2].plot(r.t_loss[:n].reshape(-1, win).mean(1), sim_b, "o", ms=2.5, color=f"C{i}")
     tl = np.geomspace(r.t_loss[1], r.t[-1] * 30, 200)
-    ax[2].plot(tl, dr.rrs_gradient_flow(np.concatenate([[0.0], tl]), lam_s, om_s, L)[1][1:], color=f"C{i}", label=f"L = {L}")
-    ax[2].axhline(dr.rrs_optimum(lam_s, om_s, L)[1], color=f"C{i}", ls="--", lw=0.8)
+    ax[2].plot(tl, dr_rrs.rrs_gradient_flow(np.concatenate([[0.0], tl]), lam_s, om_s, L)[1][1:], color=f"C{i}", label=f"L = {L}")
+    ax[2].axhline(dr_rrs.rrs_optimum(lam_s, om_s, L)[1], color=f"C{i}", ls="--", lw=0.8)
 ax[2].set(xscale="log", yscale="log", xlabel="t", title=f"(c) RRS SGD vs theory, D = {D_sim}")
 for x in ax:
     x.legend()
@@ -220,47 +224,47 @@ def tag(x):
 
 def fit_and_drift(x, y):
     """Fitted decay exponent and its pre-asymptotic drift (difference of the half-window fits)."""
-    return dr.fit_power_law_exponent(x, y), dr.fit_power_law_drift(x, y)
+    return dr_scaling.fit_power_law_exponent(x, y), dr_scaling.fit_power_law_drift(x, y)
 
 
 def fs_fit(nu_, beta_):
-    lam_, om_ = dr.power_law_spectrum(D_fit, nu_, beta_)
+    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
     k_t = lambda k: k ** (nu_ * beta_ + 2 * nu_ + 1) / float(om_[0] * lam_[0] ** 3)  # noqa: E731
     t_ = np.geomspace(k_t(20.0), k_t(D_fit / 100), 20)
-    return fit_and_drift(t_, dr.fs_loss_curve(t_, lam_, om_, INF))
+    return fit_and_drift(t_, dr_fs.fs_loss_curve(t_, lam_, om_, INF))
 
 
 def rrs_t_fit(nu_, beta_):
-    lam_, om_ = dr.power_law_spectrum(D_fit, nu_, beta_)
+    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
     g_ = np.geomspace(10.0, min(300.0, (D_fit / 50) ** nu_), 20)
-    return fit_and_drift(dr.rrs_time_of_gamma(g_, lam_, om_, INF), dr.rrs_loss(g_, lam_, om_, INF))
+    return fit_and_drift(dr_rrs.rrs_time_of_gamma(g_, lam_, om_, INF), dr_rrs.rrs_loss(g_, lam_, om_, INF))
 
 
 def depth_fit(nu_, beta_):
-    lam_, om_ = dr.power_law_spectrum(D_fit, nu_, beta_)
+    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
     Ls = np.array([8, 16, 32, 64, 128])
-    return fit_and_drift(Ls.astype(float), np.array([dr.rrs_optimum(lam_, om_, int(L))[1] for L in Ls]))
+    return fit_and_drift(Ls.astype(float), np.array([dr_rrs.rrs_optimum(lam_, om_, int(L))[1] for L in Ls]))
 
 
 def bottleneck_fit(fn, nu_, beta_):
-    lam_, om_ = dr.power_law_spectrum(D_fit, nu_, beta_)
+    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
     ns = np.array([100, 200, 400, 800, 1600])
     return fit_and_drift(ns.astype(float), np.array([fn(lam_, om_, int(n)) for n in ns]))
 
 
 for nu_, beta_ in [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (2.0, 1.0)]:
-    e = dr.scaling_exponents(nu_, beta_)
+    e = dr_scaling.scaling_exponents(nu_, beta_)
     fits[f"tfs_nu{tag(nu_)}_beta{tag(beta_)}"] = (fs_fit(nu_, beta_), e["t_fs_paper"], e["t_fs_corrected"], "t (FS)")
 for beta_ in [0.5, 1.0, 2.0]:
-    e = dr.scaling_exponents(1.0, beta_)
+    e = dr_scaling.scaling_exponents(1.0, beta_)
     fits[f"trrs_nu1_beta{tag(beta_)}"] = (rrs_t_fit(1.0, beta_), e["t_rrs_paper"], e["t_rrs_corrected"], "t (RRS)")
 for nu_, beta_ in [(1.0, 0.5), (1.0, 1.0), (1.0, 2.0), (2.0, 0.5), (2.0, 1.5)]:
-    e = dr.scaling_exponents(nu_, beta_)
+    e = dr_scaling.scaling_exponents(nu_, beta_)
     fits[f"depth_nu{tag(nu_)}_beta{tag(beta_)}"] = (depth_fit(nu_, beta_), e["L_paper"], e["L_corrected"], "L")
 for beta_ in [0.5, 1.5, 3.0]:
-    e = dr.scaling_exponents(2.0, beta_)
-    fits[f"width_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr.width_bottleneck, 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
-    fits[f"context_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr.context_bottleneck, 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
+    e = dr_scaling.scaling_exponents(2.0, beta_)
+    fits[f"width_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr_scaling.width_bottleneck, 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
+    fits[f"context_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr_scaling.context_bottleneck, 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
 # compute-optimal shape L ∝ N^(a_N / a_L) at nu = 2 (printed: L ∝ N^nu), drift propagated from both fits
 shape = {}
 for b_ in ("0p5", "1p5"):
