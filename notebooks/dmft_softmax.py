@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.dmft.width import width_landscape_mc
+from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts, train
 from iclcore.models.probes import block_average
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
