@@ -60,6 +60,7 @@ from iclcore.models.softmax import (
     local_preconditioner,
     projected_preconditioner,
     projection_fit,
+    richardson_states,
     sample_torch_prompts,
     skew_ratio,
     train_attention,
@@ -187,20 +188,10 @@ print("balance before/after gauge differ:", abs(st_g.balance - st_m.balance) > 1
 # scores read only the keys $x_i$, so $J$ depends on the prompt but not on $z$.
 
 # %%
-def richardson_states(model, batch_, L):
-    z = torch.zeros(batch_["X"].shape[0], K, dtype=torch.float64)
-    Z, D, R = [], [], []
-    with torch.no_grad():
-        for _ in range(L):
-            delta = model(z, batch_["X"], batch_["y"])
-            r = batch_["d"] - torch.einsum("bij,bj->bi", batch_["H"], z)
-            Z.append(z.numpy()); D.append(delta.numpy()); R.append(r.numpy())
-            z = z + delta
-    return np.stack(Z), np.stack(D), np.stack(R)  # (L, n, K)
-
 jac = {}
 for name, model in models.items():
-    Zs, Ds, Rs = richardson_states(model, ev, L_rich)
+    states = richardson_states(model, ev, L_rich)
+    Zs, Ds, Rs = states.z, states.delta, states.r  # (L, n, K)
     J = local_preconditioner(model, torch.zeros(n_eval, K, dtype=torch.float64), ev["X"], ev["y"])
     J_bar = J.mean(axis=0)
     dev = np.linalg.norm(J - J_bar, axis=(1, 2)) / np.linalg.norm(J_bar)

@@ -19,6 +19,7 @@ from iclcore.models.softmax import (
     local_preconditioner,
     projected_preconditioner,
     projection_fit,
+    richardson_states,
     sample_torch_prompts,
     skew_ratio,
     stable_rank,
@@ -26,6 +27,7 @@ from iclcore.models.softmax import (
     train_attention,
     update_jacobian,
 )
+from iclcore.richardson.iterates import richardson_iterates
 from iclcore.richardson.tasks import TaskConfig
 
 TASK = TaskConfig(K=6, M=24, r=1, sigma=0.1, lam=0.0, cond=10.0)
@@ -88,6 +90,28 @@ def test_linear_attention_is_global_preconditioner_everywhere():
     J = local_preconditioner(m, z, b["X"], b["y"])
     np.testing.assert_allclose(J, np.broadcast_to(P, J.shape), atol=1e-11 * np.abs(P).max())
     assert projection_fit(D, r, projected_preconditioner(D, r)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_richardson_states_follow_the_recursion_and_are_richardson_iterates_for_linear_attention():
+    """z_{l+1} = z_l + Δ_l, r_l = d - H z_l; for linear attention z_l are the Richardson iterates with P_lin."""
+    _, b = _batch(16, seed=7)
+    L = 5
+    for attention in ("softmax", "linear"):
+        m = _model(attention, seed=4)
+        st = richardson_states(m, b, L)
+        assert st.z.shape == st.delta.shape == st.r.shape == (L, 16, TASK.K)
+        np.testing.assert_array_equal(st.z[0], 0.0)
+        np.testing.assert_allclose(st.z[1:], st.z[:-1] + st.delta[:-1], rtol=0, atol=1e-13)
+        H, d = b["H"].numpy(), b["d"].numpy()
+        np.testing.assert_allclose(st.r, d[None] - np.einsum("nij,lnj->lni", H, st.z), rtol=0, atol=1e-12)
+    P = linearized_preconditioner(m)
+    np.testing.assert_allclose(st.delta, st.r @ P.T, atol=1e-12 * np.abs(st.delta).max())
+    Z = richardson_iterates(P, H, d, L - 1)  # (n, L, K)
+    np.testing.assert_allclose(st.z, np.swapaxes(Z, 0, 1), atol=1e-12 * max(1.0, np.abs(Z).max()))
+    with pytest.raises(ValueError, match="L"):
+        richardson_states(m, b, 0)
+    with pytest.raises(ValueError, match="prompts"):
+        richardson_states(m, {"X": b["X"]}, 2)
 
 
 def test_softmax_jacobian_varies_and_matches_finite_differences():

@@ -71,6 +71,8 @@ __all__ = [
     "local_preconditioner",
     "projected_preconditioner",
     "projection_fit",
+    "RichardsonStates",
+    "richardson_states",
     "TrainConfig",
     "TrainHistory",
     "sample_torch_prompts",
@@ -420,6 +422,66 @@ def projection_fit(Delta: np.ndarray, r: np.ndarray, P: np.ndarray) -> float:
     if tot == 0:
         raise ValueError("Delta: all updates are zero")
     return 1.0 - float(np.sum((Delta - r @ P.T) ** 2)) / tot
+
+
+@dataclass(frozen=True)
+class RichardsonStates:
+    """States of the attention-driven Richardson iteration (:func:`richardson_states`).
+
+    Attributes
+    ----------
+    z : ndarray (L, B, K)
+        Iterates ``z_0 = 0, z_1, …, z_{L-1}``.
+    delta : ndarray (L, B, K)
+        Updates ``Δ_θ(z_ℓ; X, y)``.
+    r : ndarray (L, B, K)
+        Residuals ``r_ℓ = d − H z_ℓ``.
+    """
+
+    z: np.ndarray
+    delta: np.ndarray
+    r: np.ndarray
+
+
+def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tensor], L: int) -> RichardsonStates:
+    """Run ``z_{ℓ+1} = z_ℓ + Δ_θ(z_ℓ; X, y)`` from ``z_0 = 0`` and record ``(z_ℓ, Δ_θ(z_ℓ), r_ℓ)``, ``ℓ < L``.
+
+    The samples ``(Δ, r)`` are what seed 000 §8 projects onto a global preconditioner
+    (:func:`projected_preconditioner`); for linear attention ``Δ_ℓ = P_lin r_ℓ`` and the ``z_ℓ`` are the
+    Richardson iterates of :func:`iclcore.richardson.iterates.richardson_iterates` with ``P = P_lin``.
+
+    Parameters
+    ----------
+    model : ProbeQueryAttention
+    prompts : dict
+        As returned by :func:`sample_torch_prompts` (uses ``X`` (B, M, K), ``y`` (B, M), ``H`` (B, K, K),
+        ``d`` (B, K)).
+    L : int
+        Number of recorded states, ``L >= 1``.
+
+    Returns
+    -------
+    RichardsonStates
+        Arrays of shape ``(L, B, K)``.
+    """
+    L = positive_int(L, "L")
+    missing = [k for k in ("X", "y", "H", "d") if k not in prompts]
+    if missing:
+        raise ValueError(f"prompts: missing keys {missing}")
+    X, y, H, d = (_as_t(prompts[k], k) for k in ("X", "y", "H", "d"))
+    if H.ndim != 3 or d.ndim != 2 or H.shape[:2] != d.shape or H.shape[-1] != d.shape[-1]:
+        raise ValueError(f"H, d: expected shapes (B, K, K), (B, K); got {tuple(H.shape)}, {tuple(d.shape)}")
+    z = torch.zeros_like(d)
+    Z, D, R = [], [], []
+    with torch.no_grad():
+        for _ in range(L):
+            delta = model(z, X, y)
+            r = d - torch.einsum("bij,bj->bi", H, z)
+            Z.append(z.numpy())
+            D.append(delta.numpy())
+            R.append(r.numpy())
+            z = z + delta
+    return RichardsonStates(z=np.stack(Z), delta=np.stack(D), r=np.stack(R))
 
 
 # --------------------------------------------------------------------------------------------
