@@ -200,12 +200,13 @@ def lsa_layer(
     Returns the updated ``(ctx, q)``; with ``update_context=False`` the context is returned unchanged
     (enough for the last layer). Used by :class:`TrainedLSA` and :class:`iclcore.gd.depth_probe.UntiedLSA`.
     """
-    n = ctx.shape[1]
-    vals = ctx @ PV.T  # (B, n, d+1): W_PV z_i
-    keys = ctx @ KQ / n  # (B, n, d+1): z_i^T W_KQ / n
-    q = q + (keys @ q.transpose(1, 2)).transpose(1, 2) @ vals
+    # sum_i W_PV z_i (z_i^T W_KQ z_j) / n = W_PV S W_KQ z_j with S = (1/n) sum_i z_i z_i^T: the
+    # (d+1) x (d+1) second-moment form costs O(n d^2) per prompt instead of O(n^2 d) for the scores.
+    S = ctx.transpose(1, 2) @ ctx / ctx.shape[1]  # (B, d+1, d+1)
+    M = PV @ S @ KQ  # (B, d+1, d+1): the layer's update map z -> W_PV S W_KQ z
+    q = q + q @ M.transpose(1, 2)
     if update_context:
-        ctx = ctx + (keys @ ctx.transpose(1, 2)).transpose(1, 2) @ vals
+        ctx = ctx + ctx @ M.transpose(1, 2)
     return ctx, q
 
 

@@ -458,7 +458,11 @@ def richardson_fit(W: np.ndarray, w: np.ndarray, X: np.ndarray) -> dict[str, flo
 
 def bos_profile(model: GPTMini, t: ProbeTasks) -> np.ndarray:
     """Attention mass on BOS per layer, averaged over heads and over every position after BOS: ``(L,)``."""
-    _, att = model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
+    return _bos_mass(model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)[1])
+
+
+def _bos_mass(att: list[torch.Tensor]) -> np.ndarray:
+    """Head-averaged attention maps ``(B, T, T)`` per layer -> mean mass on BOS after position 0: ``(L,)``."""
     return np.array([float(a[:, 1:, 0].mean()) for a in att])
 
 
@@ -474,15 +478,20 @@ def probe_checkpoint(
     """All statistics for one checkpoint: the readout statistics, their layer-shuffled null, the
     Richardson fit and (GPT only) the BOS profile. ``probe`` has one query per prompt; ``rich`` has
     the probe queries for the implicit weights."""
-    yh = model.readouts(probe.X, probe.y, probe.xq).double().numpy()[:, :, 0]
+    gpt = isinstance(model, GPTMini)
+    if gpt:  # one forward pass gives the lens readouts (as GPTMini.readouts with m = 1) and the BOS profile
+        hs, att = model.hidden(probe.X, probe.y, probe.xq[:, 0], need_attn=True)
+        yh = torch.stack([model.lens(h[:, -1]) for h in hs]).double().numpy()
+    else:
+        yh = model.readouts(probe.X, probe.y, probe.xq).double().numpy()[:, :, 0]
     ys = probe.yq.double().numpy()[:, 0]
     rec = readout_statistics(yh, ys, probe.trH)
     sh = readout_statistics(layer_shuffled(yh, rng), ys)
     rec.update({f"shuffled_{k}": sh[k] for k in ("alpha", "r2", "sign_agreement", "rel_err_rho")})
     exact = isinstance(model, UntiedLSA)
     rec.update(richardson_fit(implicit_weights(model, rich, exact), rich.w.double().numpy(), rich.X.double().numpy()))
-    if isinstance(model, GPTMini):
-        prof = bos_profile(model, probe)
+    if gpt:
+        prof = _bos_mass(att)
         rec.update({f"bos_l{l + 1}": float(v) for l, v in enumerate(prof)})
         rec["bos_late_early"] = late_early_ratio(prof)
     return rec
