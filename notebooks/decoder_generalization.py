@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # Task and prompt generalization of the decoder preconditioner (seed 000, Figure 9; §3.2, §4)
-# Two ways a finite world limits the learned preconditioner. **Prompt size** (seed 000 §4, §12.9): the
+# # Task and prompt generalization of the decoder preconditioner (the main paper, Figure 9; §3.2, §4)
+# Two ways a finite world limits the learned preconditioner. **Prompt size** (the main paper §4, §12.9): the
 # population oracle $P_\star(M)=B C^\dagger$ for prompts of size $M$, applied to the infinite-prompt
 # system $H_\infty=\Sigma_x+\lambda I$, contracts better as $M$ grows; the paper quotes $\approx 0.576$
 # at $M=1024$ and $\approx 0.251$ at $M=4096$ for $K=64$, condition number 100. **Number of tasks**

@@ -9,14 +9,14 @@
 # ---
 
 # %% [markdown]
-# # Outer dynamics of the learned preconditioner (seed 000, Figures 1–3 and 5; seed 001, Table 2)
+# # Outer dynamics of the learned preconditioner (the main paper, Figures 1–3 and 5; the experiment report, Table 2)
 # This notebook trains the decoder-only linear-attention matrix $P_s$ online (fresh prompts at every
 # outer step $s$), and compares it with the exact population trajectory
-# $P_s-P_\star=(P_0-P_\star)(I-\eta C)^s$ of seed 000 §3.1: held-out risk against the predicted curve
+# $P_s-P_\star=(P_0-P_\star)(I-\eta C)^s$ of the main paper §3.1: held-out risk against the predicted curve
 # (Figure 2 left, Figure 5), alignment with the oracle $P_\star=BC^\dagger$ (Figure 1, Figure 3), the
 # direct estimator $P_sd$ against depth-$L$ Richardson with the same $P_s$, contraction statistics of
 # $I-P_sH$, spectral-overlap weights, the deterministic Richardson certificate, the clipped
-# empirical-Bernstein bound of seed 001 §2 with its coverage, and a table in the form of seed 001 Table 2.
+# empirical-Bernstein bound of the experiment report §2 with its coverage, and a table in the form of the experiment report Table 2.
 
 # %% tags=["parameters"]
 K = 16               # dimension of x, beta, d, z*; range: [1, 1000]
@@ -196,7 +196,7 @@ print(f"certificate violation rate: {violation_rate_all}")
 print("coverage >= 1 - delta - 3 s.e.:", {k: bool(v >= 1 - delta - 3 * np.sqrt(delta * (1 - delta) / n_cov_repeats)) for k, v in coverage.items()})
 
 # %% [markdown]
-# ## Table in the form of seed 001 Table 2 (learned linear-attention $P$ vs the oracle $P_\star$)
+# ## Table in the form of the experiment report Table 2 (learned linear-attention $P$ vs the oracle $P_\star$)
 
 # %%
 tab_learned = checkpoint_table(P_fin, P_star, ev, L, clip, delta)

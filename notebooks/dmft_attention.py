@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # Full linear attention and untied layers (seed 002, Figures 6a-b and 8)
-# This notebook recomputes Figure 6 (a)-(b) and Figure 8 of seed 002 (§5.1-5.2, Result 9,
+# # Full linear attention and untied layers (Bordelon et al., Figures 6a-b and 8)
+# This notebook recomputes Figure 6 (a)-(b) and Figure 8 of Bordelon et al. (§5.1-5.2, Result 9,
 # App. G.1-G.2). Figure 6: the deep linear-attention network of Eq. (3) with separate
 # $W_x, W_k, W_q, W_v$ (aligned, block-structured, tied across layers, fixed $w_y=w_o$) trained
 # with plain SGD from a small balanced initialisation, against the one-dimensional theory

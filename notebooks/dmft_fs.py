@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Structured covariances and scaling exponents (seed 002, Figures 3 and 4, exponent table)
+# # Structured covariances and scaling exponents (Bordelon et al., Figures 3 and 4, exponent table)
 # Fixed structured covariance (FS, §3.2, App. D): closed-form mode dynamics of Γ at every depth, the
 # power law in pretraining time, and the brittleness of the learned preconditioner Γ = LΣ⁻¹ under a
 # rotation Σ → exp(θS)Σexp(−θS) (Result 5). Randomly rotated structured covariances (RRS, §3.3,

@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # ISO setting: SGD against gradient-flow theory (seed 002, Figures 1, 2 and 7)
-# This notebook trains the reduced-Γ model of deep linear attention (seed 002 §2.2, Eq. 4) with
+# # ISO setting: SGD against gradient-flow theory (Bordelon et al., Figures 1, 2 and 7)
+# This notebook trains the reduced-Γ model of deep linear attention (Bordelon et al. §2.2, Eq. 4) with
 # online SGD on isotropic in-context regression (Eq. 5), and lays the simulations over the theory:
 # the Marchenko–Pastur landscape and its gradient flow (Result 1, Eqs. 7–8 and 83), the exact
 # optimum at every depth (the Catalan formula), and the depth-1 SGD theory of Appendix C.1

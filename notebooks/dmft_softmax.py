@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # Softmax attention with and without MLP blocks (seed 002, Figures 6c and 9)
-# This notebook reruns the experiments of seed 002 §5.3 and App. G.3: untied softmax attention
+# # Softmax attention with and without MLP blocks (Bordelon et al., Figures 6c and 9)
+# This notebook reruns the experiments of Bordelon et al. §5.3 and App. G.3: untied softmax attention
 # (Fig. 6c) and softmax attention alternating with GELU MLP blocks (Fig. 9), each residual branch
 # scaled by $1/L$ (CompleteP) and trained with Adam at a depth-independent learning rate, on
 # isotropic in-context regression. The paper's claim is qualitative: deeper models reach a lower

@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # Width and depth bottlenecks of deep linear attention (seed 002, Figure 5)
-# This notebook recomputes Figure 5 of seed 002 (§4, Result 8, App. F): the gradient-flow loss
+# # Width and depth bottlenecks of deep linear attention (Bordelon et al., Figure 5)
+# This notebook recomputes Figure 5 of Bordelon et al. (§4, Result 8, App. F): the gradient-flow loss
 # curves of the width-$N$, depth-$L$ reduced model on randomly rotated power-law data at infinite
 # context length. Panel (a) scales width at fixed depth and meets the depth bottleneck
 # $\min_\gamma \mathrm{tr}\,\Omega\Lambda(I-\gamma\Lambda/L)^{2L}$; panel (b) scales depth at fixed

@@ -10,8 +10,8 @@
 
 # %% [markdown]
 # # Encoder + decoder: a decoder tracking a moving oracle, and the end-to-end risk split
-# This notebook recomputes the low-rank encoder+decoder run of seed 000 §6 (Figure 1 bottom panels,
-# Figure 2 right, Figure 4, Figure 7 and the §11 numbers at $s=420$) and seed 001 §5.2 (Table 3 and
+# This notebook recomputes the low-rank encoder+decoder run of the main paper §6 (Figure 1 bottom panels,
+# Figure 2 right, Figure 4, Figure 7 and the §11 numbers at $s=420$) and the experiment report §5.2 (Table 3 and
 # Figure 3). The encoder is the dictionary $G_s$ of §5.1 fitted to the prompts' ridge estimates on a
 # pool of training prompts, with subspace $U_s=G_s(G_s^\top G_s)^{-1/2}$; the decoder $P_{z,s}$ is trained
 # by gradient descent on the moving latent distribution $(A_s,d_s)=(U_s^\top H_MU_s,U_s^\top c_M)$. Every
@@ -69,7 +69,7 @@ grid = np.arange(steps + 1)
 t_run = time.perf_counter() - t_start
 
 # %% [markdown]
-# ## The run at a glance (seed 000 Figure 1, bottom panels)
+# ## The run at a glance (the main paper Figure 1, bottom panels)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -90,7 +90,7 @@ ax.legend()
 save_figure(fig, "fig1_encdec_panels")
 
 # %% [markdown]
-# ## Exact identities at every step (seed 000 Figure 2 right)
+# ## Exact identities at every step (the main paper Figure 2 right)
 # "Observed" is the held-out risk of $U_s z_{L,s}$ with $z_{L,s}$ produced by running the latent
 # Richardson iteration; "exact" uses $z_{L,s}=z_s^\dagger-(I-P_{z,s}A_s)^Lz_s^\dagger$ (matrix powers). The
 # right panel shows the three rounding-level residuals along the run.
@@ -120,7 +120,7 @@ ax.legend(fontsize=7)
 save_figure(fig, "fig2_right_identity")
 
 # %% [markdown]
-# ## Detailed diagnostics (seed 000 Figure 4)
+# ## Detailed diagnostics (the main paper Figure 4)
 # Spectral-overlap fractions of the tracking error in the eigenbasis $q_{s,i}$ of the moving
 # $C_s$: $w_{s,i}=\lambda_i(C_s)\|E_sq_{s,i}\|^2/\sum_j\lambda_j(C_s)\|E_sq_{s,j}\|^2$ with $E_s=P_{z,s}-P_z^\star(U_s)$.
 
@@ -167,7 +167,7 @@ fig.tight_layout()
 save_figure(fig, "fig4_encdec_detail")
 
 # %% [markdown]
-# ## Online encoder+decoder training and its certificates (seed 000 Figure 7, seed 001 Figure 3)
+# ## Online encoder+decoder training and its certificates (the main paper Figure 7, the experiment report Figure 3)
 # The decoder certificate is the §6.3 chain $R_{dec}\le\|\Sigma_x\|E\|z_L-z^\dagger\|^2\le\|\Sigma_x\|E[\rho^{2L}\|z^\dagger\|^2]$.
 # The subspace certificate is Davis–Kahan with $S_s=G_s\Sigma_zG_s^\top$ (whose top-$r$ eigenspace is
 # $U_s$) against $\Sigma_\beta$, in the paper's form $(\|S_s-\Sigma_\beta\|/\gamma)^2$ and in the valid form
@@ -266,7 +266,7 @@ ax.legend()
 save_figure(fig, "fig_continuous_time")
 
 # %% [markdown]
-# ## Seed 001 Table 3 and the seed 000 §11 numbers at the last step
+# ## The experiment report Table 3 and the main paper §11 numbers at the last step
 
 # %%
 i_last = -1

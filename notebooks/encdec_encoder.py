@@ -10,10 +10,10 @@
 
 # %% [markdown]
 # # Encoder-only recovery: online runs against the exact curve, and subspace certificates
-# This notebook recomputes the encoder-only experiments: seed 001 §3 (Table 1 and Figure 1: a noisy
+# This notebook recomputes the encoder-only experiments: the experiment report §3 (Table 1 and Figure 1: a noisy
 # online run whose held-out risk is compared with the exact population curve
-# $R_{enc}(s) = \sigma^2 + \frac1q\operatorname{Tr}[(G_s-G_\star)\Sigma_z(G_s-G_\star)^\top]$), seed 000 §12.6
-# (Figure 6 and the §11 numbers: a noise-free online run ending near $10^{-11}$), and seed 000 §5.2
+# $R_{enc}(s) = \sigma^2 + \frac1q\operatorname{Tr}[(G_s-G_\star)\Sigma_z(G_s-G_\star)^\top]$), the main paper §12.6
+# (Figure 6 and the §11 numbers: a noise-free online run ending near $10^{-11}$), and the main paper §5.2
 # (subspace recovery from estimated task vectors: $U_N = \mathrm{Top}_r(\widehat\Sigma_{\beta,N})$, the
 # Davis–Kahan certificate against the true $\sin\Theta$, $r_{\rm eff}$ and the floor-risk bound).
 # Online runs are minibatch SGD with a fresh batch at every step; the prediction is the closed form
@@ -78,7 +78,7 @@ rng = np.random.default_rng(seed)
 mu = np.array([mu_1, mu_2, mu_3, mu_4])
 
 # %% [markdown]
-# ## The exact population trajectory and its modal risk (seed 000 §5.1)
+# ## The exact population trajectory and its modal risk (the main paper §5.1)
 # The boxed closed form is checked against the literal recursion, and the trace form of the risk
 # against the modal sum $\sum_i \mu_i(1-\eta_e\mu_i)^{2s}\|(G_0-G_\star)v_i\|^2$.
 
@@ -94,7 +94,7 @@ risk_modal = encoder_modal_risk(G0, prob_noisy, eta_noisy, grid)
 max_err_modal_rel = float(np.max(np.abs(risk_trace - risk_modal) / risk_modal))
 
 # %% [markdown]
-# ## Noisy online run (seed 001 §3, Table 1, Figure 1)
+# ## Noisy online run (the experiment report §3, Table 1, Figure 1)
 
 # %%
 res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, np.random.default_rng([seed, 1]), n_eval=n_eval)
@@ -140,7 +140,7 @@ ax.legend()
 save_figure(fig, "seed001_fig1_encoder")
 
 # %% [markdown]
-# ## Noise-free online run (seed 000 §12.6, Figure 6, and §11)
+# ## Noise-free online run (the main paper §12.6, Figure 6, and §11)
 # With $\sigma=0$ the SGD iterate converges to $G_\star$ exactly; its risk follows the population curve
 # up to the multiplicative batch noise of $\widehat\Sigma_{z,s}$.
 
@@ -190,7 +190,7 @@ ax.legend()
 save_figure(fig, "fig6_encoder_online")
 
 # %% [markdown]
-# ## Subspace recovery from estimated task vectors (seed 000 §5.2)
+# ## Subspace recovery from estimated task vectors (the main paper §5.2)
 # Each task vector is estimated from its own prompt by ridge, $\hat\beta_n = H_M^{-1}c_M$; then
 # $U_N=\mathrm{Top}_r(\widehat\Sigma_{\beta,N})$. Two reference points: with the exact vectors $\beta_n$
 # ("oracle"), $\|\widehat\Sigma_{\beta,N}-\Sigma_\beta\|_2 \approx \|\Sigma_\beta\|_2\sqrt{r_{\rm eff}/N}$, yet the

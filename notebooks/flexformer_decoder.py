@@ -9,9 +9,9 @@
 # ---
 
 # %% [markdown]
-# # The Flexformer decoder against every baseline (seed 001 Table 2, Figure 2)
+# # The Flexformer decoder against every baseline (the experiment report Table 2, Figure 2)
 # A depth-$L$ Richardson decoder $x_{\ell+1}=x_\ell+P(d-Hx_\ell)$ from $x_0=0$ on least-squares task systems
-# $H=H_M$, $d=c_M$, target $x^\dagger=H^{-1}d$ (seed 001 §4). The Flexformer's $P_\Theta(H,d)$ is computed once
+# $H=H_M$, $d=c_M$, target $x^\dagger=H^{-1}d$ (the experiment report §4). The Flexformer's $P_\Theta(H,d)$ is computed once
 # per task by attention over the rows of $[H\,|\,d]$ ({py:mod}`iclcore.models.flexformer`); the baselines
 # ({py:mod}`iclcore.richardson.baselines`) are fitted on the same training tasks and every method is scored
 # on the same held-out tasks at the same depth $L$.
@@ -73,7 +73,7 @@ c_start = time.process_time()
 # %% [markdown]
 # ## Tasks, baselines and the population oracle
 # The tasks are the Gaussian least-squares prompts of the decoder chapter with a rank-$r$ task vector; the
-# decoder target is the system's own solution $x^\dagger=H_M^{-1}c_M$ (seed 001 §4.2), so the exact solve
+# decoder target is the system's own solution $x^\dagger=H_M^{-1}c_M$ (the experiment report §4.2), so the exact solve
 # has risk zero. $P_\star=BC^\dagger$ uses the closed-form population moments.
 
 # %%

@@ -9,11 +9,11 @@
 # ---
 
 # %% [markdown]
-# # The Flexformer as latent decoder of the encoder–decoder (seed 001 Table 4, Figure 4)
+# # The Flexformer as latent decoder of the encoder–decoder (the experiment report Table 4, Figure 4)
 # The encoder is the one of the encoder+decoder chapter (the dictionary $G_s$ fitted to the prompts' ridge
 # estimates, subspace $U_s=G_s(G_s^\top G_s)^{-1/2}$) at its last step. The latent decoder solves
 # $A=U^\top H_MU$, $d=U^\top c_M$ by Richardson; we compare the Flexformer with the chapter's linear latent
-# decoder (seed 001 Table 3) and every baseline, and check the split
+# decoder (the experiment report Table 3) and every baseline, and check the split
 # $R_{e2e}=R_{floor}+R_{dec}+2\,\mathrm{cross}$ to rounding.
 
 # %% tags=["parameters"]
@@ -106,7 +106,7 @@ curves = {name: train_preconditioner(m, sampler, L, steps, batch, lr, np.random.
 
 # %% [markdown]
 # ## Table 4 for every latent decoder
-# Rows (seed 001 Table 4): held-out prediction risk $R_{e2e}=\mathbb E\|U z_L-\beta\|^2_{\Sigma_x}$; the clipped
+# Rows (the experiment report Table 4): held-out prediction risk $R_{e2e}=\mathbb E\|U z_L-\beta\|^2_{\Sigma_x}$; the clipped
 # EB bound on the per-prompt e2e loss; the encoded floor $R_{floor}=\mathbb E\|Uz^\dagger-\beta\|^2_{\Sigma_x}$;
 # the decoder component $R_{dec}=\mathbb E\|U(z_L-z^\dagger)\|^2_{\Sigma_x}$; the violation rate and the mean
 # error/bound ratio of $\|z_L-z^\dagger\|\le\rho^L\|z^\dagger\|$; $\mathbb E\rho$ with $\rho=\|I-PA\|_2$; and the

@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # Probes on non-linear transformers: in-context learning and grokking
-# Seed 003 §4 applies its theory-inspired probes (effective rank Eq. 15, marginalized
+# Mainali & Teixeira (§4) apply their theory-inspired probes (effective rank Eq. 15, marginalized
 # effective rank, subspace distance Eq. 16) to pretrained attention-only models of 1-4 layers
 # and to a grokking model (Figs. 3B, 5-7). Those checkpoints cannot be downloaded here, so
 # this notebook trains small stand-ins with `iclcore.models.toy_transformers` (attention-only

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Prompt Marchenko–Pastur spectrum, concentration and Hessian perturbation (seed 000 §4, §9, Figure 10)
+# # Prompt Marchenko–Pastur spectrum, concentration and Hessian perturbation (the main paper §4, §9, Figure 10)
 # This notebook draws Gaussian prompt designs with a structured (rotated, ill-conditioned) covariance
 # $\Sigma_x$, whitens them, and compares the spectrum of $\widetilde\Sigma_M=\Sigma_x^{-1/2}\widehat\Sigma_M\Sigma_x^{-1/2}$
 # with the Marchenko–Pastur law for several $\gamma=K/M$ (including $\gamma>1$, where the law has an atom at

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Replica and spectral order parameters (seed 000 §9, §12.11, Figure 11)
+# # Replica and spectral order parameters (the main paper §9, §12.11, Figure 11)
 # The order parameters of §9 are computed from the checkpoints of the existing online runs. The
 # decoder-only run is `iclcore.richardson.decoder.online_decoder_training`, repeated over seeds. The
 # encoder+decoder run is `iclcore.richardson.encdec.encdec_dynamics`. The panels are the dynamic

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # The PDE Galerkin recast: ridge prompt encoder and query decoder (seed 001 Table 5, Figure 5)
+# # The PDE Galerkin recast: ridge prompt encoder and query decoder (the experiment report Table 5, Figure 5)
 # Tasks are coefficient vectors $z\in\mathbb R^4$ of $-(a u')'+c_0u=f$ on $(0,1)$ with $a=1+\sum_kz_k1_{\text{piece }k}$;
 # P1 elements give the exactly affine $A(z)=A_0+\sum_kz_kA_k$ ({py:mod}`iclcore.pde.galerkin`). A prompt holds
 # $M$ noisy solution/forcing pairs with Matérn GP forcing ({py:mod}`iclcore.pde.gp`); the ridge encoder
@@ -164,7 +164,7 @@ for m in methods:
 print(f"floor (exact encoded solve): {enc.floor:.4g};  best method: {best}  ({e2e[best]:.4g})")
 
 # %% [markdown]
-# ## The forcing covariance operator and $d_{\rm eff}^{GP}(\tau)$ (seed 000 §10)
+# ## The forcing covariance operator and $d_{\rm eff}^{GP}(\tau)$ (the main paper §10)
 
 # %%
 lam_f = covariance_operator_spectrum(n_el, ell_f, cfg.f_var)

@@ -9,8 +9,8 @@
 # ---
 
 # %% [markdown]
-# # The exact scalar proof ladder (seed 000, Figure 8)
-# This notebook recomputes Figure 8 of seed 000 (§12.8; statements in §3.1, §5.1, §6.4–§7, numbers in §11).
+# # The exact scalar proof ladder (the main paper, Figure 8)
+# This notebook recomputes Figure 8 of the main paper (§12.8; statements in §3.1, §5.1, §6.4–§7, numbers in §11).
 # Each rung sets a closed form against the matrix iteration it claims to describe:
 # (a) decoder-only population gradient descent and its modal risk formula,
 # (b) encoder-only gradient descent and its modal risk formula,
@@ -79,7 +79,7 @@ rng = np.random.default_rng(seed)
 s_grid = np.arange(steps + 1)
 
 # %% [markdown]
-# ## (a) Decoder only (seed 000 §3.1)
+# ## (a) Decoder only (the main paper §3.1)
 # Prompt statistics $d = H z_\star + \xi$ with $z_\star \sim \mathcal N(0, \Sigma_z)$, $\xi \sim \mathcal N(0, \sigma^2 I)$,
 # so $C = H\Sigma_z H^\top + \sigma^2 I$, $B = \Sigma_z H^\top$, $P_\star = BC^\dagger$.
 # The iteration $P_{s+1} = P_s - \eta(P_sC - B)$ starts at $P_0 = 0$. "Iteration" below is the population
@@ -109,9 +109,9 @@ print(f"eta = {eta_dec:.4f}, excess risk {risk_dec_modal[0]:.4f} -> {risk_dec_mo
 print(f"max |modal - iteration| = {max_err_decoder:.3e}, trajectory rel. error = {max_err_decoder_traj_rel:.3e}")
 
 # %% [markdown]
-# ## (b) Encoder only (seed 000 §5.1)
+# ## (b) Encoder only (the main paper §5.1)
 # $b = G_\star z + \eta_b$, $\Sigma_{bz} = G_\star \Sigma_z$; $G_{s+1} = G_s - \eta_e(G_s\Sigma_z - \Sigma_{bz})$ from $G_0 = 0$.
-# Seed 000 writes the encoder risk without normalisation ($\mathcal R_{\rm enc}(G) = \mathbb E\|Gz-b\|^2$), so the modal
+# The main paper writes the encoder risk without normalisation ($\mathcal R_{\rm enc}(G) = \mathbb E\|Gz-b\|^2$), so the modal
 # formula is $\sum_i \mu_i (1-\eta_e\mu_i)^{2s}\|(G_0-G_\star)v_i\|^2$ (scale 1).
 
 # %%
@@ -135,7 +135,7 @@ print(f"eta_e = {eta_enc:.4f}, excess risk {risk_enc_modal[0]:.4f} -> {risk_enc_
 print(f"max |modal - iteration| = {max_err_encoder:.3e}, trajectory rel. error = {max_err_encoder_traj_rel:.3e}")
 
 # %% [markdown]
-# ## (c) Commuting coupled system (seed 000 §6.4–§6.5)
+# ## (c) Commuting coupled system (the main paper §6.4–§6.5)
 # The latent model of `iclcore.richardson.closure`: $A(G) = G^\top H G$, $C(G) = G^\top\Sigma_c G$, $B(G) = A(G)^{-1}C(G)$,
 # all diagonal in one random orthonormal basis $V$ together with $\Sigma_z$ and $G_\star$. The scalar side uses
 # only $g_i(s) = g_i^\star + (g_i(0)-g_i^\star)(1-\eta_e\sigma_i)^s$, the mode coefficients
@@ -175,7 +175,7 @@ print(f"eta_e = {eta_e_c:.4f}, eta_d = {eta_d_c:.4f}; R_dec(s, L) {risk_c_matrix
 print(f"max |closure - matrix| = {max_err_commuting:.3e}; P_s rel. error = {max_err_commuting_modes_rel:.3e}")
 
 # %% [markdown]
-# ## (d) Counterexample (seed 000 §7)
+# ## (d) Counterexample (the main paper §7)
 # Two errors with the same risk $R_0 = e_0^\top C e_0$, placed on eigenvectors with different eigenvalues
 # ($C = \operatorname{diag}(\lambda_a, \lambda_b)$ in a random basis), evolve by $e_{s+1} = (I-\eta C)e_s$:
 # $R_1 = (1-\eta\lambda)^2 R_0$. The paper states neither $\eta$ nor $\lambda$; the defaults
@@ -188,7 +188,7 @@ cx = counterexample(C_cx, eta_cx, i_a, i_b, R0=R0_cx, n_steps=cx_steps)
 print(f"R_0 = {cx.risk_a[0]:.4f}, {cx.risk_b[0]:.4f};  R_1 = {cx.risk_a[1]:.4f}, {cx.risk_b[1]:.4f}")
 
 # %% [markdown]
-# ## (e) Non-commuting coupled system (seed 000 §6.6)
+# ## (e) Non-commuting coupled system (the main paper §6.6)
 # The same latent model with $H$, $\Sigma_z$ and $G_\star$ in three unrelated random bases and $G_0 = \frac12 I$.
 # The tracking error $E_s = P_s - P_z^\star(G_s)$ obeys $E_{s+1} = E_s(I-\eta_d C_s) + D_s$; we evaluate the ordered
 # product/sum formula literally and compare it with the iteration. Then we run the §6.5 scalar closure in several
@@ -306,7 +306,7 @@ fig.tight_layout()
 save_figure(fig, "fig8_ladder");
 
 # %% [markdown]
-# Spectral-overlap weights of the decoder error (seed 000 §3.1, §12.3): the same scalar risk is carried by
+# Spectral-overlap weights of the decoder error (the main paper §3.1, §12.3): the same scalar risk is carried by
 # different modes at different times, which is why the risk alone is not a state (panel d).
 
 # %%

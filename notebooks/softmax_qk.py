@@ -9,10 +9,10 @@
 # ---
 
 # %% [markdown]
-# # Softmax attention: the Q/K kernel during training and the local Jacobian preconditioner (seed 000 §8, §12.10, Figure 10)
+# # Softmax attention: the Q/K kernel during training and the local Jacobian preconditioner (the main paper §8, §12.10, Figure 10)
 # This notebook trains a multi-head softmax attention layer (probe queries, residual-label values; see
 # `iclcore.models.softmax`) online on in-context least-squares prompts with the decoder objective of
-# seed 000 §3.1, and tracks the gauge-invariant kernels $G_h=W_Q^{h\top}W_K^h$ (per head and averaged over
+# the main paper §3.1, and tracks the gauge-invariant kernels $G_h=W_Q^{h\top}W_K^h$ (per head and averaged over
 # heads): stable rank, top-$k$ energy, skew/symmetry ratio and the factor balance $\|W_Q\|_F/\|W_K\|_F$
 # (the Q/K panels of Figure 10). It checks that the gauge $W_Q\to AW_Q$, $W_K\to A^{-\top}W_K$ changes the raw
 # matrices but neither the kernels nor the outputs. It then reads the trained layer as a nonlinear

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Task diversity and difficulty (seed 000 §10, with §3.2)
+# # Task diversity and difficulty (the main paper §10, with §3.2)
 # Excess risk of the finite-task preconditioner $\widehat P_N=ZD^\top(DD^\top)^\dagger$ against the
 # number $N$ of pretraining tasks, for several latent spectra $\Sigma_z$ (from nearly rank one to
 # flat). It is compared with two closed forms derived in the chapter: the Gaussian formula
