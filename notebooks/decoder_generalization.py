@@ -114,7 +114,7 @@ a.semilogx(pc.M, pc.spectral_radius, "o-", label=r"$\rho(I-P_\star(M)H_\infty)$,
 a.semilogx(pc_fit.M, pc_fit.spectral_radius, "--", label=fr"same, $\lambda={lam_fit:.1e}$ (fit at $M=1024$)")
 a.semilogx(M_grid, fin_norm, "s:", label=r"mean $\|I-P_\star(M)H_M\|_2$ (finite prompts)")
 a.semilogx(M_grid, fin_rad, "^:", label=r"mean spectral radius, $H_M$")
-a.plot([1024, 4096], [0.576, 0.251], "kx", ms=9, mew=2, label="reported (seed 000 §12.9)")
+a.plot([1024, 4096], [0.576, 0.251], "kx", ms=9, mew=2, label="reported (main paper §12.9)")
 a.axhline(1, color=PALETTE[7], lw=0.8)
 a.set_xlabel("prompt size $M$"); a.set_title(f"prompt size, $K={K_prompt}$, cond $={cond_prompt:g}$"); a.legend(fontsize=7)
 a = ax[1]

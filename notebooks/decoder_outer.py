@@ -210,7 +210,7 @@ rows = [
     ("relative distance to oracle P*", "rel_dist_oracle", "2.6788e-01"),
     ("stable rank of P", "stable_rank", "2.9198"),
 ]
-print(f"{'quantity':40s} {'learned P_s':>12s} {'oracle P*':>12s} {'seed 001 (Flexformer, reported)':>32s}")
+print(f"{'quantity':40s} {'learned P_s':>12s} {'oracle P*':>12s} {'report (Flexformer, reported)':>32s}")
 for label, key, rep in rows:
     print(f"{label:40s} {tab_learned[key]:12.4e} {tab_oracle[key]:12.4e} {rep:>32s}")
 

@@ -178,7 +178,7 @@ fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
 ax = axes[0]
 ax.semilogy(rs, R.e2e, color=PALETTE[0], label="held-out prediction risk")
 ax.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
-ax.set_title("Held-out risk (seed 000 Fig. 7)")
+ax.set_title("Held-out risk (main paper Fig. 7)")
 ax.legend()
 ax = axes[1]
 ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"decoder actual $R_{dec}$")
@@ -191,7 +191,7 @@ finite = np.isfinite(run.dk2_weyl)
 ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"true $\sin^2\Theta(U_s,U_\star)$")
 ax.semilogy(grid, run.dk2_paper, "--", color=PALETTE[0], label="Davis–Kahan$^2$, paper form")
 ax.semilogy(grid[finite], run.dk2_weyl[finite], ":", color=PALETTE[3], lw=2, label="Davis–Kahan$^2$, valid form")
-ax.set_title("Subspace certificate (seed 001 Fig. 3)")
+ax.set_title("Subspace certificate (report Fig. 3)")
 ax.legend(fontsize=7)
 for a in axes:
     a.set_xlabel("outer step $s$")

@@ -127,7 +127,7 @@ ax.semilogy(grid, res_n.risk_pred, "--", color=PALETTE[1], label=r"exact populat
 ax.axhline(prob_noisy.noise_floor, color="gray", ls=":", label=r"noise floor $\sigma^2$")
 ax.set_xlabel("outer step $s$")
 ax.set_ylabel("encoder risk")
-ax.set_title("Encoder-only risk (seed 001 Fig. 1)")
+ax.set_title("Encoder-only risk (report Fig. 1)")
 ax.legend()
 ax = axes[1]
 ax.semilogy(grid, res_n.rel_err, color=PALETTE[0], label=r"$\|G_s-G_\star\|_F/\|G_\star\|_F$ (online)")
@@ -172,7 +172,7 @@ ax.semilogy(grid, res_c.risk_heldout, color=PALETTE[0], label="observed (held-ou
 ax.semilogy(grid, res_c.risk_pred, "--", color=PALETTE[1], label="exact population curve")
 ax.set_xlabel("outer step $s$")
 ax.set_ylabel(r"$R_{enc}(s)$")
-ax.set_title("Noise-free online encoder (seed 000 Fig. 6)")
+ax.set_title("Noise-free online encoder (main paper Fig. 6)")
 ax.legend()
 ax = axes[1]
 ax.plot(grid, log_ratio, color=PALETTE[0], label=r"$\log(\hat R_{enc}/R_{enc})$")

@@ -129,7 +129,7 @@ for label, key in rows:
     print(f"{label:26s}" + "".join(f"{getattr(dec[m], key):12.4g}" for m in methods))
 print(f"{'clipped EB upper':26s}" + "".join(f"{eb[m].upper:12.4g}" for m in methods))
 print(f"encoder sin^2 Theta: {sin2:.4g}")
-print("seed 001's own Table 4: floor + dec = 4.1617e-3 vs R_e2e = 5.8931e-3 (gap 29%, implied cross term 8.7e-4)")
+print("The experiment report's own Table 4: floor + dec = 4.1617e-3 vs R_e2e = 5.8931e-3 (gap 29%, implied cross term 8.7e-4)")
 
 # %% [markdown]
 # ## Figure 4: generalization and optimization certificates of the encoder–decoder
