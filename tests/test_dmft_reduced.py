@@ -1,4 +1,4 @@
-"""Tests for iclcore.dmft.reduced (seed 002: reduced-Γ theory, scaling laws, SGD).
+"""Tests for the reduced-Γ modules of iclcore.dmft (data, iso, shallow_sgd, fs, rrs, scaling, reduced_sgd; seed 002: reduced-Γ theory, scaling laws, SGD).
 
 Every closed form is checked against an independent computation: Gauss quadrature of the
 Marchenko–Pastur law vs the Catalan formula, ODE integration vs closed-form flows, Monte Carlo

@@ -1,4 +1,4 @@
-"""Tests for iclcore.dmft.width (seed 002 §4, App. A, F): width-N model, deterministic equivalents."""
+"""Tests for iclcore.dmft.width_mc, width_de, untied (seed 002 §4, App. A, F): width-N model, deterministic equivalents."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of iclcore.logistic.modes (seed 003: model, paper theory, exact expected dynamics)."""
+"""Tests of iclcore.logistic.model, sgd, theory, exact (seed 003: model, paper theory, exact expected dynamics)."""
 
 from __future__ import annotations
 

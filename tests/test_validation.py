@@ -183,31 +183,3 @@ def test_principal_angles_ascending_and_exact() -> None:
     np.testing.assert_allclose(got, th, atol=1e-12)
     with pytest.raises(ValueError, match="^V: ambient dimension"):
         principal_angles(np.eye(4)[:, :2], np.eye(5)[:, :2])
-
-
-# ------------------------------------------------------------------------------------ re-export modules
-
-
-@pytest.mark.parametrize(
-    ("facade", "parts"),
-    [
-        ("iclcore.dmft.reduced", ["data", "iso", "shallow_sgd", "fs", "rrs", "scaling", "reduced_sgd"]),
-        ("iclcore.dmft.width", ["width_mc", "width_de", "untied"]),
-        ("iclcore.logistic.modes", ["model", "sgd", "theory", "exact"]),
-    ],
-)
-def test_split_modules_are_re_exported_whole(facade: str, parts: list[str]) -> None:
-    """The former single modules still provide every public name of their parts (the notebooks
-    import them as ``dr`` / ``lm``), each the very same object, and define nothing of their own."""
-    import importlib
-
-    fac = importlib.import_module(facade)
-    pkg = facade.rsplit(".", 1)[0]
-    seen = set()
-    for part in parts:
-        mod = importlib.import_module(f"{pkg}.{part}")
-        for name in mod.__all__:
-            assert getattr(fac, name) is getattr(mod, name), (facade, name)
-            seen.add(name)
-    own = {n for n, v in vars(fac).items() if not n.startswith("_") and getattr(v, "__module__", None) == facade}
-    assert not own

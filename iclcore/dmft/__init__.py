@@ -17,8 +17,6 @@ Modules: :mod:`~iclcore.dmft.data` (power-law spectra, the Marchenko–Pastur ru
 exponents), :mod:`~iclcore.dmft.reduced_sgd` (SGD simulation of the reduced-Γ model), and for the
 width-``N`` model :mod:`~iclcore.dmft.width_mc` (Monte Carlo), :mod:`~iclcore.dmft.width_de`
 (deterministic equivalents) and :mod:`~iclcore.dmft.untied` (untied layers).
-:mod:`~iclcore.dmft.reduced` and :mod:`~iclcore.dmft.width` re-export the names of the former
-single modules for existing callers.
 
 Conventions fixed once for the reduced-Γ modules
 ------------------------------------------------
