@@ -14,7 +14,7 @@
 # by online SGD on a fixed set of P tasks sharing the eigenbasis of the input covariance, and
 # overlays two theories on the simulation: the paper's (ODEs 9-10, logistic solution 13,
 # loss 14, fixed point 1/s_inf) and the exact expected dynamics of the stated model at finite
-# context length N (`iclcore.logistic.modes`). It reproduces Figures 1-4 of Mainali & Teixeira
+# context length N (`iclcore.logistic.theory`, `iclcore.logistic.exact`). It reproduces Figures 1-4 of Mainali & Teixeira
 # (fixed point, a_alpha(t) and the conserved C, loss plateaus and cliffs, curvature and
 # effective-rank probes) and documents when the "null" blocks p1, q2 stay near zero.
 # Three regimes (all choices ours, the paper gives no hyperparameters): **A** mild
