@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclcore.linalg import joint_diagonalizer
+from iclcore.linalg import haar_orthogonal, joint_diagonalizer
 from iclcore.richardson.closure import (
     CommutingModel,
     LatentModel,
@@ -24,7 +24,7 @@ from iclcore.richardson.closure import (
     tracking_error_product_sum,
 )
 from iclcore.richardson.counterexample import counterexample, counterexample_eigenvalues
-from iclcore.richardson.dynamics import covariance_from_spectrum, gd_iterate, random_orthogonal
+from iclcore.richardson.dynamics import covariance_from_spectrum, gd_iterate
 
 # Identities hold to rounding: ~1 rounding error per step and entry, <= 150 steps,
 # well-conditioned A (cond <= ~50) -> ~1e-13 relative; we assert 1e-12.
@@ -37,16 +37,16 @@ def make_commuting(rng: np.random.Generator, r: int) -> CommutingModel:
         gstar=rng.uniform(0.8, 1.2, r),
         sigma=np.exp(rng.uniform(np.log(0.1), np.log(1.0), r)),
         noise_var=0.1,
-        V=random_orthogonal(r, rng),
+        V=haar_orthogonal(r, rng),
     )
 
 
 def make_noncommuting(rng: np.random.Generator, r: int) -> LatentModel:
     cm = make_commuting(rng, r)
     return LatentModel(
-        H=covariance_from_spectrum(cm.h, random_orthogonal(r, rng)),
-        Gstar=random_orthogonal(r, rng) @ np.diag(cm.gstar) @ random_orthogonal(r, rng).T,
-        Sigma_z=covariance_from_spectrum(cm.sigma, random_orthogonal(r, rng)),
+        H=covariance_from_spectrum(cm.h, haar_orthogonal(r, rng)),
+        Gstar=haar_orthogonal(r, rng) @ np.diag(cm.gstar) @ haar_orthogonal(r, rng).T,
+        Sigma_z=covariance_from_spectrum(cm.sigma, haar_orthogonal(r, rng)),
         noise_var=0.1,
     )
 
@@ -195,7 +195,7 @@ def test_noncommuting_product_sum_and_no_fixed_basis_closure():
 
 def test_joint_diagonalizer_recovers_common_basis():
     rng = np.random.default_rng(5)
-    V = random_orthogonal(6, rng)
+    V = haar_orthogonal(6, rng)
     mats = np.stack([covariance_from_spectrum(rng.uniform(0.1, 2.0, 6), V) for _ in range(4)])
     Q = joint_diagonalizer(mats)
     np.testing.assert_allclose(Q.T @ Q, np.eye(6), atol=1e-12)
@@ -210,7 +210,7 @@ def test_joint_diagonalizer_recovers_common_basis():
 def test_counterexample_reproduces_reported_values():
     lam_a, lam_b = counterexample_eigenvalues(0.6724, 0.1936, eta=0.1)
     np.testing.assert_allclose([lam_a, lam_b], [1.8, 5.6], rtol=1e-12)
-    V = random_orthogonal(2, np.random.default_rng(6))
+    V = haar_orthogonal(2, np.random.default_rng(6))
     C = covariance_from_spectrum([lam_a, lam_b], V)
     cx = counterexample(C, 0.1, 0, 1, R0=1.0, n_steps=4)
     np.testing.assert_allclose([cx.risk_a[0], cx.risk_b[0]], [1.0, 1.0], rtol=1e-12)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from iclcore._reference import online_decoder_training_naive
+from iclcore.linalg import stable_rank
 from iclcore.richardson.decoder import (
     checkpoint_table,
     cosine_defect,
@@ -19,7 +20,6 @@ from iclcore.richardson.decoder import (
     prompt_contraction,
     relative_error,
     ridge_matching_contraction,
-    stable_rank,
 )
 from iclcore.richardson.dynamics import gd_iterate
 from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk

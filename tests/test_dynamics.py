@@ -227,15 +227,15 @@ def test_inconsistent_rhs_and_degenerate_weights():
 
 def test_moment_helpers_give_bayes_oracle_and_regression_target():
     rng = np.random.default_rng(5)
+    from iclcore.linalg import haar_orthogonal
     from iclcore.richardson.dynamics import (
         covariance_from_spectrum,
         decoder_moments,
         encoder_moments,
-        random_orthogonal,
     )
 
     K = 5
-    Q = random_orthogonal(K, rng)
+    Q = haar_orthogonal(K, rng)
     np.testing.assert_allclose(Q.T @ Q, np.eye(K), atol=1e-14)
     Sigma = covariance_from_spectrum(np.linspace(0.5, 2.0, K), Q)
     np.testing.assert_allclose(np.linalg.eigvalsh(Sigma), np.linspace(0.5, 2.0, K), rtol=1e-13)
@@ -263,6 +263,6 @@ def test_moment_helpers_give_bayes_oracle_and_regression_target():
     with pytest.raises(ValueError, match="Gstar"):
         encoder_moments(np.ones((3, K + 1)), Sigma, 0.1)
     with pytest.raises(ValueError, match="n"):
-        random_orthogonal(0, rng)
+        haar_orthogonal(0, rng)
     with pytest.raises(ValueError, match="Q"):
         covariance_from_spectrum([1.0, 2.0], np.ones((2, 2)))

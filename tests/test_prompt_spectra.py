@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclcore.richardson.moments import effective_dimension
 from iclcore.richardson.tasks import TaskConfig
 from iclcore.spectra.mp import mp_atom, mp_edges
 from iclcore.spectra.prompt import (
     concentration_experiment,
     concentration_failure_bound,
     concentration_window,
-    effective_dimension,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
     resolvent_perturbation,

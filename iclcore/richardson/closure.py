@@ -52,10 +52,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.linalg import joint_diagonalizer  # noqa: F401  (the Jacobi diagonaliser lives in iclcore.linalg)
-
-# Names that live elsewhere and stay importable from here for notebooks/proof_ladder.py:
-from iclcore.richardson.counterexample import counterexample  # noqa: F401, E402
 from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum
 from iclcore.validation import finite_array, nonnegative_int_steps
 

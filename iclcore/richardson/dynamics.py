@@ -47,7 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.linalg import haar_orthogonal as random_orthogonal  # noqa: F401  (the one Haar sampler; name kept for callers)
 from iclcore.validation import finite_array, nonnegative_int_steps
 
 __all__ = [

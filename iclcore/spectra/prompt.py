@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
-from iclcore.richardson.moments import effective_dimension  # noqa: F401  (one d_eff for the package; name kept here for callers)
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.validation import as_generator, positive_int, symmetric_psd
 
