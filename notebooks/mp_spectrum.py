@@ -48,10 +48,10 @@ from iclcore.richardson.tasks import TaskConfig
 from iclcore.spectra.mp import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
 from iclcore.spectra.prompt import (
     concentration_experiment,
+    haar_rotated_covariance,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
     resolvent_perturbation,
-    rotated_covariance,
     whitened_spectrum,
 )
 
@@ -67,7 +67,7 @@ rng = np.random.default_rng(seed)
 
 # %%
 gammas = [0.25, 0.5, 1.0, 2.0]
-Sigma_hist = rotated_covariance(np.geomspace(cond, 1.0, K_hist) / np.geomspace(cond, 1.0, K_hist).mean(), rng)
+Sigma_hist = haar_rotated_covariance(np.geomspace(cond, 1.0, K_hist) / np.geomspace(cond, 1.0, K_hist).mean(), rng)
 L_hist = np.linalg.cholesky(Sigma_hist)
 hist_results = {}
 for g in gammas:
@@ -144,7 +144,7 @@ print("8-node Gauss rule, gamma=0.5: moments k < 16 exact to 1e-12:", quad_err <
 # %%
 conc_gammas = [1 / 16, 0.25, 0.5, 1.0, 2.0]
 t_grid = np.array([0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4])
-Sigma_conc = rotated_covariance(np.geomspace(cond, 1.0, K_conc), rng)
+Sigma_conc = haar_rotated_covariance(np.geomspace(cond, 1.0, K_conc), rng)
 conc = {}
 for g in conc_gammas:
     M = int(round(K_conc / g))
@@ -203,7 +203,7 @@ print("frequency <= bound + 4 sd everywhere:", bool(np.all(bound_excess <= 4 * s
 # $O(\|\Delta_M\|^2)$ residual. The norm bound is only meaningful when $\|H_\infty^{-1}\|_2\|\Delta_M\|_2<1$.
 
 # %%
-Sigma_pert = rotated_covariance(np.geomspace(4.0, 0.25, K_pert), rng)
+Sigma_pert = haar_rotated_covariance(np.geomspace(4.0, 0.25, K_pert), rng)
 L_pert = np.linalg.cholesky(Sigma_pert)
 M_grid = np.array([25, 50, 100, 200, 400, 800, 1600, 3200])
 pert = {}

@@ -16,10 +16,10 @@ from iclcore.spectra.prompt import (
     concentration_experiment,
     concentration_failure_bound,
     concentration_window,
+    haar_rotated_covariance,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
     resolvent_perturbation,
-    rotated_covariance,
     symmetric_inverse_sqrt,
     whitened_covariance,
     whitened_spectrum,
@@ -29,7 +29,7 @@ from iclcore.spectra.prompt import (
 
 @pytest.fixture
 def structured_sigma():
-    return rotated_covariance(np.geomspace(20.0, 0.05, 12), np.random.default_rng(3))
+    return haar_rotated_covariance(np.geomspace(20.0, 0.05, 12), np.random.default_rng(3))
 
 
 def test_rotated_covariance_has_requested_spectrum(structured_sigma):
@@ -87,7 +87,7 @@ def test_violation_frequency_below_bound_and_zero_for_moderate_t():
     """Over 400 draws the frequency must not exceed the bound by more than 4 binomial sd;
     at t = 0.3, M = 160 the bound is 1.5e-3, so we expect (and require) zero violations."""
     rng = np.random.default_rng(7)
-    S = rotated_covariance(np.geomspace(5, 0.2, 20), rng)
+    S = haar_rotated_covariance(np.geomspace(5, 0.2, 20), rng)
     t = np.array([0.0, 0.05, 0.15, 0.3])
     for M in (80, 20):  # gamma 0.25 and 1.0
         res = concentration_experiment(20, M, t, 400, rng, S)
@@ -181,4 +181,4 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="config"):
         prompt_excess_risk_mc({"K": 3}, 10, np.random.default_rng(0))
     with pytest.raises(ValueError, match="eigenvalues"):
-        rotated_covariance(np.array([1.0, -1.0]), np.random.default_rng(0))
+        haar_rotated_covariance(np.array([1.0, -1.0]), np.random.default_rng(0))

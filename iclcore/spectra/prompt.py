@@ -49,7 +49,7 @@ __all__ = [
     "resolvent_perturbation",
     "prompt_excess_risk_first_order",
     "prompt_excess_risk_mc",
-    "rotated_covariance",
+    "haar_rotated_covariance",
 ]
 
 WINDOW_FORMS = ("sharp", "paper")
@@ -57,7 +57,7 @@ WINDOW_FORMS = ("sharp", "paper")
 
 
 
-def rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def haar_rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``Q diag(eigenvalues) Qᵀ`` with a Haar-random orthogonal ``Q`` (a structured, non-diagonal ``Σ_x``).
 
     Parameters
