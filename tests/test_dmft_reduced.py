@@ -529,3 +529,28 @@ def test_fit_power_law_drift_zero_for_pure_power_law_and_sees_curvature():
     assert d > 0.05
     with pytest.raises(ValueError, match="x, y"):
         fit_power_law_drift(x[:3], y[:3])
+
+
+@pytest.mark.parametrize(
+    ("resource", "nu", "beta", "key"),
+    [("t_fs", 1.0, 1.0, "t_fs_corrected"), ("t_rrs", 1.0, 1.0, "t_rrs_corrected"), ("L", 1.0, 1.0, "L_corrected"),
+     ("N", 2.0, 1.5, "N_corrected"), ("P", 2.0, 1.5, "P_corrected")],
+)
+def test_fitted_scaling_exponent_agrees_with_corrected_exponent_within_its_drift(resource, nu, beta, key):
+    """The fit on the theory curve (D = 20000) lies within 3 drift of the corrected exponent (the book's
+    error model for exponent fits); the fit is the least-squares slope of the returned samples."""
+    f = scaling_.fitted_scaling_exponent(resource, nu, beta, 20000)
+    assert 0 < f.drift < 0.1
+    assert abs(f.exponent - scaling_.scaling_exponents(nu, beta)[key]) <= 3 * f.drift
+    assert f.exponent == pytest.approx(-np.polyfit(np.log(f.x), np.log(f.loss), 1)[0], rel=1e-12)
+
+
+def test_fitted_scaling_exponent_bad_inputs():
+    with pytest.raises(ValueError, match="resource"):
+        scaling_.fitted_scaling_exponent("width", 1.0, 1.0, 20000)
+    with pytest.raises(ValueError, match="D"):
+        scaling_.fitted_scaling_exponent("t_fs", 1.0, 1.0, 1000)
+    with pytest.raises(ValueError, match="D"):
+        scaling_.fitted_scaling_exponent("N", 1.0, 1.0, 1000)
+    with pytest.raises(ValueError, match="nu"):
+        scaling_.fitted_scaling_exponent("L", -1.0, 1.0, 100)

@@ -6,10 +6,14 @@ Conventions (normalised trace, theory time, power-law data) in :mod:`iclcore.dmf
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 
+from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.fs import fs_loss_curve
+from iclcore.dmft.rrs import rrs_loss, rrs_optimum, rrs_time_of_gamma
 from iclcore.validation import (
     as_generator,
     positive_float,
@@ -27,7 +31,12 @@ __all__ = [
     "scaling_exponents",
     "fit_power_law_exponent",
     "fit_power_law_drift",
+    "EXPONENT_RESOURCES",
+    "FittedExponent",
+    "fitted_scaling_exponent",
 ]
+
+EXPONENT_RESOURCES = ("t_fs", "t_rrs", "L", "N", "P")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -203,3 +212,81 @@ def fit_power_law_drift(x: np.ndarray, y: np.ndarray) -> float:
     x, y = x[order], y[order]
     h = x.size // 2
     return abs(fit_power_law_exponent(x[:h], y[:h]) - fit_power_law_exponent(x[h:], y[h:]))
+
+
+@dataclass(frozen=True)
+class FittedExponent:
+    """A decay exponent fitted on a theory curve (:func:`fitted_scaling_exponent`).
+
+    Attributes
+    ----------
+    exponent : float
+        Least-squares slope ``-d log loss / d log resource`` (:func:`fit_power_law_exponent`).
+    drift : float
+        Its pre-asymptotic error estimate (:func:`fit_power_law_drift`).
+    x, loss : ndarray (n,)
+        The resource values and losses that were fitted.
+    """
+
+    exponent: float
+    drift: float
+    x: np.ndarray
+    loss: np.ndarray
+
+
+def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> FittedExponent:
+    """Fit the decay exponent of one resource on the power-law theory (seed 002 Result 8, Table 1).
+
+    Data ``λ_k = k^{-ν}``, ``ω_k λ_k ∝ k^{-νβ-1}`` with ``D`` modes (:func:`iclcore.dmft.data.power_law_spectrum`).
+    The fitting windows (fixed here, not tuned to the result):
+
+    * ``"t_fs"``: the ``L = ∞`` FS loss curve (:func:`iclcore.dmft.fs.fs_loss_curve`) at 20 log-spaced
+      times from when mode 20 to when mode ``D/100`` is learned (``t_k = k^{νβ+2ν+1}/(ω_1λ_1³)``);
+    * ``"t_rrs"``: the exact ``L = ∞`` RRS flow, parametrised by ``γ ∈ [10, min(300, (D/50)^ν)]``
+      (20 log-spaced values; :func:`iclcore.dmft.rrs.rrs_time_of_gamma`, :func:`iclcore.dmft.rrs.rrs_loss`);
+    * ``"L"``: the optimal RRS loss ``min_γ`` at depths ``L = 8, 16, …, 128`` (:func:`iclcore.dmft.rrs.rrs_optimum`);
+    * ``"N"``, ``"P"``: the width and context bottlenecks (:func:`width_bottleneck`,
+      :func:`context_bottleneck`) at ``100, 200, …, 1600``.
+
+    Parameters
+    ----------
+    resource : {"t_fs", "t_rrs", "L", "N", "P"}
+    nu, beta : float
+        Capacity and source exponents, positive.
+    D : int
+        Number of modes; large enough for the window (``D > 2000`` for ``t_fs``, ``D > 1600`` for
+        ``N`` and ``P``, ``(D/50)^ν > 10`` for ``t_rrs``).
+
+    Returns
+    -------
+    FittedExponent
+    """
+    if resource not in EXPONENT_RESOURCES:
+        raise ValueError(f"resource: expected one of {EXPONENT_RESOURCES}, got {resource!r}")
+    nu = positive_float(nu, "nu")
+    beta = positive_float(beta, "beta")
+    D = positive_int(D, "D")
+    lam, om = power_law_spectrum(D, nu, beta)
+    if resource == "t_fs":
+        if D / 100 <= 20:
+            raise ValueError(f"D: the t_fs window (modes 20..D/100) needs D > 2000, got {D}")
+        k_t = lambda k: k ** (nu * beta + 2 * nu + 1) / float(om[0] * lam[0] ** 3)  # noqa: E731
+        x = np.geomspace(k_t(20.0), k_t(D / 100), 20)
+        y = fs_loss_curve(x, lam, om, math.inf)
+    elif resource == "t_rrs":
+        g_max = min(300.0, (D / 50) ** nu)
+        if g_max <= 10.0:
+            raise ValueError(f"D: the t_rrs window needs (D/50)^nu > 10, got D={D}, nu={nu}")
+        g = np.geomspace(10.0, g_max, 20)
+        x, y = rrs_time_of_gamma(g, lam, om, math.inf), rrs_loss(g, lam, om, math.inf)
+    elif resource == "L":
+        x = np.array([8.0, 16.0, 32.0, 64.0, 128.0])
+        y = np.array([rrs_optimum(lam, om, int(L))[1] for L in x])
+    else:
+        x = np.array([100.0, 200.0, 400.0, 800.0, 1600.0])
+        if D <= x[-1]:
+            raise ValueError(f"D: the {resource} window (100..1600) needs D > 1600, got {D}")
+        fn = width_bottleneck if resource == "N" else context_bottleneck
+        y = np.array([fn(lam, om, int(n)) for n in x])
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return FittedExponent(fit_power_law_exponent(x, y), fit_power_law_drift(x, y), x, y)
