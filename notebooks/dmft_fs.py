@@ -222,49 +222,25 @@ def tag(x):
     return f"{x:g}".replace(".", "p")
 
 
-def fit_and_drift(x, y):
+def fit(resource, nu_, beta_):
     """Fitted decay exponent and its pre-asymptotic drift (difference of the half-window fits)."""
-    return dr_scaling.fit_power_law_exponent(x, y), dr_scaling.fit_power_law_drift(x, y)
-
-
-def fs_fit(nu_, beta_):
-    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
-    k_t = lambda k: k ** (nu_ * beta_ + 2 * nu_ + 1) / float(om_[0] * lam_[0] ** 3)  # noqa: E731
-    t_ = np.geomspace(k_t(20.0), k_t(D_fit / 100), 20)
-    return fit_and_drift(t_, dr_fs.fs_loss_curve(t_, lam_, om_, INF))
-
-
-def rrs_t_fit(nu_, beta_):
-    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
-    g_ = np.geomspace(10.0, min(300.0, (D_fit / 50) ** nu_), 20)
-    return fit_and_drift(dr_rrs.rrs_time_of_gamma(g_, lam_, om_, INF), dr_rrs.rrs_loss(g_, lam_, om_, INF))
-
-
-def depth_fit(nu_, beta_):
-    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
-    Ls = np.array([8, 16, 32, 64, 128])
-    return fit_and_drift(Ls.astype(float), np.array([dr_rrs.rrs_optimum(lam_, om_, int(L))[1] for L in Ls]))
-
-
-def bottleneck_fit(fn, nu_, beta_):
-    lam_, om_ = dr_data.power_law_spectrum(D_fit, nu_, beta_)
-    ns = np.array([100, 200, 400, 800, 1600])
-    return fit_and_drift(ns.astype(float), np.array([fn(lam_, om_, int(n)) for n in ns]))
+    f = dr_scaling.fitted_scaling_exponent(resource, nu_, beta_, D_fit)
+    return f.exponent, f.drift
 
 
 for nu_, beta_ in [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (2.0, 1.0)]:
     e = dr_scaling.scaling_exponents(nu_, beta_)
-    fits[f"tfs_nu{tag(nu_)}_beta{tag(beta_)}"] = (fs_fit(nu_, beta_), e["t_fs_paper"], e["t_fs_corrected"], "t (FS)")
+    fits[f"tfs_nu{tag(nu_)}_beta{tag(beta_)}"] = (fit("t_fs", nu_, beta_), e["t_fs_paper"], e["t_fs_corrected"], "t (FS)")
 for beta_ in [0.5, 1.0, 2.0]:
     e = dr_scaling.scaling_exponents(1.0, beta_)
-    fits[f"trrs_nu1_beta{tag(beta_)}"] = (rrs_t_fit(1.0, beta_), e["t_rrs_paper"], e["t_rrs_corrected"], "t (RRS)")
+    fits[f"trrs_nu1_beta{tag(beta_)}"] = (fit("t_rrs", 1.0, beta_), e["t_rrs_paper"], e["t_rrs_corrected"], "t (RRS)")
 for nu_, beta_ in [(1.0, 0.5), (1.0, 1.0), (1.0, 2.0), (2.0, 0.5), (2.0, 1.5)]:
     e = dr_scaling.scaling_exponents(nu_, beta_)
-    fits[f"depth_nu{tag(nu_)}_beta{tag(beta_)}"] = (depth_fit(nu_, beta_), e["L_paper"], e["L_corrected"], "L")
+    fits[f"depth_nu{tag(nu_)}_beta{tag(beta_)}"] = (fit("L", nu_, beta_), e["L_paper"], e["L_corrected"], "L")
 for beta_ in [0.5, 1.5, 3.0]:
     e = dr_scaling.scaling_exponents(2.0, beta_)
-    fits[f"width_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr_scaling.width_bottleneck, 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
-    fits[f"context_nu2_beta{tag(beta_)}"] = (bottleneck_fit(dr_scaling.context_bottleneck, 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
+    fits[f"width_nu2_beta{tag(beta_)}"] = (fit("N", 2.0, beta_), e["N_paper"], e["N_corrected"], "N")
+    fits[f"context_nu2_beta{tag(beta_)}"] = (fit("P", 2.0, beta_), e["P_paper"], e["P_corrected"], "P")
 # compute-optimal shape L ∝ N^(a_N / a_L) at nu = 2 (printed: L ∝ N^nu), drift propagated from both fits
 shape = {}
 for b_ in ("0p5", "1p5"):
