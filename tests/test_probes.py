@@ -218,3 +218,30 @@ def test_uniform_window_null_rate_matches_a_closed_form():
     assert rate == pytest.approx(0.2, abs=0.01)
     with pytest.raises(ValueError, match="span"):
         uniform_window_null_rate(1, (1.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0))
+
+
+def test_checkpoint_probes_known_subspaces_and_ranks():
+    """sd = 0 at the final checkpoint and for any M(t) = G M(inf) (same row space), sd = 1 for an
+    orthogonal row space; two equal singular values give effective rank 2 (k = 0) and 1 (k = 1)."""
+    rng = np.random.default_rng(0)
+    Q = _orth(6, 4, rng)  # columns: an orthonormal basis; rows of M(inf) span Q[:, :2]
+    heads_final = np.stack([np.eye(6)[:, :2] @ Q[:, :2].T for _ in range(3)])  # (3, 6, 6), singular values (1, 1)
+    t0 = np.stack([rng.standard_normal((6, 2)) @ Q[:, 2:].T for _ in range(3)])  # orthogonal row space
+    t1 = np.stack([rng.standard_normal((6, 6)) @ h for h in heads_final])  # same row space
+    mats = np.stack([t0, t1, heads_final])  # (T=3, 3 heads, 6, 6)
+    mer, sd = pr.checkpoint_probes(mats, rank=2, n_drop=1)
+    np.testing.assert_allclose(sd, [1.0, 0.0, 0.0], atol=1e-12)
+    assert mer.shape == (3, 2)
+    np.testing.assert_allclose(mer[-1], [2.0, 1.0], rtol=1e-12)
+    with pytest.raises(ValueError, match="rank"):
+        pr.checkpoint_probes(mats, rank=7)
+    with pytest.raises(ValueError, match="mats"):
+        pr.checkpoint_probes(np.eye(3), rank=1)
+
+
+def test_first_step_where():
+    steps = np.array([0, 10, 20, 30])
+    assert pr.first_step_where(np.array([False, False, True, True]), steps) == 20.0
+    assert np.isnan(pr.first_step_where(np.zeros(4, dtype=bool), steps))
+    with pytest.raises(ValueError, match="mask"):
+        pr.first_step_where(np.array([0.0, 1.0, 1.0, 1.0]), steps)

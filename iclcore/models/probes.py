@@ -41,6 +41,8 @@ __all__ = [
     "smoothed_derivative",
     "find_extrema",
     "moving_average",
+    "checkpoint_probes",
+    "first_step_where",
 ]
 
 
@@ -307,3 +309,58 @@ def moving_average(y: ArrayLike, k: int) -> Array:
         raise ValueError(f"k: window must be an integer in [1, {y.shape[-1]}], got {k!r}")
     c = np.cumsum(np.concatenate([np.zeros(y.shape[:-1] + (1,)), y], axis=-1), axis=-1)
     return (c[..., k:] - c[..., :-k]) / k
+
+
+def checkpoint_probes(mats: ArrayLike, rank: int, n_drop: int = 3) -> tuple[Array, Array]:
+    """Effective-rank and subspace-distance probes (Eqs. 15-16, Fig. 6) along training checkpoints.
+
+    For each checkpoint ``t`` and each matrix ``j`` (layers/heads, flattened): the marginalized
+    effective rank (:func:`marginalized_effective_rank`, sorted removal, ``k = 0..n_drop``) of the
+    ``rank`` largest singular values, and the subspace distance (:func:`subspace_distance`, with
+    ``rank``) of ``M_j(t)`` to the final checkpoint ``M_j(T-1)``; both averaged over ``j``.
+
+    Parameters
+    ----------
+    mats : array (T, ..., m, n)
+        Weight products (e.g. per-head OV or QK) at ``T`` checkpoints.
+    rank : int
+        Number of singular values / row-space dimension kept (``<= min(m, n)``; the head dimension
+        for per-head products, whose numerical null space is noise).
+    n_drop : int
+        Largest number of removed components (``< rank``).
+
+    Returns
+    -------
+    mer : ndarray (T, n_drop + 1)
+    sd : ndarray (T,)
+    """
+    mats = np.asarray(mats)
+    if mats.ndim < 3:
+        raise ValueError(f"mats: expected shape (T, ..., m, n), got {mats.shape}")
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(mats.shape[-2:]):
+        raise ValueError(f"rank: must be an integer in [1, {min(mats.shape[-2:])}], got {rank!r}")
+    T = mats.shape[0]
+    flat = mats.reshape(T, -1, *mats.shape[-2:])
+    sv = np.linalg.svd(flat, compute_uv=False)[..., :rank]
+    mer = marginalized_effective_rank(sv, n_drop).mean(axis=1)
+    sd = np.array(
+        [[subspace_distance(flat[t, j], flat[-1, j], rank=rank) for j in range(flat.shape[1])] for t in range(T)]
+    ).mean(axis=1)
+    return mer, sd
+
+
+def first_step_where(mask: ArrayLike, steps: ArrayLike) -> float:
+    """The first ``steps[i]`` with ``mask[i]`` true (``nan`` if none), e.g. a memorisation or
+    generalisation step from an accuracy threshold.
+
+    Parameters
+    ----------
+    mask : bool array (T,)
+    steps : array (T,)
+    """
+    mask = np.asarray(mask)
+    steps = np.asarray(steps, dtype=float)
+    if mask.dtype != bool or mask.ndim != 1 or mask.shape != steps.shape:
+        raise ValueError(f"mask, steps: expected a boolean array and steps of the same shape (T,), got {mask.shape} ({mask.dtype}), {steps.shape}")
+    idx = np.flatnonzero(mask)
+    return float(steps[idx[0]]) if idx.size else float("nan")
