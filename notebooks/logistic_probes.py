@@ -82,22 +82,10 @@ for L in range(1, max_layers + 1):
           f"{icl[L].seconds:.1f} s")
 
 
-def per_matrix_probes(mats, rank):
-    """Mean over layers/heads of EffRank (k = 0..3 removed, sorted) and SubDist to the final
-    checkpoint; mats has shape (T, ..., d_model, d_model)."""
-    T = mats.shape[0]
-    flat = mats.reshape(T, -1, *mats.shape[-2:])
-    sv = np.linalg.svd(flat, compute_uv=False)[..., :rank]  # rank <= d_head: drop the numerical null space
-    mer = pr.marginalized_effective_rank(sv, 3).mean(axis=1)  # (T, 4)
-    sd = np.array([[pr.subspace_distance(flat[t, j], flat[-1, j], rank=rank) for j in range(flat.shape[1])]
-                   for t in range(T)]).mean(1)
-    return mer, sd
-
-
 probe = {}
 for L, run in icl.items():
-    mer_ov, sd_ov = per_matrix_probes(run.ov, d_head)
-    mer_qk, sd_qk = per_matrix_probes(run.qk, d_head)
+    mer_ov, sd_ov = pr.checkpoint_probes(run.ov, d_head)
+    mer_qk, sd_qk = pr.checkpoint_probes(run.qk, d_head)
     win = tt.emergence_window(run.steps, run.late_loss)
     probe[L] = dict(mer_ov=mer_ov, mer_qk=mer_qk, sd=(sd_ov + sd_qk) / 2, win=win)
 
@@ -150,14 +138,9 @@ g_sd = np.array([[pr.subspace_distance(grok.ov[t, h], grok.ov[-1, h], rank=grok_
                  for t in range(len(grok.steps))]).mean(1)
 
 
-def first_step(mask, steps):
-    idx = np.nonzero(mask)[0]
-    return float(steps[idx[0]]) if idx.size else float("nan")
-
-
-t_mem = first_step(grok.train_acc >= 0.99, grok.steps)
-t_gen = first_step(grok.test_acc >= 0.9, grok.steps)
-t_stab = first_step(g_sd <= 0.5 * g_sd[0], grok.steps)
+t_mem = pr.first_step_where(grok.train_acc >= 0.99, grok.steps)
+t_gen = pr.first_step_where(grok.test_acc >= 0.9, grok.steps)
+t_stab = pr.first_step_where(g_sd <= 0.5 * g_sd[0], grok.steps)
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
 axes[0].plot(grok.steps, grok.train_loss, label="train")
 axes[0].plot(grok.steps, grok.test_loss, label="test")
@@ -191,7 +174,7 @@ for L, run in icl.items():
     metrics[f"qk_effrank_min_step_L{L}"] = float(run.steps[np.argmin(qk0)])
     metrics[f"qk_effrank_dip_L{L}"] = float(qk0[0] - qk0.min())
     sd = probe[L]["sd"]
-    half = first_step(sd <= 0.5 * sd[0], run.steps)
+    half = pr.first_step_where(sd <= 0.5 * sd[0], run.steps)
     metrics[f"subdist_half_step_L{L}"] = half if np.isfinite(half) else float(run.steps[-1] + 1)  # never: after the run
     if L > 1:
         metrics[f"emergence_start_L{L}"] = w[0] if np.isfinite(w[0]) else -1.0
