@@ -117,7 +117,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts
-    summary = run_notebooks(requests, root, jobs=args.jobs, force=args.force, interrupts=interrupts)
+    summary = run_notebooks(requests, root, jobs=args.jobs, force=args.force, interrupts=interrupts,
+                            scheduler=getattr(args, "scheduler", None))
     elapsed = time.monotonic() - start
     if interrupts.stopping:
         name = signal.Signals(interrupts.signum).name
@@ -228,6 +229,9 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--out", metavar="DIR", help="write outputs to DIR/<name>/ instead of book/generated/<name>/")
         sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
         sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
+        sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="execute on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
+                             "for a local cluster of N workers (needs the 'cluster' extra)")
 
     st = sub.add_parser("status", help="which notebooks `run` would execute (nothing is executed)")
     run_options(st)

@@ -173,7 +173,7 @@ class Claim:
         return f"{self.notebook}:{target}" if self.notebook else f"(absent) {self.claim[:50]}"
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], source: str) -> "Claim":
+    def from_dict(cls, d: dict[str, Any], source: str) -> Claim:
         if not isinstance(d, dict):
             raise ReportError(f"{source}: each entry must be a mapping, got {type(d).__name__}")
         where = f"{source}: entry {d.get('notebook')}:{d.get('metric') or d.get('predicate') or d.get('claim')}"

@@ -433,10 +433,14 @@ def cleanup_stale_temp(root: Path) -> None:
             pass
 
 
-def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts: Interrupts | None = None) -> RunResult:
+def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts: Interrupts | None = None,
+            launcher: Callable[..., int] | None = None) -> RunResult:
     """Execute one notebook in a private folder; on success move it into the store as entry ``key``.
 
     Never raises for a failing notebook; a failed or interrupted run stores nothing.
+    ``launcher(name, spec, tmp, work, threads, interrupts) -> exit code`` runs the child
+    elsewhere (:class:`iclbook.distributed.DaskLauncher`) and writes its output files into
+    ``work`` and its log into ``tmp/log.txt``; everything after (checks, manifest, store) is the same.
     """
     interrupts = interrupts or Interrupts()
     start = time.monotonic()
@@ -460,20 +464,28 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
         log = tmp / "log.txt"
-        with open(log, "wb") as out:
+        if launcher is not None:
             try:
-                env = thread_env(threads, root)
-                env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)  # beside, not inside, the verified outputs
-                proc = interrupts.popen(
-                    [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
-                    env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
-                )
+                rc = launcher(name, spec, tmp, work, threads, interrupts)
             except InterruptedError:
-                return RunResult(name, "interrupted", 0.0, "", request.out_dir)
-            try:
-                rc = proc.wait()
-            finally:
-                interrupts.release(proc)
+                return RunResult(name, "interrupted", time.monotonic() - start, "", request.out_dir)
+            if not log.exists():
+                log.write_text("")
+        else:
+            with open(log, "wb") as out:
+                try:
+                    env = thread_env(threads, root)
+                    env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)  # beside, not inside, the verified outputs
+                    proc = interrupts.popen(
+                        [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
+                        env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
+                    )
+                except InterruptedError:
+                    return RunResult(name, "interrupted", 0.0, "", request.out_dir)
+                try:
+                    rc = proc.wait()
+                finally:
+                    interrupts.release(proc)
         seconds = time.monotonic() - start
         if interrupts.stopping:
             return RunResult(name, "interrupted", seconds, "", request.out_dir)
@@ -641,6 +653,7 @@ class Progress:
 
 def run_one(
     req: RunRequest, root: Path, key: str, threads: int, force: bool, interrupts: Interrupts, say: Callable[[str], None],
+    launcher: Callable[..., int] | None = None,
 ) -> RunResult:
     """Serve ``req`` from the store (verified) or execute it, then fill its output folder from the store."""
     from filelock import FileLock
@@ -661,7 +674,7 @@ def run_one(
                 say(f"icl-book: {name}: stored output damaged ({problem}); re-executing")
                 need = True
         if need:
-            res = execute(req, root, threads, key, interrupts)
+            res = execute(req, root, threads, key, interrupts, launcher)
             if res.status != "executed":
                 return res
             status, seconds = "executed", res.seconds
@@ -695,12 +708,18 @@ def run_notebooks(
     stream: Any = None,
     on_result: Callable[[RunResult], None] | None = None,
     interrupts: Interrupts | None = None,
+    scheduler: str | None = None,
 ) -> RunSummary:
     """Run ``requests`` (served from the store unless ``force``) with ``jobs`` workers.
 
     Each worker gets ``max(1, cores // jobs)`` BLAS/torch threads so that
     parallel notebooks do not oversubscribe the machine. A request repeated
     (same notebook, same output folder) runs once.
+
+    ``scheduler`` (a Dask scheduler address, or ``local:N`` for a local cluster of N worker
+    processes) executes the notebooks on Dask workers (:mod:`iclbook.distributed`), one
+    thread each, as many at a time as the cluster has worker threads unless ``jobs`` is given;
+    verification and the store are the same as for a local run.
     """
     if jobs is not None and jobs < 1:
         raise NotebookError(f"-j/--jobs must be at least 1, got {jobs}")
@@ -712,9 +731,27 @@ def run_notebooks(
             unique.append(req)
     requests = unique
     interrupts = interrupts or Interrupts()
-    cores = cores or os.cpu_count() or 1
-    jobs = max(1, min(jobs or cores, len(requests) or 1))
-    threads = max(1, cores // jobs)
+    launcher = None
+    if scheduler:
+        from .distributed import DaskLauncher  # Dask is imported only on this path
+
+        launcher = DaskLauncher(scheduler, root)
+        jobs = max(1, min(jobs or launcher.slots(), len(requests) or 1))
+        threads = 1
+    else:
+        cores = cores or os.cpu_count() or 1
+        jobs = max(1, min(jobs or cores, len(requests) or 1))
+        threads = max(1, cores // jobs)
+    try:
+        return _run_all(requests, root, jobs, threads, force, stream, on_result, interrupts, launcher)
+    finally:
+        if launcher is not None:
+            launcher.close()
+
+
+def _run_all(requests: Sequence[RunRequest], root: Path, jobs: int, threads: int, force: bool, stream: Any,
+             on_result: Callable[[RunResult], None] | None, interrupts: Interrupts,
+             launcher: Callable[..., int] | None) -> RunSummary:
     cleanup_stale_temp(root)
     keys = {req.notebook.name: cache_key(req, root) for req in requests}
     summary = RunSummary()
@@ -724,7 +761,7 @@ def run_notebooks(
             if interrupts.stopping:
                 return RunResult(req.notebook.name, "interrupted", 0.0, "", req.out_dir)
             progress.start(req.notebook.name)
-            res = run_one(req, root, keys[req.notebook.name], threads, force, interrupts, progress.say)
+            res = run_one(req, root, keys[req.notebook.name], threads, force, interrupts, progress.say, launcher)
             progress.finish(res)
             if on_result:
                 on_result(res)
