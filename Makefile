@@ -40,7 +40,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test]"
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test,cluster]"
 	touch $(STAMP)
 
 ## make lock: re-pin requirements.lock from the current venv
