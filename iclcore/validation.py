@@ -4,8 +4,8 @@ Every public function of the package checks its arguments with the helpers below
 argument raises an error that names the parameter (``"N: expected a positive integer, got 0"``)
 instead of producing a silent NaN, a hang or a corrupt result.
 
-Conventions
------------
+Error and randomness conventions
+--------------------------------
 * A value of the wrong *type* raises :class:`ParameterTypeError`, which is both a
   :class:`TypeError` and a :class:`ValueError` (so either ``except`` clause catches it).
 * A value of the right type but outside its domain raises :class:`ValueError`.

@@ -1,7 +1,7 @@
 """Marchenko–Pastur toolkit: density, atom, edges, Stieltjes transform, moments, quadrature.
 
-Conventions
------------
+Marchenko-Pastur conventions
+----------------------------
 For a design ``X`` of shape ``(M, K)`` with i.i.d. standard Gaussian (or any unit-variance) entries,
 the eigenvalues of the ``K x K`` matrix ``(1/M) X^T X`` follow, as ``K, M -> inf`` with
 ``gamma = K / M`` fixed, the Marchenko–Pastur law ``mu_MP,gamma`` (seed 000 §4 and §9):
