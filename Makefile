@@ -45,7 +45,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 ## make lock: re-pin requirements.lock from the current venv
 lock: $(STAMP)
-	{ echo "# Pinned versions of every dependency of iclcore[book,test] (Python 3.11, CPU)."; \
+	{ echo "# Pinned versions of every dependency of iclcore[book,test,cluster] (Python 3.11, CPU)."; \
 	  echo "# Regenerate with: make lock   (torch is written ==2.13.0, not +cpu, to stay portable)"; \
 	  $(BIN)/pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.lock
 
