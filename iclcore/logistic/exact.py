@@ -224,7 +224,7 @@ def monte_carlo_loss(
 def crossing_times(t: ArrayLike, a: ArrayLike, level: ArrayLike) -> Array:
     """First time each column of ``a`` (T, d) reaches ``level`` (d,), linearly interpolated
     between samples (``nan`` if never reached). With ``level = a_end / 2`` this is the
-    measured half-saturation time, comparable with :func:`half_time`."""
+    measured half-saturation time, comparable with :func:`~iclcore.logistic.theory.half_time`."""
     t = np.asarray(t, dtype=float)
     a = np.asarray(a, dtype=float)
     if a.ndim != 2 or a.shape[0] != t.size:
