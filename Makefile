@@ -12,8 +12,8 @@ THREADS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) / $(JOBS) > 0 ? $$(
 
 export MPLBACKEND := Agg
 
-# Files checked by `ruff format --check` in `make lint`; becomes `.` once `make format` has been run on the tree.
-RUFF_FORMAT_PATHS ?= tests/test_browser.py tests/test_jupyter_server.py tests/test_citation.py iclbook/browser.py iclbook/sphinx_figures.py
+# Files checked by `ruff format --check` in `make lint` (notebooks are excluded in pyproject.toml).
+RUFF_FORMAT_PATHS ?= .
 SCREENSHOTS ?= _build/screenshots
 
 .PHONY: book test venv lock lint format lab screenshots bench clean distclean

@@ -44,7 +44,10 @@ def best(fn, repeats=3):
 
 
 def report(name, t_fast, t_naive, err):
-    print(f"{name:58s} fast {t_fast * 1e3:9.2f} ms   naive {t_naive * 1e3:9.2f} ms   ratio {t_naive / t_fast:8.1f}x   " + (f"max|diff| {err:.1e}" if err == err else "(different draws of the same law)"))
+    print(
+        f"{name:58s} fast {t_fast * 1e3:9.2f} ms   naive {t_naive * 1e3:9.2f} ms   ratio {t_naive / t_fast:8.1f}x   "
+        + (f"max|diff| {err:.1e}" if err == err else "(different draws of the same law)")
+    )
 
 
 def main() -> None:
@@ -62,6 +65,7 @@ def main() -> None:
     report("outer trajectory P_s, all s (closed form vs GD loop)", t_f, t_loop, np.abs(traj - loop).max())
 
     t_f, rf = best(lambda: modal_excess_risk(P0, P_star, mom.C, eta, steps, scale=1 / K))
+
     def naive_curve():
         P, C, B, out = P0.copy(), mom.C, mom.B, np.empty(S + 1)
         for s in range(S + 1):
@@ -91,7 +95,9 @@ def main() -> None:
     report("  same at K=16 (context)", t_f, t_n, np.abs(zf - zn).max())
 
     b, n_steps = 1024, 20
-    t_f, rf = best(lambda: online_decoder_training(cfg, eta, n_steps, b, np.random.default_rng(1), checkpoints=[n_steps]).P[-1])
+    t_f, rf = best(
+        lambda: online_decoder_training(cfg, eta, n_steps, b, np.random.default_rng(1), checkpoints=[n_steps]).P[-1]
+    )
     t_n, rn = best(lambda: online_decoder_training_naive(cfg, eta, n_steps, b, np.random.default_rng(1)), repeats=1)
     report(f"online SGD, {n_steps} steps x {b} prompts (batched vs per-prompt)", t_f, t_n, np.abs(rf - rn).max())
 

@@ -43,8 +43,9 @@ def bench_encoder(steps: int = 800, batch: int = 2000, naive_steps: int = 20) ->
     p = make_encoder_problem(32, np.array([1.0, 0.6, 0.35, 0.2]), 0.02, rng)
     G0 = rng.standard_normal((32, 4)) / 2
     t_fast = _time(lambda: online_encoder_run(p, G0, 0.5, batch, steps, np.random.default_rng(1), n_eval=1000), 3)
-    t_naive = _time(lambda: online_encoder_run_naive(p, G0, 0.5, batch, naive_steps, np.random.default_rng(1),
-                                                     n_eval=1000))
+    t_naive = _time(
+        lambda: online_encoder_run_naive(p, G0, 0.5, batch, naive_steps, np.random.default_rng(1), n_eval=1000)
+    )
     t_naive_full = t_naive * steps / naive_steps
     print(f"encoder-only online run, s = {steps}, batch = {batch}, q = 32, r = 4")
     print(f"  vectorised (Wishart moments)    {t_fast:8.3f} s")
@@ -54,6 +55,7 @@ def bench_encoder(steps: int = 800, batch: int = 2000, naive_steps: int = 20) ->
 
 def bench_encdec(naive_steps: int = 20) -> None:
     cfg = EncDecConfig()  # K=16, r=3, M=64, n_train=64, n_eval=4096, L=7, steps=420
+
     def fast():
         dyn = encdec_dynamics(cfg)
         risk_decomposition(dyn.U[-1:], dyn.P[-1:], dyn.test, dyn.model.Sigma_x, cfg.L)
@@ -69,10 +71,14 @@ def bench_encdec(naive_steps: int = 20) -> None:
     t_eval = _time(lambda: risk_decomposition_naive(dyn.U[-1:], dyn.P[-1:], dyn.test, dyn.model.Sigma_x, small.L))
     t_loop = max(t_naive - t_eval, 0.0) * (cfg.steps + 1) / (naive_steps + 1)
     t_naive_full = t_loop + t_eval
-    print(f"encoder+decoder run, s = {cfg.steps}, K = {cfg.K}, r = {cfg.r}, n_train = {cfg.n_train}, "
-          f"n_eval = {cfg.n_eval}, L = {cfg.L}")
+    print(
+        f"encoder+decoder run, s = {cfg.steps}, K = {cfg.K}, r = {cfg.r}, n_train = {cfg.n_train}, "
+        f"n_eval = {cfg.n_eval}, L = {cfg.L}"
+    )
     print(f"  vectorised                      {t_fast:8.3f} s")
-    print(f"  naive (per-step, per-prompt)    {t_naive_full:8.3f} s  (step loop timed over {naive_steps} steps, scaled)")
+    print(
+        f"  naive (per-step, per-prompt)    {t_naive_full:8.3f} s  (step loop timed over {naive_steps} steps, scaled)"
+    )
     print(f"  ratio naive / vectorised        {t_naive_full / t_fast:8.1f}")
 
 

@@ -65,9 +65,11 @@ def compare(name, fn, repeats, full_steps, steps):
         t_new.append(t)
     o, n = min(t_old), min(t_new)
     diff = abs(out_old - out_new) / max(abs(out_old), 1e-12)
-    print(f"{name:34s} old {o / steps * 1e3:8.1f} ms/step   new {n / steps * 1e3:8.1f} ms/step   "
-          f"ratio {o / n:5.2f}x   first-step loss rel. diff {diff:.1e}   "
-          f"(paper preset: {full_steps} steps, old ~{o / steps * full_steps:6.0f} CPU s)")
+    print(
+        f"{name:34s} old {o / steps * 1e3:8.1f} ms/step   new {n / steps * 1e3:8.1f} ms/step   "
+        f"ratio {o / n:5.2f}x   first-step loss rel. diff {diff:.1e}   "
+        f"(paper preset: {full_steps} steps, old ~{o / steps * full_steps:6.0f} CPU s)"
+    )
     return o / steps * full_steps, n / steps * full_steps
 
 
@@ -77,29 +79,53 @@ def dmft_softmax(steps, repeats):
     tot = [0.0, 0.0]
     for mlp in (False, True):
         for L in (1, 2, 4, 8):
+
             def fn(L=L, mlp=mlp):
                 model = SoftmaxAttention(D, n, L, torch.Generator().manual_seed(L), mlp=mlp)
-                return float(train(model, sampler, steps, 2e-3, torch.Generator().manual_seed(50 + L), optimizer="adam").loss[0])
+                return float(
+                    train(model, sampler, steps, 2e-3, torch.Generator().manual_seed(50 + L), optimizer="adam").loss[0]
+                )
+
             o, nw = compare(f"dmft_softmax L={L}{' +MLP' if mlp else ''}", fn, repeats, 2000, steps)
             tot[0] += o
             tot[1] += nw
-    print(f"{'dmft_softmax training, all 8 models':34s} old ~{tot[0]:6.0f} CPU s   new ~{tot[1]:6.0f} CPU s   ratio {tot[0] / tot[1]:5.2f}x")
+    print(
+        f"{'dmft_softmax training, all 8 models':34s} old ~{tot[0]:6.0f} CPU s   new ~{tot[1]:6.0f} CPU s   ratio {tot[0] / tot[1]:5.2f}x"
+    )
 
 
 def logistic_probes(steps, repeats):
     tot = [0.0, 0.0]
     for L in (1, 2, 3, 4):
-        cfg = tt.AttnConfig(n_layers=L, d_model=64, n_heads=4, d_head=16, vocab=16, seq_len=48, max_period=12,
-                            init_scale=0.1, batch=64, steps=steps, log_every=25 if steps % 25 == 0 else steps)
-        o, nw = compare(f"logistic_probes ICL L={L}", lambda cfg=cfg: float(tt.train_icl(cfg).late_loss[0]), repeats, 1500, steps)
+        cfg = tt.AttnConfig(
+            n_layers=L,
+            d_model=64,
+            n_heads=4,
+            d_head=16,
+            vocab=16,
+            seq_len=48,
+            max_period=12,
+            init_scale=0.1,
+            batch=64,
+            steps=steps,
+            log_every=25 if steps % 25 == 0 else steps,
+        )
+        o, nw = compare(
+            f"logistic_probes ICL L={L}", lambda cfg=cfg: float(tt.train_icl(cfg).late_loss[0]), repeats, 1500, steps
+        )
         tot[0] += o
         tot[1] += nw
-    g = tt.GrokConfig(p=59, frac_train=0.5, d_model=64, n_heads=4, d_head=16, d_mlp=256, lr=1e-3, steps=steps,
-                      log_every=steps)
-    o, nw = compare("logistic_probes grokking", lambda: float(tt.train_grokking(g).train_loss[-1]), repeats, 10000, steps)
+    g = tt.GrokConfig(
+        p=59, frac_train=0.5, d_model=64, n_heads=4, d_head=16, d_mlp=256, lr=1e-3, steps=steps, log_every=steps
+    )
+    o, nw = compare(
+        "logistic_probes grokking", lambda: float(tt.train_grokking(g).train_loss[-1]), repeats, 10000, steps
+    )
     tot[0] += o
     tot[1] += nw
-    print(f"{'logistic_probes training, all':34s} old ~{tot[0]:6.0f} CPU s   new ~{tot[1]:6.0f} CPU s   ratio {tot[0] / tot[1]:5.2f}x")
+    print(
+        f"{'logistic_probes training, all':34s} old ~{tot[0]:6.0f} CPU s   new ~{tot[1]:6.0f} CPU s   ratio {tot[0] / tot[1]:5.2f}x"
+    )
 
 
 def main() -> None:

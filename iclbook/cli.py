@@ -117,16 +117,27 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts
-    summary = run_notebooks(requests, root, jobs=args.jobs, force=args.force, interrupts=interrupts,
-                            scheduler=getattr(args, "scheduler", None))
+    summary = run_notebooks(
+        requests,
+        root,
+        jobs=args.jobs,
+        force=args.force,
+        interrupts=interrupts,
+        scheduler=getattr(args, "scheduler", None),
+    )
     elapsed = time.monotonic() - start
     if interrupts.stopping:
         name = signal.Signals(interrupts.signum).name
         stopped = sum(r.status == "interrupted" for r in summary.results)
-        print(f"icl-book: interrupted by {name}; {stopped} notebook(s) stopped or skipped, none of them stored", file=sys.stderr)
+        print(
+            f"icl-book: interrupted by {name}; {stopped} notebook(s) stopped or skipped, none of them stored",
+            file=sys.stderr,
+        )
         return 128 + interrupts.signum
     ex, cached = len(summary.executed), sum(r.status == "cached" for r in summary.results)
-    print(f"icl-book: {ex} executed, {cached} cached, {len(summary.failures)} failed in {elapsed:.1f}s; outputs in {out_root}")
+    print(
+        f"icl-book: {ex} executed, {cached} cached, {len(summary.failures)} failed in {elapsed:.1f}s; outputs in {out_root}"
+    )
     if summary.failures:
         print("icl-book: FAILED notebooks:", file=sys.stderr)
         for r in summary.failures:
@@ -153,9 +164,20 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
         return 1
     missing = [r for r in rows if r.status == "missing"]
     for r in missing:
-        print(f"icl-book: report entry {r.claim.notebook}:{r.claim.metric} ({r.claim.source}) has no computed value", file=sys.stderr)
+        print(
+            f"icl-book: report entry {r.claim.notebook}:{r.claim.metric} ({r.claim.source}) has no computed value",
+            file=sys.stderr,
+        )
     out = Path(args.path_output).resolve() if args.path_output else root
-    cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())", "build", str(root), "--path-output", str(out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+        "build",
+        str(root),
+        "--path-output",
+        str(out),
+    ]
     if not args.lenient:
         cmd += ["-W", "-n", "--keep-going"]
     if args.all:
@@ -171,7 +193,10 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
     finally:
         args.interrupts.release(proc)
     if args.interrupts.stopping:
-        print(f"icl-book: interrupted by {signal.Signals(args.interrupts.signum).name}; HTML build stopped", file=sys.stderr)
+        print(
+            f"icl-book: interrupted by {signal.Signals(args.interrupts.signum).name}; HTML build stopped",
+            file=sys.stderr,
+        )
         return 128 + args.interrupts.signum
     index = out / "_build" / "html" / "index.html"
     if returncode != 0:
@@ -224,14 +249,20 @@ def parser() -> argparse.ArgumentParser:
 
     def run_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("names", nargs="*", metavar="NAME", help="notebooks to run (default: all)")
-        sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="override a parameter")
+        sp.add_argument(
+            "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="override a parameter"
+        )
         sp.add_argument("--preset", default=QUICK, help=f"parameter preset (default: {QUICK}; also: paper)")
         sp.add_argument("--out", metavar="DIR", help="write outputs to DIR/<name>/ instead of book/generated/<name>/")
         sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
         sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
-        sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                        help="execute on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
-                             "for a local cluster of N workers (needs the 'cluster' extra)")
+        sp.add_argument(
+            "--scheduler",
+            metavar="ADDRESS",
+            default=None,
+            help="execute on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
+            "for a local cluster of N workers (needs the 'cluster' extra)",
+        )
 
     st = sub.add_parser("status", help="which notebooks `run` would execute (nothing is executed)")
     run_options(st)

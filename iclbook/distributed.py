@@ -39,7 +39,11 @@ class SchedulerError(NotebookError):
 def package_files(root: Path) -> dict[str, bytes]:
     """Every ``iclcore/**/*.py`` of the project, relative path -> bytes."""
     pkg = root / "iclcore"
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(pkg.rglob("*.py")) if "__pycache__" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(pkg.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
 
 
 def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
@@ -67,9 +71,19 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = thread_env(payload["threads"], src)
         env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)
-        proc = subprocess.run([sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")], env=env, cwd=tmp,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        return {"rc": proc.returncode, "log": proc.stdout, "files": {rel: (work / rel).read_bytes() for rel in _files(work)}}
+        proc = subprocess.run(
+            [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
+            env=env,
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        return {
+            "rc": proc.returncode,
+            "log": proc.stdout,
+            "files": {rel: (work / rel).read_bytes() for rel in _files(work)},
+        }
 
 
 class DaskLauncher:
@@ -98,8 +112,9 @@ class DaskLauncher:
         except (OSError, TimeoutError) as exc:
             if self.cluster is not None:
                 self.cluster.close()
-            raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT:.0f} s "
-                                 f"({type(exc).__name__})") from None
+            raise SchedulerError(
+                f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT:.0f} s ({type(exc).__name__})"
+            ) from None
         self.package = package_files(root)
 
     def slots(self) -> int:

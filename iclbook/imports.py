@@ -143,7 +143,13 @@ def _literal_all(source: str) -> list[str] | None:
         return None
     names: list[str] = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
             try:
                 value = ast.literal_eval(node.value)

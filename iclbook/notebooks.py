@@ -136,7 +136,11 @@ class Range:
     def contains(self, value: Any) -> bool:
         if self.choices is not None:
             return any(type(value) is type(c) and value == c for c in self.choices)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and math.isnan(value))
+        ):
             return False
         above = value > self.lo if self.lo_open else value >= self.lo
         below = value < self.hi if self.hi_open else value <= self.hi
@@ -144,7 +148,9 @@ class Range:
 
     def check(self, name: str, value: Any, where: str) -> None:
         if not self.contains(value):
-            raise NotebookError(f"parameter {name!r} = {value!r} is outside its range {self.describe()} (declared in {where})")
+            raise NotebookError(
+                f"parameter {name!r} = {value!r} is outside its range {self.describe()} (declared in {where})"
+            )
 
 
 def _num(x: float) -> str:
@@ -302,7 +308,9 @@ def _literal_assignments(body: str, where: str, comments: dict[int, str] | None 
         try:
             out[node.targets[0].id] = ast.literal_eval(node.value)
         except ValueError:
-            raise NotebookError(f"{where}: line {node.lineno}: the value of {node.targets[0].id!r} is not a literal") from None
+            raise NotebookError(
+                f"{where}: line {node.lineno}: the value of {node.targets[0].id!r} is not a literal"
+            ) from None
         if comments is not None:
             comments[node.targets[0].id] = "".join(
                 line_comments.get(n, "") for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
@@ -322,7 +330,9 @@ def read_notebook(path: str | Path) -> Notebook:
     ranges: dict[str, Range] = {}
     for key, value in parameters.items():
         if not isinstance(value, _PARAM_TYPES):
-            raise NotebookError(f"{path}: parameter {key!r} must be an int, float, bool, str or None, not {type(value).__name__}")
+            raise NotebookError(
+                f"{path}: parameter {key!r} must be an int, float, bool, str or None, not {type(value).__name__}"
+            )
         declared = parse_range(comments.get(key, ""), f"{path}: parameter {key!r}")
         if declared is not None:
             ranges[key] = declared
@@ -340,7 +350,9 @@ def read_notebook(path: str | Path) -> Notebook:
                 raise NotebookError(f"{path}: preset {QUICK!r} is the parameters cell itself; do not redefine it")
             unknown = sorted(set(overrides) - set(parameters))
             if unknown:
-                raise NotebookError(f"{path}: preset {pname!r} sets unknown parameters {unknown}; parameters are {sorted(parameters)}")
+                raise NotebookError(
+                    f"{path}: preset {pname!r} sets unknown parameters {unknown}; parameters are {sorted(parameters)}"
+                )
             for key, value in overrides.items():
                 try:
                     check_type(value, parameters[key], key)

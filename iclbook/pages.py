@@ -28,8 +28,17 @@ NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent")
 SEEDS = ("000", "001", "002", "003", "004")
 REQUIRED = ("claim", "reported", "seed", "section", "kind")
 OPTIONAL = (
-    "notebook", "metric", "tolerance", "se", "z", "discretisation", "predicate", "stochastic",
-    "basis", "basis_note", "note",
+    "notebook",
+    "metric",
+    "tolerance",
+    "se",
+    "z",
+    "discretisation",
+    "predicate",
+    "stochastic",
+    "basis",
+    "basis_note",
+    "note",
 )
 #: Functions a predicate may call (nothing else can be called).
 PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
@@ -41,12 +50,19 @@ class ReportError(ValueError):
 
 # --------------------------------------------------------------------------- predicates
 _BINOPS = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: math.pow(a, b),
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: math.pow(a, b),
 }
 _CMPOPS = {
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
 }
 
 
@@ -65,16 +81,38 @@ def parse_predicate(expr: str, where: str = "predicate") -> ast.Expression:
     except SyntaxError as exc:
         raise ReportError(f"{where}: predicate {expr!r} is not a valid expression ({exc.msg})") from None
     for node in ast.walk(tree):
-        ok = isinstance(node, (
-            ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp,
-            ast.Compare, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Call, ast.Constant,
-            *_BINOPS, *_CMPOPS,
-        ))
+        ok = isinstance(
+            node,
+            (
+                ast.Expression,
+                ast.BoolOp,
+                ast.And,
+                ast.Or,
+                ast.UnaryOp,
+                ast.Not,
+                ast.USub,
+                ast.UAdd,
+                ast.BinOp,
+                ast.Compare,
+                ast.Name,
+                ast.Load,
+                ast.List,
+                ast.Tuple,
+                ast.Call,
+                ast.Constant,
+                *_BINOPS,
+                *_CMPOPS,
+            ),
+        )
         if isinstance(node, ast.Constant):
             ok = isinstance(node.value, (int, float, bool))
         elif isinstance(node, ast.Call):
-            ok = (isinstance(node.func, ast.Name) and node.func.id in PREDICATE_FUNCTIONS and not node.keywords
-                  and not any(isinstance(a, ast.Starred) for a in node.args))
+            ok = (
+                isinstance(node.func, ast.Name)
+                and node.func.id in PREDICATE_FUNCTIONS
+                and not node.keywords
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+            )
         if not ok:
             what = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
             raise ReportError(
@@ -190,11 +228,15 @@ class Claim:
         if basis not in BASES + (UNLABELLED,) or (basis == UNLABELLED and "basis" in d):
             raise ReportError(f"{where}: basis {basis!r} is not one of {BASES}")
         if (kind == "absent") != (basis == "absent"):
-            raise ReportError(f"{where}: kind 'absent' and basis 'absent' go together (got kind {kind!r}, basis {basis!r})")
+            raise ReportError(
+                f"{where}: kind 'absent' and basis 'absent' go together (got kind {kind!r}, basis {basis!r})"
+            )
         basis_note = str(d.get("basis_note") or "").strip()
         if basis in NOTE_REQUIRED and not basis_note:
-            raise ReportError(f"{where}: basis {basis!r} needs a basis_note (which setting, which erratum, why the "
-                              "model differs, or the chapter that will cover it)")
+            raise ReportError(
+                f"{where}: basis {basis!r} needs a basis_note (which setting, which erratum, why the "
+                "model differs, or the chapter that will cover it)"
+            )
         if str(d["seed"]) not in SEEDS:
             raise ReportError(f"{where}: seed {d['seed']!r} is not one of {SEEDS}")
         notebook, metric = str(d.get("notebook") or ""), str(d.get("metric") or "")
@@ -239,10 +281,22 @@ class Claim:
         elif "z" in d or "discretisation" in d:
             raise ReportError(f"{where}: z and discretisation belong to kind 'within_se'")
         return cls(
-            claim=str(d["claim"]), reported=d["reported"], seed=str(d["seed"]), section=str(d["section"]), kind=kind,
-            basis=basis, source=source, notebook=notebook, metric=metric,
-            tolerance=None if tol is None else float(tol), se=se, z=float(z), discretisation=float(disc),
-            predicate=str(predicate), stochastic=stochastic, basis_note=basis_note,
+            claim=str(d["claim"]),
+            reported=d["reported"],
+            seed=str(d["seed"]),
+            section=str(d["section"]),
+            kind=kind,
+            basis=basis,
+            source=source,
+            notebook=notebook,
+            metric=metric,
+            tolerance=None if tol is None else float(tol),
+            se=se,
+            z=float(z),
+            discretisation=float(disc),
+            predicate=str(predicate),
+            stochastic=stochastic,
+            basis_note=basis_note,
             note=str(d.get("note", "") or "").strip(),
         )
 
@@ -394,8 +448,10 @@ def paper_metrics(root: Path, generated: Path, notebooks: list[str]) -> dict[str
 
 def paper_rows(rows: list[Row], metrics: dict[str, dict[str, Any]]) -> list[Row | None]:
     """Each row re-evaluated on the paper-preset metrics of its notebook (``None`` where there are none)."""
-    return [evaluate(r.claim, metrics[r.claim.notebook]) if r.status != "absent" and r.claim.notebook in metrics else None
-            for r in rows]
+    return [
+        evaluate(r.claim, metrics[r.claim.notebook]) if r.status != "absent" and r.claim.notebook in metrics else None
+        for r in rows
+    ]
 
 
 def _fmt(v: Any) -> str:
@@ -414,13 +470,21 @@ def _cell(text: str) -> str:
 
 #: Status as shown, by basis: a passing rule means different things for different bases.
 PASS_LABEL = {
-    "predicted": "✓ reproduced", "theorem": "✓ identity verified", "construction": "✓ holds (by construction)",
-    "calibrated": "✓ matches (calibrated)", "erratum": "✓ holds (erratum)", "other-model": "✓ matches (other model)",
+    "predicted": "✓ reproduced",
+    "theorem": "✓ identity verified",
+    "construction": "✓ holds (by construction)",
+    "calibrated": "✓ matches (calibrated)",
+    "erratum": "✓ holds (erratum)",
+    "other-model": "✓ matches (other model)",
     UNLABELLED: "✓ holds (basis not labelled)",
 }
 FAIL_LABEL = {
-    "predicted": "✗ differs", "theorem": "✗ identity fails", "construction": "✗ differs",
-    "calibrated": "✗ differs (calibrated)", "erratum": "✗ differs (erratum)", "other-model": "✗ differs (other model)",
+    "predicted": "✗ differs",
+    "theorem": "✗ identity fails",
+    "construction": "✗ differs",
+    "calibrated": "✗ differs (calibrated)",
+    "erratum": "✗ differs (erratum)",
+    "other-model": "✗ differs (other model)",
     UNLABELLED: "✗ differs (basis not labelled)",
 }
 PAPERS = {
@@ -522,10 +586,12 @@ def _paper_summary(rows: list[Row], paper: list[Row | None]) -> str:
     q, pc = summary_counts([r for r, _ in pairs]), summary_counts([p for _, p in pairs])
     changed = sum(r.status != p.status for r, p in pairs)
     n_nb = len({r.claim.notebook for r, _ in pairs})
-    return (f"At the **paper preset** ({n_nb} notebook(s) with a stored paper-size run, {len(pairs)} rows): "
-            f"**{pc['reproduced']} reproduced** of {pc['predicted']} predicted claims (quick: {q['reproduced']}) · "
-            f"**{pc['identities']} identities verified** of {pc['theorems']} (quick: {q['identities']}) · "
-            f"{pc['missing']} missing · {changed} row(s) change status between the sizes.")
+    return (
+        f"At the **paper preset** ({n_nb} notebook(s) with a stored paper-size run, {len(pairs)} rows): "
+        f"**{pc['reproduced']} reproduced** of {pc['predicted']} predicted claims (quick: {q['reproduced']}) · "
+        f"**{pc['identities']} identities verified** of {pc['theorems']} (quick: {q['identities']}) · "
+        f"{pc['missing']} missing · {changed} row(s) change status between the sizes."
+    )
 
 
 def render_report(rows: list[Row], order: list[str] | None = None, paper: list[Row | None] | None = None) -> str:
@@ -595,7 +661,9 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         ]
         for r in sorted(absent, key=lambda r: (r.claim.seed, r.claim.section)):
             a = r.claim
-            lines.append("| " + " | ".join(_cell(x) for x in (a.seed, a.section, a.claim, _fmt(a.reported), a.basis_note)) + " |")
+            lines.append(
+                "| " + " | ".join(_cell(x) for x in (a.seed, a.section, a.claim, _fmt(a.reported), a.basis_note)) + " |"
+            )
         lines.append("")
     by_notebook: dict[str, list[Row]] = {}
     for r in rows:
@@ -613,9 +681,12 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         nb_rows = by_notebook[nb]
         nc = summary_counts(nb_rows)
         differ = sum(r.status == "differs" for r in nb_rows)
-        lines.append(f"| `{nb}` | {len(nb_rows)} | {nc['reproduced']} / {nc['predicted']} | "
-                     f"{nc['identities']} / {nc['theorems']} | {differ} | {nc['missing']} |")
+        lines.append(
+            f"| `{nb}` | {len(nb_rows)} | {nc['reproduced']} / {nc['predicted']} | "
+            f"{nc['identities']} / {nc['theorems']} | {differ} | {nc['missing']} |"
+        )
     lines.append("")
+
     def _difference(r: Row) -> str:
         if r.claim.kind == "predicate" and r.used:
             return _used(r) + (f"; {r.difference}" if r.difference else "")
@@ -628,14 +699,24 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
         if with_paper:
-            lines += ["The first status and values are those of the preset the book was built with; the `paper`",
-                      "columns evaluate the same rule on the stored run of the notebook's `paper` preset.", ""]
+            lines += [
+                "The first status and values are those of the preset the book was built with; the `paper`",
+                "columns evaluate the same rule on the stored run of the notebook's `paper` preset.",
+                "",
+            ]
         lines += [head + " rule |", "|---" * head.count("|") + "|"]
         notes = []
         for i, r in enumerate(by_notebook[nb], start=1):
             cl = r.claim
-            cells = [str(i), status_label(r), cl.basis, f"{cl.claim} ({cl.seed} {cl.section})", _fmt(cl.reported),
-                     _fmt(r.reproduced), _difference(r)]
+            cells = [
+                str(i),
+                status_label(r),
+                cl.basis,
+                f"{cl.claim} ({cl.seed} {cl.section})",
+                _fmt(cl.reported),
+                _fmt(r.reproduced),
+                _difference(r),
+            ]
             if with_paper:
                 p = paper_of[id(r)]
                 cells += [status_label(p), _fmt(p.reproduced), _difference(p)] if p is not None else ["—", "—", ""]
@@ -703,10 +784,14 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
-    paper = paper_rows(rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook})))
+    paper = paper_rows(
+        rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}))
+    )
     _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml"), paper))
     (generated / LEDGER).mkdir(exist_ok=True)
-    _write_if_changed(generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows, paper), indent=2, sort_keys=True) + "\n")
+    _write_if_changed(
+        generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows, paper), indent=2, sort_keys=True) + "\n"
+    )
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
     _write_if_changed(generated / "errata.md", render_errata(root / "book" / "errata", chapter_order))

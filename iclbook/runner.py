@@ -154,7 +154,9 @@ def parameter_table(request: RunRequest) -> str:
     nb = request.notebook
     presets = sorted(nb.presets)
     head = ["parameter", "value", f"{QUICK} (default)", *presets]
-    changed = [k for k, v in request.params.items() if python_literal(v) != python_literal(nb.resolve(request.preset)[k])]
+    changed = [
+        k for k, v in request.params.items() if python_literal(v) != python_literal(nb.resolve(request.preset)[k])
+    ]
     lines = [
         f"**Parameters of this run** (preset `{request.preset}`"
         + (f"; changed on the command line: {', '.join(f'`{k}`' for k in changed)}" if changed else "")
@@ -291,7 +293,13 @@ def failing_cell(executed: Path) -> str:
 def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
     """Environment for one worker: ``threads`` BLAS/OpenMP/torch threads, headless matplotlib, ``root`` first on the path."""
     env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+    for var in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+    ):
         env[var] = str(threads)
     env["MPLBACKEND"] = "Agg"
     env["PYTHONHASHSEED"] = "0"
@@ -433,8 +441,14 @@ def cleanup_stale_temp(root: Path) -> None:
             pass
 
 
-def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts: Interrupts | None = None,
-            launcher: Callable[..., int] | None = None) -> RunResult:
+def execute(
+    request: RunRequest,
+    root: Path,
+    threads: int,
+    key: str,
+    interrupts: Interrupts | None = None,
+    launcher: Callable[..., int] | None = None,
+) -> RunResult:
     """Execute one notebook in a private folder; on success move it into the store as entry ``key``.
 
     Never raises for a failing notebook; a failed or interrupted run stores nothing.
@@ -459,8 +473,12 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
             "cwd": str(work),
             "parameter_source": parameter_source(request.params),
             "table": parameter_table(request),
-            "metadata": {"key": key, "notebook": name, "preset": request.preset,
-                         "params": {k: python_literal(v) for k, v in request.params.items()}},
+            "metadata": {
+                "key": key,
+                "notebook": name,
+                "preset": request.preset,
+                "params": {k: python_literal(v) for k, v in request.params.items()},
+            },
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
         log = tmp / "log.txt"
@@ -478,7 +496,11 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
                     env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)  # beside, not inside, the verified outputs
                     proc = interrupts.popen(
                         [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
-                        env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        cwd=tmp,
                     )
                 except InterruptedError:
                     return RunResult(name, "interrupted", 0.0, "", request.out_dir)
@@ -502,9 +524,16 @@ def execute(request: RunRequest, root: Path, threads: int, key: str, interrupts:
             files = {rel: sha256_file(work / rel) for rel in _files(work)}
         except OSError as exc:
             return RunResult(name, "failed", seconds, f"cannot list the outputs: {exc}", request.out_dir)
-        manifest = {"key": key, "notebook": name, "preset": request.preset, "params": {k: _json_value(v) for k, v in request.params.items()},
-                    "param_literals": spec["metadata"]["params"], "seconds": round(seconds, 2), "threads": threads,
-                    "files": files}
+        manifest = {
+            "key": key,
+            "notebook": name,
+            "preset": request.preset,
+            "params": {k: _json_value(v) for k, v in request.params.items()},
+            "param_literals": spec["metadata"]["params"],
+            "seconds": round(seconds, 2),
+            "threads": threads,
+            "files": files,
+        }
         (work / STAMP).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         entry = store / "entries" / key
         if entry.exists():  # a damaged entry (we hold its lock): replace it
@@ -569,7 +598,9 @@ def notebook_progress(tmp_root: Path | None, name: str) -> str:
             continue
         if isinstance(data, dict) and mtime > best:
             best = mtime
-            text = ", ".join(f"{k} {v[0]}/{v[1]}" if isinstance(v, list) and len(v) == 2 else f"{k} {v}" for k, v in data.items())
+            text = ", ".join(
+                f"{k} {v[0]}/{v[1]}" if isinstance(v, list) and len(v) == 2 else f"{k} {v}" for k, v in data.items()
+            )
     return text
 
 
@@ -652,7 +683,13 @@ class Progress:
 
 
 def run_one(
-    req: RunRequest, root: Path, key: str, threads: int, force: bool, interrupts: Interrupts, say: Callable[[str], None],
+    req: RunRequest,
+    root: Path,
+    key: str,
+    threads: int,
+    force: bool,
+    interrupts: Interrupts,
+    say: Callable[[str], None],
     launcher: Callable[..., int] | None = None,
 ) -> RunResult:
     """Serve ``req`` from the store (verified) or execute it, then fill its output folder from the store."""
@@ -749,9 +786,17 @@ def run_notebooks(
             launcher.close()
 
 
-def _run_all(requests: Sequence[RunRequest], root: Path, jobs: int, threads: int, force: bool, stream: Any,
-             on_result: Callable[[RunResult], None] | None, interrupts: Interrupts,
-             launcher: Callable[..., int] | None) -> RunSummary:
+def _run_all(
+    requests: Sequence[RunRequest],
+    root: Path,
+    jobs: int,
+    threads: int,
+    force: bool,
+    stream: Any,
+    on_result: Callable[[RunResult], None] | None,
+    interrupts: Interrupts,
+    launcher: Callable[..., int] | None,
+) -> RunSummary:
     cleanup_stale_temp(root)
     keys = {req.notebook.name: cache_key(req, root) for req in requests}
     summary = RunSummary()
@@ -784,7 +829,4 @@ def make_requests(
     otherwise :class:`~iclbook.notebooks.NotebookError` names the problem.
     """
     unique = {nb.name: nb for nb in notebooks}
-    return [
-        RunRequest(nb, nb.resolve(preset, overrides), preset, out_root / nb.name)
-        for nb in unique.values()
-    ]
+    return [RunRequest(nb, nb.resolve(preset, overrides), preset, out_root / nb.name) for nb in unique.values()]

@@ -39,7 +39,9 @@ def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None
     path = generated / notebook / "metrics.json"
     env.note_dependency(str(path))
     if not path.exists():
-        msg = inliner.reporter.warning(f"metric role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno)
+        msg = inliner.reporter.warning(
+            f"metric role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno
+        )
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     metrics = json.loads(path.read_text())
     if key not in metrics:
@@ -70,7 +72,9 @@ def param_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     path = Path(env.srcdir) / env.config.icl_generated_dir / notebook / RUN_STAMP
     env.note_dependency(str(path))
     if not path.exists():
-        msg = inliner.reporter.warning(f"param role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno)
+        msg = inliner.reporter.warning(
+            f"param role: {path} does not exist (run `icl-book run {notebook}`)", line=lineno
+        )
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     params = json.loads(path.read_text()).get("params", {})
     if key not in params:

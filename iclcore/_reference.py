@@ -144,7 +144,9 @@ def online_decoder_training_naive(
     return P
 
 
-def richardson_iterates_naive(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None) -> np.ndarray:
+def richardson_iterates_naive(
+    P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None
+) -> np.ndarray:
     """Reference implementation of :func:`richardson_iterates`: one prompt and one step at a time.
 
     Same shapes and meaning; Python loops over prompts and steps (for tests and benchmarks only).

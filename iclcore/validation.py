@@ -155,7 +155,11 @@ def nonnegative_int_steps(steps: Sequence[int] | np.ndarray | int, name: str = "
     if a.ndim != 1:
         raise ValueError(f"{name}: must be a 1-D sequence of non-negative integers, got shape {a.shape}")
     if a.size and not np.issubdtype(a.dtype, np.integer):
-        if not np.issubdtype(a.dtype, np.number) or not np.all(np.isfinite(a.astype(float))) or np.any(a != np.round(a)):
+        if (
+            not np.issubdtype(a.dtype, np.number)
+            or not np.all(np.isfinite(a.astype(float)))
+            or np.any(a != np.round(a))
+        ):
             raise ValueError(f"{name}: must contain non-negative integers")
     a = a.astype(np.int64)
     if np.any(a < 0):

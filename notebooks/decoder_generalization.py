@@ -39,14 +39,14 @@ PRESETS = {"paper": {"K": 64, "M": 480, "n_prompt_mc": 256, "n_repeats": 20}}
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, effective_dimension
-from iclcore.richardson.iterates import contraction_factor
 from iclcore.richardson.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
+from iclcore.richardson.iterates import contraction_factor
+from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
+from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 
 use_style()
 t_start = time.perf_counter()

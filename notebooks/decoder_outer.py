@@ -49,15 +49,12 @@ PRESETS = {"paper": {"K": 64, "M": 480, "steps": 800, "batch": 4096, "n_eval": 6
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
-from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
-from iclcore.richardson.dynamics import gd_trajectory, modal_entropy, modal_weights
-from iclcore.richardson.iterates import contraction_factor, richardson_certificate, richardson_error, richardson_iterates, iteration_matrix
-from iclcore.richardson.baselines import LinearSystems, compare_baselines, depth_risk as system_depth_risk
+from iclcore.richardson.baselines import LinearSystems, compare_baselines
+from iclcore.richardson.baselines import depth_risk as system_depth_risk
 from iclcore.richardson.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
 from iclcore.richardson.decoder import (
     checkpoint_table,
@@ -69,6 +66,16 @@ from iclcore.richardson.decoder import (
     predicted_risk_curve,
     relative_error,
 )
+from iclcore.richardson.dynamics import gd_trajectory, modal_entropy, modal_weights
+from iclcore.richardson.iterates import (
+    contraction_factor,
+    iteration_matrix,
+    richardson_certificate,
+    richardson_error,
+    richardson_iterates,
+)
+from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
+from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 
 use_style()
 t_start = time.perf_counter()

@@ -131,7 +131,7 @@ for j, kind in enumerate(("iso", "rrs")):
     err6[kind], bias6_z[kind], bias6_se[kind] = max(errs), max(zs), max(ses)
     name = "isotropic" if kind == "iso" else f"RRS power law (ν={nu}, β={beta})"
     ax.set(xlabel="t = Σ η_k", ylabel="loss", yscale="log", title=f"({'ab'[j]}) {name}, D={D}, α={alpha}")
-    axg.set(xlabel="t = Σ η_k", ylabel="γ = tr Γ", title=f"γ(t): SGD (dots) vs c s⁵ theory")
+    axg.set(xlabel="t = Σ η_k", ylabel="γ = tr Γ", title="γ(t): SGD (dots) vs c s⁵ theory")
     ax.legend(fontsize=7)
     axg.legend(fontsize=7)
 fig.tight_layout()

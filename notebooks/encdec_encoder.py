@@ -46,11 +46,12 @@ PRESETS = {"paper": {"n_eval": 200000, "N_max": 100000, "n_N": 12}}
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.dynamics import gd_iterate
+from iclcore.richardson.encdec import make_lowrank_model, sample_lowrank_prompts
 from iclcore.richardson.encoder import (
     encoder_modal_risk,
     encoder_population_trajectory,
@@ -59,7 +60,6 @@ from iclcore.richardson.encoder import (
     online_encoder_run,
     sgd_stationary_sq_error,
 )
-from iclcore.richardson.encdec import make_lowrank_model, sample_lowrank_prompts
 from iclcore.richardson.subspace import (
     davis_kahan_bound,
     effective_rank,

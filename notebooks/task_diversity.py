@@ -50,15 +50,19 @@ PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_max_ratio": 
 # %%
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.tasks import TaskConfig
 from iclcore.richardson.diversity import (
-    difficulty_point, diversity_sweep, gaussian_excess, latent_spectrum_with_effective_rank, sandwich_excess,
+    difficulty_point,
+    diversity_sweep,
+    gaussian_excess,
+    latent_spectrum_with_effective_rank,
+    sandwich_excess,
 )
+from iclcore.richardson.tasks import TaskConfig
 
 use_style()
 t_start = time.perf_counter()

@@ -41,8 +41,15 @@ def row(rid: str, what: str):
 
 
 def icl(root: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(icl_cmd(root, *args), capture_output=True, text=True, env=icl_env(), timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=cwd or (root if root.is_dir() else Path(tempfile.gettempdir())))
+    return subprocess.run(
+        icl_cmd(root, *args),
+        capture_output=True,
+        text=True,
+        env=icl_env(),
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd or (root if root.is_dir() else Path(tempfile.gettempdir())),
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
@@ -108,10 +115,32 @@ def _(root: Path) -> str:
 @row("c12/c13/c14/c15/c33", "1e-5, 0.00001, nan, inf, 1e300 as floats; 12345678901234567891 exact (D1, D8)")
 def _(root: Path) -> str:
     out = root / "typed"
-    expect = {"f": ("1e-05", "float"), "g": ("nan", "float"), "h": ("inf", "float"), "big": ("12345678901234567891", "int")}
+    expect = {
+        "f": ("1e-05", "float"),
+        "g": ("nan", "float"),
+        "h": ("inf", "float"),
+        "big": ("12345678901234567891", "int"),
+    }
     for f_value in ("1e-5", "0.00001"):
-        proc = icl(root, "run", "types", "-p", "f", f_value, "-p", "g", "nan", "-p", "h", "inf",
-                   "-p", "big", "12345678901234567891", "--out", str(out))
+        proc = icl(
+            root,
+            "run",
+            "types",
+            "-p",
+            "f",
+            f_value,
+            "-p",
+            "g",
+            "nan",
+            "-p",
+            "h",
+            "inf",
+            "-p",
+            "big",
+            "12345678901234567891",
+            "--out",
+            str(out),
+        )
         if proc.returncode != 0:
             return f"exit {proc.returncode}: {proc.stderr[-300:]!r}"
         m = metrics(root, "types", out)
@@ -120,7 +149,9 @@ def _(root: Path) -> str:
                 return f"{k} reached the kernel as {m[f'type_{k}']} {m[f'repr_{k}']}"
     proc = icl(root, "run", "types", "-p", "h", "1e300", "--out", str(out))
     m = metrics(root, "types", out)
-    return "" if proc.returncode == 0 and m["repr_h"] == "1e+300" and m["type_h"] == "float" else f"1e300: {m['repr_h']}"
+    return (
+        "" if proc.returncode == 0 and m["repr_h"] == "1e+300" and m["type_h"] == "float" else f"1e300: {m['repr_h']}"
+    )
 
 
 @row("c06", "code as an int value")
@@ -177,16 +208,30 @@ def _(root: Path) -> str:
 
 @row("c20", "run from notebooks/ (root found upwards)")
 def _(root: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "iclbook.cli", "run", "second"], capture_output=True, text=True,
-                          env=icl_env(), cwd=root / "notebooks", stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "iclbook.cli", "run", "second"],
+        capture_output=True,
+        text=True,
+        env=icl_env(),
+        cwd=root / "notebooks",
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
     return "" if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
 
 
 @row("c21", "run outside any project")
 def _(root: Path) -> str:
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([sys.executable, "-m", "iclbook.cli", "run"], capture_output=True, text=True,
-                              env=icl_env(), cwd=tmp, stdin=subprocess.DEVNULL, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "iclbook.cli", "run"],
+            capture_output=True,
+            text=True,
+            env=icl_env(),
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
     return one_line_error(proc, "no project root")
 
 
@@ -249,7 +294,11 @@ def _(root: Path) -> str:
     path.write_text(text.replace("K = 8 ", "K = 2**3 "))
     try:
         proc = icl(root, "list")
-        return "" if proc.returncode == 2 and "not a literal" in proc.stderr and "Traceback" not in proc.stderr else proc.stderr
+        return (
+            ""
+            if proc.returncode == 2 and "not a literal" in proc.stderr and "Traceback" not in proc.stderr
+            else proc.stderr
+        )
     finally:
         path.write_text(text)
 
@@ -266,8 +315,15 @@ def _kill_while_running(root: Path, sig: int) -> str:
     import psutil
 
     args = ["run", "slow", "-p", "seconds", "5"]
-    proc = subprocess.Popen(icl_cmd(root, *args), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=root, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        icl_cmd(root, *args),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while not list((root / ".icl-store" / "tmp").rglob("started")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -355,19 +411,34 @@ def _(root: Path) -> str:
 
 
 def _concurrent(root: Path, a: list[str], b: list[str]) -> tuple[subprocess.CompletedProcess, ...]:
-    pa = subprocess.Popen(icl_cmd(root, *a), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          cwd=root, stdin=subprocess.DEVNULL)
+    pa = subprocess.Popen(
+        icl_cmd(root, *a),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+    )
     time.sleep(0.2)
-    pb = subprocess.Popen(icl_cmd(root, *b), env=icl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          cwd=root, stdin=subprocess.DEVNULL)
+    pb = subprocess.Popen(
+        icl_cmd(root, *b),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+    )
     return tuple(subprocess.CompletedProcess(p.args, p.wait(600), *p.communicate()) for p in (pa, pb))
 
 
 @row("F13", "two identical runs at once: one executes, the other waits and hits the store")
 def _(root: Path) -> str:
     out = root / "conc13"
-    a, b = _concurrent(root, ["run", "sized", "-p", "K", "33", "--out", str(out)],
-                       ["run", "sized", "-p", "K", "33", "--out", str(out)])
+    a, b = _concurrent(
+        root, ["run", "sized", "-p", "K", "33", "--out", str(out)], ["run", "sized", "-p", "K", "33", "--out", str(out)]
+    )
     executed = sum("1 executed" in p.stdout for p in (a, b))
     if a.returncode or b.returncode or executed != 1:
         return f"exit {a.returncode}/{b.returncode}, executed {executed} times"
@@ -378,7 +449,9 @@ def _(root: Path) -> str:
 def _(root: Path) -> str:
     for trial in range(3):
         out = root / f"conc14-{trial}"
-        a, b = _concurrent(root, ["run", "sized", "--out", str(out)], ["run", "sized", "-p", "K", "12", "--out", str(out)])
+        a, b = _concurrent(
+            root, ["run", "sized", "--out", str(out)], ["run", "sized", "-p", "K", "12", "--out", str(out)]
+        )
         if a.returncode or b.returncode:
             return f"trial {trial}: exit {a.returncode}/{b.returncode}"
         problem = folder_consistent(out / "sized")
@@ -420,15 +493,20 @@ def main(argv: list[str] | None = None) -> int:
                 problem = f"{type(exc).__name__}: {exc}"
             defects += bool(problem)
             verdict = "DEFECT" if problem else "ok"
-            print(f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}" + (f"\n{'':30s}{problem}" if problem else ""),
-                  flush=True)
+            print(
+                f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}"
+                + (f"\n{'':30s}{problem}" if problem else ""),
+                flush=True,
+            )
     finally:
         if args.keep:
             print(f"project kept in {root}")
         else:
             shutil.rmtree(base, ignore_errors=True)
-    print(f"replay: {len([r for r in ROWS if not args.k or args.k in r[0]])} rows, {defects} defect(s), "
-          f"{time.monotonic() - start:.0f}s")
+    print(
+        f"replay: {len([r for r in ROWS if not args.k or args.k in r[0]])} rows, {defects} defect(s), "
+        f"{time.monotonic() - start:.0f}s"
+    )
     return 1 if defects else 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
 
 NOTEBOOKS = {
-    "types": '''# %% [markdown]
+    "types": """# %% [markdown]
 # # Types
 
 # %% tags=["parameters"]
@@ -38,8 +38,8 @@ for k in names:
     out["repr_" + k] = repr(v)
     out["type_" + k] = type(v).__name__
 json.dump(out, open("metrics.json", "w"))
-''',
-    "second": '''# %% [markdown]
+""",
+    "second": """# %% [markdown]
 # # Second
 
 # %% tags=["parameters"]
@@ -52,8 +52,8 @@ PRESETS = {"paper": {"k": 4}}
 import json
 json.dump({"k_squared": k * k}, open("metrics.json", "w"))
 open("figure.txt", "w").write("figure for k=%d\\n" % k)
-''',
-    "slow": '''# %% [markdown]
+""",
+    "slow": """# %% [markdown]
 # # Slow
 
 # %% tags=["parameters"]
@@ -64,8 +64,8 @@ import json, time
 open("started", "w").write("1")
 time.sleep(seconds)
 json.dump({"slept": seconds}, open("metrics.json", "w"))
-''',
-    "nometrics": '''# %% [markdown]
+""",
+    "nometrics": """# %% [markdown]
 # # No metrics
 
 # %% tags=["parameters"]
@@ -73,8 +73,8 @@ k = 1
 
 # %%
 print(k)
-''',
-    "sized": '''# %% [markdown]
+""",
+    "sized": """# %% [markdown]
 # # Sized
 
 # %% tags=["parameters"]
@@ -84,7 +84,7 @@ eta = 0.5  # a step fraction; range: (0, 1)
 # %%
 import json
 json.dump({"K": K, "eta": eta}, open("metrics.json", "w"))
-''',
+""",
 }
 
 
@@ -116,5 +116,12 @@ def icl_cmd(root: Path, *args: str) -> list[str]:
 def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``icl-book --root root args`` in a subprocess (its own interpreter, like a user's shell)."""
     cwd = root if root.is_dir() else root.parent
-    return subprocess.run(icl_cmd(root, *args), capture_output=True, text=True, env=icl_env(), timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=cwd)
+    return subprocess.run(
+        icl_cmd(root, *args),
+        capture_output=True,
+        text=True,
+        env=icl_env(),
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+    )

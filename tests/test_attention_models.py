@@ -40,8 +40,9 @@ def test_block_attention_is_in_context_gd():
     ctx = sample_iso_contexts(3, 7, 4, D, g)
     f = m(ctx.X, ctx.y, ctx.Xs).detach().numpy()
     G = m.gamma_matrix().detach().numpy()
-    ref = np.array([in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), ctx.Xs[b].numpy(), L)
-                    for b in range(3)])
+    ref = np.array(
+        [in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), ctx.Xs[b].numpy(), L) for b in range(3)]
+    )
     np.testing.assert_allclose(f, ref, rtol=1e-12, atol=1e-14)
 
 
@@ -205,8 +206,15 @@ def test_schedule_clock():
     """The SGD clock is the cumulative step size: t_k = sum_{j<k} lr * schedule(j) (exact)."""
     m = ReducedGammaStack(4, 2, tied=True, scalar=True)
     lam, omega = power_law_spectrum(4, 1.0, 1.0)
-    r = train(m, lambda gg: sample_rrs_contexts(2, 1, 1, lam, omega, gg), 7, 0.2, _gen(0), population=True,
-              schedule=lambda k: 1.0 / (1.0 + k))
+    r = train(
+        m,
+        lambda gg: sample_rrs_contexts(2, 1, 1, lam, omega, gg),
+        7,
+        0.2,
+        _gen(0),
+        population=True,
+        schedule=lambda k: 1.0 / (1.0 + k),
+    )
     np.testing.assert_allclose(r.t, np.concatenate([[0.0], np.cumsum(0.2 / (1.0 + np.arange(7)))]), rtol=1e-15)
 
 
@@ -220,8 +228,7 @@ def test_width_frame_model_follows_width_theory():
     lam, omega = power_law_spectrum(D, 1.0, 1.0)
     U = haar_columns(D, N, np.random.default_rng(0))
     m = ReducedGammaStack(D, L, tied=True, frame=torch.as_tensor(U))
-    r = train(m, lambda gg: sample_rrs_contexts(Bc, 1, 1, lam, omega, gg), steps, eta * N / 2, _gen(8),
-              population=True)
+    r = train(m, lambda gg: sample_rrs_contexts(Bc, 1, 1, lam, omega, gg), steps, eta * N / 2, _gen(8), population=True)
     spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(1), n_draws=40)
     th = width_gradient_flow(spec, L, eta * np.arange(steps + 1))
     np.testing.assert_allclose(r.gamma[[40, 80, 120], 0], th.gamma[[40, 80, 120]], rtol=0.10)

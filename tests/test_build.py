@@ -65,15 +65,20 @@ def test_no_network_urls_in_src_or_href(html_root: Path) -> None:
 
 def test_maths_is_rendered_by_local_mathjax(html_root: Path) -> None:
     intro = (html_root / "book" / "intro.html").read_text()
-    assert re.search(r'<script[^>]+src="[^"]*_static/mathjax/tex-[a-z-]+\.js(?:\?[^"]*)?"', intro), "no local MathJax script"
+    assert re.search(r'<script[^>]+src="[^"]*_static/mathjax/tex-[a-z-]+\.js(?:\?[^"]*)?"', intro), (
+        "no local MathJax script"
+    )
     assert (html_root / "_static" / "mathjax" / "tex-chtml.js").exists()
     math_pages = [p for p in html_pages(html_root) if 'class="math' in p.read_text(errors="replace")]
     assert len(math_pages) >= 2, "fewer than two pages contain maths"
 
 
 def test_no_unresolved_roles_or_errors_in_pages(html_root: Path) -> None:
-    bad = [str(p.relative_to(html_root)) for p in html_pages(html_root)
-           if 'class="problematic"' in p.read_text(errors="replace")]
+    bad = [
+        str(p.relative_to(html_root))
+        for p in html_pages(html_root)
+        if 'class="problematic"' in p.read_text(errors="replace")
+    ]
     assert not bad, f"pages with unresolved roles: {bad}"
 
 

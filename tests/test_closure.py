@@ -250,7 +250,9 @@ def test_bad_inputs_name_parameter():
     with pytest.raises(ValueError, match="Sigma_z"):
         LatentModel(H=lm.H, Gstar=lm.Gstar, Sigma_z=np.diag([1.0, -1.0, 1.0]), noise_var=0.1)
     with pytest.raises(ValueError, match="H"):
-        LatentModel(H=np.array([[1.0, 2.0, 0], [0, 1.0, 0], [0, 0, 1.0]]), Gstar=lm.Gstar, Sigma_z=lm.Sigma_z, noise_var=0.1)
+        LatentModel(
+            H=np.array([[1.0, 2.0, 0], [0, 1.0, 0], [0, 0, 1.0]]), Gstar=lm.Gstar, Sigma_z=lm.Sigma_z, noise_var=0.1
+        )
     with pytest.raises(ValueError, match="Gstar"):
         LatentModel(H=lm.H, Gstar=np.eye(2), Sigma_z=lm.Sigma_z, noise_var=0.1)
     G0 = np.eye(3)

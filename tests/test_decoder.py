@@ -53,7 +53,12 @@ def test_online_mean_follows_population_gd():
     the MC error; and a single large-batch run tracks the exact risk curve within 2%."""
     m = closed_form_moments(CFG)
     eta = max_stable_step(m.C, 0.5)
-    Ps = np.stack([online_decoder_training(CFG, eta, 5, 8, np.random.default_rng(100 + i), checkpoints=[5]).P[0] for i in range(200)])
+    Ps = np.stack(
+        [
+            online_decoder_training(CFG, eta, 5, 8, np.random.default_rng(100 + i), checkpoints=[5]).P[0]
+            for i in range(200)
+        ]
+    )
     gd = gd_iterate(np.zeros((6, 6)), m.B, m.C, eta, 5)[-1]
     se = Ps.std(0) / np.sqrt(200)
     assert np.all(np.abs(Ps.mean(0) - gd) <= 5 * se + 1e-12)
@@ -141,7 +146,9 @@ def test_prompt_contraction_and_ridge_fit():
     # large-M limit: P⋆ → Σ_x^{-1}, I − P⋆Σ_x → 0
     assert prompt_contraction(cfg, [10**7]).spectral_radius[0] < 1e-3
     lam = ridge_matching_contraction(cfg, 64, 0.9 * pc.spectral_radius[1])
-    assert np.isclose(prompt_contraction(cfg.replace(lam=lam), [64]).spectral_radius[0], 0.9 * pc.spectral_radius[1], rtol=1e-8)
+    assert np.isclose(
+        prompt_contraction(cfg.replace(lam=lam), [64]).spectral_radius[0], 0.9 * pc.spectral_radius[1], rtol=1e-8
+    )
     with pytest.raises(ValueError, match="target_radius"):
         ridge_matching_contraction(cfg, 64, 5.0)
     with pytest.raises(ValueError, match="M_values"):

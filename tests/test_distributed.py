@@ -19,7 +19,7 @@ from iclbook import cli  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DASK = str(Path(sys.executable).with_name("dask"))
-SLOW = '''# %% [markdown]
+SLOW = """# %% [markdown]
 # # Slow notebook
 
 # %% tags=["parameters"]
@@ -29,7 +29,7 @@ seconds = 6.0
 import json, time
 time.sleep(seconds)
 json.dump({"slept": seconds}, open("metrics.json", "w"))
-'''
+"""
 
 
 def project(tmp: Path, name: str) -> Path:
@@ -51,7 +51,11 @@ def without_timings(nb_bytes: bytes) -> dict:
 
     def strip(d):
         if isinstance(d, dict):
-            return {k: strip(v) for k, v in d.items() if k not in ("start_time", "end_time", "duration", "execution", "id", "input_path", "output_path")}
+            return {
+                k: strip(v)
+                for k, v in d.items()
+                if k not in ("start_time", "end_time", "duration", "execution", "id", "input_path", "output_path")
+            }
         if isinstance(d, list):
             return [strip(x) for x in d]
         return d
@@ -65,16 +69,40 @@ def cluster(tmp_path_factory):
     d = tmp_path_factory.mktemp("dask")
     sched_file = d / "scheduler.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([DASK, "scheduler", "--scheduler-file", str(sched_file), "--no-dashboard", "--port", "0"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
+    procs = [
+        subprocess.Popen(
+            [DASK, "scheduler", "--scheduler-file", str(sched_file), "--no-dashboard", "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    ]
     deadline = time.monotonic() + 60
     while not sched_file.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     address = json.loads(sched_file.read_text())["address"]
-    workers = [subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                                 "--local-directory", str(d / f"w{i}")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-               for i in range(2)]
+    workers = [
+        subprocess.Popen(
+            [
+                DASK,
+                "worker",
+                address,
+                "--nthreads",
+                "1",
+                "--nworkers",
+                "1",
+                "--no-dashboard",
+                "--local-directory",
+                str(d / f"w{i}"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        for i in range(2)
+    ]
     procs += workers
     from dask.distributed import Client
 
@@ -124,7 +152,9 @@ def test_a_killed_worker_is_retried_on_the_other(cluster, tmp_path):
     result = {}
 
     def run():
-        result["rc"] = cli.main(["--root", str(root), "run", "slow", "--out", str(tmp_path / "o"), "--scheduler", address])
+        result["rc"] = cli.main(
+            ["--root", str(root), "run", "slow", "--out", str(tmp_path / "o"), "--scheduler", address]
+        )
 
     t = threading.Thread(target=run)
     t.start()
@@ -149,11 +179,15 @@ def test_a_killed_worker_is_retried_on_the_other(cluster, tmp_path):
 def test_unreachable_scheduler_is_a_one_line_error_within_10_s(tmp_path, capsys):
     root = project(tmp_path, "unreachable")
     t = time.monotonic()
-    rc = cli.main(["--root", str(root), "run", "second", "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"])
+    rc = cli.main(
+        ["--root", str(root), "run", "second", "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"]
+    )
     elapsed = time.monotonic() - t
     err = capsys.readouterr().err.strip()
     assert rc != 0 and elapsed < 10
-    assert err.count("\n") == 0 and err.startswith("icl-book: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert err.count("\n") == 0 and err.startswith(
+        "icl-book: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"
+    )
 
 
 def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
@@ -161,8 +195,24 @@ def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
     local, remote = project(tmp_path, "fl"), project(tmp_path, "fr")
     assert cli.main(["--root", str(local), "run", "demo", "-p", "fail", "true", "--out", str(tmp_path / "a")]) == 1
     err_local = capsys.readouterr().err
-    assert cli.main(["--root", str(remote), "run", "demo", "-p", "fail", "true", "--out", str(tmp_path / "b"),
-                     "--scheduler", address]) == 1
+    assert (
+        cli.main(
+            [
+                "--root",
+                str(remote),
+                "run",
+                "demo",
+                "-p",
+                "fail",
+                "true",
+                "--out",
+                str(tmp_path / "b"),
+                "--scheduler",
+                address,
+            ]
+        )
+        == 1
+    )
     err_remote = capsys.readouterr().err
     line = [ln for ln in err_local.splitlines() if ln.startswith("  demo:")]
     assert line and "RuntimeError: asked to fail" in line[0]
@@ -171,6 +221,8 @@ def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
 
 
 def test_the_default_runner_does_not_import_dask():
-    code = ("import sys, iclbook.cli, iclbook.runner, iclbook.pages; "
-            "sys.exit(any(m == 'dask' or m.startswith(('dask.', 'distributed')) for m in sys.modules))")
+    code = (
+        "import sys, iclbook.cli, iclbook.runner, iclbook.pages; "
+        "sys.exit(any(m == 'dask' or m.startswith(('dask.', 'distributed')) for m in sys.modules))"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

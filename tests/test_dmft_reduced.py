@@ -202,8 +202,9 @@ def test_manual_backprop_matches_finite_differences(setting):
     rng = np.random.default_rng(5)
     D, L = 6, 3
     lam, om = data_.power_law_spectrum(D, 1.0, 1.0)
-    cfg = reduced_sgd_.ReducedGammaSGDConfig(setting, D=D, L=L, B=4, eta=0.1, steps=1, P=9, K=7, sigma=0.3,
-                                   test_label_noise=True, lam=lam, omega=om)
+    cfg = reduced_sgd_.ReducedGammaSGDConfig(
+        setting, D=D, L=L, B=4, eta=0.1, steps=1, P=9, K=7, sigma=0.3, test_label_noise=True, lam=lam, omega=om
+    )
     batch = _sample_batch(cfg, lam, om, rng)
     G = rng.standard_normal((D, D)) * 0.3
     _, grad = _forward_backward(G, *batch, L)
@@ -287,7 +288,9 @@ def test_fs_closed_form_vs_ode(L):
 def test_fs_paper_solution_is_factor_two_time():
     lam, om = data_.power_law_spectrum(5, 1.0, 1.0)
     t = np.geomspace(1e-3, 1e3, 9)
-    np.testing.assert_allclose(fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(2 * t, lam, om, math.inf), rtol=1e-13)
+    np.testing.assert_allclose(
+        fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(2 * t, lam, om, math.inf), rtol=1e-13
+    )
     assert not np.allclose(fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(t, lam, om, math.inf))
 
 
@@ -307,7 +310,7 @@ def test_fs_time_exponent_corrected(nu, beta):
     lam, om = data_.power_law_spectrum(200_000, nu, beta)
     ex = scaling_.scaling_exponents(nu, beta)
     kmax_t = lambda k: k ** (nu * beta + 2 * nu + 1)  # noqa: E731 - time at which mode k is learned
-    t = np.geomspace(kmax_t(30.0), kmax_t(300.0), 20) * 200_000 ** 0  # cut-off well inside the spectrum
+    t = np.geomspace(kmax_t(30.0), kmax_t(300.0), 20) * 200_000**0  # cut-off well inside the spectrum
     t = t / (om[0] * lam[0] ** 3)
     slope = scaling_.fit_power_law_exponent(t, fs_.fs_loss_curve(t, lam, om, math.inf))
     assert slope == pytest.approx(ex["t_fs_corrected"], abs=0.01)
@@ -434,7 +437,9 @@ def test_width_equals_context_bottleneck_for_isotropic_tasks():
     lam, om = data_.power_law_spectrum(5000, 2.0, 0.5)
     assert np.ptp(om) < 1e-9 * om.max()
     for n in [20, 300]:
-        assert scaling_.width_bottleneck(lam, om, n) == pytest.approx(scaling_.context_bottleneck(lam, om, n), rel=1e-10)
+        assert scaling_.width_bottleneck(lam, om, n) == pytest.approx(
+            scaling_.context_bottleneck(lam, om, n), rel=1e-10
+        )
 
 
 @settings(max_examples=15, deadline=None)
@@ -500,18 +505,22 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Sigma_test"):
         fs_.ood_loss(np.eye(2), np.array([[1.0, 2.0], [0.0, 1.0]]), np.eye(2), 1)
     with pytest.raises(ValueError, match="setting"):
-        reduced_sgd_.simulate_reduced_gamma_sgd(reduced_sgd_.ReducedGammaSGDConfig("bad", D=4, L=1, B=2, eta=0.1, steps=2),
-                                      np.random.default_rng(0))
+        reduced_sgd_.simulate_reduced_gamma_sgd(
+            reduced_sgd_.ReducedGammaSGDConfig("bad", D=4, L=1, B=2, eta=0.1, steps=2), np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="lam"):
-        reduced_sgd_.simulate_reduced_gamma_sgd(reduced_sgd_.ReducedGammaSGDConfig("rrs", D=4, L=1, B=2, eta=0.1, steps=2),
-                                      np.random.default_rng(0))
+        reduced_sgd_.simulate_reduced_gamma_sgd(
+            reduced_sgd_.ReducedGammaSGDConfig("rrs", D=4, L=1, B=2, eta=0.1, steps=2), np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="eta"):
         reduced_sgd_.simulate_reduced_gamma_sgd(
             reduced_sgd_.ReducedGammaSGDConfig("iso", D=4, L=1, B=2, eta=np.ones(3) * 0.1, steps=2, P=4),
-            np.random.default_rng(0))
+            np.random.default_rng(0),
+        )
     with pytest.raises(ValueError, match="eta"):  # divergence is reported, never silent NaNs
-        reduced_sgd_.simulate_reduced_gamma_sgd(reduced_sgd_.ReducedGammaSGDConfig("iso", D=8, L=2, B=4, eta=50.0, steps=50, P=8),
-                                      np.random.default_rng(0))
+        reduced_sgd_.simulate_reduced_gamma_sgd(
+            reduced_sgd_.ReducedGammaSGDConfig("iso", D=8, L=2, B=4, eta=50.0, steps=50, P=8), np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="Gamma"):
         in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
 
@@ -533,8 +542,13 @@ def test_fit_power_law_drift_zero_for_pure_power_law_and_sees_curvature():
 
 @pytest.mark.parametrize(
     ("resource", "nu", "beta", "key"),
-    [("t_fs", 1.0, 1.0, "t_fs_corrected"), ("t_rrs", 1.0, 1.0, "t_rrs_corrected"), ("L", 1.0, 1.0, "L_corrected"),
-     ("N", 2.0, 1.5, "N_corrected"), ("P", 2.0, 1.5, "P_corrected")],
+    [
+        ("t_fs", 1.0, 1.0, "t_fs_corrected"),
+        ("t_rrs", 1.0, 1.0, "t_rrs_corrected"),
+        ("L", 1.0, 1.0, "L_corrected"),
+        ("N", 2.0, 1.5, "N_corrected"),
+        ("P", 2.0, 1.5, "P_corrected"),
+    ],
 )
 def test_fitted_scaling_exponent_agrees_with_corrected_exponent_within_its_drift(resource, nu, beta, key):
     """The fit on the theory curve (D = 20000) lies within 3 drift of the corrected exponent (the book's

@@ -132,8 +132,9 @@ def test_de_contour_independent_of_radius_and_two_point_reduces_to_one_point():
     a = width_loss_de(gs, lam, omega, N, L, k_max=2.0, n_nodes=500)
     b = width_loss_de(gs, lam, omega, N, L, k_max=3.0, n_nodes=700)
     np.testing.assert_allclose(a, b, rtol=1e-9)
-    two = two_point_loss_de(gs, lam, np.array([0.0, D / N]), np.array([1 - N / D, N / D]), omega, lam, L,
-                            k_max=2.0, n_nodes=300)
+    two = two_point_loss_de(
+        gs, lam, np.array([0.0, D / N]), np.array([1 - N / D, N / D]), omega, lam, L, k_max=2.0, n_nodes=300
+    )
     np.testing.assert_allclose(two, a, rtol=1e-8)
 
 
@@ -285,8 +286,12 @@ def test_untied_balanced_point_is_transversally_unstable(L):
     for i in range(L):
         for j in range(L):
             ei, ej = np.eye(L)[i] * h, np.eye(L)[j] * h
-            H[i, j] = (untied_loss(x0 + ei + ej, lam, omega) - untied_loss(x0 + ei - ej, lam, omega)
-                       - untied_loss(x0 - ei + ej, lam, omega) + untied_loss(x0 - ei - ej, lam, omega)) / (4 * h * h)
+            H[i, j] = (
+                untied_loss(x0 + ei + ej, lam, omega)
+                - untied_loss(x0 + ei - ej, lam, omega)
+                - untied_loss(x0 - ei + ej, lam, omega)
+                + untied_loss(x0 - ei - ej, lam, omega)
+            ) / (4 * h * h)
     ev = np.linalg.eigvalsh(H)
     lon, tra = untied_balanced_hessian(0.7 * g_star, lam, omega, L)
     np.testing.assert_allclose(ev, sorted([tra] * (L - 1) + [lon]), rtol=1e-5)
@@ -315,9 +320,15 @@ def test_untied_optimum_is_global(D, L):
     assert loss < l_bal
     rng = np.random.default_rng(0)
     opts = dict(maxiter=20000, maxfev=20000, xatol=1e-10, fatol=1e-18)
-    best = min(minimize(lambda x: untied_loss(np.exp(x), lam, omega),
-                        np.log(g_bal * (1 + 0.5 * rng.uniform(-1, 1, L))), method="Nelder-Mead", options=opts).fun
-               for _ in range(12))
+    best = min(
+        minimize(
+            lambda x: untied_loss(np.exp(x), lam, omega),
+            np.log(g_bal * (1 + 0.5 * rng.uniform(-1, 1, L))),
+            method="Nelder-Mead",
+            options=opts,
+        ).fun
+        for _ in range(12)
+    )
     assert best >= loss * (1 - 1e-6)
 
 

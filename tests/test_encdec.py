@@ -122,8 +122,9 @@ def test_continuous_time_limit_of_the_discrete_run():
     cfg = EncDecConfig(K=8, r=2, M=32, sigma=0.3, mu_z=(0.2, 0.05), n_train=24, n_eval=16, L=5, steps=40)
     base = encdec_dynamics(cfg)
     t = np.arange(0, cfg.steps + 1, 4.0)
-    _, Pc = continuous_triangular(base.G0, base.G_hat, base.Sz, base.train, np.zeros((2, 2)),
-                                  base.eta_e, base.eta_d, t, rtol=1e-10, atol=1e-13)
+    _, Pc = continuous_triangular(
+        base.G0, base.G_hat, base.Sz, base.train, np.zeros((2, 2)), base.eta_e, base.eta_d, t, rtol=1e-10, atol=1e-13
+    )
     gaps = []
     for k in (1, 2, 4):
         dyn = encdec_dynamics(cfg, steps=cfg.steps * k, eta_e=base.eta_e / k, eta_d=base.eta_d / k)
@@ -163,7 +164,9 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="rng"):
         sample_lowrank_prompts(
             LowRankModel(Sigma_x=np.eye(3), U_star=np.eye(3)[:, :1], Sigma_z=np.eye(1), M=5, sigma=0.1, lam=0.1),
-            4, "seed")
+            4,
+            "seed",
+        )
     with pytest.raises(ValueError, match="U"):
         risk_decomposition(np.zeros((2, 3)), np.zeros((1, 1, 1)), None, np.eye(3), 2)
     rng = np.random.default_rng(0)

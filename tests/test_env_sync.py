@@ -43,7 +43,9 @@ def test_lock_pins_every_declared_dependency_within_its_range() -> None:
     for req in all_requirements():
         name = canonicalize_name(req.name)
         assert name in pins, f"{req.name} is declared in pyproject.toml but not pinned in requirements.lock"
-        assert req.specifier.contains(pins[name], prereleases=True), f"lock pins {name}=={pins[name]}, outside {req.specifier}"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"lock pins {name}=={pins[name]}, outside {req.specifier}"
+        )
 
 
 def test_torch_is_the_local_cpu_release() -> None:

@@ -22,7 +22,9 @@ def test_softmax_attention_fused_scores_and_pruned_last_layer(mlp, L):
     torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)
     # and the gradients (what training sees)
     g_fast = torch.autograd.grad(fast.square().sum(), list(model.parameters()), allow_unused=False)
-    g_slow = torch.autograd.grad(ref.softmax_attention_forward(model, ctx.X, ctx.y, ctx.Xs).square().sum(), list(model.parameters()))
+    g_slow = torch.autograd.grad(
+        ref.softmax_attention_forward(model, ctx.X, ctx.y, ctx.Xs).square().sum(), list(model.parameters())
+    )
     for a, b in zip(g_fast, g_slow):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
@@ -32,7 +34,9 @@ def test_multi_head_attention_fused_kernel_equals_masked_einsums():
     attn = tt.AttnOnlyTransformer(cfg, torch.Generator().manual_seed(0)).double().attn[0]
     x = torch.randn(4, 11, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     torch.testing.assert_close(attn(x), ref.toy_attention_forward(attn, x), rtol=1e-12, atol=1e-13)
-    torch.testing.assert_close(attn(x, last_only=True), ref.toy_attention_forward(attn, x)[:, -1], rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(
+        attn(x, last_only=True), ref.toy_attention_forward(attn, x)[:, -1], rtol=1e-12, atol=1e-13
+    )
 
 
 def test_grokking_model_reads_only_the_last_position():

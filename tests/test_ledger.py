@@ -74,8 +74,12 @@ def test_figure_table_refs(text, refs) -> None:
 # ------------------------------------------------------------------ basis labels
 @pytest.mark.parametrize(
     "source",
-    [pytest.param(p.name, marks=pytest.mark.xfail(reason="being labelled (issue 11, H3b)", strict=False))
-     if p.name in PENDING_BASIS else p.name for p in sorted(REPORTED.glob("*.yml"))],
+    [
+        pytest.param(p.name, marks=pytest.mark.xfail(reason="being labelled (issue 11, H3b)", strict=False))
+        if p.name in PENDING_BASIS
+        else p.name
+        for p in sorted(REPORTED.glob("*.yml"))
+    ],
 )
 def test_every_row_has_a_basis_and_no_legacy_kind(source: str) -> None:
     rows = [c for c in CLAIMS if c.source == source]
@@ -100,8 +104,12 @@ def test_every_paper_has_its_text() -> None:
 
 @pytest.mark.parametrize(
     "seed",
-    [pytest.param(s, marks=pytest.mark.xfail(reason="rows being written (issue 14)", strict=False))
-     if s in PENDING_COVERAGE else s for s in ("000", "001", "002", "003", "004")],
+    [
+        pytest.param(s, marks=pytest.mark.xfail(reason="rows being written (issue 14)", strict=False))
+        if s in PENDING_COVERAGE
+        else s
+        for s in ("000", "001", "002", "003", "004")
+    ],
 )
 def test_every_figure_and_table_has_a_row(seed: str) -> None:
     text = seed_texts().get(seed)

@@ -104,7 +104,9 @@ def test_gradients_match_finite_differences():
             Xm[idx] -= eps
             args = (Xp, q) if X is pT else (pT, Xp)
             argm = (Xm, q) if X is pT else (pT, Xm)
-            fd[idx] = (lmod.loss_and_gradients(*args, xc, yc, xq, yq)[0] - lmod.loss_and_gradients(*argm, xc, yc, xq, yq)[0]) / (2 * eps)
+            fd[idx] = (
+                lmod.loss_and_gradients(*args, xc, yc, xq, yq)[0] - lmod.loss_and_gradients(*argm, xc, yc, xq, yq)[0]
+            ) / (2 * eps)
         np.testing.assert_allclose(G, fd, rtol=1e-6, atol=1e-7)
 
 
@@ -184,7 +186,9 @@ def test_paper_flow_conserves_C_and_reaches_fixed_point():
 def test_half_time_cliff_time_and_t_star():
     s, N, eta, P, a0 = S4, 64, 0.02, 64, 1e-4
     th = lth.half_time(a0, s, N, eta, P)
-    np.testing.assert_allclose(lth.logistic_solution(th, a0, s, N, eta, P).diagonal(), lth.paper_fixed_point(s, N) / 2, rtol=1e-12)
+    np.testing.assert_allclose(
+        lth.logistic_solution(th, a0, s, N, eta, P).diagonal(), lth.paper_fixed_point(s, N) / 2, rtol=1e-12
+    )
     tau = lth.timescales(s, eta, P)
     # the paper's t* approximates t_half for a0 << a_inf
     assert np.all(np.abs(lth.paper_t_star(a0, s, N, eta, P) - th) <= 1.01 * tau * lth.s_infinity(s, N) * a0)

@@ -117,4 +117,3 @@ def test_moments_reject_non_psd_and_nan_input_naming_the_parameter():
         effective_dimension(asym, 0.1)
     with pytest.raises(ValueError, match="^lam:"):
         effective_dimension(np.eye(2), np.nan)
-

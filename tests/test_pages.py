@@ -27,8 +27,17 @@ DROP = object()
 
 
 def row(**change) -> dict:
-    d = {"notebook": "nb", "metric": "m", "claim": "c", "reported": 1.0, "seed": "000", "section": "§1",
-         "kind": "max", "tolerance": 1.0, "basis": "predicted"}
+    d = {
+        "notebook": "nb",
+        "metric": "m",
+        "claim": "c",
+        "reported": 1.0,
+        "seed": "000",
+        "section": "§1",
+        "kind": "max",
+        "tolerance": 1.0,
+        "basis": "predicted",
+    }
     d.update(change)
     return {k: v for k, v in d.items() if v is not DROP}
 
@@ -43,8 +52,8 @@ def claim(kind: str, reported, tolerance=None, **extra) -> Claim:
 @pytest.mark.parametrize(
     "kind, reported, tol, value, status",
     [
-        ("rel", 0.576, 0.01, 0.5790, "reproduced"),   # 0.52 % off
-        ("rel", 0.576, 0.01, 0.5900, "differs"),      # 2.4 % off
+        ("rel", 0.576, 0.01, 0.5790, "reproduced"),  # 0.52 % off
+        ("rel", 0.576, 0.01, 0.5900, "differs"),  # 2.4 % off
         ("abs", 1.0, 1e-3, 1.0009, "reproduced"),
         ("abs", 1.0, 1e-3, 1.0011, "differs"),
         ("exact", 3, None, 3, "reproduced"),
@@ -82,14 +91,21 @@ def test_relative_difference_is_signed_percentage() -> None:
 
 # ------------------------------------------------------------------ within_se
 def se_claim(reported=1.0, z=3, disc=0.0) -> Claim:
-    return Claim.from_dict(row(kind="within_se", reported=reported, tolerance=DROP, se="m_se", z=z,
-                               discretisation=disc), "t.yml")
+    return Claim.from_dict(
+        row(kind="within_se", reported=reported, tolerance=DROP, se="m_se", z=z, discretisation=disc), "t.yml"
+    )
 
 
 @pytest.mark.parametrize(
     "value, se, disc, status",
-    [(1.029, 0.01, 0.0, "reproduced"), (1.031, 0.01, 0.0, "differs"), (0.971, 0.01, 0.0, "reproduced"),
-     (1.031, 0.01, 0.002, "reproduced"), (1.0, 0.0, 0.0, "reproduced"), (1.0 + 1e-9, 0.0, 0.0, "differs")],
+    [
+        (1.029, 0.01, 0.0, "reproduced"),
+        (1.031, 0.01, 0.0, "differs"),
+        (0.971, 0.01, 0.0, "reproduced"),
+        (1.031, 0.01, 0.002, "reproduced"),
+        (1.0, 0.0, 0.0, "reproduced"),
+        (1.0 + 1e-9, 0.0, 0.0, "differs"),
+    ],
 )
 def test_within_se_rule(value, se, disc, status) -> None:
     r = evaluate(se_claim(disc=disc), {"m": value, "m_se": se})
@@ -108,7 +124,9 @@ def test_within_se_without_its_standard_error_is_missing() -> None:
 
 # ------------------------------------------------------------------ predicates
 def pred_claim(expr: str) -> Claim:
-    return Claim.from_dict(row(kind="predicate", metric=DROP, tolerance=DROP, predicate=expr, reported="words"), "t.yml")
+    return Claim.from_dict(
+        row(kind="predicate", metric=DROP, tolerance=DROP, predicate=expr, reported="words"), "t.yml"
+    )
 
 
 @pytest.mark.parametrize(
@@ -130,8 +148,24 @@ def test_predicate_evaluates(expr, result) -> None:
 
 @pytest.mark.parametrize(
     "expr",
-    ["a.b", "__import__('os')", "a[0]", "'x'", "min(a, key=b)", "lambda: 1", "[x for x in a]", "open(a)",
-     "a if b else c", "(a := 1)", "a // 2", "a % 2", "f'{a}'", "min(*a)", "", "a <"],
+    [
+        "a.b",
+        "__import__('os')",
+        "a[0]",
+        "'x'",
+        "min(a, key=b)",
+        "lambda: 1",
+        "[x for x in a]",
+        "open(a)",
+        "a if b else c",
+        "(a := 1)",
+        "a // 2",
+        "a % 2",
+        "f'{a}'",
+        "min(*a)",
+        "",
+        "a <",
+    ],
 )
 def test_predicate_whitelist_rejects(expr) -> None:
     with pytest.raises(ReportError, match="row 7"):
@@ -208,8 +242,18 @@ def test_rows_without_basis_load_as_unlabelled() -> None:
 
 
 def test_absent_row_needs_no_notebook_and_is_absent() -> None:
-    c = Claim.from_dict(row(kind="absent", basis="absent", basis_note="chapter Flexformer (issue 12)",
-                            notebook=DROP, metric=DROP, tolerance=DROP, reported="Table 4"), "x.yml")
+    c = Claim.from_dict(
+        row(
+            kind="absent",
+            basis="absent",
+            basis_note="chapter Flexformer (issue 12)",
+            notebook=DROP,
+            metric=DROP,
+            tolerance=DROP,
+            reported="Table 4",
+        ),
+        "x.yml",
+    )
     r = evaluate(c, None)
     assert r.status == "absent"
     text = render_report([r])
@@ -219,12 +263,12 @@ def test_absent_row_needs_no_notebook_and_is_absent() -> None:
 # ------------------------------------------------------------------ rendering
 def test_headline_counts_predicted_rows_only() -> None:
     rows = [
-        evaluate(claim("max", 1.0, 1.0), {"m": 0.5}),                                        # predicted, passes
-        evaluate(claim("max", 1.0, 1.0), {"m": 2.0}),                                        # predicted, fails
-        evaluate(claim("max", 1.0, 1.0, basis="theorem"), {"m": 0.5}),                        # identity
+        evaluate(claim("max", 1.0, 1.0), {"m": 0.5}),  # predicted, passes
+        evaluate(claim("max", 1.0, 1.0), {"m": 2.0}),  # predicted, fails
+        evaluate(claim("max", 1.0, 1.0, basis="theorem"), {"m": 0.5}),  # identity
         evaluate(claim("max", 1.0, 1.0, basis="calibrated", basis_note="M from 0.163"), {"m": 0.5}),
         evaluate(claim("max", 1.0, 1.0, basis="construction"), {"m": 0.5}),
-        evaluate(claim("max", 1.0, 1.0), None),                                              # missing
+        evaluate(claim("max", 1.0, 1.0), None),  # missing
     ]
     c = summary_counts(rows)
     assert (c["reproduced"], c["predicted"], c["identities"], c["theorems"], c["missing"]) == (1, 3, 1, 1, 1)
@@ -273,7 +317,9 @@ def test_format_metric(value, spec, text) -> None:
     assert format_metric(value, spec) == text
 
 
-@pytest.mark.parametrize("value, spec, text", [(128, "", "128"), (0.1, "", "0.1"), (4096, ",", "4,096"), (0.5, ".2f", "0.50")])
+@pytest.mark.parametrize(
+    "value, spec, text", [(128, "", "128"), (0.1, "", "0.1"), (4096, ",", "4,096"), (0.5, ".2f", "0.50")]
+)
 def test_format_param(value, spec, text) -> None:
     assert format_param(value, spec) == text
 
@@ -281,7 +327,10 @@ def test_format_param(value, spec, text) -> None:
 def test_ledger_counts_for_the_metric_role() -> None:
     from iclbook.pages import ledger_counts
 
-    rows = [evaluate(claim("max", 1.0, 1.0), {"m": 0.5}), evaluate(claim("max", 1.0, 1.0, seed="001", basis="theorem"), {"m": 2.0})]
+    rows = [
+        evaluate(claim("max", 1.0, 1.0), {"m": 0.5}),
+        evaluate(claim("max", 1.0, 1.0, seed="001", basis="theorem"), {"m": 2.0}),
+    ]
     c = ledger_counts(rows)
     assert c["total"] == 2 and c["reproduced"] == 1 and c["basis_theorem"] == 1 and c["seed001_theorems"] == 1
     assert c["seed000_reproduced"] == 1 and c["status_differs"] == 1 and c["basis_other_model"] == 0
@@ -323,12 +372,23 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
     entry.mkdir(parents=True)
     metrics = json.dumps({"n": 500, "max": 0.99999, "ok": True}).encode()
     (entry / "metrics.json").write_bytes(metrics)
-    (entry / STAMP).write_text(json.dumps({"key": key, "notebook": "demo", "preset": "paper",
-                                           "files": {"metrics.json": hashlib.sha256(metrics).hexdigest()}}))
+    (entry / STAMP).write_text(
+        json.dumps(
+            {
+                "key": key,
+                "notebook": "demo",
+                "preset": "paper",
+                "files": {"metrics.json": hashlib.sha256(metrics).hexdigest()},
+            }
+        )
+    )
     paper = paper_rows(rows, paper_metrics(root, generated, ["demo"]))
     assert [p.status for p in paper] == ["reproduced", "reproduced"] and paper[0].reproduced == 500
     text = render_report(rows, paper=paper)
-    assert "At the **paper preset** (1 notebook(s) with a stored paper-size run, 2 rows): **1 reproduced** of 1 predicted claims (quick: 0)" in text
+    assert (
+        "At the **paper preset** (1 notebook(s) with a stored paper-size run, 2 rows): **1 reproduced** of 1 predicted claims (quick: 0)"
+        in text
+    )
     assert "1 row(s) change status between the sizes" in text
     table = [ln for ln in text.splitlines() if ln.startswith("| 1 |")][0]
     assert "✗ differs" in table and "✓ reproduced" in table and "| 50 |" in table and "| 500 |" in table

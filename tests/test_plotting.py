@@ -36,11 +36,16 @@ def test_save_figure_rejects_bad_names(tmp_path: Path, name: str) -> None:
 
 
 def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
-    assert write_metrics({"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0)}, tmp_path) is None
+    assert (
+        write_metrics({"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0)}, tmp_path)
+        is None
+    )
     assert json.loads((tmp_path / "metrics.json").read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0}
 
 
-@pytest.mark.parametrize("bad, message", [(math.nan, "finite"), (math.inf, "finite"), ("text", "numbers"), ([1.0], "numbers")])
+@pytest.mark.parametrize(
+    "bad, message", [(math.nan, "finite"), (math.inf, "finite"), ("text", "numbers"), ([1.0], "numbers")]
+)
 def test_write_metrics_rejects(tmp_path: Path, bad, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         write_metrics({"key": bad}, tmp_path)

@@ -186,7 +186,7 @@ def test_trailing_average_matches_explicit_windows():
     rng = np.random.default_rng(0)
     y = rng.normal(size=17)
     got = pr.trailing_average(y, 4)
-    want = [y[max(0, j - 3): j + 1].mean() for j in range(17)]
+    want = [y[max(0, j - 3) : j + 1].mean() for j in range(17)]
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
     with pytest.raises(ValueError, match="k"):
         pr.trailing_average(y, 0)

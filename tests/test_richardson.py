@@ -35,7 +35,9 @@ def test_batched_matches_naive_and_sum_form():
     assert np.allclose(Z[:, -1], richardson_sum_form(P, p.H_M, p.d, L), rtol=1e-11, atol=1e-13)
     # per-prompt P
     Pb = np.broadcast_to(P, (20, 5, 5)) * (1 + 0.01 * np.arange(20))[:, None, None]
-    assert np.allclose(richardson_iterates(Pb, p.H_M, p.d, L), richardson_iterates_naive(Pb, p.H_M, p.d, L), rtol=1e-12, atol=1e-14)
+    assert np.allclose(
+        richardson_iterates(Pb, p.H_M, p.d, L), richardson_iterates_naive(Pb, p.H_M, p.d, L), rtol=1e-12, atol=1e-14
+    )
 
 
 def test_error_identity_and_fixed_point():
@@ -136,4 +138,3 @@ def test_in_context_gd_is_richardson_with_preconditioner_gamma_over_L():
     np.testing.assert_allclose(in_context_gd_predict(Gamma, X, y, Xq, L), Xq @ z, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="L"):
         in_context_gd_predict(Gamma, X, y, Xq, 0)
-

@@ -27,7 +27,10 @@ def test_read_parameters_and_presets(demo_project: Path) -> None:
     assert nb.presets == {"paper": {"n": 500}}
     assert nb.resolve("paper")["n"] == 500
     assert nb.resolve("quick", {"omega": "2.5", "n": "7", "fail": "yes"}) == {
-        "n": 7, "omega": 2.5, "label": "sine", "fail": True,
+        "n": 7,
+        "omega": 2.5,
+        "label": "sine",
+        "fail": True,
     }
 
 

@@ -29,8 +29,26 @@ def project(tmp_path: Path) -> Path:
 def typed_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One run of the `types` notebook with values that papermill's YAML reading used to turn into strings."""
     root = make_project(tmp_path_factory.mktemp("typed") / "project", ["types"])
-    proc = run_icl(root, "run", "types", "-p", "f", "1e-5", "-p", "g", "nan", "-p", "h", "1e300",
-                   "-p", "big", "12345678901234567891", "-p", "s", "1e-5")
+    proc = run_icl(
+        root,
+        "run",
+        "types",
+        "-p",
+        "f",
+        "1e-5",
+        "-p",
+        "g",
+        "nan",
+        "-p",
+        "h",
+        "1e300",
+        "-p",
+        "big",
+        "12345678901234567891",
+        "-p",
+        "s",
+        "1e-5",
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads((root / "book" / "generated" / "types" / "metrics.json").read_text())
 
@@ -107,8 +125,15 @@ def _wait_started(root: Path, timeout: float = 120) -> None:
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_d3_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signals, code: int) -> None:
-    proc = subprocess.Popen(icl_cmd(project, "run", "slow", "-p", "seconds", "6"), env=icl_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, cwd=project)
+    proc = subprocess.Popen(
+        icl_cmd(project, "run", "slow", "-p", "seconds", "6"),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        cwd=project,
+    )
     try:
         _wait_started(project)
         children = _descendants(proc.pid)
@@ -145,11 +170,21 @@ def test_d4_runs_into_one_output_folder_take_turns(project: Path) -> None:
     out.mkdir()
     lock = FileLock(str(out / ".second.lock"))
     with lock:
-        proc = subprocess.Popen(icl_cmd(project, "run", "second", "-p", "k", "12", "--out", str(out)), env=icl_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                                cwd=project)
+        proc = subprocess.Popen(
+            icl_cmd(project, "run", "second", "-p", "k", "12", "--out", str(out)),
+            env=icl_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            cwd=project,
+        )
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None and not list((project / ".icl-store" / "entries").glob("*")):
+        while (
+            time.monotonic() < deadline
+            and proc.poll() is None
+            and not list((project / ".icl-store" / "entries").glob("*"))
+        ):
             time.sleep(0.2)
         time.sleep(1.0)
         assert proc.poll() is None, "the runner did not wait for the folder's lock"

@@ -76,14 +76,19 @@ def _changed_after(root: Path, rel: str) -> set[str]:
         ("iclcore/a/y.py", {"n_x", "n_ax", "n_d"}),  # through a relative import; n_d depends on everything
         ("iclcore/a/__init__.py", {"n_x", "n_ax", "n_d"}),  # a parent package's __init__ runs on import
         ("iclcore/__init__.py", set(NOTEBOOKS)),
-        ("iclcore/b.py", {"n_b", "n_c", "n_d", "n_s"}),  # n_c: import_module("iclcore.b") is resolved; n_s: a star import
+        (
+            "iclcore/b.py",
+            {"n_b", "n_c", "n_d", "n_s"},
+        ),  # n_c: import_module("iclcore.b") is resolved; n_s: a star import
         ("iclcore/e/f.py", {"n_e", "n_d"}),  # a star import of a package imports the submodules of its __all__
         ("iclcore/e/g.py", {"n_d"}),
         ("iclcore/unused.py", {"n_d"}),
         ("iclbook/cli.py", set()),  # the tooling is in no key
     ],
 )
-def test_editing_a_module_changes_exactly_the_notebooks_that_reach_it(graph_project: Path, edited: str, expected: set) -> None:
+def test_editing_a_module_changes_exactly_the_notebooks_that_reach_it(
+    graph_project: Path, edited: str, expected: set
+) -> None:
     assert _changed_after(graph_project, edited) == expected
 
 
@@ -105,8 +110,25 @@ def test_every_project_notebook_has_a_precise_import_set() -> None:
 
 # --- exact parameters ----------------------------------------------------------------------------------
 
-VALUES = [0, -7, 2**200, -(10**5000), 1e-5, 1e300, -0.5, -0.0, 5e-324, math.inf, -math.inf, True, False, None,
-          "", "it's \"quoted\"\n\u00e9", "1e-5"]
+VALUES = [
+    0,
+    -7,
+    2**200,
+    -(10**5000),
+    1e-5,
+    1e300,
+    -0.5,
+    -0.0,
+    5e-324,
+    math.inf,
+    -math.inf,
+    True,
+    False,
+    None,
+    "",
+    'it\'s "quoted"\n\u00e9',
+    "1e-5",
+]
 
 
 @pytest.mark.parametrize("value", VALUES, ids=[f"{i}-{type(v).__name__}" for i, v in enumerate(VALUES)])
@@ -125,9 +147,19 @@ def test_nan_round_trips() -> None:
 
 @pytest.mark.parametrize(
     "raw, default, expected",
-    [("12345678901234567891", 1, 12345678901234567891), ("9007199254740993", 1, 9007199254740993), ("3e2", 1, 300),
-     ("1e-5", 1.0, 1e-5), ("1e300", 1.0, 1e300), ("-0.5", 1.0, -0.5), ("7", 1.0, 7.0), ("None", None, None),
-     ("2.5", None, 2.5), ("text", None, "text"), ("1e-5", "s", "1e-5")],
+    [
+        ("12345678901234567891", 1, 12345678901234567891),
+        ("9007199254740993", 1, 9007199254740993),
+        ("3e2", 1, 300),
+        ("1e-5", 1.0, 1e-5),
+        ("1e300", 1.0, 1e300),
+        ("-0.5", 1.0, -0.5),
+        ("7", 1.0, 7.0),
+        ("None", None, None),
+        ("2.5", None, 2.5),
+        ("text", None, "text"),
+        ("1e-5", "s", "1e-5"),
+    ],
 )
 def test_coerce_is_exact(raw: str, default, expected) -> None:
     got = coerce(raw, default, "p")
@@ -176,7 +208,9 @@ def test_bad_range_declarations(tmp_path: Path, cell: str, message: str) -> None
 
 def test_a_preset_outside_the_range_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bad.py"
-    path.write_text('# %% tags=["parameters"]\nK = 1  # range: [1, 10]\n\n# %% tags=["presets"]\nPRESETS = {"paper": {"K": 11}}\n')
+    path.write_text(
+        '# %% tags=["parameters"]\nK = 1  # range: [1, 10]\n\n# %% tags=["presets"]\nPRESETS = {"paper": {"K": 11}}\n'
+    )
     with pytest.raises(NotebookError, match="'K' = 11"):
         read_notebook(path)
 
@@ -186,8 +220,16 @@ def test_a_preset_outside_the_range_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text, ok",
-    [('{"a": 1, "b": 2.5, "c": "x", "d": true}', True), ('{"a": NaN}', False), ('{"a": Infinity}', False),
-     ('{"a": 1e999}', False), ('{"a": null}', False), ('{"a": [1]}', False), ("[1]", False), ('{"a": ', False)],
+    [
+        ('{"a": 1, "b": 2.5, "c": "x", "d": true}', True),
+        ('{"a": NaN}', False),
+        ('{"a": Infinity}', False),
+        ('{"a": 1e999}', False),
+        ('{"a": null}', False),
+        ('{"a": [1]}', False),
+        ("[1]", False),
+        ('{"a": ', False),
+    ],
 )
 def test_metrics_schema(tmp_path: Path, text: str, ok: bool) -> None:
     path = tmp_path / "metrics.json"
@@ -229,8 +271,14 @@ def test_stray_file_is_named_and_the_others_still_list(tmp_path: Path, capsys: p
     assert "scratch.py" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args, words", [(["run", "--out", ""], "--out is empty"), (["run", "-j", "0"], "-j/--jobs"),
-                                         (["build", "--out", "x"], "--out is for `run`")])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", "--out", ""], "--out is empty"),
+        (["run", "-j", "0"], "-j/--jobs"),
+        (["build", "--out", "x"], "--out is for `run`"),
+    ],
+)
 def test_one_line_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
     root = make_project(tmp_path / "p", ["second"])
     assert cli.main(["--root", str(root), *args]) == 2
@@ -254,8 +302,11 @@ def test_store_serves_switches_back_and_repairs(tmp_path: Path) -> None:
     assert run_icl(root, "run", "second").returncode == 0
     assert not (out / "leftover.png").exists()
     # a damaged store entry: one line naming the file, then re-execution
-    entry = next(p for p in (root / ".icl-store" / "entries").iterdir()
-                 if json.loads((p / ".icl-run.json").read_text())["preset"] == "quick")
+    entry = next(
+        p
+        for p in (root / ".icl-store" / "entries").iterdir()
+        if json.loads((p / ".icl-run.json").read_text())["preset"] == "quick"
+    )
     (entry / "figure.txt").write_text("tampered\n")
     again = run_icl(root, "run", "second")
     assert "1 executed" in again.stdout

@@ -125,7 +125,9 @@ def test_softmax_jacobian_varies_and_matches_finite_differences():
         e = torch.zeros(1, 6, dtype=torch.float64)
         e[0, k] = eps
         with torch.no_grad():
-            fd[:, k] = ((m(z[:1] + e, b["X"][:1], b["y"][:1]) - m(z[:1] - e, b["X"][:1], b["y"][:1])) / (2 * eps))[0].numpy()
+            fd[:, k] = ((m(z[:1] + e, b["X"][:1], b["y"][:1]) - m(z[:1] - e, b["X"][:1], b["y"][:1])) / (2 * eps))[
+                0
+            ].numpy()
     np.testing.assert_allclose(D[0], fd, atol=1e-8)
     J = local_preconditioner(m, z, b["X"], b["y"])
     spread = np.linalg.norm(J - J.mean(0), axis=(1, 2)).mean() / np.linalg.norm(J.mean(0))

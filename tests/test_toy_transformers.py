@@ -11,8 +11,19 @@ from iclcore.models import toy_transformers as tt
 
 torch.set_num_threads(1)
 
-TINY = tt.AttnConfig(n_layers=2, d_model=16, n_heads=2, d_head=4, vocab=8, seq_len=12, min_period=2, max_period=4,
-                     batch=8, steps=6, log_every=3)
+TINY = tt.AttnConfig(
+    n_layers=2,
+    d_model=16,
+    n_heads=2,
+    d_head=4,
+    vocab=8,
+    seq_len=12,
+    min_period=2,
+    max_period=4,
+    batch=8,
+    steps=6,
+    log_every=3,
+)
 
 
 def test_periodic_batch_is_periodic_with_per_sequence_period():
@@ -112,8 +123,9 @@ def test_grokking_run_is_reproducible_with_two_threads():
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        cfg = tt.GrokConfig(p=31, frac_train=0.6, d_model=32, n_heads=4, d_head=8, d_mlp=128, lr=0.003,
-                            steps=100, log_every=50)
+        cfg = tt.GrokConfig(
+            p=31, frac_train=0.6, d_model=32, n_heads=4, d_head=8, d_mlp=128, lr=0.003, steps=100, log_every=50
+        )
         a, b = tt.train_grokking(cfg, seed=1), tt.train_grokking(cfg, seed=1)
     finally:
         torch.set_num_threads(previous)

@@ -135,7 +135,11 @@ def test_haar_orthogonal_keeps_the_legacy_draws() -> None:
         want = _legacy_qr_sign(np.random.default_rng(11).standard_normal(shape))
         np.testing.assert_array_equal(got, want)
         assert got.shape == shape
-        np.testing.assert_allclose(np.swapaxes(got, -1, -2) @ got, np.broadcast_to(np.eye(shape[-1]), got.shape[:-2] + (shape[-1],) * 2), atol=1e-12)
+        np.testing.assert_allclose(
+            np.swapaxes(got, -1, -2) @ got,
+            np.broadcast_to(np.eye(shape[-1]), got.shape[:-2] + (shape[-1],) * 2),
+            atol=1e-12,
+        )
 
 
 def test_haar_orthogonal_is_haar_on_average() -> None:

@@ -159,7 +159,9 @@ def iso_optimum(alpha: float, L: int, sigma: float = 0.0) -> tuple[float, float]
     i = int(np.argmin(vals))
     lo_b, hi_b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     res = minimize_scalar(
-        lambda x: float(iso_loss(x, alpha, Lf, sigma)), bounds=(lo_b, hi_b), method="bounded",
+        lambda x: float(iso_loss(x, alpha, Lf, sigma)),
+        bounds=(lo_b, hi_b),
+        method="bounded",
         options={"xatol": 1e-12 * max(1.0, hi)},
     )
     return float(res.x), float(res.fun)
@@ -229,8 +231,13 @@ def _finite_d_designs(
 
 
 def iso_loss_finite_d_mc(
-    gamma: np.ndarray | float, alpha: float, L: int, D: int, rng: np.random.Generator,
-    draws: int = 200, sigma: float = 0.0,
+    gamma: np.ndarray | float,
+    alpha: float,
+    L: int,
+    D: int,
+    rng: np.random.Generator,
+    draws: int = 200,
+    sigma: float = 0.0,
 ) -> np.ndarray:
     """Exact finite-``D`` ISO loss of ``Γ = γI`` by Monte Carlo over Wishart spectra.
 
@@ -250,7 +257,12 @@ def iso_loss_finite_d_mc(
 
 
 def iso_optimum_finite_d_mc(
-    alpha: float, L: int, D: int, rng: np.random.Generator, draws: int = 200, sigma: float = 0.0,
+    alpha: float,
+    L: int,
+    D: int,
+    rng: np.random.Generator,
+    draws: int = 200,
+    sigma: float = 0.0,
     n_grid: int = 401,
 ) -> tuple[float, float]:
     """Optimal isotropic step and loss at finite ``D`` (Monte Carlo Wishart spectra, common draws).
@@ -268,6 +280,7 @@ def iso_optimum_finite_d_mc(
     grid = np.linspace(0.0, 2.0 * Lf / ev.max(), n_grid)
     vals = f(grid)
     i = int(np.argmin(vals))
-    res = minimize_scalar(lambda g: float(f(g)), bounds=(grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]),
-                          method="bounded")
+    res = minimize_scalar(
+        lambda g: float(f(g)), bounds=(grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]), method="bounded"
+    )
     return float(res.x), float(res.fun)

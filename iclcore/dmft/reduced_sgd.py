@@ -202,8 +202,9 @@ def _forward_backward(Gamma, Shat, c, S, bstar, r, s0, L: int):
     return loss, grad / B
 
 
-def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Generator,
-                               Gamma0: np.ndarray | None = None) -> ReducedGammaSGDResult:
+def simulate_reduced_gamma_sgd(
+    cfg: ReducedGammaSGDConfig, rng: np.random.Generator, Gamma0: np.ndarray | None = None
+) -> ReducedGammaSGDResult:
     """Online SGD on the reduced-Γ model (seed 002 Eq. 4 / Eq. 55), fresh contexts at every step.
 
     Each step draws ``B`` contexts of the configured setting, runs ``L`` steps of in-context
@@ -246,12 +247,21 @@ def simulate_reduced_gamma_sgd(cfg: ReducedGammaSGDConfig, rng: np.random.Genera
         if (s + 1) % cfg.record_every == 0:
             rec_t.append(t[s])
             rec_d.append(np.diag(Gamma).copy())
-    return ReducedGammaSGDResult(t=t, batch_loss=losses, t_loss=t - eta, gamma_mean=gmean, gamma_sq_mean=gsq, record_t=np.array(rec_t),
-                     gamma_diag=np.array(rec_d).reshape(len(rec_t), D), Gamma=Gamma)
+    return ReducedGammaSGDResult(
+        t=t,
+        batch_loss=losses,
+        t_loss=t - eta,
+        gamma_mean=gmean,
+        gamma_sq_mean=gsq,
+        record_t=np.array(rec_t),
+        gamma_diag=np.array(rec_d).reshape(len(rec_t), D),
+        Gamma=Gamma,
+    )
 
 
-def reduced_gamma_loss_mc(Gamma: np.ndarray, cfg: ReducedGammaSGDConfig, rng: np.random.Generator,
-                          n_contexts: int = 2000, chunk: int = 250) -> tuple[float, float]:
+def reduced_gamma_loss_mc(
+    Gamma: np.ndarray, cfg: ReducedGammaSGDConfig, rng: np.random.Generator, n_contexts: int = 2000, chunk: int = 250
+) -> tuple[float, float]:
     """Population ICL loss of a fixed ``Γ`` by Monte Carlo over ``n_contexts`` fresh contexts.
 
     Uses the setting, ``D``, ``L``, ``P``, ``σ`` of ``cfg`` with a population test loss

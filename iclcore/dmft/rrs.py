@@ -63,7 +63,9 @@ def rrs_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, floa
     Lf = check_depth(L)
     hi = 2.0 * Lf / lam.max()
     res = minimize_scalar(
-        lambda x: float(rrs_loss(x, lam, omega, Lf)), bounds=(0.0, hi), method="bounded",
+        lambda x: float(rrs_loss(x, lam, omega, Lf)),
+        bounds=(0.0, hi),
+        method="bounded",
         options={"xatol": 1e-10 * hi},
     )
     return float(res.x), float(res.fun)

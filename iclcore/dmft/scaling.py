@@ -96,9 +96,7 @@ def width_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     return float(np.mean(omega * lam * kap**2 / (kap + lam) ** 2))
 
 
-def width_bottleneck_mc(
-    lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, draws: int = 4
-) -> float:
+def width_bottleneck_mc(lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, draws: int = 4) -> float:
     """Monte Carlo of the width bottleneck: ``E tr[ΩΛ (I - Π_N)]``, ``Π_N`` the orthogonal projector onto
     ``range(Λ^{1/2} U)`` for a Haar ``D x N`` frame ``U`` (the null space of ``K = Λ^{1/2}UUᵀΛ^{1/2}``
     is what ``(I - γK/L)^{2L}`` keeps as ``γ, L → ∞``)."""

@@ -49,8 +49,14 @@ class ShallowSGDTheory:
 
 
 def shallow_sgd_theory(
-    steps: np.ndarray, eta: float, alpha: float, kappa: float, tau: float, sigma: float = 0.0,
-    paper_initial_condition: bool = False, D: int | None = None,
+    steps: np.ndarray,
+    eta: float,
+    alpha: float,
+    kappa: float,
+    tau: float,
+    sigma: float = 0.0,
+    paper_initial_condition: bool = False,
+    D: int | None = None,
 ) -> ShallowSGDTheory:
     """Depth-1 reduced-Γ online SGD from ``Γ(0) = 0`` (seed 002 Result 10, Eqs. 74–79).
 

@@ -120,9 +120,7 @@ def width_spectrum_mc(
         c = (omega * lam) @ (W**2) / D
         ss.append(s)
         cs.append(c / n_draws)
-    return WidthSpectrum(
-        s=np.concatenate(ss), c=np.concatenate(cs), total=float(np.mean(omega * lam)), N=N, D=D
-    )
+    return WidthSpectrum(s=np.concatenate(ss), c=np.concatenate(cs), total=float(np.mean(omega * lam)), N=N, D=D)
 
 
 def _q_and_dq(gammas: np.ndarray, s: np.ndarray, L: float) -> tuple[np.ndarray, np.ndarray]:
@@ -134,8 +132,6 @@ def _q_and_dq(gammas: np.ndarray, s: np.ndarray, L: float) -> tuple[np.ndarray, 
     Li = int(L)
     u = 1.0 - g * s[None, :] / Li
     return u ** (2 * Li), -2.0 * s[None, :] * u ** (2 * Li - 1)
-
-
 
 
 def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
@@ -233,8 +229,7 @@ def width_gradient_flow(
             d2 = 2.0 * (2 * Li - 1) / Li * spec.s**2 * u ** (2 * Li - 2)
         return np.array([[-0.5 * float(d2 @ spec.c)]])
 
-    sol = solve_ivp(rhs, (0.0, float(t[-1])), [float(gamma0)], t_eval=t, method="LSODA",
-                    jac=jac, rtol=rtol, atol=1e-12)
+    sol = solve_ivp(rhs, (0.0, float(t[-1])), [float(gamma0)], t_eval=t, method="LSODA", jac=jac, rtol=rtol, atol=1e-12)
     if not sol.success:  # pragma: no cover - defensive
         raise RuntimeError(f"width_gradient_flow: ODE solver failed: {sol.message}")
     gam = sol.y[0]

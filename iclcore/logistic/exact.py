@@ -105,9 +105,7 @@ def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLi
     ``B = sum_b s_b^2 q_b^2``. It differs from (14) by the inter-mode coupling ``B``: (14)
     has ``s_a^2 q_a^2 Tr S`` where the exact loss has ``s_a sum_b s_b^2 q_b^2``."""
     p, q, s, N, c, Bq = _mode_args(p, q, s, N, c)
-    return 0.5 * np.sum(
-        c * ((N + 1) / N * s**3 * p**2 * q**2 + s * p**2 * Bq / N - 2 * s**2 * p * q + s), axis=-1
-    )
+    return 0.5 * np.sum(c * ((N + 1) / N * s**3 * p**2 * q**2 + s * p**2 * Bq / N - 2 * s**2 * p * q + s), axis=-1)
 
 
 def exact_mode_gradients(

@@ -36,12 +36,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-
-
-
-
-
-
 def task_variances(c: ArrayLike | None, d: int) -> Array:
     """Empirical task variances ``c_alpha`` of the ``d`` modes: ``None`` gives ones (the paper's
     ``E[lambda^2] = 1``); a scalar broadcasts; entries must be finite and ``> 0``."""
@@ -108,8 +102,6 @@ class LogisticProblem:
     def c(self) -> Array:
         """Empirical per-mode task variance ``c_alpha = mean_mu lambda_{mu alpha}^2``, shape (d,)."""
         return np.mean(self.lambdas**2, axis=0)
-
-
 
 
 def make_problem(
@@ -286,7 +278,7 @@ def loss_and_gradients(
     ys = np.concatenate([y_ctx, np.zeros_like(y_q)[..., None, :]], axis=-2)
     Zt = np.concatenate([xs, ys], axis=-1)  # Z^T, (..., N+1, D)
     Z = np.swapaxes(Zt, -1, -2)
-    v = (q @ x_q[..., None])  # q x_q, (..., D, 1)
+    v = q @ x_q[..., None]  # q x_q, (..., D, 1)
     g = (Z @ (Zt @ v))[..., 0] / N  # Gamma_hat q x_q, (..., D)
     y_hat = (pT @ g[..., None])[..., 0]
     e = y_hat - y_q

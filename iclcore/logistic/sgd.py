@@ -150,7 +150,13 @@ def run_sgd(problem: LogisticProblem, config: SGDConfig, rng: np.random.Generato
             acc[:] = 0.0
     m = n_logs + 1
     return SGDResult(
-        t=ts[:m], pT=pTs[:m], q=qs[:m], loss=losses[:m].mean(1), loss_replicas=losses[:m], problem=problem, config=config
+        t=ts[:m],
+        pT=pTs[:m],
+        q=qs[:m],
+        loss=losses[:m].mean(1),
+        loss_replicas=losses[:m],
+        problem=problem,
+        config=config,
     )
 
 

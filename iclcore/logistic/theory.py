@@ -107,9 +107,7 @@ def paper_initial_slope(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int)
     return float(-2.0 * np.sum(P * eta * s**4 * a0 * ((a0 - ainf) / ainf) ** 2))
 
 
-def half_time(
-    a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None
-) -> Array:
+def half_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None) -> Array:
     """Half-saturation time of (13): ``a(t_half) = a_inf / 2``,
     ``t_half = (tau/2) ln((a_inf - a0) / a0)`` (epochs), the inflection of the logistic."""
     s = positive_spectrum(s, "s")

@@ -60,8 +60,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-
-
 def _check_gen(gen: object) -> torch.Generator:
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen: expected a torch.Generator, got {type(gen).__name__}")
@@ -150,7 +148,9 @@ def sample_rrs_contexts(
 # --------------------------------------------------------------------------------------------
 
 
-def _attention_stack(h: torch.Tensor, P: int, L: int, layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+def _attention_stack(
+    h: torch.Tensor, P: int, L: int, layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+) -> torch.Tensor:
     """Residual masked linear attention: ``h_mu += (1/LP) sum_{nu<=P} M_{mu nu} (k_nu.q_mu) v_nu``.
 
     ``M = -1`` for labelled tokens ``mu <= P`` and ``+1`` for queries (Eq. 41); only the ``P``
@@ -328,8 +328,15 @@ class ReducedGammaStack(nn.Module):
     dtype : torch dtype
     """
 
-    def __init__(self, D: int, L: int, tied: bool = False, scalar: bool = False,
-                 frame: torch.Tensor | None = None, dtype: torch.dtype = torch.float64):
+    def __init__(
+        self,
+        D: int,
+        L: int,
+        tied: bool = False,
+        scalar: bool = False,
+        frame: torch.Tensor | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
         super().__init__()
         self.D = positive_int(D, "D")
         self.L = positive_int(L, "L")
@@ -403,8 +410,16 @@ class SoftmaxAttention(nn.Module):
     mlp : bool; mlp_ratio : int, hidden width ``mlp_ratio * n``
     """
 
-    def __init__(self, D: int, n: int, L: int, gen: torch.Generator, mlp: bool = False, mlp_ratio: int = 4,
-                 dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        D: int,
+        n: int,
+        L: int,
+        gen: torch.Generator,
+        mlp: bool = False,
+        mlp_ratio: int = 4,
+        dtype: torch.dtype = torch.float32,
+    ):
         super().__init__()
         self.D, self.n, self.L = positive_int(D, "D"), positive_int(n, "n"), positive_int(L, "L")
         gen = _check_gen(gen)

@@ -250,7 +250,7 @@ def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or not 2 <= n_blocks <= y.size:
         raise ValueError(f"n_blocks: expected an integer in [2, {y.size}], got {n_blocks!r}")
     k = y.size // n_blocks
-    m = y[y.size - k * n_blocks:].reshape(n_blocks, k).mean(axis=1)
+    m = y[y.size - k * n_blocks :].reshape(n_blocks, k).mean(axis=1)
     return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
 
 
@@ -269,8 +269,13 @@ def window_hits(found: ArrayLike, targets: ArrayLike, halfwidths: ArrayLike) -> 
 
 
 def uniform_window_null_rate(
-    n_found: int, span: tuple[float, float], targets: ArrayLike, halfwidths: ArrayLike, min_hits: int,
-    rng: np.random.Generator, draws: int = 2000,
+    n_found: int,
+    span: tuple[float, float],
+    targets: ArrayLike,
+    halfwidths: ArrayLike,
+    min_hits: int,
+    rng: np.random.Generator,
+    draws: int = 2000,
 ) -> float:
     """Probability that ``n_found`` events placed uniformly on ``span`` hit at least ``min_hits``
     of the target windows (:func:`window_hits`): the false-positive rate of a peak-alignment test."""
@@ -361,6 +366,8 @@ def first_step_where(mask: ArrayLike, steps: ArrayLike) -> float:
     mask = np.asarray(mask)
     steps = np.asarray(steps, dtype=float)
     if mask.dtype != bool or mask.ndim != 1 or mask.shape != steps.shape:
-        raise ValueError(f"mask, steps: expected a boolean array and steps of the same shape (T,), got {mask.shape} ({mask.dtype}), {steps.shape}")
+        raise ValueError(
+            f"mask, steps: expected a boolean array and steps of the same shape (T,), got {mask.shape} ({mask.dtype}), {steps.shape}"
+        )
     idx = np.flatnonzero(mask)
     return float(steps[idx[0]]) if idx.size else float("nan")

@@ -83,10 +83,6 @@ ATTENTIONS = ("softmax", "linear")
 OPTIMIZERS = ("sgd", "adam")
 
 
-
-
-
-
 @dataclass(frozen=True)
 class AttentionConfig:
     """Architecture of :class:`ProbeQueryAttention`.
@@ -227,7 +223,9 @@ def gauge_transform(model: ProbeQueryAttention, A: np.ndarray | torch.Tensor) ->
     if A.ndim == 2:
         A = A.expand(cfg.n_heads, -1, -1)
     if A.shape != (cfg.n_heads, cfg.d_k, cfg.d_k):
-        raise ValueError(f"A: expected shape ({cfg.d_k}, {cfg.d_k}) or ({cfg.n_heads}, {cfg.d_k}, {cfg.d_k}), got {tuple(A.shape)}")
+        raise ValueError(
+            f"A: expected shape ({cfg.d_k}, {cfg.d_k}) or ({cfg.n_heads}, {cfg.d_k}, {cfg.d_k}), got {tuple(A.shape)}"
+        )
     sv = torch.linalg.svdvals(A)
     if not torch.all(sv[:, -1] > 1e-10 * sv[:, 0]):
         raise ValueError("A: gauge matrices must be invertible (well conditioned)")
@@ -251,8 +249,6 @@ def _as_matrix(A: np.ndarray, name: str = "A") -> np.ndarray:
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name}: contains non-finite entries")
     return A
-
-
 
 
 def top_energy(A: np.ndarray, k: int = 1) -> np.ndarray:
@@ -357,7 +353,9 @@ def update_jacobian(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
     """
     z, X, y = _as_t(z, "z"), _as_t(X, "X"), _as_t(y, "y")
     if X.ndim != 3 or z.ndim != 2 or y.ndim != 2:
-        raise ValueError(f"z, X, y: expected shapes (B, K), (B, M, K), (B, M); got {tuple(z.shape)}, {tuple(X.shape)}, {tuple(y.shape)}")
+        raise ValueError(
+            f"z, X, y: expected shapes (B, K), (B, M, K), (B, M); got {tuple(z.shape)}, {tuple(X.shape)}, {tuple(y.shape)}"
+        )
 
     def single(zz, XX, yy):
         return model(zz[None], XX[None], yy[None])[0]

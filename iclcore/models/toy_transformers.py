@@ -58,7 +58,11 @@ class _Attention(nn.Module):
         def w(*shape: int) -> nn.Parameter:
             return nn.Parameter(torch.randn(*shape, generator=generator) * std)
 
-        self.W_Q, self.W_K, self.W_V = w(n_heads, d_model, d_head), w(n_heads, d_model, d_head), w(n_heads, d_model, d_head)
+        self.W_Q, self.W_K, self.W_V = (
+            w(n_heads, d_model, d_head),
+            w(n_heads, d_model, d_head),
+            w(n_heads, d_model, d_head),
+        )
         self.W_O = w(n_heads, d_head, d_model)
         self.d_head = d_head
 
@@ -78,7 +82,7 @@ class _Attention(nn.Module):
         w_qkv = torch.cat([self.W_Q, self.W_K, self.W_V], dim=0).permute(1, 0, 2).reshape(d, 3 * H * dh)
         w_o = self.W_O.reshape(H * dh, d)
         if last_only:
-            kv = (x @ w_qkv[:, H * dh:]).view(B, T, 2, H, dh).permute(2, 0, 3, 1, 4)  # (2, B, H, T, dh)
+            kv = (x @ w_qkv[:, H * dh :]).view(B, T, 2, H, dh).permute(2, 0, 3, 1, 4)  # (2, B, H, T, dh)
             q = (x[:, -1] @ w_qkv[:, : H * dh]).view(B, H, 1, dh)
             a = ((q * kv[0]).sum(-1, keepdim=True) / math.sqrt(dh)).softmax(-2)  # (B, H, T, 1): one query row
             return (a * kv[1]).sum(-2).reshape(B, H * dh) @ w_o
@@ -240,8 +244,14 @@ def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None
             log(step)
     late, early = np.array(logs["late"]), np.array(logs["early"])
     return ICLRun(
-        steps=np.array(logs["steps"]), late_loss=late, early_loss=early, icl_score=late - early,
-        ov=np.stack(logs["ov"]), qk=np.stack(logs["qk"]), config=cfg, seconds=time.time() - t0,
+        steps=np.array(logs["steps"]),
+        late_loss=late,
+        early_loss=early,
+        icl_score=late - early,
+        ov=np.stack(logs["ov"]),
+        qk=np.stack(logs["qk"]),
+        config=cfg,
+        seconds=time.time() - t0,
     )
 
 
@@ -383,7 +393,13 @@ def train_grokking(cfg: GrokConfig, seed: int = 0, progress: dict[str, object] |
         if step % cfg.log_every == 0:
             log(step)
     return GrokRun(
-        steps=np.array(logs["steps"]), train_loss=np.array(logs["trl"]), test_loss=np.array(logs["tel"]),
-        train_acc=np.array(logs["tra"]), test_acc=np.array(logs["tea"]), ov=np.stack(logs["ov"]),
-        qk=np.stack(logs["qk"]), config=cfg, seconds=time.time() - t0,
+        steps=np.array(logs["steps"]),
+        train_loss=np.array(logs["trl"]),
+        test_loss=np.array(logs["tel"]),
+        train_acc=np.array(logs["tra"]),
+        test_acc=np.array(logs["tea"]),
+        ov=np.stack(logs["ov"]),
+        qk=np.stack(logs["qk"]),
+        config=cfg,
+        seconds=time.time() - t0,
     )

@@ -340,9 +340,7 @@ def _check_modes(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float, name:
         raise ValueError(f"{name}: step size must be a real scalar, got {eta!r}") from exc
     if not np.isfinite(e) or e <= 0 or e * cmax >= 2.0:
         bound = 2.0 / cmax if cmax > 0 else np.inf
-        raise ValueError(
-            f"{name}: step size {e!r} outside the stability window (0, 2/max_s c_i(s)) = (0, {bound:.6g})"
-        )
+        raise ValueError(f"{name}: step size {e!r} outside the stability window (0, 2/max_s c_i(s)) = (0, {bound:.6g})")
     return p0, c, b, e
 
 
@@ -555,9 +553,7 @@ def encdec_iterate(
     P[0] = P0
     for s in range(S):
         P[s + 1] = P[s] - ed * (P[s] @ C[s] - Bm[s])
-    return EncDecTrajectory(
-        G=G, P=P, A=A, C=C, B=Bm, oracle=model.oracle(G), Szz=model.zdag_cov(G), eta_e=ee, eta_d=ed
-    )
+    return EncDecTrajectory(G=G, P=P, A=A, C=C, B=Bm, oracle=model.oracle(G), Szz=model.zdag_cov(G), eta_e=ee, eta_d=ed)
 
 
 def _check_seq(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -684,8 +680,6 @@ def commutator_defect(C_seq: np.ndarray) -> float:
     return float(rel.max())
 
 
-
-
 def pinched_coefficients(Q: np.ndarray, mats: np.ndarray) -> np.ndarray:
     """Diagonals ``q_i^T M_t q_i`` of a stack of matrices in the fixed basis ``Q``.
 
@@ -707,9 +701,7 @@ def pinched_coefficients(Q: np.ndarray, mats: np.ndarray) -> np.ndarray:
     return np.einsum("ia,nij,ja->na", Q, mats, Q)
 
 
-def fixed_basis_closure_risk(
-    traj: EncDecTrajectory, Q: np.ndarray, L: int, p0: np.ndarray | None = None
-) -> np.ndarray:
+def fixed_basis_closure_risk(traj: EncDecTrajectory, Q: np.ndarray, L: int, p0: np.ndarray | None = None) -> np.ndarray:
     """Risk predicted by the §6.5 scalar closure written in a fixed basis ``Q``.
 
     Reads the mode scalars ``a_i(s) = q_i^T A_s q_i``, ``c_i(s)``, ``b_i(s)``,

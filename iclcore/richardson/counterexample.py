@@ -44,9 +44,7 @@ class Counterexample:
     eta: float
 
 
-def counterexample(
-    C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1
-) -> Counterexample:
+def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
     """Equal scalar risk, different future: the §7 counterexample of seed 000.
 
     ``e_0^{(i)} = α_i q_i`` with ``α_i² λ_i = R_0`` (same for ``j``), iterated by

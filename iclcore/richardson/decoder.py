@@ -394,7 +394,14 @@ def finite_task_experiment(
             exc[i, j] = finite_task_excess_risk(P_hat, P_star, moments.C)
             train[i, j] = np.sum((d @ P_hat.T - z) ** 2) / (config.K * int(N))
             gap = max(gap, abs(decoder_risk(P_hat, moments) - R_star - exc[i, j]))
-    return FiniteTaskResult(N=Ns, excess=exc, train_risk=train, identity_gap=float(gap), d_eff=effective_dimension(moments.C, 0.0), oracle_risk=R_star)
+    return FiniteTaskResult(
+        N=Ns,
+        excess=exc,
+        train_risk=train,
+        identity_gap=float(gap),
+        d_eff=effective_dimension(moments.C, 0.0),
+        oracle_risk=R_star,
+    )
 
 
 def ridge_matching_contraction(config: TaskConfig, M: int, target_radius: float) -> float:

@@ -164,10 +164,14 @@ def sandwich_dimension(
     ratio = a.mean() / b.mean()
     resid = (a - ratio * b) / b.mean()
     se = resid.std(ddof=1) / math.sqrt(n_samples)
-    return SandwichDimension(value=float(ratio), se=float(se), n_samples=n_samples, kurtosis_ratio=float(ratio / config.K))
+    return SandwichDimension(
+        value=float(ratio), se=float(se), n_samples=n_samples, kurtosis_ratio=float(ratio / config.K)
+    )
 
 
-def sandwich_excess(R_star: float, d_sand: float, K: int, N: np.ndarray | int, finite_n: bool = True) -> np.ndarray | float:
+def sandwich_excess(
+    R_star: float, d_sand: float, K: int, N: np.ndarray | int, finite_n: bool = True
+) -> np.ndarray | float:
     """Predicted mean excess ``R⋆ d_sand/(N − K − 1)`` (``finite_n``) or ``R⋆ d_sand/N`` (leading order)."""
     K = positive_int(K, "K")
     Na = np.asarray(N, dtype=float)
@@ -310,7 +314,9 @@ class DifficultyPoint:
     frac_divergent: float
 
 
-def difficulty_point(config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int) -> DifficultyPoint:
+def difficulty_point(
+    config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int
+) -> DifficultyPoint:
     """Operator and decoder difficulty (seed 000 §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
     n_prompts = positive_int(n_prompts, "n_prompts")
     cfg = config.replace(target="beta")

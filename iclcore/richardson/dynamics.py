@@ -96,8 +96,6 @@ class Spectrum:
         return float(self.lam[-1]) if self.lam.size else 0.0
 
 
-
-
 def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     """Validate a covariance and return its eigendecomposition.
 
@@ -124,9 +122,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
         raise ValueError(f"{name}: must be a non-empty square matrix, got shape {C.shape}")
     size = float(np.max(np.abs(C)))
     if size > 0 and float(np.max(np.abs(C - C.T))) > SYMMETRY_RTOL * size:
-        raise ValueError(
-            f"{name}: must be symmetric (max|{name} - {name}^T| = {np.max(np.abs(C - C.T)):.3e})"
-        )
+        raise ValueError(f"{name}: must be symmetric (max|{name} - {name}^T| = {np.max(np.abs(C - C.T)):.3e})")
     lam, Q = np.linalg.eigh(0.5 * (C + C.T))
     top = float(np.max(np.abs(lam))) if lam.size else 0.0
     if lam[0] < -PSD_RTOL * max(top, np.finfo(float).tiny):
@@ -175,9 +171,7 @@ def _check_eta(eta: float, spec: Spectrum, name: str) -> float:
     lam_max = spec.lam_max
     bound = 2.0 / lam_max if lam_max > 0 else np.inf
     if not np.isfinite(e) or e <= 0 or e * lam_max >= 2.0:
-        raise ValueError(
-            f"{name}: step size {e!r} outside the stability window (0, 2/lambda_max) = (0, {bound:.6g})"
-        )
+        raise ValueError(f"{name}: step size {e!r} outside the stability window (0, 2/lambda_max) = (0, {bound:.6g})")
     return e
 
 
@@ -223,9 +217,7 @@ def _stack_against(
     return C, ref2, vec, Xs, stacked
 
 
-def _error_pair(
-    X: object, Xstar: object, K: int, name: str
-) -> tuple[np.ndarray, np.ndarray, bool]:
+def _error_pair(X: object, Xstar: object, K: int, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
     """Validate ``X`` (called ``name``) and ``Xstar`` as same-shape parameters.
 
     Returns their ``(m, K)`` forms and whether ``X`` was a vector.
@@ -248,8 +240,6 @@ def _default_scale(X2: np.ndarray, vec: bool, scale: float | None) -> float:
     if not np.isfinite(s) or s <= 0:
         raise ValueError(f"scale: must be a positive finite number, got {scale!r}")
     return s
-
-
 
 
 def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -325,9 +315,7 @@ def quadratic_risk(
     return r if stacked else float(r[0])
 
 
-def excess_risk(
-    X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | None = None
-) -> np.ndarray | float:
+def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | None = None) -> np.ndarray | float:
     """Direct quadratic-form excess risk ``scale * tr((X - X_⋆) C (X - X_⋆)^T)``.
 
     Implements seed 000 §3.1: ``R_dec(P) - R_dec(P_⋆) = (1/K) Tr{(P-P_⋆) C (P-P_⋆)^T}``
@@ -557,8 +545,6 @@ def modal_entropy(weights: np.ndarray) -> np.ndarray:
     return -terms.sum(axis=-1) / np.log(w.shape[-1])
 
 
-
-
 def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarray:
     """``Q diag(eigenvalues) Q^T``, exactly symmetrised.
 
@@ -579,9 +565,7 @@ def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarr
     return 0.5 * (C + C.T)
 
 
-def _moment_inputs(
-    M: object, name: str, Sigma_z: object, noise_var: float
-) -> tuple[np.ndarray, np.ndarray]:
+def _moment_inputs(M: object, name: str, Sigma_z: object, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
     """Validate a map ``M`` (called ``name``) acting on ``z ~ (0, Σ_z)`` and the noise variance."""
     M = finite_array(M, name)
     psd_spectrum(Sigma_z, "Sigma_z")
@@ -593,9 +577,7 @@ def _moment_inputs(
     return M, Sigma_z
 
 
-def decoder_moments(
-    H: np.ndarray, Sigma_z: np.ndarray, noise_var: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decoder_moments(H: np.ndarray, Sigma_z: np.ndarray, noise_var: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Second moments of the decoder problem ``d = H z_⋆ + ξ`` (seed 000 §3.1).
 
     With ``z_⋆ ~ (0, Σ_z)`` and independent ``ξ ~ (0, σ² I)``:

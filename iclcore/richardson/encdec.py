@@ -533,8 +533,22 @@ def run_encdec(config: EncDecConfig, eval_every: int = 1) -> EncDecRun:
     prompts every ``eval_every`` steps (and at the last step); ``risk_steps`` lists them.
     """
     dyn = encdec_dynamics(config)
-    return _finish(config, dyn.model, dyn.train, dyn.test, dyn.eta_e, dyn.eta_d, dyn.G, dyn.U, dyn.G_hat,
-                   dyn.Sz, dyn.moments, dyn.P, dyn.P_star, eval_every)
+    return _finish(
+        config,
+        dyn.model,
+        dyn.train,
+        dyn.test,
+        dyn.eta_e,
+        dyn.eta_d,
+        dyn.G,
+        dyn.U,
+        dyn.G_hat,
+        dyn.Sz,
+        dyn.moments,
+        dyn.P,
+        dyn.P_star,
+        eval_every,
+    )
 
 
 def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P_star, eval_every):
@@ -555,10 +569,28 @@ def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P
         dkw.append(davis_kahan_bound(S_s, Sigma_beta, config.r, "weyl") ** 2)
     risks = risk_decomposition(U[idx], P[idx], test, model.Sigma_x, config.L)
     return EncDecRun(
-        config=config, model=model, train=train, test=test, eta_e=eta_e, eta_d=eta_d, G=G, U=U,
-        G_hat=G_hat, Sz=Sz, C=mom.C, B=mom.B, P=P, P_star=P_star, tracking_rel=tracking,
-        identity_residual=resid, sin2=sin2, sin2_fro=sin2f, dk2_paper=np.array(dkp),
-        dk2_weyl=np.array(dkw), risk_steps=idx, risks=risks,
+        config=config,
+        model=model,
+        train=train,
+        test=test,
+        eta_e=eta_e,
+        eta_d=eta_d,
+        G=G,
+        U=U,
+        G_hat=G_hat,
+        Sz=Sz,
+        C=mom.C,
+        B=mom.B,
+        P=P,
+        P_star=P_star,
+        tracking_rel=tracking,
+        identity_residual=resid,
+        sin2=sin2,
+        sin2_fro=sin2f,
+        dk2_paper=np.array(dkp),
+        dk2_weyl=np.array(dkw),
+        risk_steps=idx,
+        risks=risks,
     )
 
 
@@ -618,10 +650,10 @@ def continuous_triangular(
         Pm = p.reshape(r, r)
         return (eta_d * (B - Pm @ C)).ravel()
 
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.asarray(P0, float).ravel(), t_eval=t_eval,
-                    rtol=rtol, atol=atol, method="RK45")
+    sol = solve_ivp(
+        rhs, (0.0, float(t_eval[-1])), np.asarray(P0, float).ravel(), t_eval=t_eval, rtol=rtol, atol=atol, method="RK45"
+    )
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     G = np.array([G_at(t) for t in t_eval])
     return G, sol.y.T.reshape(-1, r, r)
-

@@ -165,7 +165,9 @@ def _as_stack(G: np.ndarray, problem: EncoderProblem, name: str = "G") -> tuple[
     stacked = G.ndim == 3
     Gs = G if stacked else G[None]
     if Gs.ndim != 3 or Gs.shape[1:] != (problem.q, problem.r):
-        raise ValueError(f"{name}: expected shape ({problem.q}, {problem.r}) or (n, {problem.q}, {problem.r}), got {G.shape}")
+        raise ValueError(
+            f"{name}: expected shape ({problem.q}, {problem.r}) or (n, {problem.q}, {problem.r}), got {G.shape}"
+        )
     return Gs, stacked
 
 
@@ -189,9 +191,7 @@ def encoder_risk(G: np.ndarray, problem: EncoderProblem) -> np.ndarray | float:
     return r if stacked else float(r[0])
 
 
-def encoder_population_trajectory(
-    G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray
-) -> np.ndarray:
+def encoder_population_trajectory(G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray) -> np.ndarray:
     """Boxed closed form ``G_s = G⋆ + (G_0 - G⋆)(I - η_e Σ_z)^s`` (seed 000 §5.1).
 
     Parameters

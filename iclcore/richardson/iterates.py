@@ -107,7 +107,9 @@ def iteration_matrix(P: np.ndarray, H: np.ndarray) -> np.ndarray:
     return np.eye(H.shape[1]) - (P @ H)
 
 
-def richardson_iterates(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None) -> np.ndarray:
+def richardson_iterates(
+    P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None
+) -> np.ndarray:
     """All iterates ``z_0, …, z_L`` of ``z_{ℓ+1} = z_ℓ + P(d − H z_ℓ)``.
 
     Implements seed 000 §3.1 (inner solver at frozen outer time s) and seed 001 §4.1.
@@ -251,7 +253,9 @@ class RichardsonCertificate:
     ratio_final: np.ndarray
 
 
-def richardson_certificate(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int, rtol: float = 1e-10) -> RichardsonCertificate:
+def richardson_certificate(
+    P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int, rtol: float = 1e-10
+) -> RichardsonCertificate:
     """Check ``‖e_ℓ‖_2 ≤ ‖I − PH‖_2^ℓ ‖e_0‖_2`` for ``ℓ = 0..L`` (seed 000 §12.9; seed 001 §4.2).
 
     ``rtol`` absorbs floating-point rounding in the comparison (the inequality

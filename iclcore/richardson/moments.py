@@ -130,9 +130,7 @@ def closed_form_moments(config: TaskConfig) -> Moments:
     return Moments(C=C, B=B, S=S, method="closed")
 
 
-def monte_carlo_moments(
-    config: TaskConfig, n_samples: int, rng: np.random.Generator, chunk: int = 4096
-) -> Moments:
+def monte_carlo_moments(config: TaskConfig, n_samples: int, rng: np.random.Generator, chunk: int = 4096) -> Moments:
     """Monte Carlo estimate of ``C, B, S`` from ``n_samples`` prompts (documented fallback).
 
     Uses the exact sufficient-statistics sampler when ``M ≥ K`` (else explicit

@@ -265,7 +265,9 @@ def preconditioned_spectrum(P: np.ndarray, H: np.ndarray, imag_rtol: float = 1e-
     ev = np.linalg.eigvals(P @ H)
     scale = np.abs(ev).max(axis=-1, keepdims=True)
     if np.any(np.abs(ev.imag) > imag_rtol * np.maximum(scale, np.finfo(float).tiny)):
-        raise ValueError(f"P: P H has eigenvalues with imaginary parts above imag_rtol={imag_rtol:g} (P far from symmetric)")
+        raise ValueError(
+            f"P: P H has eigenvalues with imaginary parts above imag_rtol={imag_rtol:g} (P far from symmetric)"
+        )
     return np.sort(ev.real, axis=-1)
 
 
@@ -489,7 +491,9 @@ def latent_order_parameters(
     P_z = _stack(P_z, "P_z")
     P_z_star = _stack(P_z_star, "P_z_star")
     if U.ndim != 3 or P_z.shape != P_z_star.shape or P_z.shape[:1] != U.shape[:1]:
-        raise ValueError(f"U, P_z, P_z_star: expected (S, K, r), (S, r, r), (S, r, r); got {U.shape}, {P_z.shape}, {P_z_star.shape}")
+        raise ValueError(
+            f"U, P_z, P_z_star: expected (S, K, r), (S, r, r), (S, r, r); got {U.shape}, {P_z.shape}, {P_z_star.shape}"
+        )
     A_inf = latent_population_system(U, H_inf)
     nz = np.linalg.norm(P_z, axis=(-2, -1)) > 0
     sr = np.zeros(P_z.shape[0])

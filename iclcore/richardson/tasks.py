@@ -281,10 +281,6 @@ class Prompts:
         return self.beta.shape[0]
 
 
-
-
-
-
 def sample_tasks(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Draw latent tasks and their regression vectors.
 

@@ -55,8 +55,6 @@ __all__ = [
 WINDOW_FORMS = ("sharp", "paper")
 
 
-
-
 def haar_rotated_covariance(eigenvalues: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``Q diag(eigenvalues) Qᵀ`` with a Haar-random orthogonal ``Q`` (a structured, non-diagonal ``Σ_x``).
 
@@ -166,9 +164,7 @@ def concentration_failure_bound(M: int, t: float) -> float:
     return min(1.0, 2.0 * math.exp(-M * t * t / 2.0))
 
 
-def window_violations(
-    eigenvalues: np.ndarray, K: int, M: int, t: float, window_form: str = "sharp"
-) -> np.ndarray:
+def window_violations(eigenvalues: np.ndarray, K: int, M: int, t: float, window_form: str = "sharp") -> np.ndarray:
     """Per-draw indicator that some eigenvalue leaves the concentration window.
 
     Parameters
@@ -276,8 +272,15 @@ def concentration_experiment(
     freq_p = np.array([window_violations(ev, K, M, t, "paper").mean() for t in t_grid])
     bound = np.array([concentration_failure_bound(M, t) for t in t_grid])
     return ConcentrationResult(
-        K=K, M=M, t=t_grid, frequency=freq, frequency_paper=freq_p, bound=bound, n_draws=n_draws,
-        lambda_min=nz.min(axis=1), lambda_max=nz.max(axis=1),
+        K=K,
+        M=M,
+        t=t_grid,
+        frequency=freq,
+        frequency_paper=freq_p,
+        bound=bound,
+        n_draws=n_draws,
+        lambda_min=nz.min(axis=1),
+        lambda_max=nz.max(axis=1),
     )
 
 
@@ -363,16 +366,16 @@ def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: floa
     applicable = q < 1
     bound = np.where(applicable, b * b * dn / np.where(applicable, 1 - q, 1.0), np.inf)
     return ResolventCheck(
-        delta_norm=dn, diff_norm=diff, identity_residual=res, first_order_residual=res1,
-        bound=bound, applicable=applicable,
+        delta_norm=dn,
+        diff_norm=diff,
+        identity_residual=res,
+        first_order_residual=res1,
+        bound=bound,
+        applicable=applicable,
     )
 
 
-
-
-def prompt_excess_risk_first_order(
-    Sigma_x: np.ndarray, Sigma_beta: np.ndarray, sigma: float, lam: float
-) -> float:
+def prompt_excess_risk_first_order(Sigma_x: np.ndarray, Sigma_beta: np.ndarray, sigma: float, lam: float) -> float:
     """Constant ``C`` with ``R_prompt(M) - R_prompt(∞) = C/M + O(M^{-2})`` (Gaussian design).
 
     The prompt risk is ``R_prompt(M) = E‖β̂_M - β‖²_{Σ_x} + σ²`` (the test error of the ridge
