@@ -54,10 +54,19 @@ def test_every_toc_entry_has_a_page(html_root: Path) -> None:
 
 
 def test_no_network_urls_in_src_or_href(html_root: Path) -> None:
-    pattern = re.compile(r"""(?:src|href)\s*=\s*["']((?:https?:)?//[^"']+)""", re.I)
+    """No page *loads* anything from the network: no ``src`` on any element and no ``href`` on a
+    non-anchor element (``<link>``: styles, fonts, preloads) points outside the book. Plain hyperlinks
+    (``<a href>``, e.g. a bibliography entry's arXiv link) load nothing and are allowed."""
+    tag = re.compile(r"<([a-zA-Z][a-zA-Z0-9-]*)\b([^>]*)>")
+    attr = re.compile(r"""\b(src|href)\s*=\s*["']((?:https?:)?//[^"']+)""", re.I)
     offenders = {}
     for page in html_pages(html_root):
-        found = pattern.findall(page.read_text(errors="replace"))
+        found = [
+            url
+            for name, attrs in tag.findall(page.read_text(errors="replace"))
+            for kind, url in attr.findall(attrs)
+            if not (name.lower() == "a" and kind.lower() == "href")
+        ]
         if found:
             offenders[str(page.relative_to(html_root))] = sorted(set(found))[:3]
     assert not offenders, f"pages loading from the network: {offenders}"
@@ -93,6 +102,13 @@ def test_every_image_referenced_by_a_page_exists(html_root: Path) -> None:
     assert not missing, missing[:10]
 
 
+#: Notebooks whose output is a table, not a figure (the chapter shows the table).
+TABLE_ONLY = {
+    "gd_identities": "the identity table (family, statement, check, verdict, evidence)",
+    "gd_reported": "arithmetic checks of the paper's printed numbers",
+}
+
+
 def test_every_notebook_was_executed_without_errors() -> None:
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
     assert names
@@ -100,7 +116,8 @@ def test_every_notebook_was_executed_without_errors() -> None:
         executed = GENERATED / name / f"{name}.ipynb"
         assert executed.exists(), f"{name} has not been executed"
         assert (GENERATED / name / "metrics.json").exists(), f"{name} wrote no metrics.json"
-        assert list((GENERATED / name).glob("*.png")), f"{name} saved no figure"
+        if name not in TABLE_ONLY:
+            assert list((GENERATED / name).glob("*.png")), f"{name} saved no figure"
         nb = json.loads(executed.read_text())
         errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
