@@ -13,13 +13,13 @@ from iclcore.models.attention import (
     LinearAttention,
     ReducedGammaStack,
     SoftmaxAttention,
-    in_context_gd_predict,
     power_five_constant,
     power_five_flow,
     sample_iso_contexts,
     sample_rrs_contexts,
     train,
 )
+from iclcore.richardson.iterates import in_context_gd_predict
 
 torch.set_num_threads(1)
 

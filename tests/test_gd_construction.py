@@ -20,7 +20,7 @@ from iclcore.gd.construction import (
     train_one_layer_lsa,
     von_oswald_layers,
 )
-from iclcore.models.attention import in_context_gd_predict
+from iclcore.richardson.iterates import in_context_gd_predict
 
 torch.set_num_threads(1)
 
@@ -37,7 +37,7 @@ def test_k_layers_equal_k_gd_steps(k):
 
 def test_preconditioned_tied_layers_match_the_dmft_reference():
     """Tied steps with a non-symmetric Gamma equal the seed-002 reference predictor
-    (iclcore.models.attention.in_context_gd_predict, whose step is Gamma/L) to 1e-12."""
+    (iclcore.richardson.iterates.in_context_gd_predict, whose step is Gamma/L) to 1e-12."""
     rng = np.random.default_rng(3)
     d, L, eta = 4, 3, 0.4
     G = rng.standard_normal((d, d))

@@ -61,7 +61,7 @@ def test_subspace_distance_zero_for_same_row_space_even_rank_deficient():
     assert pr.subspace_distance(rng.standard_normal((8, 5)), rng.standard_normal((3, 5))) < 1e-12
 
 
-def test_subspace_distance_orthogonal_is_one_and_principal_angles():
+def test_subspace_distance_orthogonal_is_one_and_row_space_angles():
     rng = np.random.default_rng(1)
     Q = _orth(10, 6, rng)
     A = Q[:, :3].T  # rows orthonormal
@@ -72,7 +72,7 @@ def test_subspace_distance_orthogonal_is_one_and_principal_angles():
     E, F = Q[:, :3], Q[:, 3:]
     M_inf = (E * np.cos(th) + F * np.sin(th)).T  # orthonormal rows
     M_t = rng.standard_normal((5, 3)) @ E.T  # row space span(E)
-    np.testing.assert_allclose(np.sort(pr.principal_angles(M_t, M_inf, rank1=3)), np.sort(th), atol=1e-12)
+    np.testing.assert_allclose(np.sort(pr.row_space_angles(M_t, M_inf, rank1=3)), np.sort(th), atol=1e-12)
     # Eq. (16) squared = mean sin^2 of the principal angles when M_inf has orthonormal rows
     assert pr.subspace_distance(M_t, M_inf, rank=3) ** 2 == pytest.approx(np.mean(np.sin(th) ** 2), rel=1e-12)
 

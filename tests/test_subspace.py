@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iclcore.linalg import principal_angles
 from iclcore.richardson.subspace import (
     davis_kahan_bound,
     effective_rank,
@@ -13,7 +14,6 @@ from iclcore.richardson.subspace import (
     floor_risk,
     floor_risk_bound,
     orthonormal_basis,
-    principal_angles,
     sin_theta,
     top_r_subspace,
     wedin_sin_bound,

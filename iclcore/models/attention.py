@@ -37,7 +37,6 @@ from scipy.integrate import solve_ivp
 from torch import nn
 
 from iclcore.progress import report_progress
-from iclcore.richardson.iterates import in_context_gd_predict  # noqa: F401  (numpy reference predictor, kept importable here)
 from iclcore.validation import positive_int
 
 __all__ = [

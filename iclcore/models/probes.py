@@ -9,7 +9,7 @@
 * :func:`subspace_distance` — Eq. (16), ``min_A ||A M(t) - M(inf)||_F / ||M(inf)||_F``,
   computed from an orthonormal basis of the row space of ``M(t)`` (rank chosen by a
   threshold), never by a pseudo-inverse with a default cut-off.
-* :func:`principal_angles` — principal angles between row spaces; for ``M(inf)`` with
+* :func:`row_space_angles` — principal angles between (rank-truncated) row spaces; for ``M(inf)`` with
   orthonormal rows, Eq. (16) squared equals the mean of ``sin^2`` of these angles.
 * :func:`lag_autocorrelation`, :func:`smoothed_derivative`, :func:`find_extrema` — the
   curvature of the loss autocorrelation ``A(tau) = E[L(t) L(t + tau)]`` and of parameter
@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.signal import find_peaks, savgol_filter
 
-from iclcore.linalg import principal_angles as linalg_principal_angles
+from iclcore.linalg import principal_angles
 
 Array = NDArray[np.float64]
 
@@ -36,7 +36,7 @@ __all__ = [
     "marginalized_effective_rank",
     "row_space_basis",
     "subspace_distance",
-    "principal_angles",
+    "row_space_angles",
     "lag_autocorrelation",
     "smoothed_derivative",
     "find_extrema",
@@ -160,16 +160,17 @@ def subspace_distance(
     return dist
 
 
-def principal_angles(M1: ArrayLike, M2: ArrayLike, *, rank1: int | None = None, rank2: int | None = None) -> Array:
-    """Principal angles (radians, ascending, as :func:`iclcore.linalg.principal_angles`) between the row
-    spaces of ``M1`` and ``M2``."""
+def row_space_angles(M1: ArrayLike, M2: ArrayLike, *, rank1: int | None = None, rank2: int | None = None) -> Array:
+    """Principal angles (radians, ascending, :func:`iclcore.linalg.principal_angles`) between the row
+    spaces of ``M1`` and ``M2``, each truncated to ``rank1`` / ``rank2`` leading right singular
+    vectors (:func:`row_space_basis`; default: numerical rank)."""
     V1 = row_space_basis(M1, rank=rank1)
     V2 = row_space_basis(M2, rank=rank2)
     if V1.shape[0] != V2.shape[0]:
         raise ValueError("M1, M2: row spaces live in different dimensions")
     if V1.shape[1] == 0 or V2.shape[1] == 0:
         raise ValueError("M1, M2: a row space is trivial (zero matrix)")
-    return linalg_principal_angles(V1, V2)
+    return principal_angles(V1, V2)
 
 
 def lag_autocorrelation(L: ArrayLike, max_lag: int | None = None) -> Array:

@@ -12,10 +12,9 @@ subspace certificate of seed 001 §5.2:
 with ``γ_enc = λ_r(Σ_β) - λ_{r+1}(Σ_β)``, ``r_eff(Σ) = Tr Σ / ||Σ||_2`` and the
 floor risk ``R_floor(U) = E||(I - UU^T) β||²_{Σ_x}``.
 
-Principal angles are computed stably: sines from the singular values of
-``(I - Q_U Q_U^T) Q_V`` and cosines from those of ``Q_U^T Q_V``, using the sine
-for angles below π/4 (where ``1 - cos²`` would lose all digits) and the cosine
-above (Björck & Golub 1973; Knyazev & Argentati 2002).
+Principal angles come from :func:`iclcore.linalg.principal_angles`
+(:func:`scipy.linalg.subspace_angles`: sines for angles below π/4, where ``1 - cos²``
+would lose all digits, and cosines above; Björck & Golub 1973; Knyazev & Argentati 2002).
 
 The Davis–Kahan inequality as printed (population gap only, constant 1) is *not*
 a theorem: see :func:`davis_kahan_bound` and the errata entry
@@ -26,11 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from iclcore.linalg import principal_angles as _principal_angles
+from iclcore.linalg import principal_angles
 
 __all__ = [
     "orthonormal_basis",
-    "principal_angles",
     "sin_theta",
     "top_r_subspace",
     "empirical_task_covariance",
@@ -96,31 +94,6 @@ def orthonormal_basis(U: np.ndarray, name: str = "U") -> np.ndarray:
     return Q
 
 
-def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Principal angles between ``range(U)`` and ``range(V)``, ascending, in ``[0, π/2]``.
-
-    Parameters
-    ----------
-    U : array_like, shape (K, r)
-    V : array_like, shape (K, p)
-        Bases (not necessarily orthonormal) of full column rank.
-
-    Returns
-    -------
-    ndarray, shape (min(r, p),)
-        Angles in ``[0, π/2]``, ascending.
-
-    Notes
-    -----
-    Checks full column rank (:func:`orthonormal_basis`), then calls
-    :func:`iclcore.linalg.principal_angles` (:func:`scipy.linalg.subspace_angles`: sines for small
-    angles, cosines for large ones).
-    """
-    Qu = orthonormal_basis(U, "U")
-    Qv = orthonormal_basis(V, "V")
-    return _principal_angles(Qu, Qv)
-
-
 def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = False) -> float:
     """``||sin Θ(U, V)||`` in the spectral (``"2"``) or Frobenius (``"fro"``) norm.
 
@@ -142,7 +115,7 @@ def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = Fal
     V = _as_matrix(V, "V")
     if U.shape[1] != V.shape[1]:
         raise ValueError(f"V: subspace dimension {V.shape[1]} differs from U's {U.shape[1]}")
-    s = np.sin(principal_angles(U, V))
+    s = np.sin(principal_angles(orthonormal_basis(U, "U"), orthonormal_basis(V, "V")))
     val = float(s.max()) if norm == "2" else float(np.sqrt(np.sum(s**2)))
     return val**2 if squared else val
 
