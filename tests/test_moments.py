@@ -33,6 +33,28 @@ def test_wishart_sandwich_monte_carlo():
     assert _rel(mc, Sig @ A @ Sig) > 0.2
 
 
+def test_wishart_sandwich_stack_equals_each_matrix_and_the_former_logistic_copy():
+    """A stack (2, 3, K, K) of symmetric A gives the moment of each matrix, and equals to rounding
+    the private copy that iclcore.logistic.exact used before (``(N+1)/N Σ A Σ + tr(AΣ) Σ / N``)."""
+    rng = np.random.default_rng(3)
+    K, M = 4, 7
+    G = rng.standard_normal((K, K))
+    Sig = G @ G.T + 0.1 * np.eye(K)
+    B = rng.standard_normal((2, 3, K, K))
+    A = B + np.swapaxes(B, -1, -2)
+    got = wishart_sandwich(Sig, A, M)
+    assert got.shape == A.shape
+    old = (M + 1) / M * Sig @ A @ Sig + np.einsum("...ij,ji->...", A, Sig)[..., None, None] * Sig / M
+    np.testing.assert_allclose(got, old, rtol=1e-13, atol=1e-13 * np.abs(old).max())
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_allclose(got[i, j], wishart_sandwich(Sig, A[i, j], M), rtol=1e-14, atol=1e-14)
+    with pytest.raises(ValueError, match="^A:"):
+        wishart_sandwich(Sig, B, M)  # one non-symmetric matrix in the stack
+    with pytest.raises(ValueError, match="Sigma, A"):
+        wishart_sandwich(Sig, A[..., :3, :3], M)
+
+
 @pytest.mark.parametrize(
     "cfg",
     [

@@ -11,6 +11,7 @@ from scipy.integrate import solve_ivp
 
 from iclcore.logistic.model import LogisticProblem, loss_and_gradients, sample_contexts, task_variances
 from iclcore.logistic.theory import paper_mode_rhs
+from iclcore.richardson.moments import wishart_sandwich
 from iclcore.validation import positive_float, positive_int, positive_spectrum
 
 Array = NDArray[np.float64]
@@ -33,13 +34,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def _wishart_sandwich(sigma: Array, M: Array, N: int) -> Array:
-    """``E[Sigma_hat M Sigma_hat] = (N+1)/N Sigma M Sigma + tr(M Sigma) Sigma / N`` for
-    symmetric ``M`` and ``Sigma_hat`` the mean of ``N`` outer products of N(0, Sigma) vectors."""
-    tr = np.einsum("...ij,ji->...", M, sigma)
-    return (N + 1) / N * sigma @ M @ sigma + tr[..., None, None] * sigma / N
-
-
 def exact_expected_loss(p2: ArrayLike, q1: ArrayLike, problem: LogisticProblem) -> Array:
     """Exact expected loss of the stated model with ``p1 = q2 = 0`` (then Eq. 8 is exact for
     every N, the query term is multiplied by p1), averaged over contexts and over the
@@ -52,7 +46,7 @@ def exact_expected_loss(p2: ArrayLike, q1: ArrayLike, problem: LogisticProblem) 
     p2 = np.asarray(p2, dtype=float)
     q1 = np.asarray(q1, dtype=float)
     S, W, N = problem.sigma, problem.tasks, problem.N
-    E = _wishart_sandwich(S, q1 @ S @ np.swapaxes(q1, -1, -2), N)[..., None, :, :]  # (...,1,d,d)
+    E = wishart_sandwich(S, q1 @ S @ np.swapaxes(q1, -1, -2), N)[..., None, :, :]  # (...,1,d,d)
     p2b = p2[..., None, :, :]
     q1b = q1[..., None, :, :]
     t1 = np.einsum("...ij,...jk->...ik", p2b @ W @ E, np.swapaxes(W, -1, -2) @ np.swapaxes(p2b, -1, -2))
@@ -75,7 +69,7 @@ def exact_expected_gradients(p2: ArrayLike, q1: ArrayLike, problem: LogisticProb
         raise ValueError(f"p2, q1: expected shape ({problem.d}, {problem.d})")
     S, W, N = problem.sigma, problem.tasks, problem.N
     WT = np.swapaxes(W, -1, -2)
-    E = _wishart_sandwich(S, q1 @ S @ q1.T, N)
+    E = wishart_sandwich(S, q1 @ S @ q1.T, N)
     gp = np.mean(p2 @ W @ E @ WT - W @ S @ q1.T @ S @ WT, axis=0)
     G = WT @ p2.T @ p2 @ W
     trGS = np.einsum("mij,ji->m", G, S)

@@ -81,24 +81,36 @@ def wishart_sandwich(Sigma: np.ndarray, A: np.ndarray, M: int) -> np.ndarray:
 
     ``= (1 + 1/M) Σ A Σ + Tr(AΣ) Σ / M`` (Isserlis' theorem on ``E[x xᵀ A x xᵀ]``).
 
+    Parameters
+    ----------
+    Sigma : array_like, shape (K, K)
+        Covariance ``Σ`` (finite, symmetric, positive semi-definite).
+    A : array_like, shape (..., K, K)
+        One symmetric matrix or a stack of them; the moment is taken for each.
+    M : int, >= 1
+        Number of samples in ``Σ̂``.
+
     Returns
     -------
-    ndarray, shape (K, K)
+    ndarray, shape (..., K, K)
+        The shape of ``A``.
 
     Raises
     ------
     ValueError
         Naming ``Sigma`` if it is not a finite symmetric PSD matrix (a covariance), ``A`` if it is
-        not finite, symmetric and of the same shape, ``M`` if it is not a positive integer.
+        not finite, symmetric and of trailing shape ``(K, K)``, ``M`` if it is not a positive integer.
     """
     Sigma = symmetric_psd(Sigma, "Sigma")
     A = finite_array(A, "A")
-    if A.shape != Sigma.shape:
-        raise ValueError(f"Sigma, A: expected two (K, K) matrices, got {Sigma.shape} and {A.shape}")
-    if not np.allclose(A, A.T, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(A).max())):
+    if A.shape[-2:] != Sigma.shape:
+        raise ValueError(f"Sigma, A: expected (K, K) and (..., K, K) matrices, got {Sigma.shape} and {A.shape}")
+    At = np.swapaxes(A, -1, -2)
+    if not np.allclose(A, At, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(A).max())):
         raise ValueError("A: must be symmetric")
     M = positive_int(M, "M")
-    return (1 + 1 / M) * Sigma @ A @ Sigma + np.trace(A @ Sigma) / M * Sigma
+    tr = np.einsum("...ij,ji->...", A, Sigma)
+    return (1 + 1 / M) * Sigma @ A @ Sigma + tr[..., None, None] / M * Sigma
 
 
 def closed_form_moments(config: TaskConfig) -> Moments:
