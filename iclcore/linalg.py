@@ -5,6 +5,7 @@
 * :func:`joint_diagonalizer` -- the orthonormal basis that best diagonalises a family of
   symmetric matrices (Jacobi rotations, Cardoso & Souloumiac 1996);
 * :func:`stable_rank` -- ``‖A‖_F² / ‖A‖_2²``;
+* :func:`top_energy` -- ``Σ_{i≤k} σ_i(A)² / Σ_i σ_i(A)²``;
 * :func:`principal_angles` -- principal angles between two column spaces, ascending
   (:func:`scipy.linalg.subspace_angles`).
 """
@@ -16,7 +17,7 @@ from scipy.linalg import subspace_angles
 
 from iclcore.validation import as_generator, finite_array, positive_int
 
-__all__ = ["haar_orthogonal", "joint_diagonalizer", "stable_rank", "principal_angles"]
+__all__ = ["haar_orthogonal", "joint_diagonalizer", "stable_rank", "top_energy", "principal_angles"]
 
 
 def haar_orthogonal(
@@ -126,6 +127,40 @@ def stable_rank(A: np.ndarray, name: str = "A") -> float | np.ndarray:
     if np.any(s[..., 0] == 0):
         raise ValueError(f"{name}: stable rank of the zero matrix is undefined")
     out = np.sum(s**2, axis=-1) / s[..., 0] ** 2
+    return float(out) if A.ndim == 2 else out
+
+
+def top_energy(A: np.ndarray, k: int = 1, name: str = "A") -> float | np.ndarray:
+    """Top-``k`` energy ``E_top,k(A) = Σ_{i≤k} σ_i(A)² / Σ_i σ_i(A)²`` (the main paper, §9).
+
+    Parameters
+    ----------
+    A : array_like, shape (..., m, n)
+        A matrix or a stack of matrices (leading axes).
+    k : int, ``1 <= k <= min(m, n)``
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    float for a single matrix, ndarray of shape ``A.shape[:-2]`` for a stack.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for non-finite entries, fewer than two axes, or a zero matrix; naming
+        ``k`` outside ``[1, min(m, n)]``.
+    """
+    A = finite_array(A, name)
+    if A.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix or a stack of matrices, got shape {A.shape}")
+    s2 = np.linalg.svd(A, compute_uv=False) ** 2
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= s2.shape[-1]:
+        raise ValueError(f"k: must be an integer in [1, {s2.shape[-1]}], got {k!r}")
+    tot = s2.sum(axis=-1)
+    if np.any(tot == 0):
+        raise ValueError(f"{name}: top energy of the zero matrix is undefined")
+    out = s2[..., :k].sum(axis=-1) / tot
     return float(out) if A.ndim == 2 else out
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from iclcore.linalg import haar_orthogonal, stable_rank
+from iclcore.linalg import haar_orthogonal, stable_rank, top_energy
 from iclcore.richardson.dynamics import gd_trajectory, modal_weights
 from iclcore.richardson.order_parameters import (
     condition_number,
@@ -22,7 +22,6 @@ from iclcore.richardson.order_parameters import (
     overlap_weights,
     preconditioned_spectrum,
     subspace_error,
-    top_energy,
     whitened_spectrum,
 )
 from iclcore.spectra.mp import mp_edges, mp_sample_eigenvalues

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from iclcore.linalg import stable_rank
+from iclcore.linalg import stable_rank, top_energy
 from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
@@ -23,7 +23,6 @@ from iclcore.models.softmax import (
     richardson_states,
     sample_torch_prompts,
     skew_ratio,
-    top_energy,
     train_attention,
     update_jacobian,
 )

@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.linalg import stable_rank
+from iclcore.linalg import stable_rank, top_energy
 from iclcore.richardson.tasks import TaskConfig, sample_prompts
 from iclcore.validation import as_generator, positive_float, positive_int
 
@@ -61,7 +61,6 @@ __all__ = [
     "AttentionConfig",
     "ProbeQueryAttention",
     "gauge_transform",
-    "top_energy",
     "skew_ratio",
     "KernelStats",
     "kernel_stats",
@@ -249,19 +248,6 @@ def _as_matrix(A: np.ndarray, name: str = "A") -> np.ndarray:
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name}: contains non-finite entries")
     return A
-
-
-def top_energy(A: np.ndarray, k: int = 1) -> np.ndarray:
-    """``E_top,k(A) = Σ_{i<=k} σ_i² / Σ_i σ_i²`` (seed 000 §9)."""
-    A = _as_matrix(A)
-    k = positive_int(k, "k")
-    s2 = np.linalg.svd(A, compute_uv=False) ** 2
-    if k > s2.shape[-1]:
-        raise ValueError(f"k: must be <= {s2.shape[-1]}, got {k}")
-    tot = s2.sum(axis=-1)
-    if np.any(tot == 0):
-        raise ValueError("A: top energy of the zero matrix is undefined")
-    return s2[..., :k].sum(axis=-1) / tot
 
 
 def skew_ratio(A: np.ndarray) -> np.ndarray:

@@ -17,7 +17,8 @@ computed from the checkpoints of the existing online runs
     Ω_{s,i} = \\frac{λ_i \\|(P_s - P_⋆) q_i\\|^2}{\\sum_j λ_j \\|(P_s - P_⋆) q_j\\|^2},\\qquad
     H(Ω_s) = -\\frac{1}{\\log K}\\sum_i Ω_{s,i}\\log Ω_{s,i},
 
-with ``C = Q Λ Qᵀ`` and ``ρ(·)`` the spectral radius; ``srank`` is :func:`iclcore.linalg.stable_rank`. The encoder error is
+with ``C = Q Λ Qᵀ`` and ``ρ(·)`` the spectral radius; ``srank`` is :func:`iclcore.linalg.stable_rank` and ``E_top,k`` is
+:func:`iclcore.linalg.top_energy`. The encoder error is
 ``sin²(U_s, U⋆) = ‖sin Θ(U_s, U⋆)‖_2²`` (:func:`iclcore.richardson.subspace.sin_theta`).
 The Marchenko–Pastur law, its edges and CDF come from :mod:`iclcore.spectra.mp`; this module only
 builds the windows that §9 and §12.11 compare spectra with:
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.linalg import stable_rank
+from iclcore.linalg import stable_rank, top_energy
 from iclcore.richardson.dynamics import modal_entropy, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.spectra.mp import mp_cdf, mp_edges
@@ -51,7 +52,6 @@ __all__ = [
     "iteration_spectral_radius",
     "latent_population_system",
     "latent_population_contraction",
-    "top_energy",
     "overlap_weights",
     "overlap_entropy",
     "subspace_error",
@@ -141,29 +141,6 @@ def latent_population_contraction(P_z: np.ndarray, U: np.ndarray, H_inf: np.ndar
     H_inf : ndarray (K, K)
     """
     return iteration_spectral_radius(P_z, latent_population_system(U, H_inf))
-
-
-def _singular_values(P: np.ndarray) -> np.ndarray:
-    s = np.linalg.svd(_stack(P, "P", square=False), compute_uv=False)
-    if np.any(s[..., 0] == 0):
-        raise ValueError("P: undefined for the zero matrix")
-    return s
-
-
-def top_energy(P: np.ndarray, k: int = 1) -> np.ndarray | float:
-    """``E_top,k(P) = Σ_{i≤k} σ_i(P)² / Σ_i σ_i(P)²`` (seed 000 §9), stack-aware.
-
-    Parameters
-    ----------
-    P : ndarray (..., m, n), non-zero
-    k : int, 1 ≤ k ≤ min(m, n)
-    """
-    s = _singular_values(P)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= s.shape[-1]:
-        raise ValueError(f"k: must be an integer in [1, {s.shape[-1]}], got {k!r}")
-    e = s**2
-    out = e[..., :k].sum(axis=-1) / e.sum(axis=-1)
-    return float(out) if out.ndim == 0 else out
 
 
 def overlap_weights(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> np.ndarray:
