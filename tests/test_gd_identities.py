@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclcore.gd import identities as I
+from iclcore.gd import matrix_lifts as ML
+from iclcore.gd import statements as SM
 
 PAPER_FAMILIES = {"A": 7, "B": 7, "C": 4, "D": 3, "V": 3, "M": 3, "MN": 3}
 HYPOTHESIS_CARRYING = {"A5", "A7", "C3", "C4", "D1", "M2", "MN1", "MN2"}
@@ -94,16 +96,16 @@ def test_half_loss_convention():
     """g = a w - b is the gradient of L/2. With the gradient of L itself (2g) the identity changes
     and the descent window shrinks to eta a <= 1: at eta a = 3/2 the unhalved step increases L."""
     a, b, c, w, eta = sp.symbols("a b c w eta", real=True)
-    L = I.loss(w, a, b, c)
-    assert sp.expand(sp.diff(L, w) - 2 * I.gradient(w, a, b)) == 0
+    L = SM.loss(w, a, b, c)
+    assert sp.expand(sp.diff(L, w) - 2 * SM.gradient(w, a, b)) == 0
     g_full = sp.diff(L, w)
     r = sp.expand(L - L.subs(w, w - eta * g_full) - eta * (2 - eta * a) * g_full**2)
     assert r != 0
     A, B, C, W, E = Fraction(2), Fraction(1), Fraction(5), Fraction(3), Fraction(3, 4)  # eta a = 3/2
-    full = W - E * 2 * I.gradient(W, A, B)
-    half = I.gd_step(W, A, B, E)
-    assert I.loss(full, A, B, C) > I.loss(W, A, B, C)
-    assert I.loss(half, A, B, C) < I.loss(W, A, B, C)
+    full = W - E * 2 * SM.gradient(W, A, B)
+    half = SM.gd_step(W, A, B, E)
+    assert SM.loss(full, A, B, C) > SM.loss(W, A, B, C)
+    assert SM.loss(half, A, B, C) < SM.loss(W, A, B, C)
 
 
 def test_d2_is_an_equality_and_the_extremes_contract_equally():
@@ -130,12 +132,12 @@ def test_descent_condition_lift_random():
         P = B @ B.T + 0.1 * np.eye(d)
         lam = np.linalg.eigvals(np.linalg.cholesky(P).T @ H @ np.linalg.cholesky(P)).real.max()
         P = P * (rng.uniform(0.2, 3.0) if k % 4 else 2.0) / lam  # every 4th draw sits on lambda_max = 2
-        psd, window = I.descent_condition_holds(P, H)
+        psd, window = ML.descent_condition_holds(P, H)
         assert psd == window
         n_true += psd
         g = rng.standard_normal(d)
         if psd:
-            assert I.matrix_loss_decrease(P, H, g) >= -1e-10 * (1 + np.abs(g).max() ** 2 * np.abs(P).max())
+            assert ML.matrix_loss_decrease(P, H, g) >= -1e-10 * (1 + np.abs(g).max() ** 2 * np.abs(P).max())
     assert 0 < n_true < 200
 
 
@@ -145,10 +147,10 @@ def test_layer_varying_steps_zero_d_modes_but_fixed_step_cannot():
     s = I.statement("L4")
     q = s.point({k: Fraction(1, 3) for k in s.params})
     lam = q["lam"]
-    assert all(x == 0 for x in I.layer_varying_error([1 / x for x in lam], q["H"], q["e0"]))
-    assert any(x != 0 for x in I.layer_varying_error([1 / x for x in lam[:-1]], q["H"], q["e0"]))
+    assert all(x == 0 for x in ML.layer_varying_error([1 / x for x in lam], q["H"], q["e0"]))
+    assert any(x != 0 for x in ML.layer_varying_error([1 / x for x in lam[:-1]], q["H"], q["e0"]))
     best = 2 / (lam[0] + lam[-1])
-    assert any(x != 0 for x in I.layer_varying_error([best] * 3, q["H"], q["e0"]))
+    assert any(x != 0 for x in ML.layer_varying_error([best] * 3, q["H"], q["e0"]))
 
 
 def test_same_fact_as_dmft_untied_layers():
@@ -166,12 +168,12 @@ def test_same_fact_as_dmft_untied_layers():
 
 
 def test_rational_orthogonal_is_exact():
-    Q = I.rational_orthogonal([Fraction(1, 3), Fraction(-2, 5), Fraction(7, 4)], 3)
+    Q = ML.rational_orthogonal([Fraction(1, 3), Fraction(-2, 5), Fraction(7, 4)], 3)
     for i in range(3):
         for j in range(3):
             assert sum(Q[k][i] * Q[k][j] for k in range(3)) == (1 if i == j else 0)
     with pytest.raises(ValueError, match="s:"):
-        I.rational_orthogonal([Fraction(1)], 3)
+        ML.rational_orthogonal([Fraction(1)], 3)
 
 
 def test_evaluate_rejects_bad_parameters():
