@@ -30,6 +30,7 @@ __all__ = [
     "nonnegative_float",
     "check_depth",
     "finite_array",
+    "square_matrix",
     "nonnegative_int_steps",
     "nondecreasing_times",
     "nonnegative_grid",
@@ -144,6 +145,16 @@ def finite_array(x: object, name: str) -> np.ndarray:
         raise ParameterTypeError(f"{name}: expected a real numeric array, got {type(x).__name__}") from exc
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name}: contains NaN or infinite entries")
+    return a
+
+
+def square_matrix(M: object, name: str, size: int | None = None) -> np.ndarray:
+    """Return ``M`` as a finite float square matrix, of shape ``(size, size)`` when ``size`` is given."""
+    a = finite_array(M, name)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name}: must be a square matrix, got shape {a.shape}")
+    if size is not None and a.shape[0] != size:
+        raise ValueError(f"{name}: shape {a.shape} does not match the dimension {size}")
     return a
 
 

@@ -46,8 +46,6 @@ import numpy as np
 from iclcore.linalg import haar_orthogonal, joint_diagonalizer
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.closure import (
-    CommutingModel,
-    LatentModel,
     closure_log_ratio,
     closure_mismatch,
     commutator_defect,
@@ -73,6 +71,7 @@ from iclcore.richardson.dynamics import (
     quadratic_minimizer,
     quadratic_risk,
 )
+from iclcore.richardson.latent_model import CommutingModel, LatentModel
 
 use_style()
 rng = np.random.default_rng(seed)
@@ -136,7 +135,7 @@ print(f"max |modal - iteration| = {max_err_encoder:.3e}, trajectory rel. error =
 
 # %% [markdown]
 # ## (c) Commuting coupled system (the main paper §6.4–§6.5)
-# The latent model of `iclcore.richardson.closure`: $A(G) = G^\top H G$, $C(G) = G^\top\Sigma_c G$, $B(G) = A(G)^{-1}C(G)$,
+# The latent model of `iclcore.richardson.latent_model`: $A(G) = G^\top H G$, $C(G) = G^\top\Sigma_c G$, $B(G) = A(G)^{-1}C(G)$,
 # all diagonal in one random orthonormal basis $V$ together with $\Sigma_z$ and $G_\star$. The scalar side uses
 # only $g_i(s) = g_i^\star + (g_i(0)-g_i^\star)(1-\eta_e\sigma_i)^s$, the mode coefficients
 # $a_i = h_i g_i^2$, $c_i = \kappa_i g_i^2$, $b_i = \kappa_i/h_i$, $w_i = \kappa_i/(r h_i^2 g_i^2)$ and the product/sum formula

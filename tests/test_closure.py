@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 
 from iclcore.linalg import haar_orthogonal, joint_diagonalizer
 from iclcore.richardson.closure import (
-    CommutingModel,
-    LatentModel,
     closure_mismatch,
     commutator_defect,
     encdec_iterate,
@@ -25,6 +23,7 @@ from iclcore.richardson.closure import (
 )
 from iclcore.richardson.counterexample import counterexample, counterexample_eigenvalues
 from iclcore.richardson.dynamics import covariance_from_spectrum, gd_iterate
+from iclcore.richardson.latent_model import CommutingModel, LatentModel
 
 # Identities hold to rounding: ~1 rounding error per step and entry, <= 150 steps,
 # well-conditioned A (cond <= ~50) -> ~1e-13 relative; we assert 1e-12.
