@@ -58,11 +58,11 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import (
     LinearSystems,
     compare_baselines,
-    decoder_diagnostics,
     depth_error,
     depth_risk_curve,
 )
 from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
+from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 
 use_style()
@@ -124,7 +124,7 @@ t_train = time.perf_counter() - t_start - t_baselines
 
 # %% [markdown]
 # ## Every Table 2 quantity, for every method
-# Definitions ({py:func}`~iclcore.richardson.baselines.decoder_diagnostics`): the per-task loss is
+# Definitions ({py:func}`~iclcore.richardson.preconditioner_diagnostics.decoder_diagnostics`): the per-task loss is
 # $\ell=\|x_L-x^\dagger\|^2/K$; $\rho=\|I-PH\|_2$; the EB bound clips at $c$ with confidence $1-\delta$ on all
 # $n_{\rm test}$ held-out tasks and, separately, on the first $n_{\rm small}$; distances and stable ranks are
 # given both for the task average $\mathbb E_HP(H)$ and per task.

@@ -69,7 +69,6 @@ from iclcore.pde.prompts import (
 )
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import (
-    decoder_diagnostics,
     depth_error,
     depth_risk_curve,
     free_linear_baseline,
@@ -77,6 +76,7 @@ from iclcore.richardson.baselines import (
     scalar_baseline,
 )
 from iclcore.richardson.certificates import clipped_empirical_bernstein
+from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
 
 use_style()
 torch.set_num_threads(1)

@@ -1,4 +1,5 @@
-"""Tests for iclcore.richardson.baselines (same-task comparison of preconditioners at depth L)."""
+"""Tests for iclcore.richardson.baselines (same-task comparison of preconditioners at depth L) and
+iclcore.richardson.preconditioner_diagnostics."""
 
 import numpy as np
 import pytest
@@ -117,7 +118,7 @@ def test_bad_input():
 
 
 def test_decoder_diagnostics_theorems():
-    from iclcore.richardson.baselines import decoder_diagnostics
+    from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
 
     cfg, s = _systems(n=300, seed=8, target="ridge")
     L = 5
@@ -138,13 +139,13 @@ def test_decoder_diagnostics_theorems():
 
 
 def test_latent_decomposition_matches_encdec_for_shared_P():
-    from iclcore.richardson.baselines import latent_decomposition
     from iclcore.richardson.encdec import (
         latent_systems,
         make_lowrank_model,
         risk_decomposition,
         sample_lowrank_prompts,
     )
+    from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 
     rng = np.random.default_rng(10)
     model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)

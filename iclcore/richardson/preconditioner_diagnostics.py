@@ -1,0 +1,301 @@
+r"""Diagnostics of a (possibly task-dependent) preconditioner for the depth-``L`` Richardson decoder.
+
+* :func:`decoder_diagnostics` -- the quantities of seed 001 Table 2 (held-out loss, empirical-Bernstein
+  certificates, distances to ``P⋆``, contraction and stable rank) on held-out tasks;
+* :func:`latent_decomposition` -- every term of the encoder + latent-decoder risk split for a
+  task-dependent latent preconditioner (seed 000 §6.3, seed 001 §5.3 Table 4).
+
+Tasks are :class:`iclcore.richardson.baselines.LinearSystems`; the iteration and the risk are those
+of :mod:`iclcore.richardson.baselines`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from iclcore.linalg import stable_rank
+from iclcore.richardson.baselines import LinearSystems, depth_error
+from iclcore.validation import check_depth, positive_int
+
+__all__ = [
+    "DecoderDiagnostics",
+    "decoder_diagnostics",
+    "LatentDecomposition",
+    "latent_decomposition",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the Table 2 quantities of a (possibly task-dependent) preconditioner
+
+
+def _srank(P: np.ndarray) -> np.ndarray:
+    """:func:`iclcore.linalg.stable_rank` of each matrix, with ``srank(0) := 0`` (the ``P = 0`` baseline)."""
+    P = np.asarray(P, dtype=float)
+    zero = ~np.any(P != 0, axis=(-2, -1))
+    out = np.zeros(P.shape[:-2])
+    if np.any(~zero):
+        out[~zero] = stable_rank(P[~zero], "P")
+    return out
+
+
+@dataclass(frozen=True)
+class DecoderDiagnostics:
+    """Seed 001 Table 2 rows (and more) for per-task preconditioners on held-out tasks.
+
+    The solver error is ``e_ℓ = x_ℓ − x†`` from ``x_0 = 0`` (``e_0 = −x†``), the per-task loss is
+    ``ℓ = ‖e_L‖²/K`` and ``ρ = ‖I − PH‖_2`` (seed 001 §4.2).
+
+    Attributes
+    ----------
+    risk_dagger : float
+        ``(1/K) E‖x_L − x†‖²`` (Table 2 "held-out depth risk").
+    risk_star : float
+        ``(1/K) E‖x_L − x⋆‖²`` (error to the task target).
+    risk_dagger_se, risk_star_se : float
+        Standard errors of the two means over held-out tasks.
+    eb_upper, eb_mean, eb_n, eb_clip, eb_delta
+        Clipped empirical-Bernstein bound on the clipped ``ℓ`` (seed 001 §2) and its inputs.
+    eb_upper_small : float
+        The same bound on the first ``n_small`` held-out tasks only.
+    violation_rate : float
+        Fraction of (task, ℓ) with ``‖e_ℓ‖ > ρ^ℓ ‖e_0‖`` (0 for every ``P``: submultiplicativity).
+    ratio_mean : float
+        ``E[‖e_L‖ / (ρ^L ‖e_0‖)]``.
+    certified_risk : float
+        ``(1/K) E[ρ^{2L} ‖e_0‖²]`` (seed 001 §4.2).
+    ratio_of_means : float
+        ``risk_dagger / certified_risk``.
+    rho_mean, rho_max, frac_rho_lt1 : float
+        Mean and max of ``ρ``, fraction of tasks with ``ρ < 1``.
+    spectral_radius_mean, frac_spectral_lt1 : float
+        Same for the spectral radius of ``I − PH``.
+    power_norm_mean : float
+        ``E ‖(I − PH)^L‖_2^{1/L}``.
+    rel_dist_mean_P, rel_dist_per_task : float
+        ``‖E P − P⋆‖_F/‖P⋆‖_F`` and ``E‖P − P⋆‖_F/‖P⋆‖_F``.
+    srank_mean_P, srank_per_task : float
+        ``srank(E P)`` and ``E srank(P)``.
+    """
+
+    risk_dagger: float
+    risk_dagger_se: float
+    risk_star: float
+    risk_star_se: float
+    eb_upper: float
+    eb_mean: float
+    eb_n: int
+    eb_clip: float
+    eb_delta: float
+    eb_upper_small: float
+    n_small: int
+    violation_rate: float
+    ratio_mean: float
+    certified_risk: float
+    ratio_of_means: float
+    rho_mean: float
+    rho_max: float
+    frac_rho_lt1: float
+    spectral_radius_mean: float
+    frac_spectral_lt1: float
+    power_norm_mean: float
+    rel_dist_mean_P: float
+    rel_dist_per_task: float
+    srank_mean_P: float
+    srank_per_task: float
+
+    def as_dict(self, prefix: str = "") -> dict:
+        """Flat ``{prefix + field: value}`` for metrics.json."""
+        return {prefix + k: v for k, v in self.__dict__.items()}
+
+
+def decoder_diagnostics(
+    P: np.ndarray,
+    systems: LinearSystems,
+    L: int,
+    P_oracle: np.ndarray,
+    clip: float = 1.0,
+    delta: float = 0.05,
+    n_small: int = 64,
+) -> DecoderDiagnostics:
+    """All Table 2 quantities of the per-task preconditioners ``P`` (n, K, K) or a shared (K, K).
+
+    Parameters
+    ----------
+    P : ndarray (K, K) or (n, K, K)
+    systems : LinearSystems
+        Held-out tasks.
+    L : int
+        Depth (``≥ 1``).
+    P_oracle : ndarray (K, K)
+        ``P⋆`` for the distances.
+    clip, delta : float
+        EB clipping level ``c`` and failure probability ``δ``.
+    n_small : int
+        Size of the small held-out subset for ``eb_upper_small`` (``2 ≤ n_small ≤ n``).
+    """
+    from iclcore.richardson.certificates import clipped_empirical_bernstein
+    from iclcore.richardson.iterates import richardson_certificate
+
+    L = check_depth(L)
+    n, K = systems.n, systems.K
+    n_small = positive_int(n_small, "n_small", minimum=2)
+    if n_small > n:
+        raise ValueError(f"n_small: must be <= n = {n} held-out tasks, got {n_small}")
+    Ps = np.ascontiguousarray(systems.preconditioner_stack(P))
+    Po = np.asarray(P_oracle, dtype=float)
+    if Po.shape != (K, K):
+        raise ValueError(f"P_oracle: expected shape {(K, K)}, got {Po.shape}")
+    e = depth_error(Ps, systems, L)[:, -1]
+    eL_dag = e + systems.x_star - systems.x_dagger
+    loss = np.sum(eL_dag**2, axis=1) / K
+    eb = clipped_empirical_bernstein(loss, clip, delta)
+    eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
+    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L)
+    T = np.eye(K) - Ps @ systems.H
+    rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    srad = np.abs(np.linalg.eigvals(T)).max(axis=-1)
+    powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
+    e0n2 = np.sum(systems.x_dagger**2, axis=1)
+    certified = float(np.mean(rho ** (2 * L) * e0n2) / K)
+    Pbar = Ps.mean(axis=0)
+    no = np.linalg.norm(Po)
+    loss_star = np.sum(e**2, axis=1) / K
+    return DecoderDiagnostics(
+        risk_dagger=float(loss.mean()),
+        risk_dagger_se=float(loss.std(ddof=1) / np.sqrt(n)),
+        risk_star=float(loss_star.mean()),
+        risk_star_se=float(loss_star.std(ddof=1) / np.sqrt(n)),
+        eb_upper=float(eb.upper),
+        eb_mean=float(eb.mean),
+        eb_n=int(n),
+        eb_clip=float(clip),
+        eb_delta=float(delta),
+        eb_upper_small=float(eb_small.upper),
+        n_small=int(n_small),
+        violation_rate=float(cert.violation_rate),
+        ratio_mean=float(np.mean(cert.ratio_final)),
+        certified_risk=certified,
+        ratio_of_means=float(loss.mean() / certified) if certified > 0 else 0.0,
+        rho_mean=float(rho.mean()),
+        rho_max=float(rho.max()),
+        frac_rho_lt1=float(np.mean(rho < 1)),
+        spectral_radius_mean=float(srad.mean()),
+        frac_spectral_lt1=float(np.mean(srad < 1)),
+        power_norm_mean=float(powL.mean()),
+        rel_dist_mean_P=float(np.linalg.norm(Pbar - Po) / no),
+        rel_dist_per_task=float(np.mean(np.linalg.norm(Ps - Po, axis=(-2, -1))) / no),
+        srank_mean_P=float(_srank(Pbar[None])[0]),
+        srank_per_task=float(np.mean(_srank(Ps))),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# encoder + latent decoder: the risk decomposition with a task-dependent latent preconditioner
+
+
+@dataclass(frozen=True)
+class LatentDecomposition:
+    """Seed 000 §6.3 / seed 001 §5.3 (Table 4) for per-prompt latent preconditioners.
+
+    With ``β^† = U z^†``, ``β_L = U z_L`` and ``‖v‖²_Σ = vᵀ Σ_x v``:
+    ``R_e2e = E‖β_L − β‖²_Σ = R_floor + R_dec + 2 E⟨β^† − β, β_L − β^†⟩_Σ``.
+
+    Attributes
+    ----------
+    e2e, floor, dec, cross : float
+        ``R_e2e``, ``R_floor = E‖β^† − β‖²_Σ``, ``R_dec = E‖U(z_L − z^†)‖²_Σ`` and the cross
+        term ``E⟨β^† − β, U(z_L − z^†)⟩_Σ`` (the identity has ``2 × cross``).
+    e2e_se : float
+        Standard error of ``e2e``.
+    decomposition_gap : float
+        ``|R_e2e − (R_floor + R_dec + 2 cross)|``.
+    identity_gap : float
+        ``max |z_L − (z^† − (I − PA)^L z^†)|`` relative to ``max |z^†|``.
+    e2e_losses : ndarray (n,)
+        Per-prompt ``‖β_L − β‖²_Σ`` (for the EB bound).
+    violation_rate : float
+        Fraction of prompts with ``‖z_L − z^†‖ > ρ^L ‖z^†‖`` (``ρ = ‖I − PA‖_2``, rtol 1e-10).
+    ratio_mean : float
+        ``E[‖z_L − z^†‖ / (ρ^L ‖z^†‖)]``.
+    rho_mean, frac_rho_lt1 : float
+    dec_bound : float
+        ``‖Σ_x‖_2 E[ρ^{2L} ‖z^†‖²]`` (seed 000 §6.3).
+    """
+
+    e2e: float
+    e2e_se: float
+    floor: float
+    dec: float
+    cross: float
+    decomposition_gap: float
+    identity_gap: float
+    e2e_losses: np.ndarray
+    violation_rate: float
+    ratio_mean: float
+    rho_mean: float
+    frac_rho_lt1: float
+    dec_bound: float
+
+
+def latent_decomposition(
+    U: np.ndarray, P: np.ndarray, A: np.ndarray, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
+) -> LatentDecomposition:
+    """Every term of the encoder+decoder risk split for per-prompt latent preconditioners.
+
+    Parameters
+    ----------
+    U : ndarray (K, r)
+        Encoder subspace.
+    P : ndarray (r, r) or (n, r, r)
+        Latent preconditioners.
+    A, d : ndarray (n, r, r), (n, r)
+        Latent systems ``A = UᵀH_MU``, ``d = Uᵀc_M``
+        (:func:`iclcore.richardson.encdec.latent_systems`).
+    beta : ndarray (n, K)
+        Task vectors.
+    Sigma_x : ndarray (K, K)
+    L : int (``≥ 1``)
+    """
+    L = check_depth(L)
+    U = np.asarray(U, dtype=float)
+    sys_ = LinearSystems(H=A, d=d, x_star=np.zeros_like(np.asarray(d, dtype=float)))
+    n, r = sys_.n, sys_.K
+    if U.ndim != 2 or U.shape[1] != r:
+        raise ValueError(f"U: expected shape (K, {r}), got {U.shape}")
+    Ps = np.ascontiguousarray(sys_.preconditioner_stack(P))
+    zL = depth_error(Ps, sys_, L)[:, -1]  # x_star = 0, so this is z_L itself
+    zd = sys_.x_dagger
+    T = np.eye(r) - Ps @ sys_.H
+    z_id = zd - (np.linalg.matrix_power(T, L) @ zd[..., None])[..., 0]
+    Sx = np.asarray(Sigma_x, dtype=float)
+    e_floor = zd @ U.T - beta
+    e_dec = (zL - zd) @ U.T
+
+    def q(u, v):
+        return np.sum((u @ Sx) * v, axis=-1)
+
+    losses = q(e_floor + e_dec, e_floor + e_dec)
+    floor, dec, cross = q(e_floor, e_floor).mean(), q(e_dec, e_dec).mean(), q(e_floor, e_dec).mean()
+    rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    err = np.linalg.norm(zL - zd, axis=1)
+    bound = rho**L * np.linalg.norm(zd, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), 0.0)
+    return LatentDecomposition(
+        e2e=float(losses.mean()),
+        e2e_se=float(losses.std(ddof=1) / np.sqrt(n)),
+        floor=float(floor),
+        dec=float(dec),
+        cross=float(cross),
+        decomposition_gap=float(abs(losses.mean() - (floor + dec + 2 * cross))),
+        identity_gap=float(np.max(np.abs(zL - z_id)) / np.max(np.abs(zd))),
+        e2e_losses=losses,
+        violation_rate=float(np.mean(err > (1 + 1e-10) * bound)),
+        ratio_mean=float(ratio.mean()),
+        rho_mean=float(rho.mean()),
+        frac_rho_lt1=float(np.mean(rho < 1)),
+        dec_bound=float(np.linalg.norm(Sx, 2) * np.mean(rho ** (2 * L) * np.sum(zd**2, axis=1))),
+    )
