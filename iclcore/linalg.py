@@ -101,6 +101,17 @@ def joint_diagonalizer(C_seq: np.ndarray, sweeps: int = 100, tol: float = 1e-14)
     return V
 
 
+def _squared_singular_values(A: np.ndarray, name: str, what: str) -> np.ndarray:
+    """``σ_i(A)²``, descending along the last axis, of a non-zero matrix or of each matrix of a stack."""
+    A = finite_array(A, name)
+    if A.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix or a stack of matrices, got shape {A.shape}")
+    s = np.linalg.svd(A, compute_uv=False)
+    if np.any(s[..., 0] == 0):
+        raise ValueError(f"{name}: {what} of the zero matrix is undefined")
+    return s**2
+
+
 def stable_rank(A: np.ndarray, name: str = "A") -> float | np.ndarray:
     """Stable rank ``srank(A) = ‖A‖_F² / ‖A‖_2²`` (the main paper, §9).
 
@@ -120,14 +131,9 @@ def stable_rank(A: np.ndarray, name: str = "A") -> float | np.ndarray:
     ValueError
         Naming ``name`` for non-finite entries, fewer than two axes, or a zero matrix.
     """
-    A = finite_array(A, name)
-    if A.ndim < 2:
-        raise ValueError(f"{name}: expected a matrix or a stack of matrices, got shape {A.shape}")
-    s = np.linalg.svd(A, compute_uv=False)
-    if np.any(s[..., 0] == 0):
-        raise ValueError(f"{name}: stable rank of the zero matrix is undefined")
-    out = np.sum(s**2, axis=-1) / s[..., 0] ** 2
-    return float(out) if A.ndim == 2 else out
+    s2 = _squared_singular_values(A, name, "stable rank")
+    out = np.sum(s2, axis=-1) / s2[..., 0]
+    return float(out) if s2.ndim == 1 else out
 
 
 def top_energy(A: np.ndarray, k: int = 1, name: str = "A") -> float | np.ndarray:
@@ -151,17 +157,11 @@ def top_energy(A: np.ndarray, k: int = 1, name: str = "A") -> float | np.ndarray
         Naming ``name`` for non-finite entries, fewer than two axes, or a zero matrix; naming
         ``k`` outside ``[1, min(m, n)]``.
     """
-    A = finite_array(A, name)
-    if A.ndim < 2:
-        raise ValueError(f"{name}: expected a matrix or a stack of matrices, got shape {A.shape}")
-    s2 = np.linalg.svd(A, compute_uv=False) ** 2
+    s2 = _squared_singular_values(A, name, "top energy")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= s2.shape[-1]:
         raise ValueError(f"k: must be an integer in [1, {s2.shape[-1]}], got {k!r}")
-    tot = s2.sum(axis=-1)
-    if np.any(tot == 0):
-        raise ValueError(f"{name}: top energy of the zero matrix is undefined")
-    out = s2[..., :k].sum(axis=-1) / tot
-    return float(out) if A.ndim == 2 else out
+    out = s2[..., :k].sum(axis=-1) / s2.sum(axis=-1)
+    return float(out) if s2.ndim == 1 else out
 
 
 def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -107,6 +107,17 @@ def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, path_start: float 
     return _continuation(f_df, z, start, 1.0 + 0j, 40, "width_psi")
 
 
+def _contour_inputs(gammas: np.ndarray, k_max: float, n_nodes: int) -> tuple[np.ndarray, int]:
+    """Validated step sizes ``gammas`` (> 0) and node count (>= 16) of a contour enclosing ``[0, k_max]``."""
+    if not (np.isfinite(k_max) and k_max > 0):
+        raise ValueError(f"k_max: expected a positive spectral bound, got {k_max}")
+    n_nodes = positive_int(n_nodes, "n_nodes", minimum=16)
+    g, _ = nonnegative_grid(gammas, "gammas")
+    if np.any(g <= 0):
+        raise ValueError("gammas: expected values > 0 for the contour representation")
+    return g, n_nodes
+
+
 def _circle(center: float, radius: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and ``d zeta / (2 pi i)`` trapezoid weights of a counter-clockwise circle."""
     th = 2 * np.pi * (np.arange(n) + 0.5) / n
@@ -151,12 +162,7 @@ def width_loss_de(
     L = None if Ld == np.inf else Ld
     if L is None:
         raise ValueError("L: width_loss_de needs a finite depth")
-    if not (np.isfinite(k_max) and k_max > 0):
-        raise ValueError(f"k_max: expected a positive spectral bound, got {k_max}")
-    n_nodes = positive_int(n_nodes, "n_nodes", minimum=16)
-    g, _ = nonnegative_grid(gammas, "gammas")
-    if np.any(g <= 0):
-        raise ValueError("gammas: expected values > 0 for the contour representation")
+    g, n_nodes = _contour_inputs(gammas, k_max, n_nodes)
     aN = N / D
     C = omega * lam
     out = np.empty(g.size)
@@ -311,12 +317,7 @@ def two_point_loss_de(
     if np.isinf(Lf):
         raise ValueError("L: two_point_loss_de needs a finite depth")
     L = int(Lf)
-    if not (np.isfinite(k_max) and k_max > 0):
-        raise ValueError(f"k_max: expected a positive spectral bound, got {k_max}")
-    n_nodes = positive_int(n_nodes, "n_nodes", minimum=16)
-    g, _ = nonnegative_grid(gammas, "gammas")
-    if np.any(g <= 0):
-        raise ValueError("gammas: expected values > 0 for the contour representation")
+    g, n_nodes = _contour_inputs(gammas, k_max, n_nodes)
     a = np.asarray(a, float)
     out = np.empty(g.size)
     for i, gam in enumerate(g):

@@ -19,6 +19,7 @@ from iclcore.gd.statements import (
     gd_step,
     gradient,
     loss,
+    minimizer_point,
     unit_to_nonnegative,
     unit_to_real,
 )
@@ -71,13 +72,7 @@ def scalar_statements() -> list[Statement]:
         kind="conditional identity",
         origin="paper",
         params=("a", "wstar", "w", "eta"),
-        point=lambda t: {
-            "a": unit_to_real(t["a"]),
-            "wstar": unit_to_real(t["wstar"]),
-            "w": unit_to_real(t["w"]),
-            "eta": unit_to_real(t["eta"]),
-            "b": unit_to_real(t["a"]) * unit_to_real(t["wstar"]),
-        },
+        point=minimizer_point,
         holds=lambda q: (
             gd_step(q["w"], q["a"], q["b"], q["eta"]) - q["wstar"] == (1 - q["eta"] * q["a"]) * (q["w"] - q["wstar"])
         ),
@@ -97,13 +92,7 @@ def scalar_statements() -> list[Statement]:
         kind="conditional identity",
         origin="paper prose",
         params=("a", "wstar", "w", "c"),
-        point=lambda t: {
-            "a": unit_to_real(t["a"]),
-            "wstar": unit_to_real(t["wstar"]),
-            "w": unit_to_real(t["w"]),
-            "c": unit_to_real(t["c"]),
-            "b": unit_to_real(t["a"]) * unit_to_real(t["wstar"]),
-        },
+        point=minimizer_point,
         holds=lambda q: (
             loss(q["w"], q["a"], q["b"], q["c"]) - loss(q["wstar"], q["a"], q["b"], q["c"])
             == q["a"] * (q["w"] - q["wstar"]) ** 2
@@ -137,12 +126,7 @@ def scalar_statements() -> list[Statement]:
         kind="conditional identity",
         origin="paper",
         params=("a", "wstar", "w"),
-        point=lambda t: {
-            "a": unit_to_real(t["a"]),
-            "wstar": unit_to_real(t["wstar"]),
-            "w": unit_to_real(t["w"]),
-            "b": unit_to_real(t["a"]) * unit_to_real(t["wstar"]),
-        },
+        point=minimizer_point,
         holds=lambda q: gradient(q["w"], q["a"], q["b"]) == q["a"] * (q["w"] - q["wstar"]),
         residuals=lambda: expanded(gradient(w, a, a * wstar) - a * (w - wstar)),
         how="substitute b = a w*; sympy",
@@ -272,13 +256,7 @@ def scalar_statements() -> list[Statement]:
         kind="conditional identity",
         origin="paper prose",
         params=("a", "wstar", "w", "eta"),
-        point=lambda t: {
-            "a": unit_to_real(t["a"]),
-            "wstar": unit_to_real(t["wstar"]),
-            "w": unit_to_real(t["w"]),
-            "eta": unit_to_real(t["eta"]),
-            "b": unit_to_real(t["a"]) * unit_to_real(t["wstar"]),
-        },
+        point=minimizer_point,
         holds=lambda q: _k_steps(q, 6) - q["wstar"] == (1 - q["eta"] * q["a"]) ** 6 * (q["w"] - q["wstar"]),
         residuals=lambda: [
             sp.expand(

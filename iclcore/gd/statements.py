@@ -26,6 +26,7 @@ __all__ = [
     "MN_D",
     "unit_to_real",
     "unit_to_nonnegative",
+    "minimizer_point",
     "expanded",
 ]
 
@@ -59,6 +60,14 @@ def unit_to_real(t: Fraction) -> Fraction:
 def unit_to_nonnegative(t: Fraction) -> Fraction:
     """Map ``t in [0, 1]`` to ``[0, R]``, ``R = 8``."""
     return R * t
+
+
+def minimizer_point(t: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """The point of a "``b = a w*``" statement: every parameter of ``t`` mapped by
+    :func:`unit_to_real`, and ``b = a w*`` (so that ``w*`` solves ``a w* = b``)."""
+    q = {k: unit_to_real(x) for k, x in t.items()}
+    q["b"] = q["a"] * q["wstar"]
+    return q
 
 
 def expanded(*exprs: Any) -> list[sp.Expr]:

@@ -364,6 +364,18 @@ def ks_critical_value(n: int, m: int | None = None, alpha: float = 0.01) -> floa
     return float(math.sqrt(math.log(2.0 / alpha) / 2.0 * w))
 
 
+def _stable_rank_and_top_energy(P: np.ndarray, k: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`iclcore.linalg.stable_rank` and :func:`iclcore.linalg.top_energy` of each matrix of a
+    stack (T, m, n), both set to 0 for a zero matrix (the ``P_0 = 0`` start of a trajectory)."""
+    nz = np.linalg.norm(P, axis=(-2, -1)) > 0
+    sr = np.zeros(P.shape[0])
+    te = np.zeros(P.shape[0])
+    if nz.any():
+        sr[nz] = stable_rank(P[nz], name)
+        te[nz] = top_energy(P[nz], k)
+    return sr, te
+
+
 @dataclass(frozen=True)
 class DecoderOrderParameters:
     """Order parameters along decoder-only checkpoints (leading axis = checkpoint).
@@ -408,12 +420,7 @@ def decoder_order_parameters(
     P = _stack(P, "P")
     if P.ndim != 3:
         raise ValueError(f"P: expected a stack (T, K, K), got {P.shape}")
-    nz = np.linalg.norm(P, axis=(-2, -1)) > 0
-    sr = np.zeros(P.shape[0])
-    te = np.zeros(P.shape[0])
-    if nz.any():
-        sr[nz] = stable_rank(P[nz], "P")
-        te[nz] = top_energy(P[nz], k)
+    sr, te = _stable_rank_and_top_energy(P, k, "P")
     return DecoderOrderParameters(
         rho_pop=np.atleast_1d(iteration_spectral_radius(P, H_inf)),
         srank=sr,
@@ -472,12 +479,7 @@ def latent_order_parameters(
             f"U, P_z, P_z_star: expected (S, K, r), (S, r, r), (S, r, r); got {U.shape}, {P_z.shape}, {P_z_star.shape}"
         )
     A_inf = latent_population_system(U, H_inf)
-    nz = np.linalg.norm(P_z, axis=(-2, -1)) > 0
-    sr = np.zeros(P_z.shape[0])
-    te = np.zeros(P_z.shape[0])
-    if nz.any():
-        sr[nz] = stable_rank(P_z[nz], "P_z")
-        te[nz] = top_energy(P_z[nz], k)
+    sr, te = _stable_rank_and_top_energy(P_z, k, "P_z")
     return LatentOrderParameters(
         sin2=np.atleast_1d(subspace_error(U, U_star)),
         rho_pop=np.atleast_1d(iteration_spectral_radius(P_z, A_inf)),
