@@ -57,9 +57,7 @@ def scalar_statements() -> list[Statement]:
             - loss(gd_step(q["w"], q["a"], q["b"], q["eta"]), q["a"], q["b"], q["c"])
             == q["eta"] * (2 - q["eta"] * q["a"]) * gradient(q["w"], q["a"], q["b"]) ** 2
         ),
-        residuals=lambda: expanded(
-            loss(w, a, b, c) - loss(gd_step(w, a, b, eta), a, b, c) - eta * (2 - eta * a) * g_**2
-        ),
+        residuals=_loss_decrease_residuals,
         how="sympy expand(lhs - rhs) = 0",
         verdict="holds",
     )
@@ -207,9 +205,7 @@ def scalar_statements() -> list[Statement]:
             loss(gd_step(q["w"], q["a"], q["b"], q["eta"]), q["a"], q["b"], q["c"])
             <= loss(q["w"], q["a"], q["b"], q["c"])
         ),
-        residuals=lambda: expanded(
-            loss(w, a, b, c) - loss(gd_step(w, a, b, eta), a, b, c) - eta * (2 - eta * a) * g_**2
-        ),
+        residuals=_loss_decrease_residuals,
         how="LDI: L - L+ = [η(2-ηa)]·g², both factors ≥ 0 in the window",
         verdict="holds (the window 0 ≤ ηa ≤ 2 is the ½-loss window)",
     )
@@ -277,11 +273,7 @@ def scalar_statements() -> list[Statement]:
         kind="inequality",
         origin="paper",
         params=("p", "y1", "dy"),
-        point=lambda t: {
-            "p": t["p"],
-            "y1": unit_to_real(t["y1"]),
-            "y2": unit_to_real(t["y1"]) + unit_to_nonnegative(t["dy"]),
-        },
+        point=_softmax_pair_point,
         holds=lambda q: q["p"] * q["y1"] + (1 - q["p"]) * q["y2"] >= q["y1"],
         residuals=lambda: expanded(p * y1 + (1 - p) * y2 - y1 - (1 - p) * (y2 - y1)),
         how="ŷ - y1 = (1-p)(y2-y1)",
@@ -296,11 +288,7 @@ def scalar_statements() -> list[Statement]:
         kind="inequality",
         origin="paper",
         params=("p", "y1", "dy"),
-        point=lambda t: {
-            "p": t["p"],
-            "y1": unit_to_real(t["y1"]),
-            "y2": unit_to_real(t["y1"]) + unit_to_nonnegative(t["dy"]),
-        },
+        point=_softmax_pair_point,
         holds=lambda q: q["p"] * q["y1"] + (1 - q["p"]) * q["y2"] <= q["y2"],
         residuals=lambda: expanded(y2 - (p * y1 + (1 - p) * y2) - p * (y2 - y1)),
         how="y2 - ŷ = p(y2-y1)",
@@ -589,3 +577,16 @@ def _breal_point(t: Mapping[str, Fraction]) -> dict[str, Any]:
         "ap": sum(pi * x * x for pi, x in zip(ps, xs)),
         "bp": sum(pi * x * y for pi, x, y in zip(ps, xs, ys)),
     }
+
+
+def _loss_decrease_residuals() -> list[sp.Expr]:
+    """LDI: ``L(w) - L(w - η g) - η (2 - η a) g²`` (also the certificate of A5+)."""
+    return expanded(
+        loss(w, a, b, c) - loss(gd_step(w, a, b, eta), a, b, c) - eta * (2 - eta * a) * gradient(w, a, b) ** 2
+    )
+
+
+def _softmax_pair_point(t: Mapping[str, Fraction]) -> dict[str, Any]:
+    """A weight ``p ∈ [0, 1]`` and two labels ``y1 ≤ y2`` (family B, two-token softmax prediction)."""
+    y1_ = unit_to_real(t["y1"])
+    return {"p": t["p"], "y1": y1_, "y2": y1_ + unit_to_nonnegative(t["dy"])}
