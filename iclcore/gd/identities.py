@@ -5,7 +5,7 @@ Notation (seed 004 §1, scalar model): ``a = sum x_i^2``, ``b = sum x_i y_i``, `
 ``L(w) = a w^2 - 2 b w + c`` (exactly ``sum (w x_i - y_i)^2``), ``g = a w - b`` (the gradient of
 ``L/2``), ``w+ = w - eta g``, ``a w* = b``, ``e = w - w*``.
 
-Every statement is a :class:`Statement`:
+Every statement is a :class:`~iclcore.gd.statements.Statement`:
 
 * ``params``: names of unit-interval parameters ``t in [0, 1]`` (or ``(0, 1)`` when ``open``);
   ``point(t)`` maps them to a point that satisfies the hypotheses by construction, so property

@@ -199,7 +199,7 @@ def _lift_point_layers(t: Mapping[str, Fraction]) -> dict[str, Any]:
 
 
 def matrix_lift_statements() -> list[Statement]:
-    """Our matrix lifts of the scalar ladder (not in seed 004), as :class:`Statement` objects."""
+    """Our matrix lifts of the scalar ladder (not in seed 004), as :class:`~iclcore.gd.statements.Statement` objects."""
     out = [
         Statement(
             label="L1",
