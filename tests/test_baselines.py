@@ -109,6 +109,10 @@ def test_bad_input():
         depth_risk(np.eye(s.K), s, -1)
     with pytest.raises(ValueError, match="P"):
         depth_risk(np.eye(s.K + 1), s, 2)
+    with pytest.raises(ValueError, match="^P: must be finite"):
+        depth_risk(np.full((s.K, s.K), np.nan), s, 2)  # a shared P is checked like a per-task stack
+    shared = s.preconditioner_stack(0.5 * np.eye(s.K))
+    assert shared.shape == (s.n, s.K, s.K) and np.all(shared == 0.5 * np.eye(s.K))
     with pytest.raises(ValueError, match="kind"):
         scaled_family_risk(s, "gauss", 0.1, 2)
     with pytest.raises(ValueError, match="H"):

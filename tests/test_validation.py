@@ -18,6 +18,7 @@ from iclcore.validation import (
     positive_float,
     positive_int,
     spectrum_pair,
+    square_matrix,
     symmetric_psd,
 )
 
@@ -102,6 +103,16 @@ def test_array_checks_name_the_parameter() -> None:
         spectrum_pair([1.0, 0.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="^omega:"):
         spectrum_pair([1.0, 0.5], [1.0])
+
+
+def test_square_matrix() -> None:
+    np.testing.assert_array_equal(square_matrix([[1, 2], [3, 4]], "G0", 2), [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ValueError, match="^G0: must be a square matrix"):
+        square_matrix(np.ones((2, 3)), "G0")
+    with pytest.raises(ValueError, match="^G0: shape"):
+        square_matrix(np.eye(3), "G0", 2)
+    with pytest.raises(ValueError, match="^Q: contains NaN"):
+        square_matrix(np.full((2, 2), np.nan), "Q")
 
 
 def test_symmetric_psd() -> None:
