@@ -90,9 +90,20 @@ def test_every_image_loaded(reports) -> None:
     assert sum(r.checks.get("n_images", 0) for r in reports) > 0
 
 
+# Pages whose display maths may still scroll inside their box at the phone width: the API page renders
+# iclcore's docstrings, whose long equations are not split over lines yet.
+PHONE_SCROLL_ALLOWED = {"book/generated/api.html"}
+
+
 def test_no_display_equation_overflows(reports) -> None:
     assert not _problems(reports, "beyond the column") + _problems(reports, "scrolls sideways")
-    # At 1280 px every display equation fits its column (book/_static/icl.js scales wide ones down);
-    # at 390 px the widest may scroll inside their own box (contained, checked above).
-    wide = [(r.page, m["math"]) for r in reports if r.width >= 1280 for m in r.checks.get("math_scrolls", [])]
-    assert not wide, f"display equations wider than the column at 1280 px: {wide}"
+    # book/_static/icl.js scales a wide display equation down to fit its column (never below 60 %); one
+    # still wider would scroll inside its own box. The chapters split long equations over lines, so none
+    # scrolls at 1280 px or at 390 px. 2 px of slack: icl.js and the inspector round the widths differently.
+    wide = [
+        (r.page, r.width, m["width"], m["box"], m["math"])
+        for r in reports
+        for m in r.checks.get("math_scrolls", [])
+        if m["width"] > m["box"] + 2 and not (r.width < 1280 and r.page in PHONE_SCROLL_ALLOWED)
+    ]
+    assert not wide, f"display equations wider than their column (page, px, width, box, maths): {wide}"
