@@ -1,0 +1,134 @@
+"""Standard errors of Monte Carlo and training quantities (the error model of the claims ledger).
+
+The ledger (``book/reported/*.yml``) grades a random quantity ``X`` against a reported number with
+``|X - reported| <= z SE (+ a stated discretisation term)``; the notebooks emit ``SE`` with these
+functions. Conventions:
+
+* :func:`standard_error` is the standard error of a mean over independent draws (replicas, seeds,
+  held-out prompts): sample standard deviation (``ddof = 1``) over ``sqrt(n)``.
+* :func:`replica_spread` is the standard deviation of *one* draw, estimated from independent replicas
+  of it: the standard error of a single-run quantity (one training run) as an estimate of its mean.
+* :func:`paired_standard_error` is the standard error of a mean difference on the same draws.
+* :func:`combined_standard_error` adds the standard errors of independent sources in quadrature.
+* :func:`ratio_standard_error` is the delta-method standard error of ``a / b``.
+* A correlated time series uses batch means (:func:`iclcore.models.probes.batch_means`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "standard_error",
+    "replica_spread",
+    "paired_standard_error",
+    "combined_standard_error",
+    "ratio_standard_error",
+]
+
+
+def _draws(x: ArrayLike, name: str, axis: int) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        raise ValueError(f"{name}: expected an array of draws along axis {axis}, got a scalar")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name}: expected finite draws")
+    if x.shape[axis] < 2:
+        raise ValueError(f"{name}: a standard error needs at least 2 draws along axis {axis}, got {x.shape[axis]}")
+    return x
+
+
+def standard_error(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
+    """Standard error of the mean of independent draws: ``std(x, ddof=1) / sqrt(n)`` along ``axis``.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, ...)
+        ``n >= 2`` independent draws along ``axis``; finite.
+    axis : int
+
+    Returns
+    -------
+    float or ndarray (the shape of ``x`` without ``axis``)
+    """
+    x = _draws(x, "x", axis)
+    se = x.std(axis=axis, ddof=1) / math.sqrt(x.shape[axis])
+    return float(se) if np.ndim(se) == 0 else se
+
+
+def replica_spread(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
+    """Standard deviation ``std(x, ddof=1)`` of one draw, estimated from ``n >= 2`` independent replicas.
+
+    The standard error of a quantity measured on a single run (e.g. the final iterate of one SGD run)
+    as an estimate of its expectation over runs.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, ...)
+        Independent replicas along ``axis``, one of which may be the run reported.
+    axis : int
+    """
+    x = _draws(x, "x", axis)
+    sd = x.std(axis=axis, ddof=1)
+    return float(sd) if np.ndim(sd) == 0 else sd
+
+
+def paired_standard_error(a: ArrayLike, b: ArrayLike, axis: int = 0) -> np.ndarray | float:
+    """Standard error of ``mean(a) - mean(b)`` when ``a`` and ``b`` are measured on the same draws.
+
+    ``standard_error(a - b)``: the common part of the noise cancels (paired comparison).
+
+    Parameters
+    ----------
+    a, b : array_like, same shape, draws along ``axis``
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"b: paired draws need the shape of a {a.shape}, got {b.shape}")
+    return standard_error(a - b, axis)
+
+
+def combined_standard_error(*se: float) -> float:
+    """``sqrt(sum se_i^2)``: the standard error of a sum of independent estimates (quadrature).
+
+    Parameters
+    ----------
+    *se : float
+        Non-negative finite standard errors (at least one).
+    """
+    if not se:
+        raise ValueError("se: expected at least one standard error")
+    v = np.asarray(se, dtype=float)
+    if not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError(f"se: expected non-negative finite standard errors, got {se!r}")
+    return float(math.sqrt(float(np.sum(v**2))))
+
+
+def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: float = 0.0) -> float:
+    """Delta-method standard error of ``a / b``.
+
+    ``Var(a/b) ≈ (a/b)^2 (se_a^2/a^2 + se_b^2/b^2 - 2 cov/(a b))``, written without dividing by
+    ``a`` so that ``a = 0`` is allowed: ``sqrt(se_a^2 - 2 (a/b) cov + (a/b)^2 se_b^2) / |b|``.
+
+    Parameters
+    ----------
+    a, b : float
+        Estimates (``b != 0``).
+    se_a, se_b : float
+        Their standard errors (``>= 0``).
+    cov : float
+        Covariance of the two estimates (0 for independent ones).
+    """
+    vals = (a, se_a, b, se_b, cov)
+    if not all(math.isfinite(float(v)) for v in vals):
+        raise ValueError(f"a, se_a, b, se_b, cov: expected finite numbers, got {vals!r}")
+    if b == 0:
+        raise ValueError("b: the denominator of a ratio must be non-zero")
+    if se_a < 0 or se_b < 0:
+        raise ValueError(f"se_a, se_b: standard errors must be >= 0, got {se_a!r}, {se_b!r}")
+    r = a / b
+    var = se_a**2 - 2.0 * r * cov + r**2 * se_b**2
+    return float(math.sqrt(max(var, 0.0)) / abs(b))

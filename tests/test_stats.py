@@ -1,0 +1,92 @@
+"""iclcore.stats: standard errors of the ledger's error model, against closed forms and simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from iclcore.stats import (
+    combined_standard_error,
+    paired_standard_error,
+    ratio_standard_error,
+    replica_spread,
+    standard_error,
+)
+
+
+def test_standard_error_closed_form() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    # sample variance 5/3, n = 4
+    assert standard_error(x) == pytest.approx(math.sqrt(5 / 3) / 2, rel=1e-14)
+    assert replica_spread(x) == pytest.approx(math.sqrt(5 / 3), rel=1e-14)
+
+
+def test_standard_error_along_an_axis() -> None:
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    se = standard_error(x, axis=0)
+    assert se.shape == (3,)
+    np.testing.assert_allclose(se, x.std(axis=0, ddof=1) / math.sqrt(5), rtol=1e-14)
+    np.testing.assert_allclose(standard_error(x.T, axis=1), se, rtol=1e-14)
+
+
+def test_standard_error_covers_the_mean_at_the_stated_rate() -> None:
+    # 2000 repetitions of a mean of 50 exponential draws (mean 1): |mean - 1| <= 2 SE in about 95 %
+    rng = np.random.default_rng(1)
+    x = rng.exponential(size=(2000, 50))
+    z = np.abs(x.mean(axis=1) - 1.0) / standard_error(x, axis=1)
+    cover = np.mean(z <= 2.0)
+    assert abs(cover - 0.95) < 0.03  # binomial SE ~ 0.005; t and skewness corrections ~ 0.01
+
+
+def test_paired_standard_error_removes_the_common_noise() -> None:
+    rng = np.random.default_rng(2)
+    common = rng.normal(scale=10.0, size=4000)
+    a = common + rng.normal(scale=0.1, size=4000)
+    b = common + rng.normal(scale=0.1, size=4000)
+    assert paired_standard_error(a, b) == pytest.approx(math.sqrt(0.02) / math.sqrt(4000), rel=0.05)
+    assert paired_standard_error(a, b) < standard_error(a) / 50
+    with pytest.raises(ValueError, match="^b:"):
+        paired_standard_error(a, b[:-1])
+
+
+def test_combined_standard_error_is_quadrature() -> None:
+    assert combined_standard_error(3.0, 4.0) == pytest.approx(5.0, rel=1e-15)
+    assert combined_standard_error(0.2) == 0.2
+    with pytest.raises(ValueError, match="^se:"):
+        combined_standard_error()
+    with pytest.raises(ValueError, match="^se:"):
+        combined_standard_error(1.0, -1.0)
+    with pytest.raises(ValueError, match="^se:"):
+        combined_standard_error(float("nan"))
+
+
+def test_ratio_standard_error_matches_simulation() -> None:
+    # independent means a ~ N(2, 0.05^2), b ~ N(4, 0.1^2): sd of a/b against the delta method
+    rng = np.random.default_rng(3)
+    a = 2.0 + 0.05 * rng.normal(size=200_000)
+    b = 4.0 + 0.1 * rng.normal(size=200_000)
+    se = ratio_standard_error(2.0, 0.05, 4.0, 0.1)
+    assert se == pytest.approx(0.5 * math.sqrt((0.05 / 2) ** 2 + (0.1 / 4) ** 2), rel=1e-14)
+    assert np.std(a / b) == pytest.approx(se, rel=0.02)  # second-order terms ~ (0.025)^2 relative
+    # a = 0 allowed; full positive correlation of a = b gives 0
+    assert ratio_standard_error(0.0, 0.1, 2.0, 0.3) == pytest.approx(0.05)
+    assert ratio_standard_error(1.0, 0.1, 1.0, 0.1, cov=0.01) == pytest.approx(0.0, abs=1e-8)  # sqrt of rounding
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: standard_error([1.0]), "^x:"),
+        (lambda: standard_error(1.0), "^x:"),
+        (lambda: standard_error([1.0, np.nan]), "^x:"),
+        (lambda: replica_spread(np.ones((1, 3))), "^x:"),
+        (lambda: ratio_standard_error(1.0, 0.1, 0.0, 0.1), "^b:"),
+        (lambda: ratio_standard_error(1.0, -0.1, 1.0, 0.1), "^se_a"),
+        (lambda: ratio_standard_error(1.0, 0.1, float("inf"), 0.1), "^a, se_a"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        call()
