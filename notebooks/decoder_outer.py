@@ -41,6 +41,7 @@ n_pool = 4096        # pool of held-out losses for the coverage simulation; rang
 n_cov_repeats = 2000 # repetitions of the coverage simulation; range: [1, 20000]
 p_cov = 0.3          # Bernoulli law of the coverage check with power; range: (0, 1)
 n_cov_small = 40     # sample size of that check; range: [1, 500]
+n_replicas = 3      # further independent training runs: standard errors of single-run quantities; range: [1, 50]
 seed = 0
 
 # %% tags=["presets"]
@@ -54,6 +55,7 @@ import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
+from iclcore.richardson.baselines import depth_error as system_depth_error
 from iclcore.richardson.baselines import depth_risk as system_depth_risk
 from iclcore.richardson.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
 from iclcore.richardson.decoder import (
@@ -76,6 +78,13 @@ from iclcore.richardson.iterates import (
 )
 from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
 from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+from iclcore.stats import (
+    combined_standard_error,
+    paired_standard_error,
+    ratio_standard_error,
+    replica_spread,
+    standard_error,
+)
 
 use_style()
 t_start = time.perf_counter()
@@ -326,6 +335,51 @@ for m in methods:
     print(f"{m:10s} {cmp_small.test_risk[m]:14.2e} {cmp_L.test_risk[m]:14.2e}")
 print(f"{'learned P':10s} {R_base_learned[L_small]:14.2e} {R_base_learned[L]:14.2e}")
 
+# %% [markdown]
+# ## Standard errors of the single-run quantities
+# $P_{800}$ comes from one SGD run. `n_replicas` further runs (independent streams, same setting) give the
+# spread of a single run's value (`iclcore.stats.replica_spread` over the main run and the replicas); the
+# held-out prompts add the standard error of a prompt mean (`standard_error`, or `paired_standard_error` for
+# two preconditioners on the same prompts). Independent sources add in quadrature.
+
+# %%
+P_rep = np.stack([P_fin] + [
+    online_decoder_training(cfg, eta, steps, batch, np.random.default_rng([seed, 1, j]), checkpoints=np.array([steps])).P[-1]
+    for j in range(n_replicas)])                                     # (1 + n_replicas, K, K)
+rel_err_rep = relative_error(P_rep, P_star)
+R_obs_rep = empirical_decoder_risk(P_rep, d_ev, z_ev)
+R_depth_rep = depth_risk(P_rep, ev, L, "target")
+con_rep = np.array([contraction_factor(P, ev.H_M).operator_norm.mean() for P in P_rep])
+loss_target = np.sum((E[:, -1] + ev.z_dagger - ev.z_star) ** 2, 1) / K   # per-prompt (1/K)||z_L - z*||^2, P_800
+assert np.isclose(loss_target.mean(), R_L_target[-1], rtol=1e-10)
+con_prompts = contraction_factor(P_fin, ev.H_M).operator_norm
+R_obs_final_se = combined_standard_error(replica_spread(R_obs_rep), se_obs[-1])
+R_depth_final_se = combined_standard_error(replica_spread(R_depth_rep), standard_error(loss_target))
+
+
+def _prompt_losses(P, ell):  # per-prompt (1/K)||x_ell - x^dagger||^2 on the baseline test systems
+    return np.sum(system_depth_error(P, sys_test, ell)[:, -1] ** 2, 1) / K
+
+
+def _gap_se(cmp, ell):  # paired prompt SE of (learned - comparator), worst comparator, with the SGD spread
+    learned = _prompt_losses(P_fin, ell)
+    paired = max(paired_standard_error(learned, _prompt_losses(cmp.baselines[m].preconditioners(sys_test.H), ell))
+                 for m in ("scalar", "h_inf"))
+    return combined_standard_error(paired, replica_spread([system_depth_risk(P, sys_test, ell) for P in P_rep]))
+
+
+se_metrics = {
+    "rel_err_final_se": replica_spread(rel_err_rep),
+    "R_obs_final_se": R_obs_final_se,
+    "R_depth_final_se": R_depth_final_se,
+    "direct_over_depth_se": ratio_standard_error(R_obs[-1], R_obs_final_se, R_L_target[-1], R_depth_final_se),
+    "mean_contraction_final_se": combined_standard_error(replica_spread(con_rep), standard_error(con_prompts)),
+    "baseline_gap_se": _gap_se(cmp_L, L),
+    "baseline_small_gap_se": _gap_se(cmp_small, L_small),
+    "n_replicas": n_replicas,
+}
+print({k: f"{v:.1e}" for k, v in se_metrics.items()})
+
 # %%
 runtime = time.perf_counter() - t_start
 metrics = {
@@ -386,6 +440,7 @@ metrics = {
     "baseline_risk_small_learned": float(R_base_learned[L_small]),
     "baseline_scalar_eta": cmp_L.baselines["scalar"].param,
     "baseline_jacobi_omega": cmp_L.baselines["jacobi"].param,
+    **se_metrics,
     "train_seconds": t_train,
     "runtime_seconds": runtime,
 }
