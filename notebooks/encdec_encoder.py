@@ -38,6 +38,7 @@ M_sub = 64          # prompt length of the ridge estimates; range: [1, 1000]
 sigma_sub = 0.3     # label noise of the prompts
 N_max = 20000       # largest number of estimated task vectors; range: [1, 1000000]
 n_N = 9             # number of N values (log-spaced from 30 to N_max); range: [1, 100]
+n_replicas = 3      # further noise-free runs (same problem and G_0): standard errors of single-run ratios; range: [1, 50]
 seed = 0
 
 # %% tags=["presets"]
@@ -49,6 +50,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iclcore.models.probes import batch_means
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.dynamics import gd_iterate
 from iclcore.richardson.encdec import make_lowrank_model, sample_lowrank_prompts
@@ -58,6 +60,7 @@ from iclcore.richardson.encoder import (
     encoder_risk,
     make_encoder_problem,
     online_encoder_run,
+    sgd_multiplicative_excess,
     sgd_stationary_sq_error,
 )
 from iclcore.richardson.subspace import (
@@ -71,6 +74,7 @@ from iclcore.richardson.subspace import (
     top_r_subspace,
     wedin_sin_bound,
 )
+from iclcore.stats import replica_spread
 
 use_style()
 t_start = time.perf_counter()
@@ -104,6 +108,11 @@ se_noisy = float(np.sqrt(2.0 / (q * n_eval)))  # relative s.e. of a mean of sigm
 rel_err_stationary = float(np.sqrt(sgd_stationary_sq_error(prob_noisy, eta_noisy, batch_noisy))
                            / np.linalg.norm(prob_noisy.G_star))
 rel_err_time_avg = float(np.sqrt(np.mean(res_n.rel_err[steps // 2:] ** 2)))
+# its standard error: batch means (10 blocks) of the correlated series rel_err^2, then the delta method for sqrt
+_, se_sq = batch_means(res_n.rel_err[steps // 2:] ** 2, 10)
+rel_err_time_avg_se = se_sq / (2 * rel_err_time_avg)
+# the stationary formula drops the multiplicative gradient noise: relative size ~ eta Tr(Sigma_z) / B
+rel_err_multiplicative_term = eta_noisy * float(np.trace(prob_noisy.Sigma_z)) / batch_noisy
 # subspace error is second order: sin Θ <= ||G - G⋆||_2 / σ_r(G)
 wedin_noisy = wedin_sin_bound(res_n.G[-1], prob_noisy.G_star) ** 2
 table1 = {
@@ -151,6 +160,16 @@ G0c = rng_c.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng_c, n_eval=n_eval)
 log_ratio = np.log(res_c.risk_heldout / res_c.risk_pred)
 wedin_clean = wedin_sin_bound(res_c.G[-1], prob_clean.G_star) ** 2
+# standard errors of the single-run ratios: further runs from the same problem and G_0 (independent streams);
+# the spread includes the held-out sampling (each run draws its own held-out set)
+reps = [res_c] + [online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, np.random.default_rng([seed, 4, j]),
+                                     n_eval=n_eval) for j in range(n_replicas)]
+clean_se = {
+    "clean_ratio_final_se": replica_spread([r_.risk_heldout[-1] / r_.risk_pred[-1] for r_ in reps]),
+    "clean_rel_err_ratio_final_se": replica_spread([r_.rel_err[-1] / r_.rel_err_pred[-1] for r_ in reps]),
+    "clean_max_abs_log_ratio_se": replica_spread([np.abs(np.log(r_.risk_heldout / r_.risk_pred)).max() for r_ in reps]),
+    "clean_sgd_excess": sgd_multiplicative_excess(prob_clean, eta_clean, batch_clean, steps),
+}
 clean = {
     "R_enc final observed (held-out)": res_c.risk_heldout[-1],
     "R_enc final observed (exact, iterate)": res_c.risk_iterate[-1],
@@ -278,6 +297,8 @@ write_metrics({
     "noisy_sin2_final": res_n.sin2[-1],
     "noisy_rel_err_stationary_pred": rel_err_stationary,
     "noisy_rel_err_time_avg": rel_err_time_avg,
+    "noisy_rel_err_time_avg_se": rel_err_time_avg_se,
+    "noisy_rel_err_multiplicative_term": rel_err_multiplicative_term,
     "noisy_sin2_wedin_bound": wedin_noisy,
     "noise_floor": prob_noisy.noise_floor,
     "clean_risk_heldout_final": res_c.risk_heldout[-1],
@@ -290,6 +311,8 @@ write_metrics({
     "clean_sin2_final": res_c.sin2[-1],
     "clean_sin2_wedin_bound": wedin_clean,
     "clean_max_abs_log_ratio": np.abs(log_ratio).max(),
+    **clean_se,
+    "n_replicas": n_replicas,
     "subspace_reff": reff,
     "subspace_gamma": gamma,
     "subspace_sin_estimated_final": sin_est[-1],
