@@ -11,12 +11,16 @@ functions. Conventions:
 * :func:`paired_standard_error` is the standard error of a mean difference on the same draws.
 * :func:`combined_standard_error` adds the standard errors of independent sources in quadrature.
 * :func:`ratio_standard_error` is the delta-method standard error of ``a / b``.
+* :func:`pooled_ks_distance` is the Kolmogorov distance of a sample pooled over independent draws
+  (e.g. the eigenvalues of several random matrices) with the standard error of the pooled cdf at the
+  point where the distance is attained.
 * A correlated time series uses batch means (:func:`iclcore.models.probes.batch_means`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -27,6 +31,7 @@ __all__ = [
     "paired_standard_error",
     "combined_standard_error",
     "ratio_standard_error",
+    "pooled_ks_distance",
 ]
 
 
@@ -132,3 +137,43 @@ def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: floa
     r = a / b
     var = se_a**2 - 2.0 * r * cov + r**2 * se_b**2
     return float(math.sqrt(max(var, 0.0)) / abs(b))
+
+
+def pooled_ks_distance(samples: ArrayLike, cdf: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]:
+    """Kolmogorov distance ``sup_x |F_n(x) - F(x)|`` of a pooled sample, with a standard error.
+
+    ``samples`` holds ``n >= 2`` independent draws of ``m`` values each (the values within a draw may
+    be dependent, e.g. the eigenvalues of one random matrix). The pooled empirical cdf is the mean of
+    the per-draw empirical cdfs, so at a fixed point its standard error is
+    ``std_d(F_d(x)) / sqrt(n)``; it is evaluated at the point ``x*`` where the distance is attained
+    (right limit ``F_d(x*)`` when ``F_n - F`` is largest there, left limit ``F_d(x*-)`` otherwise).
+
+    Parameters
+    ----------
+    samples : array_like, shape (n, m)
+        Finite values; draws along axis 0.
+    cdf : callable
+        Vectorised target cdf ``F``.
+
+    Returns
+    -------
+    (distance, standard_error) : floats
+        ``distance`` equals ``scipy.stats.kstest(samples.ravel(), cdf).statistic``.
+    """
+    x = np.asarray(samples, dtype=float)
+    if x.ndim != 2 or x.shape[1] < 1:
+        raise ValueError(f"samples: expected an array (n draws, m values), got shape {x.shape}")
+    x = _draws(x, "samples", 0)
+    pooled = np.sort(x.ravel())
+    N = pooled.size
+    F = np.asarray(cdf(pooled), dtype=float)
+    if F.shape != pooled.shape or not np.all(np.isfinite(F)):
+        raise ValueError("cdf: expected a vectorised function returning finite values")
+    d_plus = np.arange(1, N + 1) / N - F
+    d_minus = F - np.arange(N) / N
+    i_p, i_m = int(np.argmax(d_plus)), int(np.argmax(d_minus))
+    if d_plus[i_p] >= d_minus[i_m]:
+        dist, at = float(d_plus[i_p]), np.mean(x <= pooled[i_p], axis=1)
+    else:
+        dist, at = float(d_minus[i_m]), np.mean(x < pooled[i_m], axis=1)
+    return dist, float(at.std(ddof=1) / math.sqrt(x.shape[0]))

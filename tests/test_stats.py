@@ -90,3 +90,38 @@ def test_ratio_standard_error_matches_simulation() -> None:
 def test_bad_input_names_the_parameter(call, match) -> None:
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_pooled_ks_distance_is_scipys_statistic() -> None:
+    from scipy import stats as sps
+
+    from iclcore.stats import pooled_ks_distance
+
+    x = np.random.default_rng(4).normal(size=(20, 50))
+    d, se = pooled_ks_distance(x, sps.norm.cdf)
+    assert d == pytest.approx(sps.kstest(x.ravel(), sps.norm.cdf).statistic, abs=1e-15)
+    assert se > 0
+
+
+def test_pooled_ks_standard_error_matches_the_binomial_law_for_iid_draws() -> None:
+    # iid uniform values: F_d(x) is binomial(m, x)/m, so the SE at x is sqrt(x (1 - x) / (n m))
+    from iclcore.stats import pooled_ks_distance
+
+    rng = np.random.default_rng(5)
+    n, m = 400, 25
+    x = rng.random((n, m))
+    d, se = pooled_ks_distance(x, lambda u: np.clip(u, 0.0, 1.0))
+    # the sup is attained where F(1 - F) is large: the SE lies between its values at F = 0.1 and F = 0.5
+    assert math.sqrt(0.09 / (n * m)) * 0.8 <= se <= math.sqrt(0.25 / (n * m)) * 1.2
+    assert d < 4 * math.sqrt(0.25 / (n * m))  # Kolmogorov: P(sqrt(N) D > 2) < 1e-3
+
+
+def test_pooled_ks_distance_rejects_bad_input() -> None:
+    from iclcore.stats import pooled_ks_distance
+
+    with pytest.raises(ValueError, match="^samples:"):
+        pooled_ks_distance(np.ones(5), lambda u: u)
+    with pytest.raises(ValueError, match="^samples:"):
+        pooled_ks_distance(np.ones((1, 5)), lambda u: u)
+    with pytest.raises(ValueError, match="^cdf:"):
+        pooled_ks_distance(np.ones((2, 5)), lambda u: np.full(3, 0.5))
