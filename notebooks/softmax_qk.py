@@ -68,6 +68,7 @@ from iclcore.models.softmax import (
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, oracle_risk
 from iclcore.richardson.tasks import TaskConfig
+from iclcore.stats import standard_error
 
 use_style()
 t_start = time.perf_counter()
@@ -279,6 +280,7 @@ metrics = {
     "gauge_kernel_rel_diff": gauge_kernel,
     "gauge_raw_rel_change": gauge_raw,
     "jac_spread_softmax_mean": float(js["dev"].mean()),
+    "jac_spread_softmax_se": standard_error(js["dev"]),  # over the n_eval held-out prompts (fixed trained model)
     "jac_spread_softmax_max": float(js["dev"].max()),
     "jac_spread_linear_max": float(jac["linear"]["dev"].max()),
     "jac_top_component_rel_spread": float(comp.std() / s[0]),
