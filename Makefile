@@ -25,14 +25,14 @@ book: $(STAMP)
 ## make test: set up .venv, build the book (quick preset), run all tests
 # nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
 # tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
-# book/generated is never written by it.
+# book/generated is never written by it. The copies are collected first, longest run first, so that no
+# pytest worker idles at the end while the other re-executes a long notebook.
 test: $(STAMP) lint
 	$(BIN)/icl-book build -j $(JOBS)
 	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT && \
-	for d in book/generated/*/; do n=$$(basename "$$d"); [ -f "$$d$$n.ipynb" ] || continue; \
-	  mkdir -p "$$nb/$$n" && cp "$$d$$n.ipynb" "$$nb/$$n/"; done && \
+	$(BIN)/python -m iclbook.nbval_copies book/generated "$$nb" && \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) \
-	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) tests --nbval-lax "$$nb"
+	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) --nbval-lax "$$nb" tests
 
 venv: $(STAMP)
 

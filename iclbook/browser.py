@@ -303,82 +303,128 @@ def inspect_page(
     browser: Browser, page: Path, html_root: Path, width: int, screenshot: Path | None = None
 ) -> PageReport:
     """Load ``page`` at ``width`` px and run the checks (and take a full-page screenshot)."""
+    return inspect_page_widths(browser, page, html_root, (width,), (screenshot,))[0]
+
+
+def inspect_page_widths(
+    browser: Browser,
+    page: Path,
+    html_root: Path,
+    widths: tuple[int, ...],
+    screenshots: tuple[Path | None, ...] | None = None,
+) -> list[PageReport]:
+    """Load ``page`` once, at ``widths[0]`` px, and run the checks at each width in turn.
+
+    The page is loaded (and MathJax typesets it) once; each further width resizes the viewport, waits
+    for the book's resize handler (``icl.js``: equations re-fitted 150 ms after a resize; we wait 250 ms) and checks
+    the re-laid-out page. Requests are those of the one load (plus any a resize triggers), so every
+    width's report lists them all.
+    """
+    screenshots = tuple(screenshots) if screenshots is not None else (None,) * len(widths)
+    if len(screenshots) != len(widths):
+        raise ValueError(f"screenshots: expected one per width ({len(widths)}), got {len(screenshots)}")
     root_url = html_root.resolve().as_uri() + "/"
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    report = PageReport(page=str(page.relative_to(html_root)), width=width)
-    try:
-        for method in ("Page.enable", "Network.enable", "Runtime.enable"):
-            browser.send(method, session=session)
+    name = str(page.relative_to(html_root))
+    reports: list[PageReport] = []
+    requests: list[str] = []
+    outside: list[str] = []
+    failed: list[str] = []
+
+    def record(url: str) -> None:
+        if url not in requests:
+            requests.append(url)
+            if not _inside(url, root_url):
+                outside.append(url)
+
+    def viewport(width: int) -> None:
         browser.send(
             "Emulation.setDeviceMetricsOverride",
             {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 600},
             session=session,
         )
+
+    try:
+        for method in ("Page.enable", "Network.enable", "Runtime.enable"):
+            browser.send(method, session=session)
+        viewport(widths[0])
         browser.events()
         browser.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
         events = browser.wait_event("Page.loadEventFired", session, PAGE_TIMEOUT)
-        res = browser.send(
-            "Runtime.evaluate",
-            {"expression": _CHECK_JS, "awaitPromise": True, "returnByValue": True},
-            session=session,
-            timeout=PAGE_TIMEOUT,
-        )
-        if "exceptionDetails" in res:
-            raise CDPError(f"check script failed on {report.page}: {res['exceptionDetails']}")
-        report.checks = res["result"]["value"]
-        browser.send("Runtime.evaluate", {"expression": "0"}, session=session)
-        time.sleep(0.3)  # network events travel apart from Runtime replies: let the last ones arrive
-        events += browser.events()
-        for ev in events:
-            if ev.get("sessionId") != session:
-                continue
-            if ev.get("method") == "Network.requestWillBeSent":
-                url = ev["params"]["request"]["url"]
-                report.requests.append(url)
-                if not _inside(url, root_url):
-                    report.outside.append(url)
-            elif ev.get("method") == "Network.loadingFailed" and not ev["params"].get("canceled"):
-                report.failed.append(ev["params"].get("errorText", "?"))
-        for url in report.checks.pop("resources", []):  # the page's own record, as a cross-check
-            if url not in report.requests:
-                report.requests.append(url)
-                if not _inside(url, root_url):
-                    report.outside.append(url)
-        if screenshot is not None:
-            height = min(int(report.checks.get("height", HEIGHT)), 16000)
-            shot = browser.send(
-                "Page.captureScreenshot",
-                {
-                    "format": "png",
-                    "captureBeyondViewport": True,
-                    "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
-                },
+        for i, (width, screenshot) in enumerate(zip(widths, screenshots)):
+            if i:
+                viewport(width)
+                browser.send(
+                    "Runtime.evaluate",
+                    {"expression": "new Promise((r) => setTimeout(r, 250))", "awaitPromise": True},
+                    session=session,
+                    timeout=PAGE_TIMEOUT,
+                )
+            report = PageReport(page=name, width=width)
+            res = browser.send(
+                "Runtime.evaluate",
+                {"expression": _CHECK_JS, "awaitPromise": True, "returnByValue": True},
                 session=session,
                 timeout=PAGE_TIMEOUT,
             )
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
-            report.screenshot = str(screenshot)
+            if "exceptionDetails" in res:
+                raise CDPError(f"check script failed on {name}: {res['exceptionDetails']}")
+            report.checks = res["result"]["value"]
+            if i == len(widths) - 1:
+                browser.send("Runtime.evaluate", {"expression": "0"}, session=session)
+                time.sleep(0.3)  # network events travel apart from Runtime replies: let the last ones arrive
+            events += browser.events()
+            for ev in events:
+                if ev.get("sessionId") != session:
+                    continue
+                if ev.get("method") == "Network.requestWillBeSent":
+                    record(ev["params"]["request"]["url"])
+                elif ev.get("method") == "Network.loadingFailed" and not ev["params"].get("canceled"):
+                    failed.append(ev["params"].get("errorText", "?"))
+            events = []
+            for url in report.checks.pop("resources", []):  # the page's own record, as a cross-check
+                record(url)
+            if screenshot is not None:
+                height = min(int(report.checks.get("height", HEIGHT)), 16000)
+                shot = browser.send(
+                    "Page.captureScreenshot",
+                    {
+                        "format": "png",
+                        "captureBeyondViewport": True,
+                        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+                    },
+                    session=session,
+                    timeout=PAGE_TIMEOUT,
+                )
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
+                report.screenshot = str(screenshot)
+            reports.append(report)
+        for report in reports:
+            report.requests, report.outside, report.failed = list(requests), list(outside), list(failed)
     finally:
         browser.send("Target.closeTarget", {"targetId": target})
-    return report
+    return reports
 
 
 def inspect_book(
     html_root: Path, widths=WIDTHS, screenshots: Path | None = None, executable: str | None = None
 ) -> list[PageReport]:
-    """Inspect every page of the built book at each width (screenshots into ``screenshots/<width>/``)."""
+    """Inspect every page of the built book at each width (screenshots into ``screenshots/<width>/``).
+
+    Each page is loaded once and checked at every width (:func:`inspect_page_widths`).
+    """
     html_root = Path(html_root).resolve()
+    widths = tuple(widths)
     reports = []
     with Browser(executable) as browser:
         for page in book_pages(html_root):
-            for width in widths:
-                shot = None
-                if screenshots is not None:
-                    name = str(page.relative_to(html_root)).replace("/", "__").removesuffix(".html") + ".png"
-                    shot = Path(screenshots) / str(width) / name
-                reports.append(inspect_page(browser, page, html_root, width, shot))
+            shots = None
+            if screenshots is not None:
+                name = str(page.relative_to(html_root)).replace("/", "__").removesuffix(".html") + ".png"
+                shots = tuple(Path(screenshots) / str(width) / name for width in widths)
+            reports.extend(inspect_page_widths(browser, page, html_root, widths, shots))
     return reports
 
 

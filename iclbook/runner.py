@@ -31,6 +31,10 @@ Locks (``filelock``): one per store entry (identical runs execute once; the
 other waits and then hits the cache) and one per output folder (two runners
 writing the same folder take turns; files are never interleaved).
 
+Order: notebooks start longest expected run first (:func:`longest_first`; the time comes from the
+store's newest run of the notebook, else from the committed hint ``notebooks/seconds.json``), so that
+no worker idles at the end while another finishes a long run. Results are reported in book order.
+
 Interrupts: :class:`Interrupts` ends every running papermill process group and
 its kernel (which jupyter starts in a session of its own), removes the
 temporary folders; nothing of an interrupted run is stored.
@@ -799,6 +803,7 @@ def _run_all(
 ) -> RunSummary:
     cleanup_stale_temp(root)
     keys = {req.notebook.name: cache_key(req, root) for req in requests}
+    order = longest_first(requests, expected_seconds(root))
     summary = RunSummary()
     with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
 
@@ -813,8 +818,47 @@ def _run_all(
             return res
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            summary.results.extend(pool.map(work, requests))
+            done = dict(zip(order, pool.map(work, [requests[i] for i in order])))
+        summary.results.extend(done[i] for i in range(len(requests)))
     return summary
+
+
+#: Committed hint for scheduling a fresh clone: seconds of each notebook's quick preset on one thread.
+SECONDS_HINT = Path("notebooks") / "seconds.json"
+
+
+def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
+    """Expected execution time per ``(notebook, preset)``, for scheduling only.
+
+    The newest run in the store wins; otherwise the committed hint ``notebooks/seconds.json``
+    (``{"quick": {name: seconds}}``; a stale or missing hint only changes the order of execution).
+    """
+    seconds: dict[tuple[str, str], float] = {}
+    try:
+        hint = json.loads((root / SECONDS_HINT).read_text())
+        for preset, table in hint.items():
+            for name, sec in table.items():
+                seconds[(str(name), str(preset))] = float(sec)
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    newest: dict[tuple[str, str], float] = {}
+    for manifest in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
+        try:
+            m = json.loads(manifest.read_text())
+            when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
+            if when > newest.get(k, -1.0):
+                newest[k], seconds[k] = when, float(m["seconds"]) * max(1, int(m.get("threads", 1)))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return seconds
+
+
+def longest_first(requests: Sequence[RunRequest], seconds: dict[tuple[str, str], float]) -> list[int]:
+    """Indices of ``requests``, longest expected run first (LPT scheduling: the last notebook to start
+    is a short one, so no worker idles while another finishes a long run); unknown ones keep their order
+    after the known ones."""
+    known = [seconds.get((r.notebook.name, r.preset)) for r in requests]
+    return sorted(range(len(requests)), key=lambda i: (known[i] is None, -(known[i] or 0.0), i))
 
 
 def make_requests(

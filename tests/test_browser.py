@@ -90,11 +90,6 @@ def test_every_image_loaded(reports) -> None:
     assert sum(r.checks.get("n_images", 0) for r in reports) > 0
 
 
-# Pages whose display maths may still scroll inside their box at the phone width: the API page renders
-# iclcore's docstrings, whose long equations are not split over lines yet.
-PHONE_SCROLL_ALLOWED = {"book/generated/api.html"}
-
-
 def test_no_display_equation_overflows(reports) -> None:
     assert not _problems(reports, "beyond the column") + _problems(reports, "scrolls sideways")
     # book/_static/icl.js scales a wide display equation down to fit its column (never below 60 %); one
@@ -104,6 +99,6 @@ def test_no_display_equation_overflows(reports) -> None:
         (r.page, r.width, m["width"], m["box"], m["math"])
         for r in reports
         for m in r.checks.get("math_scrolls", [])
-        if m["width"] > m["box"] + 2 and not (r.width < 1280 and r.page in PHONE_SCROLL_ALLOWED)
+        if m["width"] > m["box"] + 2
     ]
     assert not wide, f"display equations wider than their column (page, px, width, box, maths): {wide}"

@@ -9,7 +9,7 @@ import pytest
 
 from iclbook import cli
 from iclbook.notebooks import NotebookError, coerce, discover, read_notebook, toc_order
-from iclbook.runner import RunRequest, cache_key, make_requests
+from iclbook.runner import STAMP, RunRequest, cache_key, expected_seconds, longest_first, make_requests, store_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,3 +193,36 @@ def test_every_project_notebook_is_well_formed() -> None:
     for nb in notebooks:
         assert nb.name in in_toc, f"notebook {nb.name} has no page in _toc.yml"
         assert "paper" in nb.presets, f"notebook {nb.name} has no 'paper' preset"
+
+
+def test_longest_expected_run_starts_first(demo_project: Path) -> None:
+    # LPT scheduling: the store's newest record of a notebook beats the committed hint; unknown ones go last
+    reqs = make_requests(discover(demo_project), demo_project / "out")
+    names = [r.notebook.name for r in reqs]
+    assert longest_first(reqs, {}) == list(range(len(reqs)))  # nothing known: the book's order
+    hint = demo_project / "notebooks" / "seconds.json"
+    hint.write_text(json.dumps({"quick": {names[0]: 1.0, names[-1]: 9.0}}))
+    assert expected_seconds(demo_project) == {(names[0], "quick"): 1.0, (names[-1], "quick"): 9.0}
+    assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][:2] == [names[-1], names[0]]
+    entry = store_dir(demo_project) / "entries" / "k1"
+    entry.mkdir(parents=True)
+    (entry / STAMP).write_text(json.dumps({"notebook": names[0], "preset": "quick", "seconds": 10.0, "threads": 2}))
+    assert expected_seconds(demo_project)[(names[0], "quick")] == 20.0  # CPU seconds: wall time x threads
+    assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][0] == names[0]
+    hint.write_text("not json")  # a broken hint only loses the order
+    assert expected_seconds(demo_project) == {(names[0], "quick"): 20.0}
+
+
+def test_nbval_copies_longest_run_first(tmp_path: Path) -> None:
+    from iclbook.nbval_copies import copy_for_nbval
+
+    gen = tmp_path / "generated"
+    for name, seconds, threads in [("short", 2.0, 1), ("long", 30.0, 1), ("wide", 10.0, 4), ("nostamp", None, 1)]:
+        (gen / name).mkdir(parents=True)
+        (gen / name / f"{name}.ipynb").write_text("{}")
+        if seconds is not None:
+            (gen / name / STAMP).write_text(json.dumps({"seconds": seconds, "threads": threads}))
+    (gen / "empty").mkdir()  # a folder without an executed notebook is not copied
+    copies = copy_for_nbval(gen, tmp_path / "nbval")
+    assert [c.parent.name for c in copies] == ["0_wide", "1_long", "2_short", "3_nostamp"]
+    assert all(c.read_text() == "{}" for c in copies)
