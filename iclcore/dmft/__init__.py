@@ -39,8 +39,10 @@ population loss of the reduced model depends on one scalar ``gamma``:
 
 .. math::
 
-    \\mathcal L(\\gamma) = \\mathrm{tr}\\,\\Big\\langle \\Lambda\\, p(M)\\, \\Omega\\, p(M)^\\top \\Big\\rangle,
-    \\qquad M = c\\,U U^\\top \\hat\\Sigma,\\qquad p(x) = (1 - \\gamma x / L)^L,
+    \\begin{gathered}
+    \\mathcal L(\\gamma) = \\mathrm{tr}\\,\\Big\\langle \\Lambda\\, p(M)\\, \\Omega\\, p(M)^\\top \\Big\\rangle,\\\\
+    M = c\\,U U^\\top \\hat\\Sigma,\\qquad p(x) = (1 - \\gamma x / L)^L,
+    \\end{gathered}
 
 where ``U`` (``D x N``) has Haar-distributed orthonormal columns, ``hat Sigma`` is the context's
 empirical covariance (``Lambda`` when the context length ``P`` is infinite) and ``tr`` is the

@@ -75,8 +75,10 @@ def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0
     """ISO ICL loss of ``Γ = γI`` (seed 002 Eq. 8 for σ = 0, Eq. 83 with label noise), plus ``σ²``.
 
     .. math::
-        \\mathcal L(\\gamma) = \\sigma^2 + \\int \\rho(\\lambda)\\Big[(1-\\tfrac{\\gamma\\lambda}{L})^{2L}
-            + \\frac{\\sigma^2}{\\alpha\\lambda}\\big(1-(1-\\tfrac{\\gamma\\lambda}{L})^L\\big)^2\\Big] d\\lambda ,
+        \\begin{aligned}
+        \\mathcal L(\\gamma) = \\sigma^2 + \\int \\rho(\\lambda)\\Big[&(1-\\tfrac{\\gamma\\lambda}{L})^{2L}\\\\
+            &+ \\frac{\\sigma^2}{\\alpha\\lambda}\\big(1-(1-\\tfrac{\\gamma\\lambda}{L})^L\\big)^2\\Big] d\\lambda ,
+        \\end{aligned}
 
     ``ρ`` the Marchenko–Pastur law with ratio ``1/α`` (atom at 0 when ``α < 1``). The integrand is a
     polynomial of degree ``2L`` and is integrated exactly by :func:`~iclcore.dmft.data.mp_rule`. The irreducible ``σ²``

@@ -114,8 +114,11 @@ def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
     """Context bottleneck ``lim_{t,L→∞, N=D} L(P)``: the bias of min-norm interpolation from ``P < D`` points.
 
     .. math::
+        \\begin{gathered}
         \\mathcal L_\\infty(P) = \\frac{\\kappa^2\\,\\mathrm{tr}[\\Omega\\Lambda(\\kappa+\\Lambda)^{-2}]}
-            {1 - P^{-1}\\sum_k \\lambda_k^2(\\kappa+\\lambda_k)^{-2}}, \\qquad \\sum_k \\frac{\\lambda_k}{\\kappa+\\lambda_k} = P .
+            {1 - P^{-1}\\sum_k \\lambda_k^2(\\kappa+\\lambda_k)^{-2}},\\\\
+        \\sum_k \\frac{\\lambda_k}{\\kappa+\\lambda_k} = P .
+        \\end{gathered}
 
     Seed 002 Eq. 116 omits the denominator (:func:`context_bottleneck_paper`).
     """

@@ -241,8 +241,12 @@ def two_point_F(
     ``Sigma_{v chi} = tr A H``, ``s = hat Sigma_{v chi} = (1 - tau)/Sigma_{v chi}`` (Eq. 34),
     ``cal A = tr A^2 H H'``, ``cal B = tr (s + B)^{-1} (s' + B)^{-1}``, ``n = tr C A^2 H H'``,
 
-    .. math:: \\Sigma_{vv} = \\frac{n}{1 - [(\\Sigma_{v\\chi}\\Sigma_{v\\chi}')^{-1} - \\mathcal B^{-1}]\\mathcal A},
-              \\quad \\Psi_{\\chi\\chi} = \\Sigma_{vv}[\\mathcal B^{-1} - (\\Sigma_{v\\chi}\\Sigma'_{v\\chi})^{-1}],
+    .. math::
+
+        \\begin{gathered}
+        \\Sigma_{vv} = \\frac{n}{1 - [(\\Sigma_{v\\chi}\\Sigma_{v\\chi}')^{-1} - \\mathcal B^{-1}]\\mathcal A},\\\\
+        \\Psi_{\\chi\\chi} = \\Sigma_{vv}[\\mathcal B^{-1} - (\\Sigma_{v\\chi}\\Sigma'_{v\\chi})^{-1}],
+        \\end{gathered}
 
     and ``tr[T R C R'^T] ~ tr[T H (C - Psi_chichi) H']`` (Eq. 40). The relation for
     ``Psi_chichi`` follows from Eq. (38) with ``hat Sigma_chichi = -Sigma_vv / cal B`` (line 2 of

@@ -8,11 +8,12 @@ residual,
 
 .. math::
 
-    x_{ℓ+1} = x_ℓ + P_Θ(H, d)\,(d − H x_ℓ), \qquad x_0 = 0,
-
+    \begin{gathered}
+    x_{ℓ+1} = x_ℓ + P_Θ(H, d)\,(d − H x_ℓ), \qquad x_0 = 0,\\
     P_Θ(H, d) = U Vᵀ + \sum_{h=1}^{n_h} c_h\,
-        \operatorname{softmax}_j\!\Bigl(\tfrac{⟨W_Q^h t_i,\, W_K^h t_j⟩}{\sqrt{d_k}}\Bigr),
-    \qquad t_j = (H_{j\cdot},\, d_j,\, φ_j) .
+        \operatorname{softmax}_j\!\Bigl(\tfrac{⟨W_Q^h t_i,\, W_K^h t_j⟩}{\sqrt{d_k}}\Bigr),\\
+    t_j = (H_{j\cdot},\, d_j,\, φ_j) .
+    \end{gathered}
 
 * The tokens ``t_j`` are the ``K`` rows of the task system ``[H | d]`` with fixed index
   features ``φ_j`` (position ``x_j`` and ``n_freq`` Fourier pairs of it).

@@ -15,10 +15,11 @@ One prompt is ``(X, y)`` with ``X`` of shape ``(M, K)`` (rows ``x_iᵀ``); the c
 keys are ``W_K^h x_i``, values are the residual labels ``ρ_i``. Scores and update:
 
 .. math::
-    s^h_{ji} = \\frac{(W_Q^h e_j)ᵀ (W_K^h x_i)}{\\sqrt{d_k}} = \\frac{(G_h x_i)_j}{\\sqrt{d_k}},
-    \\qquad G_h = W_Q^{hᵀ} W_K^h \\in R^{K×K},
-
+    \\begin{gathered}
+    s^h_{ji} = \\frac{(W_Q^h e_j)ᵀ (W_K^h x_i)}{\\sqrt{d_k}} = \\frac{(G_h x_i)_j}{\\sqrt{d_k}},\\\\
+    G_h = W_Q^{hᵀ} W_K^h \\in R^{K×K},\\\\
     Δ_θ(z; X, y)_j = \\sum_h c_h \\sum_{i=1}^M \\Big(\\operatorname{softmax}_i(s^h_{j\\cdot}) - \\frac1M\\Big) ρ_i .
+    \\end{gathered}
 
 The ``-1/M`` is a uniform-attention baseline (equivalently a second head with zero Q/K kernel and
 opposite output weight); it removes the nuisance ``c_h · mean(ρ)`` that plain softmax averaging

@@ -7,8 +7,10 @@ Galerkin matrix is *exactly* affine in ``z`` (seed 000 §1.1, seed 001 §5.4):
 
 .. math::
 
-    A(z) = A_0 + \sum_{k=1}^{n_{pieces}} z_k A_k, \qquad
+    \begin{gathered}
+    A(z) = A_0 + \sum_{k=1}^{n_{pieces}} z_k A_k,\\
     A_0 = S(1) + c_0 M_h, \qquad A_k = S(1_{\text{piece } k}),
+    \end{gathered}
 
 with ``S(a)_{ij} = ∫ a φ_i′ φ_j′`` (stiffness) and ``M_h`` the mass matrix, both over the
 ``n_h = n_el − 1`` interior hat functions ``φ_i``. The load vector of a forcing given by its

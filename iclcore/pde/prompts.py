@@ -7,9 +7,11 @@ With ``q`` hat test functions ``v_r`` (the interior nodes ``idx_r``), the weak e
 
 .. math::
 
+    \begin{gathered}
     ⟨v_r, F_i − A_0 u_i⟩ = \sum_k z_k ⟨v_r, A_k u_i⟩
-    \quad\Longleftrightarrow\quad G z = b, \qquad
+    \quad\Longleftrightarrow\quad G z = b,\\
     G_{(i,r),k} = (A_k u_i)_{idx_r}, \quad b_{(i,r)} = (F_i − A_0 u_i)_{idx_r},
+    \end{gathered}
 
 are solved by ridge, ``z_enc = (GᵀG + λ_z I)^{-1} Gᵀ b``. The query is a fresh forcing ``F⋆``
 with exact answer ``u⋆ = A(z)^{-1} F⋆``; the decoder solves the *encoded* system

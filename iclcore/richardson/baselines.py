@@ -7,8 +7,10 @@ for ``L`` steps from ``x_0 = 0``,
 
 .. math::
 
-    x_{ℓ+1} = x_ℓ + P (d − H x_ℓ), \qquad
+    \begin{gathered}
+    x_{ℓ+1} = x_ℓ + P (d − H x_ℓ),\\
     x_L − x⋆ = −(I − PH)^L x† + (x† − x⋆),
+    \end{gathered}
 
 and scored by the depth-``L`` risk ``R_L(P) = (1/K) E‖x_L − x⋆‖²`` (seed 000 §3.1).
 Every method below is fitted on *training* tasks and evaluated on *held-out* tasks

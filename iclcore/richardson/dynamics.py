@@ -6,9 +6,11 @@ quadratic objective of a matrix parameter ``X`` (``P`` for the decoder,
 
 .. math::
 
+    \\begin{gathered}
     \\mathcal R(X) = \\text{scale}\\,\\bigl(\\operatorname{tr}(X C X^\\top)
-                     - 2 \\operatorname{tr}(X B^\\top) + \\operatorname{tr} S\\bigr),
-    \\qquad C = \\mathbb E[d d^\\top],\\; B = \\mathbb E[z d^\\top],\\; S = \\mathbb E[z z^\\top],
+                     - 2 \\operatorname{tr}(X B^\\top) + \\operatorname{tr} S\\bigr),\\\\
+    C = \\mathbb E[d d^\\top],\\; B = \\mathbb E[z d^\\top],\\; S = \\mathbb E[z z^\\top],
+    \\end{gathered}
 
 whose (rescaled) population gradient-descent iteration is
 

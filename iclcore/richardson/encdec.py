@@ -15,8 +15,10 @@ descent on a pool of ``N`` training prompts:
 
 .. math::
 
-    G_s = \\hat G_\\star + (G_0 - \\hat G_\\star)(I - η_e \\hat Σ_z)^s ,\\qquad
+    \\begin{gathered}
+    G_s = \\hat G_\\star + (G_0 - \\hat G_\\star)(I - η_e \\hat Σ_z)^s ,\\\\
     U_s = G_s (G_s^\\top G_s)^{-1/2}\\quad\\text{(polar factor)} .
+    \\end{gathered}
 
 Decoder: latent system ``A_s = U_s^T H_M U_s``, ``d_s = U_s^T c_M``,
 ``z_s^† = A_s^{-1} d_s``; latent Richardson ``z_{ℓ+1} = z_ℓ + P_{z,s}(d_s - A_s z_ℓ)``;
@@ -27,8 +29,10 @@ moving oracle ``P_z^⋆(U_s) = B_s C_s^{-1}``. The boxed tracking identity
 
 .. math::
 
-    P_{z,s+1} - P_z^⋆(U_{s+1}) = (P_{z,s} - P_z^⋆(U_s))(I - η_d C_s)
-    + P_z^⋆(U_s) - P_z^⋆(U_{s+1})
+    \\begin{aligned}
+    P_{z,s+1} - P_z^⋆(U_{s+1}) ={}& (P_{z,s} - P_z^⋆(U_s))(I - η_d C_s)\\\\
+    &+ P_z^⋆(U_s) - P_z^⋆(U_{s+1})
+    \\end{aligned}
 
 is checked at every step, and the risks (seed 000 §6.3) are measured on a
 held-out set of prompts. The task model and its prompts are in :mod:`iclcore.richardson.lowrank`.

@@ -5,9 +5,11 @@ Seed 000 §3.1: with a frozen preconditioner ``P`` and the prompt system
 
 .. math::
 
+    \\begin{gathered}
     z_{ℓ+1} = z_ℓ + P (d - H z_ℓ), \\qquad
-    e_ℓ = z_ℓ - z^† = (I - PH)^ℓ e_0, \\qquad
+    e_ℓ = z_ℓ - z^† = (I - PH)^ℓ e_0,\\\\
     \\|e_ℓ\\|_2 \\le \\|I - PH\\|_2^ℓ \\|e_0\\|_2 .
+    \\end{gathered}
 
 With ``z_0 = 0``: ``z_L = Σ_{j<L} (I-PH)^j P d`` and ``e_L = -(I-PH)^L z^†``.
 Seed 001 §4.2 calls ``ρ(H, P) = ‖I - PH‖_2`` the contraction factor.

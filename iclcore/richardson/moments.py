@@ -6,8 +6,10 @@ only through
 
 .. math::
 
-    C = E[d dᵀ], \\qquad B = E[z⋆ dᵀ], \\qquad S = E[z⋆ z⋆ᵀ],
-    \\qquad P⋆ = B C^†, \\qquad R_dec(P⋆) = \\tfrac1K (\\operatorname{Tr} S - \\operatorname{Tr} B C^† Bᵀ).
+    \\begin{gathered}
+    C = E[d dᵀ], \\qquad B = E[z⋆ dᵀ], \\qquad S = E[z⋆ z⋆ᵀ],\\\\
+    P⋆ = B C^†, \\qquad R_dec(P⋆) = \\tfrac1K (\\operatorname{Tr} S - \\operatorname{Tr} B C^† Bᵀ).
+    \\end{gathered}
 
 Closed forms for the Gaussian design of seed 000 §1.2 (``d = c_M``,
 ``Σ̂ = XᵀX/M``, ``Σ_β = E[ββᵀ]``), from the Wishart fourth moment

@@ -7,15 +7,15 @@ computed from the checkpoints of the existing online runs
 
 .. math::
 
-    γ = K/M, \\qquad ρ_s^{pop} = ρ(I - P_s H_∞), \\qquad
-    ρ_{z,s}^{pop} = ρ(I - P_{z,s} A_{∞,s}),\\quad A_{∞,s} = U_s^⊤ H_∞ U_s,
-
-    \\operatorname{srank}(P) = \\|P\\|_F^2/\\|P\\|_2^2, \\qquad
-    E_{top,k}(P) = \\sum_{i≤k} σ_i(P)^2 / \\sum_i σ_i(P)^2, \\qquad
-    κ(H_M) = λ_{max}(H_M)/λ_{min}(H_M),
-
-    Ω_{s,i} = \\frac{λ_i \\|(P_s - P_⋆) q_i\\|^2}{\\sum_j λ_j \\|(P_s - P_⋆) q_j\\|^2},\\qquad
+    \\begin{gathered}
+    γ = K/M, \\qquad ρ_s^{pop} = ρ(I - P_s H_∞),\\\\
+    ρ_{z,s}^{pop} = ρ(I - P_{z,s} A_{∞,s}),\\quad A_{∞,s} = U_s^⊤ H_∞ U_s,\\\\
+    \\operatorname{srank}(P) = \\|P\\|_F^2/\\|P\\|_2^2,\\\\
+    E_{top,k}(P) = \\sum_{i≤k} σ_i(P)^2 / \\sum_i σ_i(P)^2,\\\\
+    κ(H_M) = λ_{max}(H_M)/λ_{min}(H_M),\\\\
+    Ω_{s,i} = \\frac{λ_i \\|(P_s - P_⋆) q_i\\|^2}{\\sum_j λ_j \\|(P_s - P_⋆) q_j\\|^2},\\\\
     H(Ω_s) = -\\frac{1}{\\log K}\\sum_i Ω_{s,i}\\log Ω_{s,i},
+    \\end{gathered}
 
 with ``C = Q Λ Qᵀ`` and ``ρ(·)`` the spectral radius; ``srank`` is :func:`iclcore.linalg.stable_rank` and ``E_top,k`` is
 :func:`iclcore.linalg.top_energy`. The encoder error is

@@ -5,9 +5,11 @@ subspace certificate of seed 001 §5.2:
 
 .. math::
 
+    \\begin{gathered}
     \\widehat\\Sigma_{β,N} = \\frac1N \\sum_n \\hat β_n \\hat β_n^\\top,\\qquad
-    U_N = \\operatorname{Top}_r(\\widehat\\Sigma_{β,N}),\\qquad
+    U_N = \\operatorname{Top}_r(\\widehat\\Sigma_{β,N}),\\\\
     \\|\\sin Θ(U_N, U_\\star)\\|_2 \\le \\frac{\\|\\widehat\\Sigma_{β,N} - Σ_β\\|_2}{γ_{enc}},
+    \\end{gathered}
 
 with ``γ_enc = λ_r(Σ_β) - λ_{r+1}(Σ_β)``, ``r_eff(Σ) = Tr Σ / ||Σ||_2`` and the
 floor risk ``R_floor(U) = E||(I - UU^T) β||²_{Σ_x}``.

@@ -409,8 +409,10 @@ def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Gene
 
     .. math::
 
-        Gᵀ y = u\,q + \sqrt{s^2 q}\,\bigl(h - (1 - σ/s)\,\hat u \hat uᵀ h\bigr),
-        \qquad q \sim χ^2_M,\; h \sim N(0, I_K),
+        \begin{gathered}
+        Gᵀ y = u\,q + \sqrt{s^2 q}\,\bigl(h - (1 - σ/s)\,\hat u \hat uᵀ h\bigr),\\
+        q \sim χ^2_M,\; h \sim N(0, I_K),
+        \end{gathered}
 
     (``‖y‖² = s² q``; ``(I − uuᵀ/s²)^{1/2} = I − (1 − σ/s) û ûᵀ``). Same law as
     ``(sample_prompts(...).d, .z_star)`` without drawing the ``M × K`` design.

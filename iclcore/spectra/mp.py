@@ -8,9 +8,13 @@ the eigenvalues of the ``K x K`` matrix ``(1/M) X^T X`` follow, as ``K, M -> inf
 
 .. math::
 
-    \\mu_{\\mathrm{MP},\\gamma}(dx) = \\max(0, 1 - 1/\\gamma)\\,\\delta_0(dx)
-        + \\frac{\\sqrt{(b - x)(x - a)}}{2\\pi\\gamma x}\\,\\mathbf 1_{[a, b]}(x)\\,dx,
-    \\qquad a, b = (1 \\mp \\sqrt{\\gamma})^2 .
+    \\begin{gathered}
+    \\begin{aligned}
+    \\mu_{\\mathrm{MP},\\gamma}(dx) ={}& \\max(0, 1 - 1/\\gamma)\\,\\delta_0(dx)\\\\
+        &+ \\frac{\\sqrt{(b - x)(x - a)}}{2\\pi\\gamma x}\\,\\mathbf 1_{[a, b]}(x)\\,dx,
+    \\end{aligned}\\\\
+    a, b = (1 \\mp \\sqrt{\\gamma})^2 .
+    \\end{gathered}
 
 The law has mean 1 and variance ``gamma``. For ``gamma > 1`` the matrix has rank ``M < K`` and the
 law has an atom of mass ``1 - 1/gamma`` at zero; its absolutely continuous part has total mass

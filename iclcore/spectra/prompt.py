@@ -319,9 +319,11 @@ def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: floa
     """Check the second-order resolvent identity and the norm bound of seed 000 §4.
 
     .. math::
-        H_M^{-1} - H_∞^{-1} = -H_∞^{-1} Δ_M H_∞^{-1} + H_∞^{-1} Δ_M H_M^{-1} Δ_M H_∞^{-1},
-        \\qquad
-        \\|H_M^{-1} - H_∞^{-1}\\|_2 \\le \\frac{\\|H_∞^{-1}\\|_2^2 \\|Δ_M\\|_2}{1 - \\|H_∞^{-1}\\|_2 \\|Δ_M\\|_2},
+        \\begin{aligned}
+        H_M^{-1} - H_∞^{-1} &= -H_∞^{-1} Δ_M H_∞^{-1}\\\\
+        &\\quad + H_∞^{-1} Δ_M H_M^{-1} Δ_M H_∞^{-1},\\\\
+        \\|H_M^{-1} - H_∞^{-1}\\|_2 &\\le \\frac{\\|H_∞^{-1}\\|_2^2 \\|Δ_M\\|_2}{1 - \\|H_∞^{-1}\\|_2 \\|Δ_M\\|_2},
+        \\end{aligned}
 
     with ``H_M = Σ̂_M + λI``, ``H_∞ = Σ_x + λI``, ``Δ_M = Σ̂_M - Σ_x``.
 
