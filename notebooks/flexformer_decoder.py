@@ -64,6 +64,7 @@ from iclcore.richardson.baselines import (
 from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
 from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.stats import ratio_standard_error, standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -247,5 +248,14 @@ metrics["flex_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
 metrics["flex_task_variation"] = float(np.mean(np.linalg.norm(Pf - Pf.mean(0), axis=(1, 2))) / np.linalg.norm(Pf.mean(0)))
 metrics["flex_head_weights_abs_max"] = float(models["flex"].c.detach().abs().max())
 metrics["flex_risk_over_zero"] = risks["flex"] / zero_risk
+# standard errors over the held-out tasks (the trained model fixed: one training run) for the Table 2 signature
+rho_flex = np.linalg.norm(np.eye(K) - P_tasks["flex"] @ test.H, ord=2, axis=(-2, -1))
+assert np.isclose(rho_flex.mean(), diag["flex"].rho_mean) and np.isclose(cert.ratio_final.mean(), diag["flex"].ratio_mean)
+zero_loss = np.sum(test.x_dagger**2, axis=1) / K
+metrics["flex_rho_mean_se"] = standard_error(rho_flex)
+metrics["flex_ratio_mean_se"] = standard_error(cert.ratio_final)
+metrics["flex_risk_over_zero_se"] = ratio_standard_error(
+    loss_dag["flex"].mean(), standard_error(loss_dag["flex"]), zero_loss.mean(), standard_error(zero_loss),
+    cov=float(np.cov(loss_dag["flex"], zero_loss)[0, 1]) / n_test)
 write_metrics(metrics)
 print(f"best learned method: {best}; runtime {elapsed:.1f} s (training {t_train:.1f} s)")

@@ -77,6 +77,7 @@ from iclcore.richardson.baselines import (
 )
 from iclcore.richardson.certificates import clipped_empirical_bernstein
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
+from iclcore.stats import ratio_standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -231,6 +232,8 @@ metrics["best_e2e"] = e2e[best]
 metrics["best_eb_upper"] = eb[best].upper
 metrics["best_eb_upper_small"] = eb_small[best].upper
 metrics["best_over_floor"] = e2e[best] / enc.floor
+metrics["best_over_floor_se"] = ratio_standard_error(e2e[best], float(e2e_losses[best].std(ddof=1) / np.sqrt(n_test)),
+                                                     enc.floor, enc.floor_se)  # delta method, covariance neglected
 metrics["free_over_floor"] = e2e["free"] / enc.floor
 metrics["free_over_flex"] = e2e["free"] / e2e["flex"]
 metrics["flex_static_over_free"] = e2e["flex_static"] / e2e["free"]
