@@ -58,6 +58,7 @@ from iclcore.logistic import sgd as lm_sgd
 from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
 from iclcore.plotting import save_figure, use_style, write_metrics
+from iclcore.stats import standard_error
 
 use_style()
 T0 = time.time()
@@ -210,6 +211,11 @@ for row, name in enumerate(["A", "C"]):
     a_mean = a.mean(1)
     scale = r["a_exact"][-1]
     th_sim = lm_exact.crossing_times(t, a_mean, a_mean[-max(1, len(t) // 10):].mean(0) / 2)
+    # SE of the smallest increment of t_half: per-replica half times, increments at the same pair of modes
+    th_rep = np.array([lm_exact.crossing_times(t, a[:, j], a[-max(1, len(t) // 10):, j].mean(0) / 2)
+                       for j in range(a.shape[1])])  # (R, d)
+    dth = np.diff(th_rep, axis=1)[:, int(np.argmin(np.diff(th_sim)))]
+    th_inc_se = standard_error(dth) if np.sum(np.isfinite(dth)) == dth.size >= 2 else float("inf")
     th_exact = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
     th_paper = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
     th_paper1 = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P)
@@ -220,7 +226,7 @@ for row, name in enumerate(["A", "C"]):
         rms_exact=float(np.sqrt(np.mean(((a_mean - r["a_exact"]) / scale) ** 2))),
         rms_paper=float(np.sqrt(np.mean(((a_mean - r["a_paper"]) / scale) ** 2))),
         rms_paper1=float(np.sqrt(np.mean(((a_mean - r["a_paper1"]) / scale) ** 2))),
-        th_sim=th_sim, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1,
+        th_sim=th_sim, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1, th_inc_se=th_inc_se,
         C_end=float(C[-1].mean()), norm_end=float(pn[-1].mean()),
         pq_split_exact=float(np.max(np.abs(r["p_exact"][-1] - r["q_exact"][-1]))),
     )
@@ -451,6 +457,7 @@ for name in ("A", "C"):
         f"fp_{name}_sim_se_rel_max": f["se_rel"],
         f"traj_{name}_rms_se": tr["rms_se"],
         f"thalf_{name}_min_increment": float(np.min(np.diff(tr["th_sim"]))),
+        f"thalf_{name}_min_increment_se": tr["th_inc_se"],
         f"pq_split_exact_{name}": tr["pq_split_exact"],
     })
 for name in ("A", "B", "C"):
