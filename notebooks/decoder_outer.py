@@ -368,7 +368,14 @@ def _gap_se(cmp, ell):  # paired prompt SE of (learned - comparator), worst comp
     return combined_standard_error(paired, replica_spread([system_depth_risk(P, sys_test, ell) for P in P_rep]))
 
 
+# Table 2 quantities of P_800: SGD spread over the replicas (same prompts) and, for prompt means, the prompt SE
+tab_rep = [checkpoint_table(P, P_star, ev, L, clip, delta) for P in P_rep]
+loss_solution = np.sum(E[:, -1] ** 2, 1) / K                              # per-prompt (1/K)||z_L - z^dagger||^2
+table_prompt_se = {"depth_risk": standard_error(loss_solution), "ratio_mean": standard_error(cert_fin.ratio_final),
+                   "stable_rank": 0.0}  # the stable rank of P does not depend on the prompts
 se_metrics = {
+    **{f"table_{k}_se": combined_standard_error(replica_spread([tb[k] for tb in tab_rep]), v)
+       for k, v in table_prompt_se.items()},
     "rel_err_final_se": replica_spread(rel_err_rep),
     "R_obs_final_se": R_obs_final_se,
     "R_depth_final_se": R_depth_final_se,
