@@ -26,12 +26,13 @@ book: $(STAMP)
 # nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
 # tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
 # book/generated is never written by it. The copies are collected first, longest run first, so that no
-# pytest worker idles at the end while the other re-executes a long notebook.
+# pytest worker idles at the end while the other re-executes a long notebook. Their figures are thrown
+# away, so they are written as PNG only (ICL_FIGURE_FORMATS=png: the PDF is the slowest file to write).
 test: $(STAMP) lint
 	$(BIN)/icl-book build -j $(JOBS)
 	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT && \
 	$(BIN)/python -m iclbook.nbval_copies book/generated "$$nb" && \
-	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) \
+	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) ICL_FIGURE_FORMATS=png \
 	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) --nbval-lax "$$nb" tests
 
 venv: $(STAMP)

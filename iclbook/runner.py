@@ -307,6 +307,7 @@ def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
         env[var] = str(threads)
     env["MPLBACKEND"] = "Agg"
     env["PYTHONHASHSEED"] = "0"
+    env.pop("ICL_FIGURE_FORMATS", None)  # a run's outputs always hold every figure format (PNG and PDF)
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     if root is not None:  # the kernel imports the iclcore whose files are in the key
         env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])

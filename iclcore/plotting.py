@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,28 @@ def use_style() -> None:
     mpl.rcParams.update(STYLE)
 
 
-def save_figure(fig: Any, name: str, directory: str | Path = ".") -> list[Path]:
+#: Environment variable naming the formats :func:`save_figure` writes (default ``"png,pdf"``).
+FORMATS_ENV = "ICL_FIGURE_FORMATS"
+FORMATS = ("png", "pdf")
+
+
+def figure_formats(value: str | None = None) -> tuple[str, ...]:
+    """The formats to write: ``value`` (or ``$ICL_FIGURE_FORMATS``), comma-separated, else PNG and PDF.
+
+    ``make test`` sets ``ICL_FIGURE_FORMATS=png`` for nbval's re-execution, whose figure files are
+    thrown away (it checks numbers): the PDF, the slowest file to write, is made by the runner only.
+    """
+    raw = os.environ.get(FORMATS_ENV, "") if value is None else value
+    if not raw.strip():
+        return FORMATS
+    formats = tuple(dict.fromkeys(f.strip().lower() for f in raw.split(",") if f.strip()))
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"{FORMATS_ENV}: expected a comma-separated subset of {list(FORMATS)}, got {raw!r}")
+    return formats
+
+
+def save_figure(fig: Any, name: str, directory: str | Path = ".", formats: str | None = None) -> list[Path]:
     """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` in ``directory``.
 
     Parameters
@@ -68,19 +90,30 @@ def save_figure(fig: Any, name: str, directory: str | Path = ".") -> list[Path]:
         File stem, e.g. ``"fig8_proof_ladder"``; letters, digits, ``_`` and ``-`` only.
     directory : str or Path
         Output folder (default: the working directory set by the runner).
+    formats : str, optional
+        Comma-separated subset of ``png,pdf``; default ``$ICL_FIGURE_FORMATS``, else both
+        (:func:`figure_formats`).
 
     Returns
     -------
     list of Path
-        The two written files.
+        The written files (PNG first).
     """
     if not name or not all(c.isalnum() or c in "_-" for c in name):
         raise ValueError(f"name: figure name {name!r} must be non-empty and use only letters, digits, '_' or '-'")
+    chosen = figure_formats(formats)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"{name}.png", directory / f"{name}.pdf"]
-    fig.savefig(paths[0])
-    fig.savefig(paths[1], metadata={"CreationDate": None, "ModDate": None})
+    paths = []
+    for fmt in FORMATS:
+        if fmt not in chosen:
+            continue
+        path = directory / f"{name}.{fmt}"
+        if fmt == "pdf":
+            fig.savefig(path, metadata={"CreationDate": None, "ModDate": None})
+        else:
+            fig.savefig(path)
+        paths.append(path)
     return paths
 
 

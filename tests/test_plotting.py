@@ -13,10 +13,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from iclcore.plotting import save_figure, use_style, write_metrics  # noqa: E402
+from iclcore.plotting import FORMATS_ENV, figure_formats, save_figure, use_style, write_metrics  # noqa: E402
 
 
-def test_save_figure_writes_png_and_pdf(tmp_path: Path) -> None:
+def test_save_figure_writes_png_and_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FORMATS_ENV, raising=False)  # `make test` sets it for nbval's re-execution
     use_style()
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
@@ -49,3 +50,17 @@ def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
 def test_write_metrics_rejects(tmp_path: Path, bad, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         write_metrics({"key": bad}, tmp_path)
+
+
+def test_figure_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    monkeypatch.setenv(FORMATS_ENV, "png")
+    assert [p.name for p in save_figure(fig, "only_png", tmp_path)] == ["only_png.png"]
+    assert not (tmp_path / "only_png.pdf").exists()
+    assert [p.suffix for p in save_figure(fig, "both", tmp_path, formats="pdf, png")] == [".png", ".pdf"]
+    monkeypatch.delenv(FORMATS_ENV)
+    assert figure_formats() == ("png", "pdf")
+    with pytest.raises(ValueError, match=FORMATS_ENV):
+        figure_formats("svg")
+    plt.close(fig)
