@@ -165,3 +165,29 @@ def test_latent_decomposition_matches_encdec_for_shared_P():
     assert ours.decomposition_gap <= 1e-12 * ours.e2e  # exact identity (theorem)
     assert ours.identity_gap <= 1e-12
     assert ours.violation_rate == 0.0
+
+
+def test_latent_decomposition_standard_errors_are_those_of_the_prompt_means():
+    from iclcore.richardson.encdec import latent_systems, make_lowrank_model, sample_lowrank_prompts
+    from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
+
+    rng = np.random.default_rng(11)
+    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    prompts = sample_lowrank_prompts(model, 400, rng)
+    U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
+    P = np.array([[0.5, 0.05], [0.02, 0.7]])
+    A, d, _ = latent_systems(U, prompts)
+    full = latent_decomposition(U, P, A[0], d[0], prompts.beta, model.Sigma_x, 4)
+    # exact checks on two disjoint halves of the prompts: the means average to the full mean, and the
+    # standard errors obey the sum-of-squares decomposition of the per-prompt values
+    halves = [
+        latent_decomposition(U, P, A[0][s], d[0][s], prompts.beta[s], model.Sigma_x, 4)
+        for s in (slice(0, 200), slice(200, 400))
+    ]
+    for k in ("floor", "dec", "ratio_mean", "rho_mean"):
+        assert np.mean([getattr(h, k) for h in halves]) == pytest.approx(getattr(full, k), rel=1e-12)
+        se_full, se_half = getattr(full, f"{k}_se"), [getattr(h, f"{k}_se") for h in halves]
+        assert se_full > 0
+        # sums of squares: 199 (s1^2 + s2^2) <= 399 s^2 (the between-halves term is >= 0), s_h^2 = 200 se_h^2
+        assert (se_half[0] ** 2 + se_half[1] ** 2) * 199 * 200 <= se_full**2 * 399 * 400 * (1 + 1e-12)
+    assert full.e2e_se == pytest.approx(np.std(full.e2e_losses, ddof=1) / np.sqrt(400), rel=1e-12)

@@ -17,6 +17,7 @@ import numpy as np
 
 from iclcore.linalg import stable_rank
 from iclcore.richardson.baselines import LinearSystems, depth_error
+from iclcore.stats import standard_error
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -223,6 +224,9 @@ class LatentDecomposition:
     rho_mean, frac_rho_lt1 : float
     dec_bound : float
         ``‖Σ_x‖_2 E[ρ^{2L} ‖z^†‖²]`` (seed 000 §6.3).
+    floor_se, dec_se, ratio_mean_se, rho_mean_se : float
+        Standard errors over the ``n`` prompts of ``floor``, ``dec``, ``ratio_mean`` and ``rho_mean``
+        (:func:`iclcore.stats.standard_error`).
     """
 
     e2e: float
@@ -238,6 +242,10 @@ class LatentDecomposition:
     rho_mean: float
     frac_rho_lt1: float
     dec_bound: float
+    floor_se: float
+    dec_se: float
+    ratio_mean_se: float
+    rho_mean_se: float
 
 
 def latent_decomposition(
@@ -278,7 +286,8 @@ def latent_decomposition(
         return np.sum((u @ Sx) * v, axis=-1)
 
     losses = q(e_floor + e_dec, e_floor + e_dec)
-    floor, dec, cross = q(e_floor, e_floor).mean(), q(e_dec, e_dec).mean(), q(e_floor, e_dec).mean()
+    floor_n, dec_n = q(e_floor, e_floor), q(e_dec, e_dec)
+    floor, dec, cross = floor_n.mean(), dec_n.mean(), q(e_floor, e_dec).mean()
     rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
     err = np.linalg.norm(zL - zd, axis=1)
     bound = rho**L * np.linalg.norm(zd, axis=1)
@@ -298,4 +307,13 @@ def latent_decomposition(
         rho_mean=float(rho.mean()),
         frac_rho_lt1=float(np.mean(rho < 1)),
         dec_bound=float(np.linalg.norm(Sx, 2) * np.mean(rho ** (2 * L) * np.sum(zd**2, axis=1))),
+        floor_se=_prompt_se(floor_n),
+        dec_se=_prompt_se(dec_n),
+        ratio_mean_se=_prompt_se(ratio),
+        rho_mean_se=_prompt_se(rho),
     )
+
+
+def _prompt_se(x: np.ndarray) -> float:
+    """Standard error of a mean over prompts (``nan`` for a single prompt, where it is undefined)."""
+    return float(standard_error(x)) if x.shape[0] >= 2 else float("nan")
