@@ -88,6 +88,19 @@ def test_noise_free_encoder_recovers_z():
     assert q.z_mse <= 1e-20 and q.floor <= 1e-20
 
 
+def test_encoder_quality_standard_errors():
+    cfg = PDEConfig(n_el=32, sigma_u=0.05, lam_z=1e-3, M=2, q=6)
+    op = cfg.operator()
+    p = sample_pde_prompts(cfg, op, 60, np.random.default_rng(3))
+    z_enc, _, _ = ridge_encoder(cfg, op, p)
+    q = encoder_quality(op, p, z_enc)
+    A_true, A_enc = assemble(op, p.z), assemble(op, z_enc)
+    rel = np.linalg.norm(A_enc - A_true, axis=(1, 2)) / np.linalg.norm(A_true, axis=(1, 2))
+    assert q.A_rel_err == pytest.approx(rel.mean(), rel=1e-12)
+    assert q.A_rel_err_se == pytest.approx(rel.std(ddof=1) / np.sqrt(60), rel=1e-12)
+    assert q.z_mse_se > 0 and q.floor_se > 0
+
+
 def test_gp_sampler_covariance():
     """Empirical covariance of n draws: each entry has SE ≤ sqrt(2/n)·var; allow 5 SE for the max."""
     x = np.linspace(0, 1, 17)

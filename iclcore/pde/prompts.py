@@ -182,8 +182,8 @@ class EncoderQuality:
         ``E ‖A(z_enc) − A(z)‖_F / ‖A(z)‖_F``.
     floor : float
         Exact encoded-solve query MSE ``E‖A(z_enc)^{-1}F⋆ − u⋆‖²/n_h``.
-    z_mse_se, floor_se : float
-        Standard errors of the two means.
+    z_mse_se, A_rel_err_se, floor_se : float
+        Standard errors of the three means over the prompts.
     """
 
     z_mse: float
@@ -191,6 +191,7 @@ class EncoderQuality:
     A_rel_err: float
     floor: float
     floor_se: float
+    A_rel_err_se: float
 
 
 def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) -> EncoderQuality:
@@ -207,6 +208,7 @@ def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) 
         A_rel_err=float(rel.mean()),
         floor=float(fl.mean()),
         floor_se=float(fl.std(ddof=1) / np.sqrt(n)),
+        A_rel_err_se=float(rel.std(ddof=1) / np.sqrt(n)),
     )
 
 
