@@ -11,7 +11,10 @@ locked dependencies), but no shared filesystem:
   ``iclcore`` first on ``PYTHONPATH`` and the runner's thread settings, and returns the output
   files as bytes together with the exit code and the log;
 * the client writes them into the run's private folder and continues exactly as for a local
-  run (:func:`iclbook.runner.execute`): failing cell, metrics schema, manifest, store.
+  run (:func:`iclbook.runner.execute`): failing cell, metrics schema, manifest, store;
+* while the notebook runs, the worker relays its progress file (:mod:`iclcore.progress`) through a
+  Dask ``Variable`` (:class:`ProgressRelay`), and the client copies it into the run's private
+  folder, so the progress line shows a remote notebook's counters as it does a local one's.
 
 A worker that dies mid-task is handled by Dask: the scheduler reschedules the task on another
 worker (``distributed.scheduler.allowed-failures``); the result is the same because each run is
@@ -20,6 +23,7 @@ a pure function of what the task carries.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -66,24 +70,82 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         work = tmp / "out"
         work.mkdir()
         spec = dict(payload["spec"], source=str(source), output=str(work / f"{payload['name']}.ipynb"), cwd=str(work))
-        import json
-
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = thread_env(payload["threads"], src)
         env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)
-        proc = subprocess.run(
-            [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
-            env=env,
-            cwd=tmp,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        with open(tmp / "log.txt", "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
+                env=env,
+                cwd=tmp,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+            relay = ProgressRelay(payload.get("progress"), tmp / PROGRESS_FILE)
+            while proc.poll() is None:
+                try:
+                    proc.wait(timeout=RELAY_INTERVAL)
+                except subprocess.TimeoutExpired:
+                    relay.publish()
         return {
             "rc": proc.returncode,
-            "log": proc.stdout,
+            "log": (tmp / "log.txt").read_bytes(),
             "files": {rel: (work / rel).read_bytes() for rel in _files(work)},
         }
+
+
+RELAY_INTERVAL = 0.5  # seconds between two looks at a running notebook's progress file
+
+
+class ProgressRelay:
+    """Worker side of the progress display: the notebook's progress file, published to the client.
+
+    The notebook writes its counters to a file on the worker (:mod:`iclcore.progress`); when the
+    file changes, its text is set on the Dask ``Variable`` named by the client, which the client
+    copies into the run's private folder, where the runner's progress line reads it as for a local
+    run. Without a name (or outside a worker) nothing is published.
+    """
+
+    def __init__(self, name: str | None, path: Path) -> None:
+        self.path, self.last, self.variable = path, None, None
+        if name:
+            try:
+                from distributed import Variable, get_client
+
+                self.variable = Variable(name, client=get_client())
+            except (ImportError, ValueError):
+                self.variable = None
+
+    def publish(self) -> None:
+        if self.variable is None:
+            return
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError:
+            return
+        if not text or text == self.last:
+            return
+        try:
+            json.loads(text)
+        except ValueError:  # caught mid-write: the next look gets the whole file
+            return
+        self.last = text
+        self.variable.set(text)
+
+
+def _copy_progress(variable: Any, seen: str | None, path: Path) -> str | None:
+    """Client side of :class:`ProgressRelay`: write the worker's latest progress text to ``path``."""
+    try:
+        text = variable.get(timeout=0.05)
+    except TimeoutError:  # nothing published yet
+        return seen
+    if isinstance(text, str) and text != seen:
+        part = path.with_name(path.name + ".part")
+        part.write_text(text, encoding="utf-8")
+        part.replace(path)
+        return text
+    return seen
 
 
 class DaskLauncher:
@@ -124,26 +186,40 @@ class DaskLauncher:
 
     def __call__(self, name: str, spec: dict[str, Any], tmp: Path, work: Path, threads: int, interrupts: Any) -> int:
         """Submit, wait (polling for interrupts), write the returned files into ``work``; the child's exit code."""
+        from dask.distributed import Variable
+
+        from .runner import PROGRESS_FILE
+
+        key = f"icl-book-{name}-{uuid.uuid4().hex[:12]}"
         payload = {
             "name": name,
             "source": Path(spec["source"]).read_bytes(),
             "spec": {k: v for k, v in spec.items() if k not in ("source", "output", "cwd")},
             "package": self.package,
             "threads": threads,
+            "progress": f"{key}-progress",
         }
-        future = self.client.submit(run_on_worker, payload, key=f"icl-book-{name}-{uuid.uuid4().hex[:12]}", pure=False)
-        while True:
-            if interrupts.stopping:
-                future.cancel()
-                raise InterruptedError(name)
+        progress, seen = Variable(payload["progress"], client=self.client), None
+        future = self.client.submit(run_on_worker, payload, key=key, pure=False)
+        try:
+            while True:
+                if interrupts.stopping:
+                    future.cancel()
+                    raise InterruptedError(name)
+                try:
+                    result = future.result(timeout=0.5)
+                    break
+                except TimeoutError:
+                    seen = _copy_progress(progress, seen, tmp / PROGRESS_FILE)
+                    continue
+                except Exception as exc:  # noqa: BLE001  (the task itself failed, e.g. too many worker deaths)
+                    (tmp / "log.txt").write_text(f"Dask task failed: {type(exc).__name__}: {exc}\n")
+                    return 1
+        finally:
             try:
-                result = future.result(timeout=0.5)
-                break
-            except TimeoutError:
-                continue
-            except Exception as exc:  # noqa: BLE001  (the task itself failed, e.g. too many worker deaths)
-                (tmp / "log.txt").write_text(f"Dask task failed: {type(exc).__name__}: {exc}\n")
-                return 1
+                progress.delete()
+            except Exception:  # noqa: BLE001  (a closing client: nothing left to clean)
+                pass
         (tmp / "log.txt").write_bytes(result["log"])
         for rel, data in result["files"].items():
             path = work / rel
@@ -161,4 +237,4 @@ class DaskLauncher:
                 self.cluster.close()
 
 
-__all__ = ["DaskLauncher", "SchedulerError", "package_files", "run_on_worker", "CONNECT_TIMEOUT"]
+__all__ = ["DaskLauncher", "ProgressRelay", "SchedulerError", "package_files", "run_on_worker", "CONNECT_TIMEOUT"]

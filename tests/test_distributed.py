@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -226,3 +227,47 @@ def test_the_default_runner_does_not_import_dask():
         "sys.exit(any(m == 'dask' or m.startswith(('dask.', 'distributed')) for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+PROGRESS = """# %% [markdown]
+# # Progress
+
+# %% tags=["parameters"]
+steps = 3
+
+# %%
+import json, os, time
+for k in range(1, steps + 1):
+    with open(os.environ["ICL_PROGRESS_FILE"], "w") as f:
+        json.dump({"step": [k, steps]}, f)
+    time.sleep(1.5)
+json.dump({"steps": steps}, open("metrics.json", "w"))
+"""
+
+
+def test_progress_of_a_remote_notebook_reaches_the_client(cluster, tmp_path):
+    # the worker relays the notebook's progress file; the client writes it where the progress line reads it
+    from iclbook.runner import notebook_progress, store_dir
+
+    address, _ = cluster
+    root = project(tmp_path, "progress")
+    (root / "notebooks" / "progress.py").write_text(PROGRESS)
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            text = notebook_progress(store_dir(root) / "tmp", "progress")
+            if text and text not in seen:
+                seen.append(text)
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        args = ["--root", str(root), "run", "progress", "--out", str(tmp_path / "o"), "--scheduler", address]
+        assert cli.main(args) == 0
+    finally:
+        stop.set()
+        watcher.join()
+    assert len(seen) >= 2 and set(seen) <= {"step 1/3", "step 2/3", "step 3/3"}, seen
