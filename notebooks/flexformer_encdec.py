@@ -181,7 +181,9 @@ for m in methods:
                     f"{m}_identity_gap": dm.identity_gap, f"{m}_violation_rate": dm.violation_rate,
                     f"{m}_ratio_mean": dm.ratio_mean, f"{m}_rho_mean": dm.rho_mean,
                     f"{m}_frac_rho_lt1": dm.frac_rho_lt1, f"{m}_dec_bound": dm.dec_bound,
-                    f"{m}_eb_upper": eb[m].upper, f"{m}_floor_plus_dec_over_e2e": (dm.floor + dm.dec) / dm.e2e})
+                    f"{m}_eb_upper": eb[m].upper, f"{m}_floor_plus_dec_over_e2e": (dm.floor + dm.dec) / dm.e2e,
+                    f"{m}_floor_se": dm.floor_se, f"{m}_dec_se": dm.dec_se, f"{m}_ratio_mean_se": dm.ratio_mean_se,
+                    f"{m}_rho_mean_se": dm.rho_mean_se})
 risks = {m: dec[m].e2e for m in methods}
 best = min(risks, key=risks.get)
 metrics["best_index"] = methods.index(best)

@@ -215,7 +215,7 @@ print("floor below every method:", all(e2e[m] >= enc.floor * (1 - 1e-6) for m in
 elapsed = time.perf_counter() - t_start
 metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_start, "n_h": op.n_h, "L": L,
            "n_test": n_test, "n_train": n_train, "steps": steps, "batch": batch, "sigma_u": sigma_u,
-           "enc_z_mse": enc.z_mse, "enc_z_mse_se": enc.z_mse_se, "enc_A_rel_err": enc.A_rel_err,
+           "enc_z_mse": enc.z_mse, "enc_z_mse_se": enc.z_mse_se, "enc_A_rel_err": enc.A_rel_err, "enc_A_rel_err_se": enc.A_rel_err_se,
            "floor": enc.floor, "floor_se": enc.floor_se, "eb_clip": clip, "eb_delta": delta, "n_small": n_small,
            "scalar_eta": sc.param, "jacobi_omega": ja.param, "free_lbfgs_train_risk": free_lbfgs.train_risk,
            "d_eff_gp_1e-2": float(gp_effective_dimension(lam_f, 1e-2)),
@@ -229,6 +229,7 @@ for m in methods:
                     f"{m}_frac_rho_lt1": diag[m].frac_rho_lt1, f"{m}_risk_dagger": diag[m].risk_dagger})
 metrics["best_index"] = methods.index(best)
 metrics["best_e2e"] = e2e[best]
+metrics["best_e2e_se"] = metrics[f"{best}_e2e_se"]
 metrics["best_eb_upper"] = eb[best].upper
 metrics["best_eb_upper_small"] = eb_small[best].upper
 metrics["best_over_floor"] = e2e[best] / enc.floor
