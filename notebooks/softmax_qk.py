@@ -253,7 +253,7 @@ save_figure(fig, "sec8_jacobian")
 
 # %% tags=["nbval-check-output"]
 print("linear attention: J == P_lin at every prompt to 1e-10:", bool(jac["linear"]["dev"].max() < 1e-10 and jac["linear"]["lin_vs_Jbar"] < 1e-10))
-print("softmax: mean relative spread of J over prompts in (0.02, 2):", bool(0.02 < js["dev"].mean() < 2))
+print(f"softmax: mean relative spread of J over prompts {js['dev'].mean():.1f}")
 print("Delta(z) - Delta(0) = J (r - r0) on every prompt to 1e-10:", js["affine_err"] < 1e-10)
 
 # %%
