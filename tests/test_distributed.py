@@ -24,7 +24,7 @@ SLOW = """# %% [markdown]
 # # Slow notebook
 
 # %% tags=["parameters"]
-seconds = 6.0
+seconds = 1.0
 
 # %%
 import json, time
@@ -154,7 +154,19 @@ def test_a_killed_worker_is_retried_on_the_other(cluster, tmp_path):
 
     def run():
         result["rc"] = cli.main(
-            ["--root", str(root), "run", "slow", "--out", str(tmp_path / "o"), "--scheduler", address]
+            [
+                "--root",
+                str(root),
+                "run",
+                "slow",
+                "-p",
+                "seconds",
+                "6.0",
+                "--out",
+                str(tmp_path / "o"),
+                "--scheduler",
+                address,
+            ]
         )
 
     t = threading.Thread(target=run)
