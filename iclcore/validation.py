@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 __all__ = [
     "ParameterTypeError",
     "as_generator",
+    "torch_generator",
     "positive_int",
     "positive_float",
     "nonnegative_float",
@@ -74,6 +76,23 @@ def as_generator(rng: object, name: str = "rng") -> np.random.Generator:
         raise ParameterTypeError(
             f"{name}: expected a numpy.random.Generator or an integer seed, got {type(rng).__name__}"
         ) from exc
+
+
+def torch_generator(gen: object, name: str = "gen") -> Any:
+    """Return ``gen`` after checking it is a :class:`torch.Generator` (the models' randomness).
+
+    torch is imported here, not at module level, so that the numpy-only families never load it.
+
+    Raises
+    ------
+    ParameterTypeError
+        Naming ``name`` for anything else (seeds included: a model's caller owns its generator).
+    """
+    import torch
+
+    if not isinstance(gen, torch.Generator):
+        raise ParameterTypeError(f"{name}: expected a torch.Generator, got {type(gen).__name__}")
+    return gen
 
 
 def positive_int(x: object, name: str, minimum: int = 1) -> int:

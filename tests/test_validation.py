@@ -198,3 +198,14 @@ def test_principal_angles_ascending_and_exact() -> None:
     np.testing.assert_allclose(got, th, atol=1e-12)
     with pytest.raises(ValueError, match="^V: ambient dimension"):
         principal_angles(np.eye(4)[:, :2], np.eye(5)[:, :2])
+
+
+def test_torch_generator_names_the_parameter() -> None:
+    import torch
+
+    from iclcore.validation import ParameterTypeError, torch_generator
+
+    g = torch.Generator().manual_seed(0)
+    assert torch_generator(g) is g
+    with pytest.raises(ParameterTypeError, match="^generator: expected a torch.Generator, got int"):
+        torch_generator(0, "generator")

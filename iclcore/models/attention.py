@@ -37,7 +37,7 @@ from scipy.integrate import solve_ivp
 from torch import nn
 
 from iclcore.progress import report_progress
-from iclcore.validation import positive_int
+from iclcore.validation import positive_int, torch_generator
 
 __all__ = [
     "Contexts",
@@ -57,12 +57,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # checks and data
 # --------------------------------------------------------------------------------------------
-
-
-def _check_gen(gen: object) -> torch.Generator:
-    if not isinstance(gen, torch.Generator):
-        raise TypeError(f"gen: expected a torch.Generator, got {type(gen).__name__}")
-    return gen
 
 
 @dataclass
@@ -92,7 +86,7 @@ def sample_iso_contexts(
 ) -> Contexts:
     """ISO prompts (seed 002 Eq. 5): ``x ~ N(0, I)``, ``beta ~ N(0, I)``, ``y = beta.x/sqrt(D) + sigma eps``."""
     B, P, K, D = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K), ("D", D)))
-    gen = _check_gen(gen)
+    gen = torch_generator(gen)
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma: label-noise level must be >= 0, got {sigma}")
     X = torch.randn(B, P, D, generator=gen, dtype=dtype)
@@ -105,7 +99,7 @@ def sample_iso_contexts(
 
 def haar_orthogonal_torch(B: int, D: int, gen: torch.Generator, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """``B`` Haar orthogonal ``D x D`` matrices (QR of Gaussians with the sign fix), shape ``(B, D, D)``."""
-    G = torch.randn(positive_int(B, "B"), positive_int(D, "D"), D, generator=_check_gen(gen), dtype=dtype)
+    G = torch.randn(positive_int(B, "B"), positive_int(D, "D"), D, generator=torch_generator(gen), dtype=dtype)
     Q, R = torch.linalg.qr(G)
     return Q * torch.sign(torch.diagonal(R, dim1=1, dim2=2))[:, None, :]
 
@@ -421,7 +415,7 @@ class SoftmaxAttention(nn.Module):
     ):
         super().__init__()
         self.D, self.n, self.L = positive_int(D, "D"), positive_int(n, "n"), positive_int(L, "L")
-        gen = _check_gen(gen)
+        gen = torch_generator(gen)
         self.mlp = bool(mlp)
 
         def init(*shape: int) -> nn.Parameter:
@@ -515,7 +509,7 @@ def train(
     steps = positive_int(steps, "steps")
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"lr: learning rate must be > 0, got {lr}")
-    gen = _check_gen(gen)
+    gen = torch_generator(gen)
     if optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=lr)
     elif optimizer == "adam":

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.validation import as_generator, positive_float, positive_int
+from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
     "FlexformerConfig",
@@ -58,11 +58,6 @@ __all__ = [
 ]
 
 DTYPE = torch.float64
-
-
-def _check_generator(generator: object) -> None:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator: expected torch.Generator, got {type(generator).__name__}")
 
 
 @dataclass(frozen=True)
@@ -173,7 +168,7 @@ class Flexformer(nn.Module):
         positions: np.ndarray | None = None,
     ) -> None:
         super().__init__()
-        _check_generator(generator)
+        torch_generator(generator, "generator")
         self.config = config
         K, r, h, dk, dt = config.K, config.rank, config.n_heads, config.d_k, config.token_dim
         if P_init is not None:

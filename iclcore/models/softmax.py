@@ -55,7 +55,7 @@ from torch import nn
 
 from iclcore.linalg import stable_rank, top_energy
 from iclcore.richardson.tasks import TaskConfig, sample_prompts
-from iclcore.validation import as_generator, positive_float, positive_int
+from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
     "ATTENTIONS",
@@ -142,8 +142,7 @@ class ProbeQueryAttention(nn.Module):
 
     def __init__(self, config: AttentionConfig, generator: torch.Generator) -> None:
         super().__init__()
-        if not isinstance(generator, torch.Generator):
-            raise TypeError("generator: expected a torch.Generator")
+        torch_generator(generator, "generator")
         self.config = config
         H, dk, K = config.n_heads, config.d_k, config.K
         sk = config.init_std
