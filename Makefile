@@ -22,18 +22,25 @@ SCREENSHOTS ?= _build/screenshots
 book: $(STAMP)
 	$(BIN)/icl-book build -j $(JOBS) --preset $(PRESET)
 
-## make test: set up .venv, build the book (quick preset), run all tests
+## make test: set up .venv, execute the notebooks (quick preset), build the HTML while running all tests
 # nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
 # tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
 # book/generated is never written by it. The copies are collected first, longest run first, so that no
 # pytest worker idles at the end while the other re-executes a long notebook. Their figures are thrown
 # away, so they are written as PNG only (ICL_FIGURE_FORMATS=png: the PDF is the slowest file to write).
+# The HTML is built (single-threaded Sphinx) in the background while the tests run; the tests marked
+# `build` wait for it (tests/conftest.py, ICL_BOOK_BUILD_STATUS) and fail if it failed, and so does make.
 test: $(STAMP) lint
-	$(BIN)/icl-book build -j $(JOBS)
-	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT && \
-	$(BIN)/python -m iclbook.nbval_copies book/generated "$$nb" && \
+	$(BIN)/icl-book run -j $(JOBS)
+	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT || exit 1; \
+	$(BIN)/python -m iclbook.nbval_copies book/generated "$$nb/copies" || exit 1; \
+	( $(BIN)/icl-book build --no-run > "$$nb/book-build.log" 2>&1; echo $$? > "$$nb/status.part"; \
+	  mv "$$nb/status.part" "$$nb/book-build.status" ) & \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) ICL_FIGURE_FORMATS=png \
-	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) --nbval-lax "$$nb" tests
+	  ICL_BOOK_BUILD_STATUS="$$nb/book-build.status" \
+	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) --nbval-lax "$$nb/copies" tests; \
+	rc=$$?; wait; echo "== HTML build (in the background during the tests):"; tail -n 3 "$$nb/book-build.log"; \
+	[ "$$(cat "$$nb/book-build.status" 2>/dev/null)" = 0 ] || { tail -n 60 "$$nb/book-build.log"; exit 1; }; exit $$rc
 
 venv: $(STAMP)
 

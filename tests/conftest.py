@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -20,3 +22,27 @@ def demo_project(tmp_path: Path) -> Path:
     (root / "iclcore" / "module.py").write_text("X = 1\n")
     (root / "requirements.lock").write_text("numpy==0\n")
     return root
+
+
+#: Set by `make test`, which builds the HTML in the background while the other tests run: the file
+#: that receives the build's exit status once it has finished (its log is beside it, `.log`).
+BUILD_STATUS_ENV = "ICL_BOOK_BUILD_STATUS"
+BUILD_WAIT = 1800.0  # seconds a `build` test waits for the background build
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``build`` wait for `make test`'s background HTML build, and fail if it failed."""
+    status_file = os.environ.get(BUILD_STATUS_ENV)
+    if not status_file or item.get_closest_marker("build") is None:
+        return
+    status = Path(status_file)
+    deadline = time.monotonic() + BUILD_WAIT
+    while not status.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the background book build did not finish within {BUILD_WAIT:.0f} s ({status})")
+        time.sleep(0.5)
+    code = status.read_text().strip()
+    if code != "0":
+        log = status.with_suffix(".log")
+        tail = log.read_text(errors="replace").splitlines()[-30:] if log.exists() else []
+        pytest.fail(f"the book build failed (exit {code}):\n" + "\n".join(tail))

@@ -125,7 +125,7 @@ def test_grokking_run_is_reproducible_with_two_threads():
     torch.set_num_threads(2)
     try:
         cfg = tt.GrokConfig(
-            p=31, frac_train=0.6, d_model=32, n_heads=4, d_head=8, d_mlp=128, lr=0.003, steps=20, log_every=10
+            p=31, frac_train=0.6, d_model=32, n_heads=4, d_head=8, d_mlp=128, lr=0.003, steps=6, log_every=3
         )
         a, b = tt.train_grokking(cfg, seed=1), tt.train_grokking(cfg, seed=1)
     finally:
