@@ -141,8 +141,8 @@ print(f"||P_final - P*||_F / ||P*||_F = {rel_err[-1]:.1e}")
 
 # %%
 ev = sample_prompt_statistics(cfg, n_eval_prompts, rng)
-R_L_target = depth_risk(run.P, ev, L, "target")       # (1/K) E||z_L - z*||^2  (seed 000 R_L)
-R_L_solution = depth_risk(run.P, ev, L, "solution")   # (1/K) E||z_L - z^dagger||^2 (seed 001 R_dec(L))
+R_L_target = depth_risk(run.P, ev, L, "target")       # (1/K) E||z_L - z*||^2  (main paper R_L)
+R_L_solution = depth_risk(run.P, ev, L, "solution")   # (1/K) E||z_L - z^dagger||^2 (MMNN report R_dec(L))
 R_L_star = depth_risk(P_star, ev, L, "target")
 R_ridge_floor = float(np.mean(np.sum((ev.z_dagger - ev.z_star) ** 2, 1)) / K)  # L -> infinity limit vs z*
 R_1_eval = empirical_decoder_risk(run.P, ev.d, ev.z_star)

@@ -32,7 +32,7 @@ mu_3 = 0.03
 n_train = 64        # pool of training prompts (encoder and decoder moments); range: [1, 1000]
 n_eval = 2048       # held-out prompts for the risks; range: [1, 200000]
 L = 7               # Richardson depth of the latent decoder; range: [1, 100]
-steps = 420         # outer steps (seed 000 §11 reports s = 420); range: [1, 5000]
+steps = 420         # outer steps (main paper §11 reports s = 420); range: [1, 5000]
 eta_e_rel = 0.5     # encoder step times lambda_max(Sigma_z hat)
 eta_d_rel = 0.2     # decoder step times max_s lambda_max(C_s)
 eval_every = 4      # held-out risks every this many steps (and at the last); range: [1, 50]

@@ -25,11 +25,11 @@ mu_1 = 1.0          # eigenvalues of Sigma_z (r = 4), largest ...
 mu_2 = 0.6
 mu_3 = 0.35
 mu_4 = 0.2          # ... smallest
-steps = 800         # outer steps of both online runs (seed 001 §3.3 and seed 000 §12.6 report s = 800); range: [1, 10000]
-sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (seed 001 Table 1)
+steps = 800         # outer steps of both online runs (MMNN report §3.3 and main paper §12.6 report s = 800); range: [1, 10000]
+sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (MMNN report Table 1)
 eta_noisy = 0.5     # step of the noisy run (stability window (0, 2/mu_1))
 batch_noisy = 2000  # fresh samples per step, noisy run; range: [1, 20000]
-eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like seed 000 §11)
+eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like main paper §11)
 batch_clean = 200000  # fresh samples per step, noise-free run (cost independent of the batch); range: [1, 2000000]
 n_eval = 50000      # held-out samples (q residuals each); range: [1, 2000000]
 K_sub = 16          # subspace recovery (§5.2): ambient dimension; range: [1, 200]

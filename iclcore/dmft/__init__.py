@@ -25,7 +25,7 @@ Conventions fixed once for the reduced-Γ modules
 * Context length ``P = αD``; the spectrum of ``Σ̂`` is Marchenko–Pastur with ratio ``D/P = 1/α``,
   i.e. ``iclcore.spectra.mp`` with ``gamma = 1/alpha`` (law of ``(1/M) XᵀX`` for ``X`` of shape
   ``(M, K) = (P, D)``).
-* Theory time: gradient flow ``dγ/dt = -½ ∂L/∂γ`` (seed 002 Eqs. 7, 10, 13, 83). The simulation
+* Theory time: gradient flow ``dγ/dt = -½ ∂L/∂γ`` (Bordelon et al. Eqs. 7, 10, 13, 83). The simulation
   takes SGD steps ``Γ ← Γ + η G`` with ``G = -(D/2) ∇_Γ L̂_batch`` (the ``G`` of Eq. 62); since
   ``∇_Γ L(γI) = L'(γ) I / D`` this gives theory time ``t = Σ_steps η`` exactly.
 * Power-law data: ``λ_k = k^{-ν}`` and ``ω_k λ_k = k^{-νβ-1} / Z`` with ``Z`` such that
@@ -33,7 +33,7 @@ Conventions fixed once for the reduced-Γ modules
 
 The width-``N`` model
 ---------------------
-The width-N model of seed 002 (Eq. 14) sees features ``A x`` with ``A`` a rank-``N`` projection.
+The width-N model of Bordelon et al. (Eq. 14) sees features ``A x`` with ``A`` a rank-``N`` projection.
 Its in-context preconditioner in ``D``-space is a rotated projection, and with RRS data the
 population loss of the reduced model depends on one scalar ``gamma``:
 

@@ -30,7 +30,7 @@ def power_law_spectrum(D: int, nu: float, beta: float) -> tuple[np.ndarray, np.n
 
     ``λ_k = k^{-ν}`` and ``ω_k λ_k = k^{-νβ-1} / Z`` for ``k = 1..D``, with ``Z = (1/D) Σ_k k^{-νβ-1}``
     so that ``tr ΩΛ = 1`` (the loss at ``Γ = 0``). Then ``Σ_{ℓ>k} λ_ℓ ω_ℓ ~ k^{-νβ}``
-    (seed 002 Eq. 17, read with ``ω_ℓ`` inside the sum, and Eq. 88).
+    (Bordelon et al. Eq. 17, read with ``ω_ℓ`` inside the sum, and Eq. 88).
 
     Returns
     -------

@@ -30,12 +30,12 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------
-# FS setting (seed 002 §3.2, App. D): α = ∞, Σ = diag(λ), Ω = diag(ω)
+# FS setting (Bordelon et al. §3.2, App. D): α = ∞, Σ = diag(λ), Ω = diag(ω)
 # --------------------------------------------------------------------------------------------------
 
 
 def fs_loss(gamma_k: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
-    """FS loss of a diagonal ``Γ = diag(γ_k)`` at ``α = ∞`` (seed 002 Eq. 84): ``(1/D) Σ ω_k λ_k u_k^{2L}``.
+    """FS loss of a diagonal ``Γ = diag(γ_k)`` at ``α = ∞`` (Bordelon et al. Eq. 84): ``(1/D) Σ ω_k λ_k u_k^{2L}``.
 
     ``u_k = 1 - λ_k γ_k / L``; for ``L = inf`` the factor is ``exp(-2λ_kγ_k)``.
 
@@ -124,7 +124,7 @@ def fs_loss_curve(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | fl
 
 
 def random_skew(D: int, rng: np.random.Generator) -> np.ndarray:
-    """Random skew-symmetric ``S = (G - Gᵀ)/√(2D)``, ``G`` i.i.d. N(0,1) (our normalisation; seed 002 leaves it open).
+    """Random skew-symmetric ``S = (G - Gᵀ)/√(2D)``, ``G`` i.i.d. N(0,1) (our normalisation; Bordelon et al. leaves it open).
 
     ``exp(θS)`` is a random rotation whose angles grow linearly with θ (spectral radius of ``S`` ≈ √2).
     """
@@ -135,7 +135,7 @@ def random_skew(D: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def rotated_covariance(Sigma: np.ndarray, S: np.ndarray, theta: float) -> np.ndarray:
-    """``exp(θS) Σ exp(-θS)`` for skew-symmetric ``S`` (seed 002 Result 5; ``exp(θS)`` is orthogonal)."""
+    """``exp(θS) Σ exp(-θS)`` for skew-symmetric ``S`` (Bordelon et al. Result 5; ``exp(θS)`` is orthogonal)."""
     Sigma = symmetric_psd(Sigma, "Sigma")
     S = np.asarray(S, dtype=float)
     if S.shape != Sigma.shape:
@@ -150,7 +150,7 @@ def rotated_covariance(Sigma: np.ndarray, S: np.ndarray, theta: float) -> np.nda
 
 
 def ood_loss(Gamma: np.ndarray, Sigma_test: np.ndarray, Omega_test: np.ndarray, L: int) -> float:
-    """Out-of-distribution loss of a trained ``Γ`` at ``α = ∞`` (seed 002 Eq. 11, generalised).
+    """Out-of-distribution loss of a trained ``Γ`` at ``α = ∞`` (Bordelon et al. Eq. 11, generalised).
 
     .. math::
         \\mathcal L_{OOD} = \\mathrm{tr}\\,\\Omega'\\,[(I - L^{-1}\\Gamma\\Sigma')^L]^\\top\\Sigma'(I - L^{-1}\\Gamma\\Sigma')^L .

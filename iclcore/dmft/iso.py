@@ -35,7 +35,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------
-# ISO setting (seed 002 §3.1, App. C)
+# ISO setting (Bordelon et al. §3.1, App. C)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -72,7 +72,7 @@ def _iso_args(
 
 
 def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0) -> np.ndarray:
-    """ISO ICL loss of ``Γ = γI`` (seed 002 Eq. 8 for σ = 0, Eq. 83 with label noise), plus ``σ²``.
+    """ISO ICL loss of ``Γ = γI`` (Bordelon et al. Eq. 8 for σ = 0, Eq. 83 with label noise), plus ``σ²``.
 
     .. math::
         \\begin{aligned}
@@ -119,7 +119,7 @@ def iso_optimum_closed_form(alpha: float, L: int | float) -> tuple[float, float]
         \\mathcal L_*(\\alpha, L) = 1 - \\frac{\\alpha}{1+\\alpha}\\sum_{n=0}^{L-1}
             \\mathrm{Cat}(n)\\Big(\\frac{\\alpha}{(1+\\alpha)^2}\\Big)^n ,
 
-    with ``L*(α, 1) = 1/(1+α)`` (seed 002 Result 1 prints ``(1+α)^{-2}``) and ``L*(α, ∞) = [1-α]_+``.
+    with ``L*(α, 1) = 1/(1+α)`` (Bordelon et al. Result 1 prints ``(1+α)^{-2}``) and ``L*(α, ∞) = [1-α]_+``.
 
     Parameters
     ----------
@@ -186,7 +186,7 @@ def iso_depth1_flow(t: np.ndarray | float, alpha: float, sigma: float = 0.0) -> 
 def iso_gradient_flow(
     t: np.ndarray, alpha: float, L: int, sigma: float = 0.0, gamma0: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient flow ``dγ/dt = -½ dL/dγ`` on the ISO landscape (seed 002 Eqs. 7, 83).
+    """Gradient flow ``dγ/dt = -½ dL/dγ`` on the ISO landscape (Bordelon et al. Eqs. 7, 83).
 
     Parameters
     ----------

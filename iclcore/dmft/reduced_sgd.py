@@ -27,7 +27,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------
-# Reduced-Γ SGD simulation (seed 002 §2.2 Eq. 4, App. B.2 Eqs. 54–55, App. C.1 Eq. 62)
+# Reduced-Γ SGD simulation (Bordelon et al. §2.2 Eq. 4, App. B.2 Eqs. 54–55, App. C.1 Eq. 62)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -205,7 +205,7 @@ def _forward_backward(Gamma, Shat, c, S, bstar, r, s0, L: int):
 def simulate_reduced_gamma_sgd(
     cfg: ReducedGammaSGDConfig, rng: np.random.Generator, Gamma0: np.ndarray | None = None
 ) -> ReducedGammaSGDResult:
-    """Online SGD on the reduced-Γ model (seed 002 Eq. 4 / Eq. 55), fresh contexts at every step.
+    """Online SGD on the reduced-Γ model (Bordelon et al. Eq. 4 / Eq. 55), fresh contexts at every step.
 
     Each step draws ``B`` contexts of the configured setting, runs ``L`` steps of in-context
     preconditioned GD (Eq. 54) and updates ``Γ ← Γ + η G`` with ``G = -(D/2) ∇_Γ`` of the mean batch

@@ -40,7 +40,7 @@ EXPONENT_RESOURCES = ("t_fs", "t_rrs", "L", "N", "P")
 
 
 # --------------------------------------------------------------------------------------------------
-# Scaling-law bottlenecks (seed 002 Result 8, App. F.2, F.4)
+# Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -84,7 +84,7 @@ def width_bottleneck(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     The infinite-time, infinite-depth model removes everything the rank-``N`` random projection
     can see; what remains is the bias of projecting onto a random ``N``-dimensional subspace
     weighted by ``Λ^{1/2}``, whose deterministic equivalent is ``κ(κ+Λ)^{-1}`` (linear in κ).
-    Seed 002 Eq. 113 prints the squared form ``κ²(κ+Λ)^{-2}``; see :func:`width_bottleneck_paper`.
+    Bordelon et al. Eq. 113 prints the squared form ``κ²(κ+Λ)^{-2}``; see :func:`width_bottleneck_paper`.
     """
     lam, omega, N, kap = _bottleneck_kappa(lam, omega, N, "N")
     return float(np.mean(omega * lam * kap / (kap + lam)))
@@ -120,7 +120,7 @@ def context_bottleneck(lam: np.ndarray, omega: np.ndarray, P: int) -> float:
         \\sum_k \\frac{\\lambda_k}{\\kappa+\\lambda_k} = P .
         \\end{gathered}
 
-    Seed 002 Eq. 116 omits the denominator (:func:`context_bottleneck_paper`).
+    Bordelon et al. Eq. 116 omits the denominator (:func:`context_bottleneck_paper`).
     """
     lam, omega, P, kap = _bottleneck_kappa(lam, omega, P, "P")
     num = kap**2 * np.mean(omega * lam / (kap + lam) ** 2)
@@ -155,7 +155,7 @@ def context_bottleneck_mc(
 
 
 def scaling_exponents(nu: float, beta: float) -> dict[str, float]:
-    """Printed and corrected scaling exponents of seed 002 (Results 4, 8; Eqs. 89, 97, 100, 113, 116).
+    """Printed and corrected scaling exponents of Bordelon et al. (Results 4, 8; Eqs. 89, 97, 100, 113, 116).
 
     Keys ``*_paper`` hold the printed exponent, ``*_corrected`` ours:
 
@@ -236,7 +236,7 @@ class FittedExponent:
 
 
 def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> FittedExponent:
-    """Fit the decay exponent of one resource on the power-law theory (seed 002 Result 8, Table 1).
+    """Fit the decay exponent of one resource on the power-law theory (Bordelon et al. Result 8, Table 1).
 
     Data ``λ_k = k^{-ν}``, ``ω_k λ_k ∝ k^{-νβ-1}`` with ``D`` modes (:func:`iclcore.dmft.data.power_law_spectrum`).
     The fitting windows (fixed here, not tuned to the result):

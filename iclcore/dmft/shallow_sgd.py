@@ -21,13 +21,13 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------
-# Shallow SGD theory (seed 002 App. C.1, Result 10) with the corrected initial condition
+# Shallow SGD theory (Bordelon et al. App. C.1, Result 10) with the corrected initial condition
 # --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ShallowSGDTheory:
-    """Depth-1 online-SGD theory at step counts ``steps`` (seed 002 Eqs. 72–79).
+    """Depth-1 online-SGD theory at step counts ``steps`` (Bordelon et al. Eqs. 72–79).
 
     Attributes
     ----------
@@ -58,7 +58,7 @@ def shallow_sgd_theory(
     paper_initial_condition: bool = False,
     D: int | None = None,
 ) -> ShallowSGDTheory:
-    """Depth-1 reduced-Γ online SGD from ``Γ(0) = 0`` (seed 002 Result 10, Eqs. 74–79).
+    """Depth-1 reduced-Γ online SGD from ``Γ(0) = 0`` (Bordelon et al. Result 10, Eqs. 74–79).
 
     With ``a₀ = 1 + (1+σ²)/α``, ``a = (1-ηa₀)² + (η²/τ)(1+1/κ)a₀²``,
     ``b = (η²/τ)(1+1/κ)(1+σ²)/α``:

@@ -17,7 +17,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# Untied layers at N = D, P = infinity (seed 002 §5.1, Eq. 19/117, App. G.1)
+# Untied layers at N = D, P = infinity (Bordelon et al. §5.1, Eq. 19/117, App. G.1)
 # --------------------------------------------------------------------------------------------
 
 
@@ -61,7 +61,7 @@ def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, L:
 
 
 def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[np.ndarray, float]:
-    """Global minimum of :func:`untied_loss` over the ``L`` layer scales (seed 002 §5.1, Eq. 117).
+    """Global minimum of :func:`untied_loss` over the ``L`` layer scales (Bordelon et al. §5.1, Eq. 117).
 
     The untied loss is ``int p(x)^2 dmu(x)`` with ``p(x) = prod_l (1 - gamma^l x / L)`` a polynomial
     of degree ``L`` with ``p(0) = 1`` and ``mu = (1/D) sum_k omega_k lambda_k delta_{lambda_k}``. Over

@@ -75,7 +75,7 @@ def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, path_start: float 
     .. math:: \\tau = \\mathrm{tr}\\,\\psi\\Lambda(z + \\psi\\Lambda)^{-1},\\qquad
               \\psi = \\frac{1 - \\tau/\\alpha_N}{1 - \\tau},
 
-    which is seed 002 Eq. (36)-(37)/(110) at ``alpha_P = infinity`` in the normalisation
+    which is Bordelon et al. Eq. (36)-(37)/(110) at ``alpha_P = infinity`` in the normalisation
     ``B = (1/alpha_N) x projection`` (the paper's ``B`` = projection gives
     ``psi = (alpha_N - tau)/(1 - tau)``). ``psi = z / (i omega_Lambda)`` is the *unrotated*
     factor's inverse tau-transform (Eq. 16/105 print ``(A^T A)^2`` instead).
@@ -186,7 +186,7 @@ def width_loss_de(
 def free_product_psi(
     z: np.ndarray, a: np.ndarray, b_nodes: np.ndarray, b_weights: np.ndarray, start: float | None = None
 ) -> np.ndarray:
-    """``Psi_{v chi}(z)`` of seed 002 App. A for ``M = O B O^T A`` (Eq. 33-37, ``z = i omega``).
+    """``Psi_{v chi}(z)`` of Bordelon et al. App. A for ``M = O B O^T A`` (Eq. 33-37, ``z = i omega``).
 
     Solves ``tau = tr[psi A (z + psi A)^{-1}] = tau_B(u_B)`` with ``u_B = (1/tau - 1) psi``
     (Eq. 36; equivalently the product rule Eq. 37 ``u_A u_B = (1 - tau) z / tau``), where
@@ -237,7 +237,7 @@ def two_point_F(
 ) -> np.ndarray:
     """Two-point deterministic equivalent ``tr[T R(z) C R(z')^T]``, ``R(z) = (z + M)^{-1}``.
 
-    Implements seed 002 App. A Eq. (38)-(40): with ``H = (z + psi A)^{-1}``,
+    Implements Bordelon et al. App. A Eq. (38)-(40): with ``H = (z + psi A)^{-1}``,
     ``Sigma_{v chi} = tr A H``, ``s = hat Sigma_{v chi} = (1 - tau)/Sigma_{v chi}`` (Eq. 34),
     ``cal A = tr A^2 H H'``, ``cal B = tr (s + B)^{-1} (s' + B)^{-1}``, ``n = tr C A^2 H H'``,
 
@@ -305,7 +305,7 @@ def two_point_loss_de(
 ) -> np.ndarray:
     """Loss ``tr[T p(M) C p(M)^T]``, ``p(x) = (1 - gamma x/L)^L``, by the double contour of Eq. (15).
 
-    ``L = oint oint p(zeta) p(zeta') F(-zeta, -zeta') d zeta d zeta' / (2 pi i)^2`` (seed 002
+    ``L = oint oint p(zeta) p(zeta') F(-zeta, -zeta') d zeta d zeta' / (2 pi i)^2`` (Bordelon et al.
     Eq. 15/101-104 with ``i omega = -zeta``), ``F`` from :func:`two_point_F`. The two circles are
     centred at ``L/gamma`` with radii ``r`` and ``1.05 r`` (so that nodes never coincide) and
     enclose ``[0, k_max]``.

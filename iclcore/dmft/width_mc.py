@@ -85,7 +85,7 @@ def width_spectrum_mc(
 ) -> WidthSpectrum:
     """Monte Carlo one-point reduction of the width-N RRS loss at ``P = infinity``.
 
-    Implements seed 002 Eq. (14), (19) and (102) at ``P = infinity`` through the identity
+    Implements Bordelon et al. Eq. (14), (19) and (102) at ``P = infinity`` through the identity
     ``p(M)^T Lambda p(M) = Lambda^{1/2} p(K)^2 Lambda^{1/2}`` for ``M = B Lambda``,
     ``K = Lambda^{1/2} B Lambda^{1/2}`` (``B = (D/N) U U^T``), which turns the paper's
     "two-point" object (Eq. 15) into a one-point function of ``K``. Exact in distribution at
@@ -137,7 +137,7 @@ def _q_and_dq(gammas: np.ndarray, s: np.ndarray, L: float) -> tuple[np.ndarray, 
 def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
     """Population loss ``L(gamma) = tr[Omega Lambda (I - gamma K / L)^{2L}]`` of the width-N model.
 
-    Seed 002 Eq. (15)/(102) at ``P = infinity`` (tied layers, Eq. 19 with ``gamma^l = gamma``).
+    Bordelon et al. Eq. (15)/(102) at ``P = infinity`` (tied layers, Eq. 19 with ``gamma^l = gamma``).
     ``L = numpy.inf`` gives the infinite-depth limit ``exp(-2 gamma K)``.
 
     Returns
@@ -200,7 +200,7 @@ def width_gradient_flow(
 ) -> GradientFlow:
     """Gradient flow of the width-N model on its one-dimensional landscape.
 
-    Implements seed 002 Eq. (13) generalised to width N (Result 7): ``d gamma/dt = -(1/2)
+    Implements Bordelon et al. Eq. (13) generalised to width N (Result 7): ``d gamma/dt = -(1/2)
     dL/dgamma`` (the paper's time convention of Eq. 7/13, i.e. ``t = eta * steps`` for SGD with
     the matrix update ``Gamma += -eta (N/2) grad``; see the chapter).
 

@@ -1,4 +1,4 @@
-"""The statements of seed 004 App. A as :class:`~iclcore.gd.statements.Statement` records: the
+"""The statements of Nagy App. A as :class:`~iclcore.gd.statements.Statement` records: the
 families V (the attention construction), M (the matrix ladder) and MN (arbitrary dimension;
 reconstructed, their printed statements are cut by a lost "<").
 
@@ -16,14 +16,14 @@ from iclcore.gd.statements import MN_D, Statement, expanded, unit_to_nonnegative
 
 __all__ = ["appendix_statements"]
 
-# real sympy symbols: the scalar model (seed 004 §1) and the construction's weights (App. A)
+# real sympy symbols: the scalar model (Nagy §1) and the construction's weights (App. A)
 a, b, w, ap, kappa, vo, qk, g1, g2, g1n, g2n, k1, k2, l1, l2 = sp.symbols(
     "a b w ap kappa vo qk g1 g2 g1n g2n k1 k2 l1 l2", real=True
 )
 
 
 def appendix_statements() -> list[Statement]:
-    """The families V, M and MN of seed 004 App. A, in the paper's order."""
+    """The families V, M and MN of Nagy App. A, in the paper's order."""
     st: list[Statement] = []
 
     def add(**kw: Any) -> None:

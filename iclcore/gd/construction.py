@@ -1,4 +1,4 @@
-"""The von Oswald et al. (2023) construction as explicit attention weights (seed 004 App. A, V1–V3).
+"""The von Oswald et al. (2023) construction as explicit attention weights (Nagy App. A, V1–V3).
 
 Tokens ``z_i = [x_i; y_i]`` (``i = 1..n``) and the query ``z_q = [x_q; 0]``, all in ``R^{d+1}``.
 One residual linear self-attention (LSA) layer with key, query, value and projection matrices

@@ -1,4 +1,4 @@
-"""Offline miniature of the depth-contraction probe of seed 004 §8.2–§8.5.
+"""Offline miniature of the depth-contraction probe of Nagy §8.2–§8.5.
 
 Task (:func:`sample_probe_tasks`): ``d``-dimensional noise-free linear regression with ``n`` context
 pairs, ``w ~ N(0, I)``, ``x ~ N(0, s^2 I)`` with a per-prompt scale ``s ~ LogUniform(s_lo, s_hi)``

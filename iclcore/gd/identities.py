@@ -1,7 +1,7 @@
-"""The identity families of seed 004 (§1–§7, App. A) as data: statement, hypotheses, a sympy
+"""The identity families of Nagy (§1–§7, App. A) as data: statement, hypotheses, a sympy
 certificate and an exact-rational evaluation on points drawn *inside* each domain.
 
-Notation (seed 004 §1, scalar model): ``a = sum x_i^2``, ``b = sum x_i y_i``, ``c = sum y_i^2``,
+Notation (Nagy §1, scalar model): ``a = sum x_i^2``, ``b = sum x_i y_i``, ``c = sum y_i^2``,
 ``L(w) = a w^2 - 2 b w + c`` (exactly ``sum (w x_i - y_i)^2``), ``g = a w - b`` (the gradient of
 ``L/2``), ``w+ = w - eta g``, ``a w* = b``, ``e = w - w*``.
 
@@ -18,7 +18,7 @@ Every statement is a :class:`~iclcore.gd.statements.Statement`:
 * ``kind``: ``identity``, ``conditional identity`` (holds under a substitution hypothesis),
   ``inequality``, ``strict inequality`` or ``hypothesis-carrying`` (the content sits in the
   hypotheses, e.g. "F >= 0 and G >= 0 imply F G >= 0"); the last are not counted as evidence.
-* ``origin``: ``paper`` (stated and named in seed 004), ``paper prose`` (stated in the text but not
+* ``origin``: ``paper`` (stated and named in Nagy), ``paper prose`` (stated in the text but not
   a kernel node), ``reconstructed`` (MN1–MN3, whose printed statements are cut by a lost "<") or
   ``ours`` (the matrix lifts, :func:`iclcore.gd.matrix_lifts.matrix_lift_statements`).
 

@@ -1,4 +1,4 @@
-"""Our matrix lifts of the scalar ladder of seed 004 (not in the paper): ``e+ = (I - P H) e``, the
+"""Our matrix lifts of the scalar ladder of Nagy (not in the paper): ``e+ = (I - P H) e``, the
 descent condition, the Newton step and layer-varying steps, with numerical and exact helpers.
 
 Each lift is a :class:`~iclcore.gd.statements.Statement` (:func:`matrix_lift_statements`);
@@ -199,7 +199,7 @@ def _lift_point_layers(t: Mapping[str, Fraction]) -> dict[str, Any]:
 
 
 def matrix_lift_statements() -> list[Statement]:
-    """Our matrix lifts of the scalar ladder (not in seed 004), as :class:`~iclcore.gd.statements.Statement` objects."""
+    """Our matrix lifts of the scalar ladder (not in Nagy), as :class:`~iclcore.gd.statements.Statement` objects."""
     out = [
         Statement(
             label="L1",

@@ -1,4 +1,4 @@
-"""The statements of seed 004 §1–§7 as :class:`~iclcore.gd.statements.Statement` records: the ring
+"""The statements of Nagy §1–§7 as :class:`~iclcore.gd.statements.Statement` records: the ring
 identities (§1.1, §3, §4) and the families A (§2–§4), B (§5), C (§6) and D (§7).
 
 Conventions and the record are in :mod:`iclcore.gd.statements`; :mod:`iclcore.gd.identities`
@@ -26,7 +26,7 @@ from iclcore.gd.statements import (
 
 __all__ = ["scalar_statements"]
 
-# real sympy symbols of the scalar model (seed 004 §1) and of the statements' auxiliary quantities
+# real sympy symbols of the scalar model (Nagy §1) and of the statements' auxiliary quantities
 _NAMES = "a b c w eta wstar e u v p y1 y2 ap F G Lw rho2 e0sq e2sq e3sq L1 L2 L1n L2n a1 a2"
 a, b, c, w, eta, wstar, e, u, v, p, y1, y2, ap, F, G, Lw, rho2, e0sq, e2sq, e3sq, L1, L2, L1n, L2n, a1, a2 = sp.symbols(
     _NAMES, real=True
@@ -34,7 +34,7 @@ a, b, c, w, eta, wstar, e, u, v, p, y1, y2, ap, F, G, Lw, rho2, e0sq, e2sq, e3sq
 
 
 def scalar_statements() -> list[Statement]:
-    """The ring identities and the families A–D of seed 004 (§1–§7), in the paper's order."""
+    """The ring identities and the families A–D of Nagy (§1–§7), in the paper's order."""
     st: list[Statement] = []
 
     def add(**kw: Any) -> None:

@@ -1,7 +1,7 @@
-"""The record of one identity of seed 004 (:class:`Statement`), the scalar model of seed 004 §1,
+"""The record of one identity of Nagy (:class:`Statement`), the scalar model of Nagy §1,
 and the helpers that map unit-interval parameters into each statement's domain.
 
-Notation (seed 004 §1, scalar model): ``a = sum x_i^2``, ``b = sum x_i y_i``, ``c = sum y_i^2``,
+Notation (Nagy §1, scalar model): ``a = sum x_i^2``, ``b = sum x_i y_i``, ``c = sum y_i^2``,
 ``L(w) = a w^2 - 2 b w + c`` (exactly ``sum (w x_i - y_i)^2``), ``g = a w - b`` (the gradient of
 ``L/2``), ``w+ = w - eta g``, ``a w* = b``, ``e = w - w*``. The statements themselves are in
 :mod:`iclcore.gd.scalar_statements` (§1–§7), :mod:`iclcore.gd.appendix_statements` (App. A) and
@@ -38,17 +38,17 @@ R = Fraction(8)  # half-width of the box used for unrestricted real variables
 
 
 def loss(w: Any, a: Any, b: Any, c: Any) -> Any:
-    """``L(w) = a w^2 - 2 b w + c`` (seed 004 §1); equals ``sum_i (w x_i - y_i)^2``."""
+    """``L(w) = a w^2 - 2 b w + c`` (Nagy §1); equals ``sum_i (w x_i - y_i)^2``."""
     return a * w**2 - 2 * b * w + c
 
 
 def gradient(w: Any, a: Any, b: Any) -> Any:
-    """``g = a w - b`` (seed 004 §1): the gradient of ``L/2``, not of ``L`` (see the errata)."""
+    """``g = a w - b`` (Nagy §1): the gradient of ``L/2``, not of ``L`` (see the errata)."""
     return a * w - b
 
 
 def gd_step(w: Any, a: Any, b: Any, eta: Any) -> Any:
-    """``w+ = w - eta g`` (seed 004 §1)."""
+    """``w+ = w - eta g`` (Nagy §1)."""
     return w - eta * gradient(w, a, b)
 
 
@@ -85,7 +85,7 @@ MN_D = 4  # dimension used when evaluating the arbitrary-dimension statements on
 
 @dataclass(frozen=True)
 class Statement:
-    """One statement of seed 004 (or one of our lifts); the fields are described in :mod:`iclcore.gd.identities`."""
+    """One statement of Nagy (or one of our lifts); the fields are described in :mod:`iclcore.gd.identities`."""
 
     label: str
     lean: str

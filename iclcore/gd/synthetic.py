@@ -1,4 +1,4 @@
-"""The synthetic convergence panel of seed 004 §8.1 (Figure 1).
+"""The synthetic convergence panel of Nagy §8.1 (Figure 1).
 
 (a) scalar GD on ``L(w) = a w^2 - 2 b w + c`` with ``g = a w - b`` (the ½-loss gradient): the
     normalised loss ``L_k / L_0`` against ``(1 - eta a)^{2k}``; equal only when ``L* = 0``

@@ -4,7 +4,7 @@ Modules: :mod:`~iclcore.logistic.model` (the model, Eqs. 1-8), :mod:`~iclcore.lo
 (online SGD), :mod:`~iclcore.logistic.theory` (the paper's theory, ``paper_*``) and
 :mod:`~iclcore.logistic.exact` (the exact expected dynamics, ``exact_*``).
 
-Implements Mainali & Teixeira, seed 003: the model of §2 (Eqs. 1-8), online SGD on a
+Implements Mainali & Teixeira, Mainali & Teixeira: the model of §2 (Eqs. 1-8), online SGD on a
 fixed set of P tasks that share the eigenbasis ``U`` of the input covariance (§2.3,
 App. A.8), the paper's theory of §3 (ODEs (9)-(10), mode ODE (12), logistic solution
 (13), loss (14), L(inf), fixed point ``p2 q1 = [s_inf(S)]^{-1}``, conserved ``C``,

@@ -54,7 +54,7 @@ def task_variances(c: ArrayLike | None, d: int) -> Array:
 
 @dataclass(frozen=True)
 class LogisticProblem:
-    """A regression problem of seed 003 §2.3: ``Sigma_x = U S U^T``, tasks ``U Lambda U^T``.
+    """A regression problem of Mainali & Teixeira §2.3: ``Sigma_x = U S U^T``, tasks ``U Lambda U^T``.
 
     Attributes
     ----------
@@ -113,7 +113,7 @@ def make_problem(
     antithetic: bool = True,
     random_basis: bool = True,
 ) -> LogisticProblem:
-    """Draw the fixed task set of seed 003 §2.3 / App. A.8.2.
+    """Draw the fixed task set of Mainali & Teixeira §2.3 / App. A.8.2.
 
     Parameters
     ----------

@@ -99,7 +99,7 @@ class SGDResult:
 
 
 def run_sgd(problem: LogisticProblem, config: SGDConfig, rng: np.random.Generator) -> SGDResult:
-    """Train the exact model of Eq. (1) by online SGD (seed 003 §2.3, A.8.4).
+    """Train the exact model of Eq. (1) by online SGD (Mainali & Teixeira §2.3, A.8.4).
 
     Each step ``k`` uses task ``mu = k mod P`` (fixed order), ``B`` fresh contexts per
     replica, and the mean gradient. ``p2``, ``q1`` are always trained; ``p1``, ``q2`` only if

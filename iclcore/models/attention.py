@@ -1,10 +1,10 @@
-"""Trainable attention models of seed 002 §5 (torch): full linear attention, untied reduced-Γ, softmax.
+"""Trainable attention models of Bordelon et al. §5 (torch): full linear attention, untied reduced-Γ, softmax.
 
 Everything random is drawn from a passed :class:`torch.Generator`; no global seeds are touched.
 
 Models
 ------
-* :class:`LinearAttention` -- the residual linear-attention network of seed 002 Eq. (3) with the
+* :class:`LinearAttention` -- the residual linear-attention network of Bordelon et al. Eq. (3) with the
   positional mask of Eq. (41)-(42), tied (recurrent) weights ``W_k, W_q, W_v`` and read-in
   ``W_x``. Read-in ``w_y`` and read-out ``w_o`` are fixed to the unit vector of the label channel
   (Result 9). ``structure="block"`` trains only the ``x``-blocks of ``W_x, W_k, W_q`` and the
@@ -84,7 +84,7 @@ class Contexts:
 def sample_iso_contexts(
     B: int, P: int, K: int, D: int, gen: torch.Generator, sigma: float = 0.0, dtype: torch.dtype = torch.float64
 ) -> Contexts:
-    """ISO prompts (seed 002 Eq. 5): ``x ~ N(0, I)``, ``beta ~ N(0, I)``, ``y = beta.x/sqrt(D) + sigma eps``."""
+    """ISO prompts (Bordelon et al. Eq. 5): ``x ~ N(0, I)``, ``beta ~ N(0, I)``, ``y = beta.x/sqrt(D) + sigma eps``."""
     B, P, K, D = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K), ("D", D)))
     gen = torch_generator(gen)
     if not (np.isfinite(sigma) and sigma >= 0):
@@ -113,7 +113,7 @@ def sample_rrs_contexts(
     gen: torch.Generator,
     dtype: torch.dtype = torch.float64,
 ) -> Contexts:
-    """RRS prompts (seed 002 Eq. 12): ``Sigma_c = O Lambda O^T``, ``Omega_c = O Omega O^T``, O Haar.
+    """RRS prompts (Bordelon et al. Eq. 12): ``Sigma_c = O Lambda O^T``, ``Omega_c = O Omega O^T``, O Haar.
 
     ``x = O Lambda^{1/2} z`` and ``beta = O Omega^{1/2} g``; noise-free labels. ``P``/``K`` tokens
     are drawn (use :attr:`Contexts.Sigma` for the population-context variant ``P = K = inf``).
@@ -162,7 +162,7 @@ def _attention_stack(
 
 
 class LinearAttention(nn.Module):
-    """Deep linear attention of seed 002 Eq. (3) with tied layers and fixed ``w_y = w_o``.
+    """Deep linear attention of Bordelon et al. Eq. (3) with tied layers and fixed ``w_y = w_o``.
 
     The residual stream has width ``D + 1``: channels ``0..D-1`` carry ``W_x x`` and channel ``D``
     the label (``w_y = w_o = e_D``). The aligned, balanced initialisation at scale ``s0`` is
@@ -301,7 +301,7 @@ def power_five_flow(
 
 
 class ReducedGammaStack(nn.Module):
-    """``L`` preconditioned in-context GD steps with per-layer ``Γ^ℓ`` (seed 002 Eq. 19, 117).
+    """``L`` preconditioned in-context GD steps with per-layer ``Γ^ℓ`` (Bordelon et al. Eq. 19, 117).
 
     ``e_{ℓ+1} = (I - Γ^ℓ hat Sigma / L) e_ℓ`` for the weight error ``e = b_* - b``; with tied
     layers all ``Γ^ℓ`` are the same parameter.
@@ -314,7 +314,7 @@ class ReducedGammaStack(nn.Module):
     scalar : bool
         ``Γ^ℓ = γ^ℓ I`` (one scalar per layer) instead of full matrices.
     frame : tensor ``(D, N)`` with orthonormal columns, or None
-        Width-``N`` model (seed 002 Eq. 14): the trainable matrices ``tilde Γ^ℓ`` are ``N x N``
+        Width-``N`` model (Bordelon et al. Eq. 14): the trainable matrices ``tilde Γ^ℓ`` are ``N x N``
         and act in ``D``-space as ``Γ^ℓ = (D/N) U tilde Γ^ℓ U^T`` (the book's normalisation, see
         :mod:`iclcore.dmft`). ``tilde Γ = γ I_N`` gives the scalar ``γ`` of the theory; the
         reduced flow holds at ``t = eta * steps`` with ``lr = eta * N / 2`` (tied).
@@ -387,7 +387,7 @@ class ReducedGammaStack(nn.Module):
 
 
 class SoftmaxAttention(nn.Module):
-    """Untied softmax attention with optional GELU MLP blocks (seed 002 §5.3, Fig. 6c and 9).
+    """Untied softmax attention with optional GELU MLP blocks (Bordelon et al. §5.3, Fig. 6c and 9).
 
     ``h^1 = W_x x + w_y y``; per layer
     ``h_mu += (1/L) sum_{nu <= P} A_{mu nu} W_v h_nu`` with

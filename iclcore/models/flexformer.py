@@ -1,6 +1,6 @@
 r"""The Flexformer: a task-dependent preconditioner for the depth-``L`` Richardson decoder (torch).
 
-The experiment report (seed 001 §4, §5.3, §5.4) trains a "Flexformer" decoder but never
+The experiment report (MMNN report §4, §5.3, §5.4) trains a "Flexformer" decoder but never
 defines it. This module fixes one definition (see the errata page, entry *The Flexformer is
 never defined*): a depth-``L`` preconditioned Richardson solver whose preconditioner is
 computed *once* from the frozen task system by attention and is then applied linearly to the
@@ -19,7 +19,7 @@ residual,
   features ``φ_j`` (position ``x_j`` and ``n_freq`` Fourier pairs of it).
 * ``U Vᵀ`` is a static part of rank ``r_P``; the ``n_h`` kernel-attention heads make ``P``
   depend on the task. With ``n_h = 0`` the model is the low-rank linear preconditioner ``UVᵀ``.
-* For a frozen task ``P_Θ`` is a fixed matrix, so seed 001's identity
+* For a frozen task ``P_Θ`` is a fixed matrix, so MMNN report's identity
   ``e_L = (I − P_Θ H)^L e_0`` and the per-task ``ρ(H, P_Θ) = ‖I − P_Θ H‖_2`` hold exactly.
 
 The ablation :class:`KernelDictionaryPreconditioner` ("Flexformer-static") replaces the heads
@@ -304,7 +304,7 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
 
 
 def depth_loss(model: nn.Module, H: torch.Tensor, d: torch.Tensor, x_star: torch.Tensor, L: int) -> torch.Tensor:
-    """``(1/K) mean_b ‖x_L − x⋆‖²`` (seed 000 §3.1, seed 001 §4.2), a scalar tensor."""
+    """``(1/K) mean_b ‖x_L − x⋆‖²`` (main paper §3.1, MMNN report §4.2), a scalar tensor."""
     xL = model(H, d, L)[:, -1]
     return ((xL - x_star) ** 2).sum(-1).mean() / H.shape[-1]
 

@@ -1,4 +1,4 @@
-"""Macroscopic probes of learning dynamics (seed 003 §4, Eqs. 15-16, Fig. 4).
+"""Macroscopic probes of learning dynamics (Mainali & Teixeira §4, Eqs. 15-16, Fig. 4).
 
 * :func:`entropy_effective_rank` — Roy & Vetterli effective rank, Eq. (15), with L1-normalised
   singular values.
@@ -175,7 +175,7 @@ def row_space_angles(M1: ArrayLike, M2: ArrayLike, *, rank1: int | None = None, 
 
 def lag_autocorrelation(L: ArrayLike, max_lag: int | None = None) -> Array:
     """Global lag autocorrelation ``A(tau) = mean_t L(t) L(t + tau)`` of a series on a uniform
-    grid (seed 003 §4: ``A(tau) = E[L(t) L(t + tau)]``), for ``tau = 0..max_lag`` steps.
+    grid (Mainali & Teixeira §4: ``A(tau) = E[L(t) L(t + tau)]``), for ``tau = 0..max_lag`` steps.
 
     ``L``: (T,) or (R, T) (replicas, averaged after the product)."""
     L = np.atleast_2d(np.asarray(L, dtype=float))

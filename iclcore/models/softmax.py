@@ -1,6 +1,6 @@
 """Softmax attention as a nonlinear Richardson step, and its gauge-invariant Q/K kernel.
 
-Implements seed 000 §8 (softmax/nonlinear attention: update map ``Δ_θ(z, H, d)``, local Jacobian
+Implements main paper §8 (softmax/nonlinear attention: update map ``Δ_θ(z, H, d)``, local Jacobian
 preconditioner ``J_θ = ∂Δ/∂r``, diagnostic projection ``P^proj = E[Δ rᵀ] E[r rᵀ]^†``) and the Q/K
 panels of §12.10 / Figure 10 (the kernel ``W_Qᵀ W_K`` per head and averaged over heads: stable
 rank, top-k energy, skew/symmetry ratio, factor balance).
@@ -27,7 +27,7 @@ adds to every coordinate. For small scores ``softmax_i(s) - 1/M ≈ (s_i - s̄)/
 reduces to centred linear attention ``Δ ≈ P_lin r`` with ``P_lin = Σ_h c_h G_h / √d_k``.
 ``attention="linear"`` replaces ``softmax_i(s) - 1/M`` by ``s_i / M``; then
 ``Δ = P_lin (Xᵀρ/M) = P_lin r`` *exactly* for every ``(z, X, y)``: the global preconditioner of
-seed 000 §3 (``Δ_θ = P_s r``).
+main paper §3 (``Δ_θ = P_s r``).
 
 The only place the parameters enter the scores is the kernel ``G_h``; hence the gauge
 ``W_Q^h → A W_Q^h, W_K^h → A^{-T} W_K^h`` (``A ∈ GL(d_k)``) leaves every ``G_h`` and every output
@@ -237,7 +237,7 @@ def gauge_transform(model: ProbeQueryAttention, A: np.ndarray | torch.Tensor) ->
 
 
 # --------------------------------------------------------------------------------------------
-# kernel statistics (seed 000 §9 definitions applied to the Q/K kernel)
+# kernel statistics (main paper §9 definitions applied to the Q/K kernel)
 # --------------------------------------------------------------------------------------------
 
 
@@ -294,7 +294,7 @@ class KernelStats:
 
 
 def kernel_stats(model: ProbeQueryAttention, k: int = 2) -> KernelStats:
-    """Gauge-invariant Q/K statistics of ``model`` (per head and head-averaged), seed 000 §12.10."""
+    """Gauge-invariant Q/K statistics of ``model`` (per head and head-averaged), main paper §12.10."""
     G = head_kernels(model)
     Gm = G.mean(axis=0)
     with torch.no_grad():
@@ -351,7 +351,7 @@ def update_jacobian(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
 
 
 def local_preconditioner(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
-    """Local Jacobian preconditioner ``J_θ = -(∂Δ/∂z) H^{-1}``, ``H = XᵀX/M`` (seed 000 §8).
+    """Local Jacobian preconditioner ``J_θ = -(∂Δ/∂z) H^{-1}``, ``H = XᵀX/M`` (main paper §8).
 
     Returns
     -------
@@ -378,7 +378,7 @@ def local_preconditioner(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
 
 
 def projected_preconditioner(Delta: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Diagnostic projection ``P^proj = E[Δ rᵀ] E[r rᵀ]^†`` (seed 000 §8), shape ``(K, K)``.
+    """Diagnostic projection ``P^proj = E[Δ rᵀ] E[r rᵀ]^†`` (main paper §8), shape ``(K, K)``.
 
     Parameters
     ----------
@@ -430,7 +430,7 @@ class RichardsonStates:
 def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tensor], L: int) -> RichardsonStates:
     """Run ``z_{ℓ+1} = z_ℓ + Δ_θ(z_ℓ; X, y)`` from ``z_0 = 0`` and record ``(z_ℓ, Δ_θ(z_ℓ), r_ℓ)``, ``ℓ < L``.
 
-    The samples ``(Δ, r)`` are what seed 000 §8 projects onto a global preconditioner
+    The samples ``(Δ, r)`` are what main paper §8 projects onto a global preconditioner
     (:func:`projected_preconditioner`); for linear attention ``Δ_ℓ = P_lin r_ℓ`` and the ``z_ℓ`` are the
     Richardson iterates of :func:`iclcore.richardson.iterates.richardson_iterates` with ``P = P_lin``.
 
@@ -475,7 +475,7 @@ def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tenso
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Online training of :class:`ProbeQueryAttention` on the decoder objective of seed 000 §3.1.
+    """Online training of :class:`ProbeQueryAttention` on the decoder objective of main paper §3.1.
 
     Loss ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero iterate, the
     decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` when attention is linear) and ``z⋆ = β``.

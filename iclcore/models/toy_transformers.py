@@ -1,6 +1,6 @@
-"""Small non-linear transformers trained here, for the probes of seed 003 §4 (Figs. 3B, 5-7).
+"""Small non-linear transformers trained here, for the probes of Mainali & Teixeira §4 (Figs. 3B, 5-7).
 
-Seed 003 applies its probes to pretrained checkpoints (attention-only models of 1-4 layers,
+Mainali & Teixeira applies its probes to pretrained checkpoints (attention-only models of 1-4 layers,
 and a modular-addition grokking model); none can be downloaded here, so this module trains
 CPU-sized stand-ins from scratch (all choices ours):
 

@@ -3,7 +3,7 @@ r"""P1 finite elements for ``−(a u′)′ + c₀ u = f`` on (0, 1), ``u(0) = u
 The coefficient is piecewise constant on ``n_pieces`` equal subintervals,
 ``a(x; z) = 1 + Σ_k z_k 1_{[(k−1)/n_pieces, k/n_pieces)}(x)``. On a uniform mesh of ``n_el``
 elements (``n_el`` a multiple of ``n_pieces``, so that every element lies in one piece) the
-Galerkin matrix is *exactly* affine in ``z`` (seed 000 §1.1, seed 001 §5.4):
+Galerkin matrix is *exactly* affine in ``z`` (main paper §1.1, MMNN report §5.4):
 
 .. math::
 

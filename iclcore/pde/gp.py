@@ -1,4 +1,4 @@
-r"""Matérn Gaussian-process forcing and the spectrum of its covariance operator (seed 000 §1.1, §10).
+r"""Matérn Gaussian-process forcing and the spectrum of its covariance operator (main paper §1.1, §10).
 
 The forcing is ``f ~ GP(0, k_f)`` with the Matérn-5/2 kernel
 
@@ -9,7 +9,7 @@ The forcing is ``f ~ GP(0, k_f)`` with the Matérn-5/2 kernel
 sampled at the mesh nodes. The covariance operator ``(T_{k_f} g)(x) = ∫ k_f(x, y) g(y) dy`` on
 ``L²(0, 1)`` is approximated by its Galerkin (Nyström-type) matrix: the eigenvalues of
 ``M^{1/2} K_f M^{1/2}`` with ``K_f = [k_f(x_i, x_j)]`` and ``M`` the P1 mass matrix on all nodes.
-Seed 000 §10's GP prompt diversity is ``d_eff^{GP}(τ) = Tr T_{k_f}(T_{k_f} + τI)^{-1} = Σ_i λ_i/(λ_i + τ)``.
+Main paper §10's GP prompt diversity is ``d_eff^{GP}(τ) = Tr T_{k_f}(T_{k_f} + τI)^{-1} = Σ_i λ_i/(λ_i + τ)``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def covariance_operator_spectrum(n_el: int, ell: float, variance: float = 1.0) -
 
 
 def gp_effective_dimension(eigenvalues: np.ndarray, tau: np.ndarray | float) -> np.ndarray | float:
-    """``d_eff^{GP}(τ) = Σ_i λ_i/(λ_i + τ)`` (seed 000 §10) for ``τ > 0`` (scalar or array)."""
+    """``d_eff^{GP}(τ) = Σ_i λ_i/(λ_i + τ)`` (main paper §10) for ``τ > 0`` (scalar or array)."""
     lam = np.asarray(eigenvalues, float)
     t = np.asarray(tau, float)
     if np.any(t <= 0) or not np.all(np.isfinite(t)):

@@ -1,4 +1,4 @@
-r"""Prompts of solution/forcing pairs and the ridge prompt encoder (seed 000 §1.1; seed 001 §5.4).
+r"""Prompts of solution/forcing pairs and the ridge prompt encoder (main paper §1.1; MMNN report §5.4).
 
 One task is one coefficient vector ``z`` (``a(x; z) = 1 + Σ z_k 1_{piece k}``, see
 :mod:`iclcore.pde.galerkin`). Its prompt holds ``M`` pairs ``(u_i, F_i)``: Matérn GP forcings
@@ -43,7 +43,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PDEConfig:
-    """The PDE task family (every choice is recorded in the errata: seed 001 states none).
+    """The PDE task family (every choice is recorded in the errata: MMNN report states none).
 
     Attributes
     ----------
@@ -172,7 +172,7 @@ def ridge_encoder(
 
 @dataclass(frozen=True)
 class EncoderQuality:
-    """Seed 001 Table 5 encoder rows.
+    """MMNN report Table 5 encoder rows.
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 r"""Baseline preconditioners for the depth-``L`` Richardson decoder, compared on the same tasks.
 
 A *task* is a symmetric positive definite system ``H x = d`` with a target ``x⋆``
-(seed 001 §1, §4.1: ``x⋆`` is the regression task ``β`` or the system's own
+(MMNN report §1, §4.1: ``x⋆`` is the regression task ``β`` or the system's own
 solution ``x† = H^{-1} d``). A preconditioner ``P`` (shared, or built from ``H``) is run
 for ``L`` steps from ``x_0 = 0``,
 
@@ -12,7 +12,7 @@ for ``L`` steps from ``x_0 = 0``,
     x_L − x⋆ = −(I − PH)^L x† + (x† − x⋆),
     \end{gathered}
 
-and scored by the depth-``L`` risk ``R_L(P) = (1/K) E‖x_L − x⋆‖²`` (seed 000 §3.1).
+and scored by the depth-``L`` risk ``R_L(P) = (1/K) E‖x_L − x⋆‖²`` (main paper §3.1).
 Every method below is fitted on *training* tasks and evaluated on *held-out* tasks
 at the same depth ``L``:
 
@@ -20,10 +20,10 @@ at the same depth ``L``:
   per task through the eigendecomposition of ``H``: no step loop);
 * ``jacobi``   — damped Jacobi ``P = ω D^{-1}``, ``D = diag(H)``, ``ω`` minimising
   the training ``R_L`` (closed form through ``D^{-1/2} H D^{-1/2}``);
-* ``h_inf``    — ``P = H_∞^{-1}`` (``H_∞ = Σ_x + λI``, seed 000 §4; by default the
+* ``h_inf``    — ``P = H_∞^{-1}`` (``H_∞ = Σ_x + λI``, main paper §4; by default the
   training mean of ``H``, an unbiased estimate of ``H_∞`` for the §1.2 prompts);
 * ``oracle``   — the one-step oracle ``P⋆ = B C^†``, ``B = E[x⋆ dᵀ]``, ``C = E[d dᵀ]``
-  (seed 000 §3.1; :func:`iclcore.richardson.moments.oracle_preconditioner` when
+  (main paper §3.1; :func:`iclcore.richardson.moments.oracle_preconditioner` when
   population moments are passed, the training moments otherwise);
 * ``free``     — a free ``K × K`` matrix trained end-to-end on the training ``R_L``
   (L-BFGS with the exact back-propagated gradient, started at ``P⋆``): the depth-``L``
@@ -179,7 +179,7 @@ def depth_risk_curve(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarra
 
 
 def depth_risk(P: np.ndarray, systems: LinearSystems, L: int) -> float:
-    """``R_L(P) = (1/K) mean_n ‖x_L − x⋆‖²`` (seed 000 §3.1; seed 001 §4.2)."""
+    """``R_L(P) = (1/K) mean_n ‖x_L − x⋆‖²`` (main paper §3.1; MMNN report §4.2)."""
     return float(depth_risk_curve(P, systems, L)[-1])
 
 
@@ -334,7 +334,7 @@ def h_inf_baseline(train: LinearSystems, L: int, H_inf: np.ndarray | None = None
 
 
 def oracle_baseline(train: LinearSystems, L: int, moments=None) -> Baseline:
-    """One-step oracle ``P⋆ = B C^†`` (seed 000 §3.1).
+    """One-step oracle ``P⋆ = B C^†`` (main paper §3.1).
 
     ``moments`` (an :class:`iclcore.richardson.moments.Moments`) gives population ``B, C``;
     otherwise the training moments ``B = mean x⋆dᵀ``, ``C = mean ddᵀ`` are used.

@@ -1,6 +1,6 @@
 """Statistical certificate for held-out losses: the clipped empirical-Bernstein bound.
 
-Seed 001 §2: for a held-out loss ``ℓ ≥ 0`` clipped at ``c``, ``ℓ_c = min(ℓ, c) ∈ [0, c]``,
+MMNN report §2: for a held-out loss ``ℓ ≥ 0`` clipped at ``c``, ``ℓ_c = min(ℓ, c) ∈ [0, c]``,
 with probability at least ``1 − δ`` over ``n`` i.i.d. held-out draws
 
 .. math::
@@ -57,7 +57,7 @@ def _check(clip: float, delta: float) -> None:
 
 
 def clipped_empirical_bernstein(losses: np.ndarray, clip: float, delta: float = 0.05) -> EBBound:
-    """Clipped empirical-Bernstein upper bound (seed 001 §2).
+    """Clipped empirical-Bernstein upper bound (MMNN report §2).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Coupled encoder/decoder dynamics: exact scalar closure and matrix dynamics.
 
-Implements the top rungs of the proof ladder of seed 000:
+Implements the top rungs of the proof ladder of main paper:
 
 * §6.4–§6.5: stop-gradient triangular dynamics and the *commuting scalar
   closure*.  When ``Σ_z``, ``C(G)``, ``B(G)``, ``A(G)`` are diagonal in one fixed
@@ -72,7 +72,7 @@ def _check_modes(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float, name:
 
 
 def mode_recursion(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> np.ndarray:
-    """Mode-wise recursion ``p_i(s+1) = (1 - η c_i(s)) p_i(s) + η b_i(s)`` (seed 000 §6.5).
+    """Mode-wise recursion ``p_i(s+1) = (1 - η c_i(s)) p_i(s) + η b_i(s)`` (main paper §6.5).
 
     Parameters
     ----------
@@ -95,7 +95,7 @@ def mode_recursion(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> 
 
 
 def mode_product_sum(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> np.ndarray:
-    """Closed form of the mode recursion (seed 000 §6.5), evaluated literally.
+    """Closed form of the mode recursion (main paper §6.5), evaluated literally.
 
     ``p_i(s) = p_i(0) Π_{t<s} (1 - η c_i(t)) + Σ_{τ<s} η b_i(τ) Π_{t=τ+1}^{s-1} (1 - η c_i(t))``.
 
@@ -133,7 +133,7 @@ def _same_shape(x: np.ndarray, name: str, ref: np.ndarray, ref_name: str) -> Non
 
 
 def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) -> np.ndarray:
-    """``R_dec(s, L) = Σ_i w_i(s) (1 - p_i(s) a_i(s))^{2L}`` (seed 000 §6.5).
+    """``R_dec(s, L) = Σ_i w_i(s) (1 - p_i(s) a_i(s))^{2L}`` (main paper §6.5).
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) ->
 
 
 def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int) -> np.ndarray:
-    """Depth-``L`` Richardson risk ``(1/r) tr[M^L S M^{L T}]``, ``M = I - P A`` (seed 000 §6.1, §6.3).
+    """Depth-``L`` Richardson risk ``(1/r) tr[M^L S M^{L T}]``, ``M = I - P A`` (main paper §6.1, §6.3).
 
     This is ``(1/r) E||z_L - z^†||²`` for ``z_L - z^† = -(I - PA)^L z^†`` and
     ``S = E[z^† z^{†T}]``, computed from the matrices.
@@ -184,7 +184,7 @@ def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int
 
 @dataclass(frozen=True)
 class EncDecTrajectory:
-    """Full-matrix stop-gradient encoder/decoder trajectory (seed 000 §6.4, discrete time).
+    """Full-matrix stop-gradient encoder/decoder trajectory (main paper §6.4, discrete time).
 
     All arrays have a leading axis of length ``n_steps + 1`` (outer time ``s``).
 
@@ -222,7 +222,7 @@ class EncDecTrajectory:
 def encdec_iterate(
     model: LatentModel, G0: np.ndarray, P0: np.ndarray, eta_e: float, eta_d: float, n_steps: int
 ) -> EncDecTrajectory:
-    """Iterate the stop-gradient triangular dynamics in full matrices (seed 000 §6.4).
+    """Iterate the stop-gradient triangular dynamics in full matrices (main paper §6.4).
 
     ``G_{s+1} = G_s - η_e (G_s Σ_z - Σ_bz)`` and
     ``P_{s+1} = P_s - η_d (P_s C(G_s) - B(G_s))``: the encoder drives the
@@ -302,7 +302,7 @@ def _check_seq_eta(
 
 
 def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float) -> np.ndarray:
-    """Recursion ``E_{s+1} = E_s (I - η C_s) + D_s`` (seed 000 §6.6).
+    """Recursion ``E_{s+1} = E_s (I - η C_s) + D_s`` (main paper §6.6).
 
     Parameters
     ----------
@@ -327,7 +327,7 @@ def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray,
 def tracking_error_product_sum(
     E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
 ) -> np.ndarray:
-    """Ordered product/sum formula of seed 000 §6.6, evaluated literally at ``steps``.
+    """Ordered product/sum formula of main paper §6.6, evaluated literally at ``steps``.
 
     ``E_s = E_0 Π_{t=0}^{s-1} (I - ηC_t) + Σ_{τ=0}^{s-1} D_τ Π_{t=τ+1}^{s-1} (I - ηC_t)``
     with ``Π_{t=a}^{b} M_t = M_a M_{a+1} ... M_b``.
@@ -376,7 +376,7 @@ def commutator_defect(C_seq: np.ndarray) -> float:
 
     Zero iff the family commutes, i.e. (for symmetric matrices) iff one
     orthonormal basis diagonalises every ``C_t`` — the hypothesis of the scalar
-    closure (seed 000 §6.5–§6.6: ``C_t C_{t'} ≠ C_{t'} C_t ⟹`` no fixed scalar
+    closure (main paper §6.5–§6.6: ``C_t C_{t'} ≠ C_{t'} C_t ⟹`` no fixed scalar
     eigenmode closure).  Pass a subsample of a long sequence: the work is
     quadratic in its length.
 
@@ -480,7 +480,7 @@ def closure_log_ratio(predicted: np.ndarray, exact: np.ndarray, floor: float = 1
     """``max_s |log10(R_pred(s) / R_exact(s))|``: how many decades a predicted risk curve is off.
 
     Only times where both curves exceed ``floor`` count (risks that underflow
-    carry no information).  Seed 000 §11 compares encoder risks by such a log-ratio.
+    carry no information).  Main paper §11 compares encoder risks by such a log-ratio.
 
     Parameters
     ----------

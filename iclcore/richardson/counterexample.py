@@ -2,7 +2,7 @@
 
 Two error states with the same scalar risk ``R_0 = e_0^T C e_0`` but placed on different
 eigenvectors of ``C`` reach different risks after one gradient step ``e_1 = (I - ηC) e_0``, so no
-recursion in the scalar risk alone can describe the dynamics (seed 000 §7). Split from
+recursion in the scalar risk alone can describe the dynamics (main paper §7). Split from
 :mod:`iclcore.richardson.closure`.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["Counterexample", "counterexample", "counterexample_eigenvalues"]
 
 @dataclass(frozen=True)
 class Counterexample:
-    """Two error states with equal risk and different spectral placement (seed 000 §7).
+    """Two error states with equal risk and different spectral placement (main paper §7).
 
     Attributes
     ----------
@@ -45,7 +45,7 @@ class Counterexample:
 
 
 def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
-    """Equal scalar risk, different future: the §7 counterexample of seed 000.
+    """Equal scalar risk, different future: the §7 counterexample of main paper.
 
     ``e_0^{(i)} = α_i q_i`` with ``α_i² λ_i = R_0`` (same for ``j``), iterated by
     ``e_{s+1} = (I - ηC) e_s``; then ``R_1 = (1 - ηλ)² R_0`` differs when

@@ -1,4 +1,4 @@
-"""Decoder-only linear attention as a learned preconditioner (seed 000 §3–4, §12; seed 001 §4).
+"""Decoder-only linear attention as a learned preconditioner (main paper §3–4, §12; MMNN report §4).
 
 Outer time ``s``: the preconditioner ``P_s`` is trained on the decoder loss
 ``(1/2K) E‖P d − z⋆‖²``. Population gradient descent (``iclcore.richardson.dynamics``) gives
@@ -136,7 +136,7 @@ def online_decoder_training(
     P0: np.ndarray | None = None,
     checkpoints: np.ndarray | None = None,
 ) -> OnlineRun:
-    """Online (fresh prompts every step) SGD on the decoder loss (seed 000 §3.1, §12.5).
+    """Online (fresh prompts every step) SGD on the decoder loss (main paper §3.1, §12.5).
 
     ``P_{s+1} = P_s − η (1/b) Σ_{n=1}^b (P_s d_n − z⋆_n) d_nᵀ`` with a fresh batch
     of ``b`` prompts at every step; its mean is the population step
@@ -174,7 +174,7 @@ def online_decoder_training(
 
 
 def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> np.ndarray | float:
-    """Held-out direct risk ``(1/K) mean_n ‖P d_n − z⋆_n‖²`` (seed 000 §3.1, ``R_1``).
+    """Held-out direct risk ``(1/K) mean_n ‖P d_n − z⋆_n‖²`` (main paper §3.1, ``R_1``).
 
     ``P`` may be (K, K) or a stack (T, K, K); returns a float or (T,).
     """
@@ -190,7 +190,7 @@ def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> 
 
 
 def depth_risk(P: np.ndarray, prompts: Prompts, L: int, reference: str = "target") -> np.ndarray | float:
-    """Held-out depth-``L`` Richardson risk ``(1/K) mean ‖z_L − ref‖²``, ``z_0 = 0`` (seed 000 §3.1).
+    """Held-out depth-``L`` Richardson risk ``(1/K) mean ‖z_L − ref‖²``, ``z_0 = 0`` (main paper §3.1).
 
     Parameters
     ----------
@@ -199,7 +199,7 @@ def depth_risk(P: np.ndarray, prompts: Prompts, L: int, reference: str = "target
     L : int
     reference : {"target", "solution"}
         ``target``: ``z⋆`` (the paper's ``R_L(P_s)``); ``solution``: ``z^†``
-        (the solver error ``(1/K) E‖(I − PH)^L z^†‖²`` of seed 001 §4.2).
+        (the solver error ``(1/K) E‖(I − PH)^L z^†‖²`` of MMNN report §4.2).
     """
     if reference not in ("target", "solution"):
         raise ValueError(f"reference: choose 'target' or 'solution', got {reference!r}")
@@ -232,7 +232,7 @@ def cosine_defect(P: np.ndarray, P_star: np.ndarray) -> np.ndarray | float:
 
 
 def finite_task_estimator(d: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Empirical risk minimiser ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (seed 000 §3.2).
+    """Empirical risk minimiser ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (main paper §3.2).
 
     Parameters
     ----------
@@ -254,7 +254,7 @@ def finite_task_estimator(d: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 def finite_task_excess_risk(P_hat: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> float:
-    """``(1/K) Tr{(P̂ − P⋆) C (P̂ − P⋆)ᵀ}`` = ``R(P̂) − R(P⋆)`` (seed 000 §3.2)."""
+    """``(1/K) Tr{(P̂ − P⋆) C (P̂ − P⋆)ᵀ}`` = ``R(P̂) − R(P⋆)`` (main paper §3.2)."""
     return float(excess_risk(P_hat, P_star, C, scale=1.0 / C.shape[0]))
 
 
@@ -275,7 +275,7 @@ class PromptContraction:
 
 
 def prompt_contraction(config: TaskConfig, M_values, P: np.ndarray | None = None) -> PromptContraction:
-    """``ρ(I − P H_∞)`` as the prompt size ``M`` grows (seed 000 §4, §12.9).
+    """``ρ(I − P H_∞)`` as the prompt size ``M`` grows (main paper §4, §12.9).
 
     For each ``M``, ``P`` is the population oracle ``P⋆(M) = B C^†`` of the
     task distribution with prompt size ``M`` (closed-form moments, target ``β``),
@@ -297,10 +297,10 @@ def prompt_contraction(config: TaskConfig, M_values, P: np.ndarray | None = None
 def checkpoint_table(
     P: np.ndarray, P_star: np.ndarray, prompts: Prompts, L: int, clip: float = 1.0, delta: float = 0.05
 ) -> dict[str, float]:
-    """The quantities of seed 001 Table 2 for one preconditioner ``P``.
+    """The quantities of MMNN report Table 2 for one preconditioner ``P``.
 
     Per held-out prompt the loss is the depth-``L`` solver error
-    ``ℓ = (1/K) ‖(I − PH)^L z^†‖²`` (seed 001 §4.2, ``z_0 = 0``).
+    ``ℓ = (1/K) ‖(I − PH)^L z^†‖²`` (MMNN report §4.2, ``z_0 = 0``).
 
     Returns
     -------
@@ -333,7 +333,7 @@ def checkpoint_table(
 def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, steps) -> np.ndarray:
     """Exact population risk along GD: ``R(P⋆) + (1/K) Σ_i λ_i (1 − ηλ_i)^{2s} ‖(P_0 − P⋆) q_i‖²``.
 
-    Seed 000 §3.1 (modal risk) and §12.2 (the predicted curve). Returns shape (len(steps),).
+    Main paper §3.1 (modal risk) and §12.2 (the predicted curve). Returns shape (len(steps),).
     """
     P_star = oracle_preconditioner(moments)
     return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta, steps, scale=1.0 / moments.K)
@@ -341,7 +341,7 @@ def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, steps) ->
 
 @dataclass(frozen=True)
 class FiniteTaskResult:
-    """Excess risk of ``P̂_N`` over repetitions (seed 000 §3.2).
+    """Excess risk of ``P̂_N`` over repetitions (main paper §3.2).
 
     Attributes
     ----------
@@ -371,7 +371,7 @@ def finite_task_experiment(
 ) -> FiniteTaskResult:
     """Draw ``N`` tasks, fit ``P̂_N = Z Dᵀ(DDᵀ)^†``, record its exact excess risk.
 
-    The reference scaling of seed 000 §3.2 is ``(σ²_task/K) d_eff/N`` with
+    The reference scaling of main paper §3.2 is ``(σ²_task/K) d_eff/N`` with
     ``σ²_task/K = R(P⋆)`` (the residual variance per coordinate); for Gaussian
     residuals independent of ``d`` the exact mean would be ``R(P⋆) K/(N − K − 1)``.
     """

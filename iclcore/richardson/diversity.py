@@ -1,4 +1,4 @@
-"""Task diversity and difficulty (seed 000 §10, with §3.2): the finite-task preconditioner.
+"""Task diversity and difficulty (main paper §10, with §3.2): the finite-task preconditioner.
 
 Task diversity is described by ``spec(Σ_z)``, ``r_eff(Σ_z) = Tr Σ_z/‖Σ_z‖_2`` and the spectral
 entropy ``H_z = −Σ_i p_i log p_i`` (``p_i = λ_i(Σ_z)/Tr Σ_z``), and by the number ``N`` of
@@ -60,7 +60,7 @@ __all__ = [
 
 
 def spectral_entropy(Sigma: np.ndarray) -> float:
-    """``H_z = −Σ_i p_i log p_i``, ``p_i = λ_i(Σ)/Tr Σ`` (seed 000 §10; natural log, in ``[0, log r]``)."""
+    """``H_z = −Σ_i p_i log p_i``, ``p_i = λ_i(Σ)/Tr Σ`` (main paper §10; natural log, in ``[0, log r]``)."""
     lam = psd_spectrum(Sigma, "Sigma").lam
     if lam.sum() <= 0:
         raise ValueError("Sigma: must be non-zero")
@@ -218,7 +218,7 @@ def diversity_sweep(
     n_sandwich: int,
     rng: np.random.Generator,
 ) -> DiversityPoint:
-    """Excess of ``P̂_N`` against ``N`` for one latent spectrum ``Σ_z = diag(mu)`` (seed 000 §10, §3.2).
+    """Excess of ``P̂_N`` against ``N`` for one latent spectrum ``Σ_z = diag(mu)`` (main paper §10, §3.2).
 
     Reuses :func:`iclcore.richardson.decoder.finite_task_experiment` (the exact excess-risk
     identity per draw) and adds the diversity descriptors and the sandwich dimension.
@@ -245,7 +245,7 @@ def diversity_sweep(
 
 
 def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: float, L_max: int) -> int:
-    """Smallest ``L`` with ``mean ‖(I − PH)^L z^†‖² ≤ target · mean ‖z^†‖²`` (seed 000 §10, decoder difficulty ``L``).
+    """Smallest ``L`` with ``mean ‖(I − PH)^L z^†‖² ≤ target · mean ‖z^†‖²`` (main paper §10, decoder difficulty ``L``).
 
     Parameters
     ----------
@@ -317,7 +317,7 @@ class DifficultyPoint:
 def difficulty_point(
     config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int
 ) -> DifficultyPoint:
-    """Operator and decoder difficulty (seed 000 §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
+    """Operator and decoder difficulty (main paper §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
     n_prompts = positive_int(n_prompts, "n_prompts")
     cfg = config.replace(target="beta")
     mom = closed_form_moments(cfg)

@@ -18,9 +18,9 @@ whose (rescaled) population gradient-descent iteration is
 
     X_{s+1} = X_s - \\eta (X_s C - B), \\qquad X_\\star = B C^\\dagger .
 
-Seed 000 §3.1 (decoder, ``X = P``, ``scale = 1/K``) and §5.1 (encoder,
+Main paper §3.1 (decoder, ``X = P``, ``scale = 1/K``) and §5.1 (encoder,
 ``X = G``, ``C = Σ_z``, ``B = Σ_bz``, ``scale = 1``) are two instances, as is
-seed 001 §3.2 (encoder with ``scale = 1/K``).  The module gives the exact
+MMNN report §3.2 (encoder with ``scale = 1/K``).  The module gives the exact
 trajectory ``X_s - X_⋆ = (X_0 - X_⋆)(I - ηC)^s`` from one eigendecomposition
 of ``C`` (vectorised over the requested steps), the naive loop as a reference,
 the modal excess-risk formula and its spectral-overlap weights.
@@ -34,11 +34,11 @@ risk is ``e^T C e`` without normalisation).
 
 Normalisation
 -------------
-Seed 000 §3.1 defines ``R_dec(P) = (1/K) E||P d - z_⋆||²`` with ``z_⋆ ∈ R^K``:
+Main paper §3.1 defines ``R_dec(P) = (1/K) E||P d - z_⋆||²`` with ``z_⋆ ∈ R^K``:
 the ``1/K`` is one over the number of *rows* of ``P`` (its output dimension).
 The default ``scale=None`` therefore means ``1 / X.shape[0]`` for a matrix and
-``1`` for a vector.  The encoder risk of seed 000 §5.1 has no normalisation
-(pass ``scale=1.0``); seed 001 §3.2 divides by ``K = dim z`` (the number of
+``1`` for a vector.  The encoder risk of main paper §5.1 has no normalisation
+(pass ``scale=1.0``); MMNN report §3.2 divides by ``K = dim z`` (the number of
 *columns* of ``G``): pass ``scale=1/K`` explicitly.
 """
 
@@ -136,7 +136,7 @@ def check_step_size(eta: float, C: np.ndarray, name: str = "eta", C_name: str = 
     """Check that gradient descent with step ``eta`` on covariance ``C`` is stable.
 
     The iteration ``E_{s+1} = E_s (I - ηC)`` contracts every mode with
-    ``λ_i > 0`` iff ``0 < η < 2/λ_max(C)`` (seed 001 §3.2).
+    ``λ_i > 0`` iff ``0 < η < 2/λ_max(C)`` (MMNN report §3.2).
 
     Parameters
     ----------
@@ -247,7 +247,7 @@ def _default_scale(X2: np.ndarray, vec: bool, scale: float | None) -> float:
 def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
     """Minimum-norm minimiser ``X_⋆ = B C^†`` of the quadratic objective.
 
-    Implements seed 000 §3.1 (``P_⋆ = B C^†``) and §5.1 (``G_⋆ Σ_z = Σ_bz``).
+    Implements main paper §3.1 (``P_⋆ = B C^†``) and §5.1 (``G_⋆ Σ_z = Σ_bz``).
     It solves the normal equation ``X_⋆ C = B`` whenever ``B`` is consistent
     (its rows lie in the range of ``C``, true for any ``B = E[z d^T]``).
 
@@ -286,7 +286,7 @@ def quadratic_risk(
     """Population risk ``scale * E||X d - z||²`` from the second moments.
 
     ``R(X) = scale (tr(X C X^T) - 2 tr(X B^T) + tr S)`` with ``C = E[dd^T]``,
-    ``B = E[z d^T]``, ``S = E[z z^T]`` (seed 000 §3.1, ``R_dec``; §5.1, ``R_enc``).
+    ``B = E[z d^T]``, ``S = E[z z^T]`` (main paper §3.1, ``R_dec``; §5.1, ``R_enc``).
     This is computed from ``X`` itself, independently of any closed form.
 
     Parameters
@@ -320,7 +320,7 @@ def quadratic_risk(
 def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | None = None) -> np.ndarray | float:
     """Direct quadratic-form excess risk ``scale * tr((X - X_⋆) C (X - X_⋆)^T)``.
 
-    Implements seed 000 §3.1: ``R_dec(P) - R_dec(P_⋆) = (1/K) Tr{(P-P_⋆) C (P-P_⋆)^T}``
+    Implements main paper §3.1: ``R_dec(P) - R_dec(P_⋆) = (1/K) Tr{(P-P_⋆) C (P-P_⋆)^T}``
     (and §5.1 with ``scale=1``; §7 for vectors: ``e^T C e``).
 
     Parameters
@@ -345,7 +345,7 @@ def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | 
 def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps: int) -> np.ndarray:
     """Naive loop ``X_{s+1} = X_s - η (X_s C - B)`` (reference implementation).
 
-    Implements seed 000 §3.1 (``P_{s+1} = P_s - η(P_s C - B)``) and §5.1
+    Implements main paper §3.1 (``P_{s+1} = P_s - η(P_s C - B)``) and §5.1
     (``G_{s+1} = G_s - η_e(G_s Σ_z - Σ_bz)``) literally, one matrix product per step.
 
     Parameters
@@ -384,7 +384,7 @@ def gd_trajectory(
 ) -> np.ndarray:
     """Closed form ``X_s = X_⋆ + (X_0 - X_⋆)(I - ηC)^s`` at the requested steps.
 
-    Implements seed 000 §3.1, ``P_s - P_⋆ = (P_0 - P_⋆)(I - ηC)^s``, and the boxed
+    Implements main paper §3.1, ``P_s - P_⋆ = (P_0 - P_⋆)(I - ηC)^s``, and the boxed
     §5.1 formula ``G_s - G_⋆ = (G_0 - G_⋆)(I - η_e Σ_z)^s``.  One
     eigendecomposition ``C = Q Λ Q^T``, then ``(I - ηC)^s = Q (1 - ηλ)^s Q^T``
     for all steps at once.
@@ -414,7 +414,7 @@ def gd_trajectory(
 
 
 def modal_energies(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """Spectral overlaps ``E_i = λ_i ||(X - X_⋆) q_i||²`` (seed 000 §3.1, ``𝓔_{s,i}``).
+    """Spectral overlaps ``E_i = λ_i ||(X - X_⋆) q_i||²`` (main paper §3.1, ``𝓔_{s,i}``).
 
     Parameters
     ----------
@@ -441,7 +441,7 @@ def modal_excess_risk(
 ) -> np.ndarray:
     """Modal excess-risk formula along the gradient-descent trajectory.
 
-    Implements seed 000 §3.1,
+    Implements main paper §3.1,
     ``R(P_s) - R(P_⋆) = (1/K) Σ_i λ_i (1 - ηλ_i)^{2s} ||(P_0 - P_⋆) q_i||²``,
     and §5.1 (encoder, ``scale=1``).  Uses only ``X0``, ``X_⋆`` and the spectrum of ``C``.
 
@@ -474,7 +474,7 @@ def modal_weights(
 ) -> np.ndarray:
     """Spectral-overlap weights ``w_{s,i}`` of the excess risk along the trajectory.
 
-    Implements seed 000 §3.1 / §12.3 (``w_{s,i}``) and §9 (``Ω_{s,i}``):
+    Implements main paper §3.1 / §12.3 (``w_{s,i}``) and §9 (``Ω_{s,i}``):
     ``w_{s,i} = λ_i (1-ηλ_i)^{2s} ||E_0 q_i||² / Σ_j λ_j (1-ηλ_j)^{2s} ||E_0 q_j||²``.
     Computed in log space, so the weights stay defined when every mode has
     decayed below the floating-point range.
@@ -525,7 +525,7 @@ def modal_weights(
 
 
 def modal_entropy(weights: np.ndarray) -> np.ndarray:
-    """Normalised entropy ``H(Ω) = -(1/log K) Σ_i Ω_i log Ω_i`` (seed 000 §9).
+    """Normalised entropy ``H(Ω) = -(1/log K) Σ_i Ω_i log Ω_i`` (main paper §9).
 
     Parameters
     ----------
@@ -580,7 +580,7 @@ def _moment_inputs(M: object, name: str, Sigma_z: object, noise_var: float) -> t
 
 
 def decoder_moments(H: np.ndarray, Sigma_z: np.ndarray, noise_var: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Second moments of the decoder problem ``d = H z_⋆ + ξ`` (seed 000 §3.1).
+    """Second moments of the decoder problem ``d = H z_⋆ + ξ`` (main paper §3.1).
 
     With ``z_⋆ ~ (0, Σ_z)`` and independent ``ξ ~ (0, σ² I)``:
     ``C = E[dd^T] = H Σ_z H^T + σ² I``, ``B = E[z_⋆ d^T] = Σ_z H^T``,
@@ -604,7 +604,7 @@ def decoder_moments(H: np.ndarray, Sigma_z: np.ndarray, noise_var: float) -> tup
 def encoder_moments(
     Gstar: np.ndarray, Sigma_z: np.ndarray, noise_var: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Second moments of the encoder problem ``b = G_⋆ z + η_b`` (seed 000 §5.1).
+    """Second moments of the encoder problem ``b = G_⋆ z + η_b`` (main paper §5.1).
 
     With ``z ~ (0, Σ_z)`` and independent noise of covariance ``σ² I``:
     ``C = Σ_z``, ``B = Σ_bz = G_⋆ Σ_z``, ``S = E[bb^T] = G_⋆ Σ_z G_⋆^T + σ² I``.

@@ -1,15 +1,15 @@
 """Encoder + decoder: a moving latent system and a decoder that tracks a moving oracle.
 
-Implements seed 000 §6 (latent system, moving decoder oracle, risk decomposition,
+Implements main paper §6 (latent system, moving decoder oracle, risk decomposition,
 stop-gradient triangular dynamics, non-commuting exact matrix dynamics) and
-seed 001 §5.2 (low-rank encoder–decoder).
+MMNN report §5.2 (low-rank encoder–decoder).
 
-Model (seed 000 §1.2): ``x ~ N(0, Σ_x)`` in ``R^K``, ``β = U⋆ z`` with
+Model (main paper §1.2): ``x ~ N(0, Σ_x)`` in ``R^K``, ``β = U⋆ z`` with
 ``z ~ N(0, Σ_z)`` in ``R^r``, one prompt = ``M`` pairs ``y_i = x_i^T β + ξ_i``,
 ``H_M = X^T X/M + λ I``, ``c_M = X^T y/M``, ridge estimate ``β̂ = H_M^{-1} c_M``.
 
 Encoder (our concrete choice, see the errata entry "Which encoder, and which basis of U_s"): the
-dictionary ``G ∈ R^{K×r}`` of seed 000 §5.1 with measurement ``b = β̂`` (the
+dictionary ``G ∈ R^{K×r}`` of main paper §5.1 with measurement ``b = β̂`` (the
 prompt's own ridge estimate) and latent ``z``, trained by full-batch gradient
 descent on a pool of ``N`` training prompts:
 
@@ -34,7 +34,7 @@ moving oracle ``P_z^⋆(U_s) = B_s C_s^{-1}``. The boxed tracking identity
     &+ P_z^⋆(U_s) - P_z^⋆(U_{s+1})
     \\end{aligned}
 
-is checked at every step, and the risks (seed 000 §6.3) are measured on a
+is checked at every step, and the risks (main paper §6.3) are measured on a
 held-out set of prompts. The task model and its prompts are in :mod:`iclcore.richardson.lowrank`.
 """
 
@@ -101,7 +101,7 @@ def polar_factor(G: np.ndarray) -> np.ndarray:
 
 
 def encoder_pool_fit(prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pool moments and least-squares encoder of ``b = β̂ ≈ G z`` (seed 000 §5.1 on the pool).
+    """Pool moments and least-squares encoder of ``b = β̂ ≈ G z`` (main paper §5.1 on the pool).
 
     Returns
     -------
@@ -121,7 +121,7 @@ def encoder_pool_fit(prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np
 def encoder_subspaces(
     G0: np.ndarray, G_hat: np.ndarray, Sz: np.ndarray, eta_e: float, steps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Encoder trajectory ``G_s`` (boxed closed form, seed 000 §5.1) and subspaces ``U_s``.
+    """Encoder trajectory ``G_s`` (boxed closed form, main paper §5.1) and subspaces ``U_s``.
 
     Returns
     -------
@@ -136,7 +136,7 @@ def encoder_subspaces(
 def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``A = U^T H_M U``, ``d = U^T c_M``, ``z^† = A^{-1} d`` for every subspace and prompt.
 
-    Implements seed 000 §6.1.
+    Implements main paper §6.1.
 
     Parameters
     ----------
@@ -178,7 +178,7 @@ class LatentMoments:
 
 
 def latent_moments(U: np.ndarray, prompts: LatentPrompts, chunk: int = 64) -> LatentMoments:
-    """``C_s``, ``B_s`` of seed 000 §6.2 as pool averages, vectorised over steps and prompts.
+    """``C_s``, ``B_s`` of main paper §6.2 as pool averages, vectorised over steps and prompts.
 
     Parameters
     ----------
@@ -200,14 +200,14 @@ def latent_moments(U: np.ndarray, prompts: LatentPrompts, chunk: int = 64) -> La
 
 
 def moving_oracle(moments: LatentMoments) -> np.ndarray:
-    """``P_z^⋆(U_s) = B_s C_s^{-1}`` for every step (seed 000 §6.2), shape (S, r, r)."""
+    """``P_z^⋆(U_s) = B_s C_s^{-1}`` for every step (main paper §6.2), shape (S, r, r)."""
     C, B = moments.C, moments.B
     # P C = B  <=>  C^T P^T = B^T ; C symmetric
     return np.swapaxes(np.linalg.solve(C, np.swapaxes(B, -1, -2)), -1, -2)
 
 
 def decoder_gd(P0: np.ndarray, moments: LatentMoments, eta_d: float) -> np.ndarray:
-    """Decoder gradient descent on the moving latent distribution (seed 000 §6.2).
+    """Decoder gradient descent on the moving latent distribution (main paper §6.2).
 
     ``P_{z,s+1} = P_{z,s} - η_d (P_{z,s} C_s - B_s)``, for ``s = 0..S-2``.
 
@@ -239,7 +239,7 @@ def decoder_gd(P0: np.ndarray, moments: LatentMoments, eta_d: float) -> np.ndarr
 
 
 def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray, eta_d: float) -> np.ndarray:
-    """Residual of the boxed tracking identity at every step (seed 000 §6.2).
+    """Residual of the boxed tracking identity at every step (main paper §6.2).
 
     ``(P_{s+1} - P⋆_{s+1}) - [(P_s - P⋆_s)(I - η_d C_s) + (P⋆_s - P⋆_{s+1})]``,
     max-abs entry per step, divided by ``max_s ||P⋆_s||_max`` (relative).
@@ -263,7 +263,7 @@ def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray,
 
 @dataclass(frozen=True)
 class RiskDecomposition:
-    """Seed 000 §6.3 at one or several checkpoints (arrays of shape (S,)).
+    """Main paper §6.3 at one or several checkpoints (arrays of shape (S,)).
 
     Attributes
     ----------
@@ -297,7 +297,7 @@ class RiskDecomposition:
 def risk_decomposition(
     U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int, chunk: int = 16
 ) -> RiskDecomposition:
-    """Measure every term of seed 000 §6.3 on a set of prompts, vectorised.
+    """Measure every term of main paper §6.3 on a set of prompts, vectorised.
 
     Parameters
     ----------
@@ -529,7 +529,7 @@ def encdec_dynamics(
 
 
 def run_encdec(config: EncDecConfig, eval_every: int = 1) -> EncDecRun:
-    """The online low-rank encoder+decoder run (seed 000 §6, §12.4, §12.7; seed 001 §5.2).
+    """The online low-rank encoder+decoder run (main paper §6, §12.4, §12.7; MMNN report §5.2).
 
     :func:`encdec_dynamics`, then every diagnostic: tracking error and the
     boxed identity residual at every step, subspace angles and Davis–Kahan
@@ -615,7 +615,7 @@ def continuous_triangular(
     rtol: float = 1e-9,
     atol: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Stop-gradient triangular dynamics in continuous time (seed 000 §6.4).
+    """Stop-gradient triangular dynamics in continuous time (main paper §6.4).
 
     With time measured in steps,
 

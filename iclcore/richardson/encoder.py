@@ -1,6 +1,6 @@
 """Encoder-only low-rank recovery: ``b = G⋆ z + ξ`` and its gradient dynamics.
 
-Implements seed 000 §5.1 and seed 001 §3.  A latent task ``z ~ N(0, Σ_z)``
+Implements main paper §5.1 and MMNN report §3.  A latent task ``z ~ N(0, Σ_z)``
 (``z ∈ R^r``) is observed through ``q`` linear measurements
 ``b = G⋆ z + ξ`` with ``ξ ~ N(0, σ² I_q)`` independent of ``z``.  The encoder
 dictionary ``G ∈ R^{q×r}`` minimises ``½ E||G z - b||²``; population gradient
@@ -13,7 +13,7 @@ descent is
     G_s - G_\\star = (G_0 - G_\\star)(I - η_e Σ_z)^s ,
     \\end{gathered}
 
-and the risk (seed 001 normalisation ``1/q``, so that the floor is ``σ²``)
+and the risk (MMNN report normalisation ``1/q``, so that the floor is ``σ²``)
 
 .. math::
 
@@ -62,7 +62,7 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class EncoderProblem:
-    """The encoder-only model ``b = G⋆ z + ξ`` (seed 001 §3.1).
+    """The encoder-only model ``b = G⋆ z + ξ`` (MMNN report §3.1).
 
     Attributes
     ----------
@@ -180,7 +180,7 @@ def _as_stack(G: np.ndarray, problem: EncoderProblem, name: str = "G") -> tuple[
 def encoder_risk(G: np.ndarray, problem: EncoderProblem) -> np.ndarray | float:
     """Exact population risk ``R_enc(G) = σ² + (1/q) Tr{(G-G⋆) Σ_z (G-G⋆)^T}``.
 
-    Implements seed 001 §3.2 (and seed 000 §5.1 up to the factor ``1/q``).
+    Implements MMNN report §3.2 (and main paper §5.1 up to the factor ``1/q``).
 
     Parameters
     ----------
@@ -198,7 +198,7 @@ def encoder_risk(G: np.ndarray, problem: EncoderProblem) -> np.ndarray | float:
 
 
 def encoder_population_trajectory(G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray) -> np.ndarray:
-    """Boxed closed form ``G_s = G⋆ + (G_0 - G⋆)(I - η_e Σ_z)^s`` (seed 000 §5.1).
+    """Boxed closed form ``G_s = G⋆ + (G_0 - G⋆)(I - η_e Σ_z)^s`` (main paper §5.1).
 
     Parameters
     ----------
@@ -216,7 +216,7 @@ def encoder_population_trajectory(G0: np.ndarray, problem: EncoderProblem, eta: 
 
 
 def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray) -> np.ndarray:
-    """Modal form ``σ² + (1/q) Σ_i μ_i (1-η_e μ_i)^{2s} ||(G_0-G⋆) v_i||²`` (seed 000 §5.1).
+    """Modal form ``σ² + (1/q) Σ_i μ_i (1-η_e μ_i)^{2s} ||(G_0-G⋆) v_i||²`` (main paper §5.1).
 
     Returns
     -------
@@ -380,7 +380,7 @@ def online_encoder_run(
     rng: np.random.Generator,
     n_eval: int = 10_000,
 ) -> OnlineEncoderResult:
-    """Online encoder training by minibatch SGD with fresh samples (seed 000 §12.6, seed 001 §3.3).
+    """Online encoder training by minibatch SGD with fresh samples (main paper §12.6, MMNN report §3.3).
 
     ``G_{s+1} = G_s - η_e (G_s Σ̂_{z,s} - Σ̂_{bz,s})`` with the moments of the
     ``s``-th fresh batch (drawn by :func:`batch_moments`), compared with the

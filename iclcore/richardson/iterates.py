@@ -1,6 +1,6 @@
 """Preconditioned Richardson iteration inside a prompt (inner time ℓ).
 
-Seed 000 §3.1: with a frozen preconditioner ``P`` and the prompt system
+Main paper §3.1: with a frozen preconditioner ``P`` and the prompt system
 ``H z^† = d``,
 
 .. math::
@@ -12,7 +12,7 @@ Seed 000 §3.1: with a frozen preconditioner ``P`` and the prompt system
     \\end{gathered}
 
 With ``z_0 = 0``: ``z_L = Σ_{j<L} (I-PH)^j P d`` and ``e_L = -(I-PH)^L z^†``.
-Seed 001 §4.2 calls ``ρ(H, P) = ‖I - PH‖_2`` the contraction factor.
+MMNN report §4.2 calls ``ρ(H, P) = ‖I - PH‖_2`` the contraction factor.
 
 All functions are batched over prompts: ``H`` has shape (n, K, K), vectors
 (n, K); ``P`` is either one shared (K, K) matrix or a batch (n, K, K).
@@ -114,7 +114,7 @@ def richardson_iterates(
 ) -> np.ndarray:
     """All iterates ``z_0, …, z_L`` of ``z_{ℓ+1} = z_ℓ + P(d − H z_ℓ)``.
 
-    Implements seed 000 §3.1 (inner solver at frozen outer time s) and seed 001 §4.1.
+    Implements main paper §3.1 (inner solver at frozen outer time s) and MMNN report §4.1.
 
     Parameters
     ----------
@@ -146,7 +146,7 @@ def richardson_iterates(
 
 
 def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np.ndarray:
-    """Error trajectory ``e_ℓ = (I − PH)^ℓ e_0``, ``ℓ = 0..L`` (seed 000 §3.1; seed 001 §4.2).
+    """Error trajectory ``e_ℓ = (I − PH)^ℓ e_0``, ``ℓ = 0..L`` (main paper §3.1; MMNN report §4.2).
 
     Parameters
     ----------
@@ -172,7 +172,7 @@ def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np
 
 
 def richardson_sum_form(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
-    """``z_L = Σ_{j=0}^{L-1} (I − PH)^j P d`` via matrix powers (seed 000 §3.1).
+    """``z_L = Σ_{j=0}^{L-1} (I − PH)^j P d`` via matrix powers (main paper §3.1).
 
     An independent route to the depth-``L`` iterate from ``z_0 = 0`` (used by tests).
 
@@ -202,7 +202,7 @@ class Contraction:
     spectral_radius : ndarray (n,)
         ``max |eig(I − PH)|`` (governs the asymptotic rate).
     operator_norm : ndarray (n,)
-        ``‖I − PH‖_2`` (the certified per-step factor ``ρ(H, P)`` of seed 001 §4.2).
+        ``‖I − PH‖_2`` (the certified per-step factor ``ρ(H, P)`` of MMNN report §4.2).
     """
 
     spectral_radius: np.ndarray
@@ -212,7 +212,7 @@ class Contraction:
 def contraction_factor(P: np.ndarray, H: np.ndarray) -> Contraction:
     """Spectral radius and operator norm of ``I − PH`` for every prompt.
 
-    Implements ``ρ_s(H) = ‖I − P_s H‖_2`` of seed 000 §3.1 / seed 001 §4.2.
+    Implements ``ρ_s(H) = ‖I − P_s H‖_2`` of main paper §3.1 / MMNN report §4.2.
 
     Parameters
     ----------
@@ -258,7 +258,7 @@ class RichardsonCertificate:
 def richardson_certificate(
     P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int, rtol: float = 1e-10
 ) -> RichardsonCertificate:
-    """Check ``‖e_ℓ‖_2 ≤ ‖I − PH‖_2^ℓ ‖e_0‖_2`` for ``ℓ = 0..L`` (seed 000 §12.9; seed 001 §4.2).
+    """Check ``‖e_ℓ‖_2 ≤ ‖I − PH‖_2^ℓ ‖e_0‖_2`` for ``ℓ = 0..L`` (main paper §12.9; MMNN report §4.2).
 
     ``rtol`` absorbs floating-point rounding in the comparison (the inequality
     itself is exact: submultiplicativity of the operator norm).

@@ -1,10 +1,10 @@
-"""The latent encoder/decoder model of the proof ladder (seed 000 §6.1–§6.2; our concrete choice).
+"""The latent encoder/decoder model of the proof ladder (main paper §6.1–§6.2; our concrete choice).
 
 Used by the commuting scalar closure and the matrix dynamics of :mod:`iclcore.richardson.closure`.
 
 The latent model (our concrete choice; the seed fixes only the structure)
 -------------------------------------------------------------------------
-Seed 000 §6.1 encodes a prompt with a subspace ``U_s`` and solves the latent
+Main paper §6.1 encodes a prompt with a subspace ``U_s`` and solves the latent
 system ``A_s = U_s^T H U_s``, ``d_s = U_s^T c``.  We replace ``U_s`` by a square
 encoder matrix ``G`` (``r × r``) trained as in §5.1, and take
 

@@ -28,7 +28,7 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class LowRankModel:
-    """Low-rank regression tasks (seed 000 §1.2, seed 001 §5.2).
+    """Low-rank regression tasks (main paper §1.2, MMNN report §5.2).
 
     Attributes
     ----------
@@ -86,7 +86,7 @@ class LowRankModel:
 
     @property
     def Sigma_beta(self) -> np.ndarray:
-        """``Σ_β = U⋆ Σ_z U⋆^T`` (seed 000 §5.2)."""
+        """``Σ_β = U⋆ Σ_z U⋆^T`` (main paper §5.2)."""
         U = np.asarray(self.U_star)
         return U @ np.asarray(self.Sigma_z) @ U.T
 
@@ -153,7 +153,7 @@ def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator
     """Draw ``n`` prompts explicitly (``x_i ~ N(0, Σ_x)``, ``y = Xβ + ξ``), vectorised over prompts.
 
     The model's prompts through :func:`iclcore.richardson.tasks.sample_prompts` with a general latent
-    covariance ``Σ_z`` (same formulas and draws, seed 000 §1.2).
+    covariance ``Σ_z`` (same formulas and draws, main paper §1.2).
     """
     rng = as_generator(rng)
     n = positive_int(n, "n")

@@ -1,6 +1,6 @@
 """Population moments of the decoder pair and the oracle preconditioner.
 
-Seed 000 §3.1: for the decoder ``ẑ = P d`` with risk
+Main paper §3.1: for the decoder ``ẑ = P d`` with risk
 ``R_dec(P) = (1/K) E‖P d − z⋆‖²`` the population objective depends on the data
 only through
 
@@ -11,7 +11,7 @@ only through
     P⋆ = B C^†, \\qquad R_dec(P⋆) = \\tfrac1K (\\operatorname{Tr} S - \\operatorname{Tr} B C^† Bᵀ).
     \\end{gathered}
 
-Closed forms for the Gaussian design of seed 000 §1.2 (``d = c_M``,
+Closed forms for the Gaussian design of main paper §1.2 (``d = c_M``,
 ``Σ̂ = XᵀX/M``, ``Σ_β = E[ββᵀ]``), from the Wishart fourth moment
 ``E[Σ̂ A Σ̂] = (1 + 1/M) Σ A Σ + Tr(AΣ) Σ / M`` (``A`` symmetric; Isserlis) and
 ``E[Σ̂^{-1}] = M Σ^{-1}/(M − K − 1)``:
@@ -118,7 +118,7 @@ def wishart_sandwich(Sigma: np.ndarray, A: np.ndarray, M: int) -> np.ndarray:
 def closed_form_moments(config: TaskConfig) -> Moments:
     """Exact ``C, B, S`` for the Gaussian design (see module docstring).
 
-    Implements seed 000 §3.1 (``C = E[ddᵀ]``, ``B = E[z⋆dᵀ]``) for the §1.2 tasks.
+    Implements main paper §3.1 (``C = E[ddᵀ]``, ``B = E[z⋆dᵀ]``) for the §1.2 tasks.
 
     Raises
     ------
@@ -198,12 +198,12 @@ def population_moments(
 
 
 def oracle_preconditioner(moments: Moments) -> np.ndarray:
-    """``P⋆ = B C^†`` (seed 000 §3.1), shape (K, K)."""
+    """``P⋆ = B C^†`` (main paper §3.1), shape (K, K)."""
     return quadratic_minimizer(moments.B, moments.C)
 
 
 def decoder_risk(P: np.ndarray, moments: Moments) -> np.ndarray | float:
-    """``R_dec(P) = (1/K) E‖P d − z⋆‖² = (1/K)(Tr PCPᵀ − 2 Tr PBᵀ + Tr S)`` (seed 000 §3.1).
+    """``R_dec(P) = (1/K) E‖P d − z⋆‖² = (1/K)(Tr PCPᵀ − 2 Tr PBᵀ + Tr S)`` (main paper §3.1).
 
     ``P`` may be (K, K) or a stack (n, K, K).
     """
@@ -217,7 +217,7 @@ def oracle_risk(moments: Moments) -> float:
 
 
 def effective_dimension(C: np.ndarray, lam: float) -> float:
-    """``d_eff(λ) = Tr{C (C + λI)^{-1}}`` (seed 000 §3.2); ``λ = 0`` gives ``rank C``.
+    """``d_eff(λ) = Tr{C (C + λI)^{-1}}`` (main paper §3.2); ``λ = 0`` gives ``rank C``.
 
     Parameters
     ----------

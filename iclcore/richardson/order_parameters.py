@@ -1,4 +1,4 @@
-"""Replica and spectral order parameters of seed 000 §9 (Figure 11, §12.11).
+"""Replica and spectral order parameters of main paper §9 (Figure 11, §12.11).
 
 Macroscopic, coordinate-free summaries of a trained linear-attention preconditioner,
 computed from the checkpoints of the existing online runs
@@ -97,7 +97,7 @@ def spectral_radius(A: np.ndarray) -> np.ndarray | float:
 
 
 def iteration_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | float:
-    """``ρ(I − P H)`` (seed 000 §9: ``ρ_s^pop`` with ``H = H_∞``), broadcast over leading axes.
+    """``ρ(I − P H)`` (main paper §9: ``ρ_s^pop`` with ``H = H_∞``), broadcast over leading axes.
 
     Parameters
     ----------
@@ -116,7 +116,7 @@ def iteration_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | floa
 
 
 def latent_population_system(U: np.ndarray, H_inf: np.ndarray) -> np.ndarray:
-    """``A_{∞,s} = U_sᵀ H_∞ U_s`` (seed 000 §9), shape (..., r, r), exactly symmetrised.
+    """``A_{∞,s} = U_sᵀ H_∞ U_s`` (main paper §9), shape (..., r, r), exactly symmetrised.
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def latent_population_system(U: np.ndarray, H_inf: np.ndarray) -> np.ndarray:
 
 
 def latent_population_contraction(P_z: np.ndarray, U: np.ndarray, H_inf: np.ndarray) -> np.ndarray | float:
-    """``ρ_{z,s}^pop = ρ(I − P_{z,s} A_{∞,s})``, ``A_{∞,s} = U_sᵀ H_∞ U_s`` (seed 000 §9).
+    """``ρ_{z,s}^pop = ρ(I − P_{z,s} A_{∞,s})``, ``A_{∞,s} = U_sᵀ H_∞ U_s`` (main paper §9).
 
     Parameters
     ----------
@@ -144,7 +144,7 @@ def latent_population_contraction(P_z: np.ndarray, U: np.ndarray, H_inf: np.ndar
 
 
 def overlap_weights(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """Spectral-overlap weights ``Ω_{s,i}`` of an arbitrary ``P_s`` (seed 000 §9).
+    """Spectral-overlap weights ``Ω_{s,i}`` of an arbitrary ``P_s`` (main paper §9).
 
     ``Ω_{s,i} = λ_i ‖(P_s − P⋆) q_i‖² / Σ_j λ_j ‖(P_s − P⋆) q_j‖²`` with ``C = Q diag(λ) Qᵀ``
     (eigenvalues ascending). For a gradient-descent trajectory this equals
@@ -178,13 +178,13 @@ def overlap_weights(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> np.ndar
 
 
 def overlap_entropy(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> np.ndarray | float:
-    """``H(Ω_s) = −(1/log K) Σ_i Ω_{s,i} log Ω_{s,i}`` in [0, 1] (seed 000 §9)."""
+    """``H(Ω_s) = −(1/log K) Σ_i Ω_{s,i} log Ω_{s,i}`` in [0, 1] (main paper §9)."""
     h = modal_entropy(overlap_weights(P, P_star, C))
     return float(h) if np.ndim(h) == 0 else h
 
 
 def subspace_error(U: np.ndarray, U_star: np.ndarray) -> np.ndarray | float:
-    """``sin²(U_s, U⋆) = ‖sin Θ(U_s, U⋆)‖_2²`` (seed 000 §5.2, §12.11), stack-aware.
+    """``sin²(U_s, U⋆) = ‖sin Θ(U_s, U⋆)‖_2²`` (main paper §5.2, §12.11), stack-aware.
 
     Parameters
     ----------
@@ -200,7 +200,7 @@ def subspace_error(U: np.ndarray, U_star: np.ndarray) -> np.ndarray | float:
 
 
 def condition_number(H: np.ndarray) -> np.ndarray | float:
-    """``κ(H) = λ_max(H)/λ_min(H)`` of symmetric positive definite matrices (seed 000 §9).
+    """``κ(H) = λ_max(H)/λ_min(H)`` of symmetric positive definite matrices (main paper §9).
 
     Parameters
     ----------
@@ -253,7 +253,7 @@ def whitened_spectrum(A: np.ndarray, S: np.ndarray) -> np.ndarray:
 
     With ``A = U_sᵀ Σ̂ U_s`` and ``S = U_sᵀ Σ_x U_s`` these are the eigenvalues of a
     ``Wishart_r(M, I)/M`` matrix whenever ``U_s`` is independent of the prompt, hence
-    asymptotically Marchenko–Pastur with ratio ``r/M`` (seed 000 §9, §12.11 latent window).
+    asymptotically Marchenko–Pastur with ratio ``r/M`` (main paper §9, §12.11 latent window).
 
     Parameters
     ----------
@@ -278,7 +278,7 @@ def _gamma_below_one(gamma: float) -> float:
 
 
 def mp_condition_number(kappa_sigma: float, gamma: float) -> float:
-    """Marchenko–Pastur prediction ``κ(Σ) ((1 + √γ)/(1 − √γ))²`` for ``κ(Σ̂_M)`` (seed 000 §9).
+    """Marchenko–Pastur prediction ``κ(Σ) ((1 + √γ)/(1 − √γ))²`` for ``κ(Σ̂_M)`` (main paper §9).
 
     Exact limit for ``Σ ∝ I`` (``K, M → ∞``, ``K/M → γ``); for general ``Σ`` an asymptotic upper
     bound, since ``κ(Σ̂) ≤ κ(Σ) κ(Σ^{-1/2} Σ̂ Σ^{-1/2})``. Uses :func:`iclcore.spectra.mp.mp_edges`.
@@ -303,7 +303,7 @@ def mp_window(S: np.ndarray, gamma: float, shift: float = 0.0) -> tuple[float, f
     """Scaled MP window ``[λ_min(S)(1 − √γ)² + shift, λ_max(S)(1 + √γ)² + shift]``.
 
     The asymptotic support of ``spec(S^{1/2} W S^{1/2}) + shift`` for ``W`` a whitened sample
-    covariance with aspect ``γ`` (seed 000 §9, §12.11). For the latent window take
+    covariance with aspect ``γ`` (main paper §9, §12.11). For the latent window take
     ``S = U_sᵀ Σ_x U_s``, ``γ = r/M``, ``shift = λ``; for the preconditioned prompt system take
     ``S = Σ^{1/2} P Σ^{1/2}`` (``P`` symmetric), ``γ = K/M``.
 

@@ -1,9 +1,9 @@
 r"""Diagnostics of a (possibly task-dependent) preconditioner for the depth-``L`` Richardson decoder.
 
-* :func:`decoder_diagnostics` -- the quantities of seed 001 Table 2 (held-out loss, empirical-Bernstein
+* :func:`decoder_diagnostics` -- the quantities of MMNN report Table 2 (held-out loss, empirical-Bernstein
   certificates, distances to ``P⋆``, contraction and stable rank) on held-out tasks;
 * :func:`latent_decomposition` -- every term of the encoder + latent-decoder risk split for a
-  task-dependent latent preconditioner (seed 000 §6.3, seed 001 §5.3 Table 4).
+  task-dependent latent preconditioner (main paper §6.3, MMNN report §5.3 Table 4).
 
 Tasks are :class:`iclcore.richardson.baselines.LinearSystems`; the iteration and the risk are those
 of :mod:`iclcore.richardson.baselines`.
@@ -44,10 +44,10 @@ def _srank(P: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DecoderDiagnostics:
-    """Seed 001 Table 2 rows (and more) for per-task preconditioners on held-out tasks.
+    """MMNN report Table 2 rows (and more) for per-task preconditioners on held-out tasks.
 
     The solver error is ``e_ℓ = x_ℓ − x†`` from ``x_0 = 0`` (``e_0 = −x†``), the per-task loss is
-    ``ℓ = ‖e_L‖²/K`` and ``ρ = ‖I − PH‖_2`` (seed 001 §4.2).
+    ``ℓ = ‖e_L‖²/K`` and ``ρ = ‖I − PH‖_2`` (MMNN report §4.2).
 
     Attributes
     ----------
@@ -58,7 +58,7 @@ class DecoderDiagnostics:
     risk_dagger_se, risk_star_se : float
         Standard errors of the two means over held-out tasks.
     eb_upper, eb_mean, eb_n, eb_clip, eb_delta
-        Clipped empirical-Bernstein bound on the clipped ``ℓ`` (seed 001 §2) and its inputs.
+        Clipped empirical-Bernstein bound on the clipped ``ℓ`` (MMNN report §2) and its inputs.
     eb_upper_small : float
         The same bound on the first ``n_small`` held-out tasks only.
     violation_rate : float
@@ -66,7 +66,7 @@ class DecoderDiagnostics:
     ratio_mean : float
         ``E[‖e_L‖ / (ρ^L ‖e_0‖)]``.
     certified_risk : float
-        ``(1/K) E[ρ^{2L} ‖e_0‖²]`` (seed 001 §4.2).
+        ``(1/K) E[ρ^{2L} ‖e_0‖²]`` (MMNN report §4.2).
     ratio_of_means : float
         ``risk_dagger / certified_risk``.
     rho_mean, rho_max, frac_rho_lt1 : float
@@ -199,7 +199,7 @@ def decoder_diagnostics(
 
 @dataclass(frozen=True)
 class LatentDecomposition:
-    """Seed 000 §6.3 / seed 001 §5.3 (Table 4) for per-prompt latent preconditioners.
+    """Main paper §6.3 / MMNN report §5.3 (Table 4) for per-prompt latent preconditioners.
 
     With ``β^† = U z^†``, ``β_L = U z_L`` and ``‖v‖²_Σ = vᵀ Σ_x v``:
     ``R_e2e = E‖β_L − β‖²_Σ = R_floor + R_dec + 2 E⟨β^† − β, β_L − β^†⟩_Σ``.
@@ -223,7 +223,7 @@ class LatentDecomposition:
         ``E[‖z_L − z^†‖ / (ρ^L ‖z^†‖)]``.
     rho_mean, frac_rho_lt1 : float
     dec_bound : float
-        ``‖Σ_x‖_2 E[ρ^{2L} ‖z^†‖²]`` (seed 000 §6.3).
+        ``‖Σ_x‖_2 E[ρ^{2L} ‖z^†‖²]`` (main paper §6.3).
     floor_se, dec_se, ratio_mean_se, rho_mean_se : float
         Standard errors over the ``n`` prompts of ``floor``, ``dec``, ``ratio_mean`` and ``rho_mean``
         (:func:`iclcore.stats.standard_error`).

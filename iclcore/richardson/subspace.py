@@ -1,7 +1,7 @@
 """Subspace recovery: principal angles, Top-r estimates, Davis–Kahan certificates.
 
-Implements seed 000 §5.2 (subspace recovery from estimated task vectors) and the
-subspace certificate of seed 001 §5.2:
+Implements main paper §5.2 (subspace recovery from estimated task vectors) and the
+subspace certificate of MMNN report §5.2:
 
 .. math::
 
@@ -125,7 +125,7 @@ def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = Fal
 def top_r_subspace(S: np.ndarray, r: int) -> np.ndarray:
     """``Top_r(S)``: orthonormal eigenvectors of the ``r`` largest eigenvalues.
 
-    Implements seed 000 §5.2, ``U_N = Top_r(Σ̂_{β,N})``.
+    Implements main paper §5.2, ``U_N = Top_r(Σ̂_{β,N})``.
 
     Parameters
     ----------
@@ -145,7 +145,7 @@ def top_r_subspace(S: np.ndarray, r: int) -> np.ndarray:
 
 
 def empirical_task_covariance(beta_hat: np.ndarray) -> np.ndarray:
-    """``Σ̂_{β,N} = (1/N) Σ_n β̂_n β̂_n^T`` (seed 000 §5.2).
+    """``Σ̂_{β,N} = (1/N) Σ_n β̂_n β̂_n^T`` (main paper §5.2).
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def empirical_task_covariance(beta_hat: np.ndarray) -> np.ndarray:
 def eigengap(Sigma: np.ndarray, r: int) -> float:
     """``γ = λ_r(Σ) - λ_{r+1}(Σ)`` (eigenvalues descending; ``λ_{K+1} = 0``).
 
-    Implements seed 000 §5.2, ``γ_enc``.
+    Implements main paper §5.2, ``γ_enc``.
     """
     S = _as_symmetric(Sigma, "Sigma")
     K = S.shape[0]
@@ -177,7 +177,7 @@ def eigengap(Sigma: np.ndarray, r: int) -> float:
 
 
 def effective_rank(Sigma: np.ndarray) -> float:
-    """``r_eff(Σ) = Tr Σ / ||Σ||_2`` (seed 000 §5.2) of a PSD matrix."""
+    """``r_eff(Σ) = Tr Σ / ||Σ||_2`` (main paper §5.2) of a PSD matrix."""
     S = _as_symmetric(Sigma, "Sigma")
     lam = np.linalg.eigvalsh(S)
     if lam[0] < -1e-10 * max(abs(lam[-1]), np.finfo(float).tiny):
@@ -199,7 +199,7 @@ def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str
     r : int
     variant : {"paper", "weyl", "mixed"}
         ``"paper"``: ``||Ŝ - Σ||_2 / γ`` with ``γ = λ_r(Σ) - λ_{r+1}(Σ)``, as printed
-        in seed 000 §5.2 and seed 001 §5.2. Not valid in general (a 2×2
+        in main paper §5.2 and MMNN report §5.2. Not valid in general (a 2×2
         counterexample is in ``tests/test_subspace.py``); it holds up to the factor
         ``γ/(γ - ||Ŝ-Σ||)``.
         ``"mixed"``: ``||Ŝ - Σ||_2 / δ`` with ``δ = λ_r(Σ) - λ_{r+1}(Ŝ)`` (the
@@ -234,7 +234,7 @@ def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str
 
 
 def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
-    """Exact floor risk ``R_floor(U) = E||(I - UU^T) U⋆ z||²_{Σ_x}`` (seed 000 §5.2).
+    """Exact floor risk ``R_floor(U) = E||(I - UU^T) U⋆ z||²_{Σ_x}`` (main paper §5.2).
 
     ``= Tr(Σ_z W^T Σ_x W)`` with ``W = (I - UU^T) U⋆`` and ``z ~ (0, Σ_z)``.
 
@@ -262,7 +262,7 @@ def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: 
 
 
 def floor_risk_bound(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
-    """``||Σ_x||_2 Tr(Σ_z) ||sin Θ(U, U⋆)||_F²`` (seed 000 §5.2, right side of ``≲``).
+    """``||Σ_x||_2 Tr(Σ_z) ||sin Θ(U, U⋆)||_F²`` (main paper §5.2, right side of ``≲``).
 
     It is a true upper bound of :func:`floor_risk` with constant 1 (even with
     ``||sin Θ||_2²`` in place of the Frobenius norm).

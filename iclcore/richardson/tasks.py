@@ -1,4 +1,4 @@
-"""Least-squares tasks as prompts: the finite reduction of seed 000 §1.2.
+"""Least-squares tasks as prompts: the finite reduction of main paper §1.2.
 
 One task is one latent vector ``z ~ N(0, I_r)``, lifted to a regression vector
 ``β = U⋆ z`` (``U⋆ᵀU⋆ = I_r``). One prompt is ``M`` pairs
@@ -9,7 +9,7 @@ One task is one latent vector ``z ~ N(0, I_r)``, lifted to a regression vector
     H_M = \\tfrac1M XᵀX + λ I_K, \\qquad c_M = \\tfrac1M Xᵀ y,
     \\qquad β^†_M = H_M^{-1} c_M .
 
-The *decoder pair* of seed 000 §3.1 (``ẑ = P d``, ``H z^† = d``) is
+The *decoder pair* of main paper §3.1 (``ẑ = P d``, ``H z^† = d``) is
 
 * ``d = c_M`` — the prompt summary the linear-attention layer reads
   (a one-layer linear attention with merged key–query matrix ``P`` outputs
@@ -19,7 +19,7 @@ The *decoder pair* of seed 000 §3.1 (``ẑ = P d``, ``H z^† = d``) is
 * ``z⋆`` — the regression target of the risk ``(1/K) E‖P d − z⋆‖²``. The paper
   writes ``z⋆ ∈ R^K`` without fixing it; we take ``z⋆ = β`` (``target="beta"``,
   default: the task itself, for which the population moments have a closed form)
-  and offer ``z⋆ = β^†_M`` (``target="ridge"``, seed 001 §1's convention
+  and offer ``z⋆ = β^†_M`` (``target="ridge"``, MMNN report §1's convention
   ``H z⋆ = c``). See the chapter's errata entry "What are d and z⋆".
 
 Everything is vectorised over prompts: arrays carry a leading prompt axis ``n``.
@@ -119,7 +119,7 @@ def task_basis(K: int, r: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class TaskConfig:
-    """A distribution over least-squares prompts (seed 000 §1.2).
+    """A distribution over least-squares prompts (main paper §1.2).
 
     Attributes
     ----------
@@ -147,7 +147,7 @@ class TaskConfig:
     Sigma_x_override : ndarray of shape (K, K) or None
         A symmetric positive definite design covariance replacing the spectrum.
     Sigma_z : ndarray of shape (r, r) or None
-        A symmetric positive definite latent covariance (seed 000 §1.2); ``None`` means ``I_r``.
+        A symmetric positive definite latent covariance (main paper §1.2); ``None`` means ``I_r``.
     """
 
     K: int = 16
@@ -229,7 +229,7 @@ class TaskConfig:
 
     @property
     def H_infinity(self) -> np.ndarray:
-        """Infinite-prompt system matrix ``H_∞ = Σ_x + λI`` (seed 000 §4), shape (K, K)."""
+        """Infinite-prompt system matrix ``H_∞ = Σ_x + λI`` (main paper §4), shape (K, K)."""
         return self.Sigma_x + self.lam * np.eye(self.K)
 
     def replace(self, **changes) -> TaskConfig:
@@ -331,7 +331,7 @@ def _assemble(config: TaskConfig, X, y, z, beta, H, c) -> Prompts:
 def sample_prompts(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> Prompts:
     """Draw ``n`` prompts explicitly (designs and labels kept).
 
-    Implements seed 000 §1.2: ``x_i ~ N(0, Σ_x)``, ``y_i = x_iᵀβ + ξ_i``,
+    Implements main paper §1.2: ``x_i ~ N(0, Σ_x)``, ``y_i = x_iᵀβ + ξ_i``,
     ``H_M = XᵀX/M + λI``, ``c_M = Xᵀy/M``. Memory is ``O(n M K)``; for large
     prompts use :func:`sample_prompt_statistics` (same law of ``(H_M, c_M, β)``).
 

@@ -4,7 +4,7 @@ Marchenko-Pastur conventions
 ----------------------------
 For a design ``X`` of shape ``(M, K)`` with i.i.d. standard Gaussian (or any unit-variance) entries,
 the eigenvalues of the ``K x K`` matrix ``(1/M) X^T X`` follow, as ``K, M -> inf`` with
-``gamma = K / M`` fixed, the Marchenko–Pastur law ``mu_MP,gamma`` (seed 000 §4 and §9):
+``gamma = K / M`` fixed, the Marchenko–Pastur law ``mu_MP,gamma`` (main paper §4 and §9):
 
 .. math::
 
@@ -21,7 +21,7 @@ law has an atom of mass ``1 - 1/gamma`` at zero; its absolutely continuous part 
 ``1/gamma`` and is the law of ``gamma * Y`` (scaled by ``1/gamma``) with ``Y ~ MP(1/gamma)``
 (the nonzero spectrum of ``X^T X`` equals that of ``X X^T``).
 
-Implements seed 000 §4 (edges ``lambda_pm = (1 +- sqrt(gamma))^2``) and §9 (``m_gamma(z)``,
+Implements main paper §4 (edges ``lambda_pm = (1 +- sqrt(gamma))^2``) and §9 (``m_gamma(z)``,
 support of ``mu_MP,gamma``). The quadrature is the Gauss rule of the law itself, built from its
 Jacobi (three-term recurrence) matrix, which is known in closed form: the monic orthogonal
 polynomials of ``mu_MP,gamma`` satisfy ``p_{n+1}(x) = (x - alpha_n) p_n(x) - omega_n p_{n-1}(x)``
@@ -73,7 +73,7 @@ def mp_edges(gamma: float) -> tuple[float, float]:
     Returns
     -------
     (lo, hi) : tuple of float
-        ``((1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2)`` (seed 000 §4, ``lambda_pm^MP``).
+        ``((1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2)`` (main paper §4, ``lambda_pm^MP``).
     """
     g = _check_gamma(gamma)
     s = math.sqrt(g)
@@ -160,7 +160,7 @@ def mp_cdf(x: np.ndarray | float, gamma: float, n: int = 96) -> np.ndarray:
 
 
 def mp_stieltjes(z: np.ndarray | complex, gamma: float) -> np.ndarray:
-    """Stieltjes transform ``m_gamma(z) = int dmu_MP,gamma(lambda) / (lambda - z)`` (seed 000 §9).
+    """Stieltjes transform ``m_gamma(z) = int dmu_MP,gamma(lambda) / (lambda - z)`` (main paper §9).
 
     Closed form on the physical branch,
 

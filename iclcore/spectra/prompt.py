@@ -1,6 +1,6 @@
 """Prompt spectra: whitened prompt covariance, non-asymptotic concentration, Hessian perturbation.
 
-Implements seed 000 §4 (prompt generalization) and the prompt side of §12.10 (Figure 10):
+Implements main paper §4 (prompt generalization) and the prompt side of §12.10 (Figure 10):
 
 * the whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} Σ̂_M Σ_x^{-1/2}`` with ``Σ̂_M = XᵀX/M``;
   for a Gaussian design ``X = G Σ_x^{1/2}`` it equals ``GᵀG/M`` exactly, whatever ``Σ_x``,
@@ -89,7 +89,7 @@ def symmetric_inverse_sqrt(S: np.ndarray) -> np.ndarray:
 
 
 def whitened_covariance(X: np.ndarray, Sigma_x: np.ndarray) -> np.ndarray:
-    """Whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} (XᵀX/M) Σ_x^{-1/2}`` (seed 000 §4).
+    """Whitened prompt covariance ``Σ̃_M = Σ_x^{-1/2} (XᵀX/M) Σ_x^{-1/2}`` (main paper §4).
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ def _check_gamma_t(gamma: float, t: float) -> tuple[float, float]:
 
 
 def concentration_window(gamma: float, t: float, window_form: str = "sharp") -> tuple[float, float]:
-    """Non-asymptotic spectral window of the whitened prompt covariance (seed 000 §4).
+    """Non-asymptotic spectral window of the whitened prompt covariance (main paper §4).
 
     Parameters
     ----------
@@ -235,7 +235,7 @@ def concentration_experiment(
     Sigma_x: np.ndarray | None = None,
     batch: int = 256,
 ) -> ConcentrationResult:
-    """Empirical window-violation frequency of ``spec(Σ̃_M)`` for a grid of ``t`` (seed 000 §4).
+    """Empirical window-violation frequency of ``spec(Σ̃_M)`` for a grid of ``t`` (main paper §4).
 
     Draws ``n_draws`` Gaussian designs ``x_i ~ N(0, Σ_x)`` (``Σ_x = I`` if ``None``), whitens them
     with :func:`whitened_covariance`, and counts draws with an eigenvalue outside the window.
@@ -286,7 +286,7 @@ def concentration_experiment(
 
 @dataclass(frozen=True)
 class ResolventCheck:
-    """Perturbation ``H_M = H_∞ + Δ_M`` of the prompt Hessian for a batch of prompts (seed 000 §4).
+    """Perturbation ``H_M = H_∞ + Δ_M`` of the prompt Hessian for a batch of prompts (main paper §4).
 
     All arrays have a leading prompt axis ``n``.
 
@@ -316,7 +316,7 @@ class ResolventCheck:
 
 
 def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: float) -> ResolventCheck:
-    """Check the second-order resolvent identity and the norm bound of seed 000 §4.
+    """Check the second-order resolvent identity and the norm bound of main paper §4.
 
     .. math::
         \\begin{aligned}
@@ -387,7 +387,7 @@ def prompt_excess_risk_first_order(Sigma_x: np.ndarray, Sigma_beta: np.ndarray, 
 
     ``C = σ² Tr(BΣBΣ) + λ² Tr{Σ_β [2 BΣB(ΣBΣ + Tr(BΣ)Σ)B + B(Σ BΣB Σ + Tr(BΣBΣ) Σ)B]}`` (symmetrised).
 
-    The variance part ``σ² Tr(Σ²(Σ+λ)^{-2}) <= σ² d_eff`` makes the ``d_eff/M`` scaling of seed 000 §4
+    The variance part ``σ² Tr(Σ²(Σ+λ)^{-2}) <= σ² d_eff`` makes the ``d_eff/M`` scaling of main paper §4
     explicit.
 
     Parameters
