@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .runner import STAMP
+from .runner import STAMP, cpu_seconds
 
 
 def executed_notebooks(generated: Path) -> list[tuple[float, str, Path]]:
@@ -25,8 +25,7 @@ def executed_notebooks(generated: Path) -> list[tuple[float, str, Path]]:
         if not executed.is_file():
             continue
         try:
-            manifest = json.loads((folder / STAMP).read_text())
-            seconds = float(manifest["seconds"]) * max(1, int(manifest.get("threads", 1)))
+            seconds = cpu_seconds(json.loads((folder / STAMP).read_text()))
         except (OSError, ValueError, KeyError, TypeError):
             seconds = 0.0
         found.append((seconds, folder.name, executed))

@@ -828,6 +828,11 @@ def _run_all(
 SECONDS_HINT = Path("notebooks") / "seconds.json"
 
 
+def cpu_seconds(manifest: dict) -> float:
+    """CPU seconds of a recorded run: its wall time times its threads (a manifest's ``seconds``, ``threads``)."""
+    return float(manifest["seconds"]) * max(1, int(manifest.get("threads", 1)))
+
+
 def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
     """Expected execution time per ``(notebook, preset)``, for scheduling only.
 
@@ -848,7 +853,7 @@ def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
             m = json.loads(manifest.read_text())
             when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
             if when > newest.get(k, -1.0):
-                newest[k], seconds[k] = when, float(m["seconds"]) * max(1, int(m.get("threads", 1)))
+                newest[k], seconds[k] = when, cpu_seconds(m)
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return seconds
