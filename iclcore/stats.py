@@ -11,6 +11,8 @@ functions. Conventions:
 * :func:`paired_standard_error` is the standard error of a mean difference on the same draws.
 * :func:`combined_standard_error` adds the standard errors of independent sources in quadrature.
 * :func:`ratio_standard_error` is the delta-method standard error of ``a / b``.
+* :func:`increment_z_scores` grades a claimed monotone sequence of independent estimates: each
+  consecutive difference over its standard error.
 * :func:`pooled_ks_distance` is the Kolmogorov distance of a sample pooled over independent draws
   (e.g. the eigenvalues of several random matrices) with the standard error of the pooled cdf at the
   point where the distance is attained.
@@ -32,6 +34,7 @@ __all__ = [
     "combined_standard_error",
     "ratio_standard_error",
     "pooled_ks_distance",
+    "increment_z_scores",
 ]
 
 
@@ -110,6 +113,32 @@ def combined_standard_error(*se: float) -> float:
     if not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError(f"se: expected non-negative finite standard errors, got {se!r}")
     return float(math.sqrt(float(np.sum(v**2))))
+
+
+def increment_z_scores(values: ArrayLike, se: ArrayLike) -> np.ndarray:
+    """Consecutive differences of independent estimates in units of their standard error.
+
+    ``z_i = (v_{i+1} - v_i) / sqrt(se_i^2 + se_{i+1}^2)``, shape ``(n - 1,)``. A claimed decrease is
+    resolved where ``z_i <= -2``; a difference with zero standard error (both estimates exact) gives
+    ``-inf``, ``0`` or ``+inf`` by its sign.
+
+    Parameters
+    ----------
+    values, se : array_like, shape ``(n,)``, ``n >= 2``
+        Estimates measured on independent draws and their non-negative standard errors.
+    """
+    v = np.asarray(values, dtype=float)
+    e = np.asarray(se, dtype=float)
+    if v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values: expected a 1-d sequence of at least 2 estimates, got shape {v.shape}")
+    if e.shape != v.shape:
+        raise ValueError(f"se: expected shape {v.shape} like values, got {e.shape}")
+    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(e))) or np.any(e < 0):
+        raise ValueError("values, se: expected finite values and non-negative finite standard errors")
+    d = np.diff(v)
+    s = np.sqrt(e[1:] ** 2 + e[:-1] ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(s > 0, d / np.where(s > 0, s, 1.0), np.sign(d) * np.inf)
 
 
 def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: float = 0.0) -> float:

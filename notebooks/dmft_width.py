@@ -26,7 +26,7 @@ nu = 1.0            # capacity exponent: lambda_k = k^-nu
 beta = 1.0          # source exponent
 L_fixed = 8         # depth of panel (a); range: [1, 100]
 N_fixed = 64        # width of panel (b); range: [1, 1000]
-n_draws = 2         # Monte Carlo projections pooled per width; range: [1, 50]
+n_draws = 4         # Monte Carlo projections pooled per width (>= 2: their spread is the standard error); range: [2, 50]
 t_max = 1.0e6       # longest gradient-flow time
 D_sim = 32          # dimension of the SGD simulations (panel d); range: [1, 1000]
 L_sim = 4           # depth of the SGD simulations; range: [1, 50]
@@ -39,7 +39,7 @@ D_exp = 100000      # dimension of the bottleneck-exponent fits; range: [1, 5000
 seed = 0
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"D": 4096, "n_draws": 3, "D_sim": 64, "steps_sim": 600, "D_de": 2000,
+PRESETS = {"paper": {"D": 4096, "n_draws": 4, "D_sim": 64, "steps_sim": 600, "D_de": 2000,
                      "n_nodes": 500, "D_exp": 400000}}
 
 # %%
@@ -63,12 +63,14 @@ from iclcore.dmft.width_mc import (
     width_gradient_flow,
     width_landscape_mc,
     width_loss,
+    width_loss_draws,
     width_loss_grad,
     width_min_loss,
     width_spectrum_mc,
 )
 from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
 from iclcore.models.probes import batch_means
+from iclcore.stats import increment_z_scores, standard_error
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
 
@@ -292,9 +294,28 @@ fb = np.array([width_min_loss(specs[N_fixed], L)[1] for L in L_list])  # t -> in
 fc = np.array([curves_c[p].loss[-1] for p in pairs])
 fw = min(cv.loss[-1] for cv in curves_w.values())
 fd = min(cv.loss[-1] for cv in curves_d.values())
+
+
+def loss_se(spec, gamma, L):
+    """Monte Carlo standard error of the pooled loss at fixed gamma (0 for a single exact spectrum)."""
+    return float(standard_error(width_loss_draws(gamma, spec, L))) if spec.n_draws > 1 else 0.0
+
+
+# panels (a) and (c): independent projections per width, so consecutive differences add in quadrature
+fa_se = np.array([loss_se(specs[N], curves_a[N].gamma[-1], L_fixed) for N in N_list])
+fc_se = np.array([loss_se(specs[N], curves_c[(N, L)].gamma[-1], L) for N, L in pairs])
+# panel (b): every depth uses the same projections, so the differences are paired draw by draw
+fb_draws = np.array([width_loss_draws(width_min_loss(specs[N_fixed], L)[0], specs[N_fixed], L) for L in L_list])
+fb_inc_z = np.diff(fb_draws, axis=0).mean(1) / standard_error(np.diff(fb_draws, axis=0), axis=1)
 write_metrics({
     "fig5a_final_max_increment": float(np.max(np.diff(fa))),
     "fig5a_final_over_depth_bn_min": float(np.min(fa) / depth_bn),
+    "fig5a_increment_z_max": float(np.max(increment_z_scores(fa, fa_se))),
+    "fig5a_final_se_max": float(np.max(fa_se)),
+    "fig5b_increment_z_max": float(np.max(fb_inc_z)),
+    "fig5b_min_loss_se_max": float(np.max(standard_error(fb_draws, axis=1))),
+    "fig5c_increment_z_max": float(np.max(increment_z_scores(fc, fc_se))),
+    "fig5c_final_se_max": float(np.max(fc_se)),
     "fig5b_min_loss_max_increment": float(np.max(np.diff(fb))),
     "fig5b_min_loss_over_width_bn_mc_min": float(np.min(fb) / width_bn_mc),
     "fig5b_min_loss_L64_over_width_bn_mc": fb[-1] / width_bn_mc,

@@ -211,8 +211,7 @@ print(f"max relative identity gap: {identity_gap:.2e}")
 
 # %% tags=["nbval-check-output"]
 print("violation rate, every method:", max(diag[m].violation_rate for m in methods))
-print("identity at rounding level:", identity_gap < 1e-12)
-print("Flexformer mean rho > 1:", diag["flex"].rho_mean > 1)
+print(f"Flexformer mean rho: {diag['flex'].rho_mean:.2f}")
 
 # %%
 elapsed = time.perf_counter() - t_start

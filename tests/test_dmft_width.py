@@ -18,6 +18,7 @@ from iclcore.dmft.width_mc import (
     width_gradient_flow,
     width_landscape_mc,
     width_loss,
+    width_loss_draws,
     width_loss_grad,
     width_min_loss,
     width_spectrum_mc,
@@ -341,3 +342,18 @@ def test_untied_optimum_vanishes_when_layers_outnumber_modes():
     assert loss == pytest.approx(0.0, abs=1e-15) and untied_loss(g, lam, omega) == pytest.approx(0.0, abs=1e-15)
     with pytest.raises(ValueError, match="L"):
         untied_optimum(lam, omega, 0)
+
+
+def test_width_loss_draws_average_to_the_pooled_loss_and_match_single_draws() -> None:
+    """The pooled loss is linear in the spectral weights: its per-draw parts average to it exactly, and
+    each part is the loss of that projection alone (same generator stream, one draw at a time)."""
+    lam, omega = power_law_spectrum(120, 1.0, 1.0)
+    gs = np.linspace(0.0, 3.0, 9)
+    pooled = width_spectrum_mc(lam, omega, 30, np.random.default_rng(4), n_draws=3)
+    parts = width_loss_draws(gs, pooled, 5)
+    assert parts.shape == (3, gs.size) and pooled.n_draws == 3
+    np.testing.assert_allclose(parts.mean(0), width_loss(gs, pooled, 5), rtol=1e-13, atol=1e-15)
+    rng = np.random.default_rng(4)
+    singles = [width_loss(gs, width_spectrum_mc(lam, omega, 30, rng, n_draws=1), 5) for _ in range(3)]
+    np.testing.assert_allclose(parts, np.array(singles), rtol=1e-12, atol=1e-15)
+    assert np.ndim(width_loss_draws(1.0, pooled, 5)) == 1

@@ -9,6 +9,7 @@ import pytest
 
 from iclcore.stats import (
     combined_standard_error,
+    increment_z_scores,
     paired_standard_error,
     ratio_standard_error,
     replica_spread,
@@ -125,3 +126,26 @@ def test_pooled_ks_distance_rejects_bad_input() -> None:
         pooled_ks_distance(np.ones((1, 5)), lambda u: u)
     with pytest.raises(ValueError, match="^cdf:"):
         pooled_ks_distance(np.ones((2, 5)), lambda u: np.full(3, 0.5))
+
+
+def test_increment_z_scores_closed_form_and_bad_input() -> None:
+    z = increment_z_scores([3.0, 2.0, 2.0, 1.0, 1.5], [0.3, 0.4, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(z[:2], [-1.0 / 0.5, 0.0 / 0.4], rtol=1e-14)
+    assert z[2] == -np.inf and z[3] == np.inf
+    with pytest.raises(ValueError, match="values"):
+        increment_z_scores([1.0], [0.1])
+    with pytest.raises(ValueError, match="se"):
+        increment_z_scores([1.0, 2.0], [0.1])
+    with pytest.raises(ValueError, match="se"):
+        increment_z_scores([1.0, 2.0], [0.1, -0.1])
+
+
+def test_increment_z_scores_calibrated_under_no_change() -> None:
+    """With equal means the z-scores are standard normal: P(z <= -2) = 0.0228 within 4 binomial s.e."""
+    rng = np.random.default_rng(11)
+    n, reps = 20, 4000
+    draws = rng.normal(size=(reps, 2, n))
+    z = np.array([increment_z_scores(d.mean(1), d.std(1, ddof=1) / math.sqrt(n))[0] for d in draws])
+    p = 0.5 * math.erfc(2 / math.sqrt(2))
+    # the t(38)-like tails make P(z <= -2) slightly larger than the normal value; allow 4 s.e. plus 0.005
+    assert abs(np.mean(z <= -2) - p) <= 4 * math.sqrt(p * (1 - p) / reps) + 0.005

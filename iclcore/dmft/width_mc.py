@@ -20,6 +20,7 @@ __all__ = [
     "WidthSpectrum",
     "width_spectrum_mc",
     "width_loss",
+    "width_loss_draws",
     "width_loss_grad",
     "width_min_loss",
     "GradientFlow",
@@ -73,6 +74,11 @@ class WidthSpectrum:
     total: float
     N: int
     D: int
+
+    @property
+    def n_draws(self) -> int:
+        """Number of independent projections pooled (``s`` holds ``n_draws`` blocks of ``N``)."""
+        return self.s.size // self.N
 
     @property
     def null_loss(self) -> float:
@@ -149,6 +155,21 @@ def width_loss(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) 
     q, _ = _q_and_dq(g, spec.s, Lf)
     out = spec.null_loss + q @ spec.c
     return out[0] if scalar else out
+
+
+def width_loss_draws(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
+    """:func:`width_loss` of each pooled projection on its own: shape ``(n_draws,) + shape(gammas)``.
+
+    The pooled loss is linear in the spectral weights, so the mean over draws equals
+    :func:`width_loss` exactly, and the spread over draws gives its Monte Carlo standard error
+    (:func:`iclcore.stats.standard_error` along axis 0) at fixed ``gamma``.
+    """
+    Lf = float(check_depth(L, allow_inf=True))
+    g, scalar = nonnegative_grid(gammas, "gammas")
+    k = spec.n_draws
+    s, c = spec.s.reshape(k, spec.N), spec.c.reshape(k, spec.N) * k
+    out = np.stack([spec.total - c[j].sum() + _q_and_dq(g, s[j], Lf)[0] @ c[j] for j in range(k)])
+    return out[:, 0] if scalar else out
 
 
 def width_loss_grad(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:
