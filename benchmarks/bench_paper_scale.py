@@ -1,4 +1,4 @@
-"""Benchmark: the two slowest paper presets (dmft_softmax, logistic_probes), old path against new.
+"""Benchmark: the slowest paper presets (dmft_softmax, logistic_probes, flexformer_decoder), old path against new.
 
 Plain script::
 
@@ -8,7 +8,8 @@ Every model of both notebooks at its **paper** size (dmft_softmax: D = 16, n = 6
 P = 32, K = 16, depths 1, 2, 4, 8, with and without MLP; logistic_probes: d_model = 64, 4 heads
 of 16, seq_len = 48, batch 64, depths 1-4, and the grokking model p = 59, d_model = 64,
 d_mlp = 256 full batch), trained for ``--steps`` steps instead of the preset's 1,500-10,000
-(the cost per step does not depend on the step). "old" swaps in the term-by-term forwards of
+(the cost per step does not depend on the step); flexformer_decoder: the four preconditioner models at
+K = 16, M = 64, L = 16, batch 512, 2,000 Adam steps in the preset. "old" swaps in the term-by-term forwards of
 :mod:`iclcore.models._reference` (the code before the rewrite), "new" is the package code; both
 run in this process, alternately, on one thread, and the ratio old / new is that of the best
 CPU times (``time.process_time``), which on a loaded machine is steadier than wall time.
@@ -29,6 +30,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 from iclcore.models import _reference as ref  # noqa: E402
+from iclcore.models import flexformer as ff  # noqa: E402
 from iclcore.models import toy_transformers as tt  # noqa: E402
 from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts, train  # noqa: E402
 
@@ -38,14 +40,15 @@ torch.set_num_threads(1)
 @contextlib.contextmanager
 def old_path():
     """Swap the reference forwards in for the duration of the block."""
-    saved = (SoftmaxAttention.forward, tt._Attention.forward, tt.GrokTransformer.forward)
+    saved = (SoftmaxAttention.forward, tt._Attention.forward, tt.GrokTransformer.forward, ff.richardson_unroll)
     SoftmaxAttention.forward = ref.softmax_attention_forward
     tt._Attention.forward = ref.toy_attention_forward
     tt.GrokTransformer.forward = ref.grok_forward
+    ff.richardson_unroll = ref.richardson_unroll
     try:
         yield
     finally:
-        SoftmaxAttention.forward, tt._Attention.forward, tt.GrokTransformer.forward = saved
+        SoftmaxAttention.forward, tt._Attention.forward, tt.GrokTransformer.forward, ff.richardson_unroll = saved
 
 
 def cpu_time(fn):
@@ -128,16 +131,55 @@ def logistic_probes(steps, repeats):
     )
 
 
+def flexformer_decoder(steps, repeats):
+    import numpy as np
+
+    from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+
+    K, L, batch = 16, 16, 512
+    cfg = TaskConfig(K=K, M=64, r=3, sigma=0.1, lam=0.0, cond=10.0, target="ridge")
+
+    def sampler(n, g):
+        p = sample_prompt_statistics(cfg, n, g)
+        return p.H_M, p.d, p.z_star
+
+    P0 = 0.01 * np.eye(K)
+    models = {
+        "flex": lambda: ff.Flexformer(
+            ff.FlexformerConfig(K=K, rank=3, n_heads=2, d_k=4), torch.Generator().manual_seed(0), P_init=P0
+        ),
+        "free": lambda: ff.Flexformer(
+            ff.FlexformerConfig(K=K, rank=K, n_heads=0), torch.Generator().manual_seed(0), P_init=P0
+        ),
+    }
+    tot = [0.0, 0.0]
+    for name, make in models.items():
+
+        def fn(make=make):
+            res = ff.train_preconditioner(make(), sampler, L, steps, batch, 3e-3, np.random.default_rng(1))
+            return float(res.loss[0])
+
+        o, nw = compare(f"flexformer_decoder {name}", fn, repeats, 2000, steps)
+        tot[0] += o
+        tot[1] += nw
+    print(
+        f"{'flexformer_decoder, flex + free':34s} old ~{tot[0]:6.0f} CPU s   new ~{tot[1]:6.0f} CPU s   ratio {tot[0] / tot[1]:5.2f}x"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=("dmft_softmax", "logistic_probes"))
+    ap.add_argument("--only", choices=("dmft_softmax", "logistic_probes", "flexformer_decoder"))
     a = ap.parse_args()
-    if a.only != "logistic_probes":
-        dmft_softmax(a.steps, a.repeats)
-    if a.only != "dmft_softmax":
-        logistic_probes(a.steps, a.repeats)
+    for name, bench in (
+        ("dmft_softmax", dmft_softmax),
+        ("logistic_probes", logistic_probes),
+        ("flexformer_decoder", flexformer_decoder),
+    ):
+        if a.only in (None, name):
+            bench(a.steps, a.repeats)
 
 
 if __name__ == "__main__":

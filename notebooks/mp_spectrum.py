@@ -285,6 +285,7 @@ metrics = {
     "atom_error_gamma2": abs(hist_results[2.0]["zero_frac"] - mp_atom(2.0)),
     "n_checked_windows": int(checked.sum()),
     "violations_checked_windows": int(round((g_checked[:, 3] * n_conc_draws).sum())),
+    "violations_allowed_by_bound_checked": float((g_checked[:, 5] * n_conc_draws).sum()),
     "violation_freq_max_checked": float(g_checked[:, 3].max()),
     "violation_freq_t0_max": float(rows[rows[:, 2] == 0, 3].max()),
     "violation_freq_t0_min": float(rows[rows[:, 2] == 0, 3].min()),

@@ -44,3 +44,22 @@ def test_grokking_model_reads_only_the_last_position():
     model = tt.GrokTransformer(cfg, torch.Generator().manual_seed(0)).double()
     x, _, _, _ = tt.modular_addition_split(cfg, 0)
     torch.testing.assert_close(model(x), ref.grok_forward(model, x), rtol=1e-12, atol=1e-12)
+
+
+def test_richardson_unroll_broadcast_products_equal_einsum_matvecs():
+    """The Flexformer's unrolled iterates and their gradient in P: the same to float64 rounding."""
+    from iclcore.models.flexformer import richardson_unroll
+
+    g = torch.Generator().manual_seed(3)
+    B, K, L = 9, 6, 7
+    A = torch.randn(B, K, K, generator=g, dtype=torch.float64)
+    H = A @ A.transpose(1, 2) / K + 0.1 * torch.eye(K, dtype=torch.float64)
+    d = torch.randn(B, K, generator=g, dtype=torch.float64)
+    P = 0.2 * torch.eye(K, dtype=torch.float64) + 0.01 * torch.randn(B, K, K, generator=g, dtype=torch.float64)
+    P.requires_grad_(True)
+    fast, slow = richardson_unroll(P, H, d, L), ref.richardson_unroll(P, H, d, L)
+    assert fast.shape == (B, L + 1, K)
+    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-13)
+    (gf,) = torch.autograd.grad(fast[:, -1].square().sum(), P)
+    (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L)[:, -1].square().sum(), P)
+    torch.testing.assert_close(gf, gs, rtol=1e-11, atol=1e-12)

@@ -9,7 +9,9 @@ Each function takes the module and the inputs of the ``forward`` it mirrors:
 - :func:`toy_attention_forward` mirrors the multi-head attention of
   :mod:`iclcore.models.toy_transformers` (per-head einsums, explicit causal mask);
 - :func:`grok_forward` mirrors :meth:`iclcore.models.toy_transformers.GrokTransformer.forward`
-  (attention on every position, then the last one read out).
+  (attention on every position, then the last one read out);
+- :func:`richardson_unroll` mirrors :func:`iclcore.models.flexformer.richardson_unroll`
+  (batched matrix-vector products by ``einsum``/``bmm``).
 """
 
 from __future__ import annotations
@@ -59,3 +61,14 @@ def grok_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     h = x[:, -1]
     h = h + F.relu(h @ model.W_in + model.b_in) @ model.W_out
     return h @ model.unembed
+
+
+def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
+    """Iterates ``x_0 = 0, ..., x_L`` (B, L + 1, K) of ``x + P (d - H x)`` with ``einsum`` matrix-vector products."""
+    x = torch.zeros_like(d)
+    out = [x]
+    for _ in range(L):
+        r = d - torch.einsum("bij,bj->bi", H, x)
+        x = x + torch.einsum("bij,bj->bi", P, r)
+        out.append(x)
+    return torch.stack(out, dim=1)
