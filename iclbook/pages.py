@@ -36,6 +36,7 @@ OPTIONAL = (
     "discretisation",
     "predicate",
     "stochastic",
+    "no_se",
     "basis",
     "basis_note",
     "note",
@@ -201,6 +202,7 @@ class Claim:
     discretisation: float = 0.0
     predicate: str = ""
     stochastic: bool = False
+    no_se: str = ""
     basis_note: str = ""
     note: str = ""
 
@@ -270,6 +272,9 @@ class Claim:
             raise ReportError(f"{where}: a within_se row is stochastic")
         if stochastic and not se:
             raise ReportError(f"{where}: a stochastic row needs `se`: the metrics key(s) of its standard error")
+        no_se = str(d.get("no_se") or "").strip()
+        if no_se and stochastic:
+            raise ReportError(f"{where}: no_se (why a random quantity has no standard error) excludes stochastic")
         if kind == "within_se" and len(se) != 1:
             raise ReportError(f"{where}: kind 'within_se' needs exactly one se key")
         z, disc = d.get("z", 3.0), d.get("discretisation", 0.0)
@@ -296,6 +301,7 @@ class Claim:
             discretisation=float(disc),
             predicate=str(predicate),
             stochastic=stochastic,
+            no_se=no_se,
             basis_note=basis_note,
             note=str(d.get("note", "") or "").strip(),
         )
@@ -629,6 +635,10 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         f"**{c['identities']} identities verified** of {c['theorems']} · {c['absent']} absent · "
         f"{c['missing']} missing · {c['total']} rows in all.",
         "",
+        f"Random quantities: {sum(r.claim.stochastic for r in rows)} rows are graded with the standard error "
+        f"the notebook computed; {sum(bool(r.claim.no_se) for r in rows)} rows graded on a random quantity have "
+        "none (functions of single training runs), and each says so in its note.",
+        "",
     ]
     if _paper_summary(rows, paper):
         lines += [_paper_summary(rows, paper), ""]
@@ -721,7 +731,15 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
                 p = paper_of[id(r)]
                 cells += [status_label(p), _fmt(p.reproduced), _difference(p)] if p is not None else ["—", "—", ""]
             lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
-            text = " ".join(t for t in (f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "", cl.note) if t)
+            text = " ".join(
+                t
+                for t in (
+                    f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
+                    cl.note,
+                    f"*No standard error:* {cl.no_se}" if cl.no_se else "",
+                )
+                if t
+            )
             if text:
                 notes.append(f"- **{i}.** {text}")
         lines.append("")

@@ -127,6 +127,22 @@ def test_every_stochastic_row_names_its_standard_error() -> None:
     assert not bad, f"stochastic rows without `se`: {bad}"
 
 
+#: Notebooks whose graded quantities are functions of trained models (SGD/Adam runs): every row of theirs
+#: that is not a theorem, a construction or an erratum is random, so it has a standard error or says why not.
+TRAINED = ("gd_probe", "logistic_probes", "flexformer_decoder", "flexformer_encdec", "pde_galerkin")
+
+
+def test_random_rows_have_a_standard_error_or_say_why_not() -> None:
+    bad = [
+        c.label
+        for c in CLAIMS
+        if c.notebook in TRAINED
+        and c.basis not in ("theorem", "construction", "erratum")
+        and not (c.stochastic or c.no_se)
+    ]
+    assert not bad, f"random rows with neither `se` nor `no_se`: {bad}"
+
+
 @pytest.mark.parametrize("notebook", sorted({c.notebook for c in CLAIMS if c.stochastic}))
 def test_stochastic_rows_have_their_standard_error_in_metrics(notebook: str) -> None:
     metrics = load_metrics(GENERATED, notebook)

@@ -225,6 +225,7 @@ def test_predicate_that_fails_or_is_not_boolean() -> None:
         ({"predicate": "m > 1"}, "only kind 'predicate'"),
         ({"stochastic": True}, "needs `se`"),
         ({"stochastic": "yes", "se": "s"}, "true or false"),
+        ({"stochastic": True, "se": "s", "no_se": "one run"}, "excludes stochastic"),
         ({"kind": "within_se", "tolerance": DROP}, "needs `se`"),
         ({"kind": "within_se", "tolerance": DROP, "se": "s", "z": -1}, "z must be"),
         ({"kind": "within_se", "tolerance": DROP, "se": "s", "discretisation": -0.1}, "discretisation must"),
