@@ -311,11 +311,11 @@ def checkpoint_table(
         (mean ``‖I − PH‖_2``), ``max_contraction``, ``mean_spectral_radius``,
         ``rel_dist_oracle`` and ``stable_rank``.
     """
-    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L)
+    con = contraction_factor(P, prompts.H_M)
+    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L, operator_norm=con.operator_norm)
     K = P.shape[0]
     loss = cert.error_norms[:, -1] ** 2 / K
     eb = clipped_empirical_bernstein(loss, clip, delta)
-    con = contraction_factor(P, prompts.H_M)
     return {
         "depth_risk": float(loss.mean()),
         "eb_upper": float(eb.upper),

@@ -256,18 +256,30 @@ class RichardsonCertificate:
 
 
 def richardson_certificate(
-    P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int, rtol: float = 1e-10
+    P: np.ndarray,
+    H: np.ndarray,
+    e0: np.ndarray,
+    L: int,
+    rtol: float = 1e-10,
+    operator_norm: np.ndarray | None = None,
 ) -> RichardsonCertificate:
     """Check ``‖e_ℓ‖_2 ≤ ‖I − PH‖_2^ℓ ‖e_0‖_2`` for ``ℓ = 0..L`` (main paper §12.9; MMNN report §4.2).
 
     ``rtol`` absorbs floating-point rounding in the comparison (the inequality
-    itself is exact: submultiplicativity of the operator norm).
+    itself is exact: submultiplicativity of the operator norm). ``operator_norm`` (shape (n,)):
+    ``‖I − P H‖_2`` per prompt if the caller has it already; computed otherwise (one SVD per
+    prompt; the spectral radius, which the certificate does not use, is not computed).
     """
     if not np.isfinite(rtol) or rtol < 0:
         raise ValueError(f"rtol: must be finite and >= 0, got {rtol!r}")
     errs = richardson_error(P, H, e0, L)
     err_norm = np.linalg.norm(errs, axis=-1)
-    rho = contraction_factor(P, H).operator_norm
+    if operator_norm is None:
+        rho = np.linalg.norm(iteration_matrix(P, H), ord=2, axis=(-2, -1))
+    else:
+        rho = np.asarray(operator_norm, dtype=float)
+        if rho.shape != err_norm.shape[:1]:
+            raise ValueError(f"operator_norm: expected shape {err_norm.shape[:1]}, got {rho.shape}")
     bounds = rho[:, None] ** np.arange(L + 1)[None, :] * err_norm[:, :1]
     slack = rtol * bounds + 1e-300
     viol = err_norm > bounds + slack

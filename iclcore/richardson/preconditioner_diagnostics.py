@@ -154,9 +154,9 @@ def decoder_diagnostics(
     loss = np.sum(eL_dag**2, axis=1) / K
     eb = clipped_empirical_bernstein(loss, clip, delta)
     eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
-    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L)
     T = np.eye(K) - Ps @ systems.H
     rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L, operator_norm=rho)
     srad = np.abs(np.linalg.eigvals(T)).max(axis=-1)
     powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
     e0n2 = np.sum(systems.x_dagger**2, axis=1)
