@@ -107,7 +107,7 @@ z_inc = drho.mean(axis=0) / np.maximum(se(drho), 1e-300)
 metrics.update(
     rho_pop_final_mean=rho[:, -1].mean(), rho_pop_final_se=se(rho)[-1], rho_pop_gd_final=op_gd.rho_pop[-1],
     rho_pop_star=op_gd.rho_star, rho_max_increase_z=z_inc.max(), rho_increment_se_max=se(drho).max(),
-    rho_gd_monotone_after_transient=bool(np.all(np.diff(op_gd.rho_pop[after]) <= 0)),
+    rho_gd_max_increment_after_transient=float(np.max(np.diff(op_gd.rho_pop[after]))),
     srank_final_mean=srank[:, -1].mean(), srank_final_se=se(srank)[-1], srank_gd_final=op_gd.srank[-1],
     srank_star=op_gd.srank_star, srank_rel_gap=abs(srank[:, -1].mean() - op_gd.srank_star) / op_gd.srank_star,
     top_energy_final_mean=etop[:, -1].mean(), top_energy_star=op_gd.top_energy_star,

@@ -30,6 +30,8 @@ Array = NDArray[np.float64]
 __all__ = [
     "batch_means",
     "uniform_window_null_rate",
+    "uniform_window_null_hits",
+    "nearest_event_offset",
     "window_hits",
     "entropy_effective_rank",
     "effective_rank_of_values",
@@ -269,6 +271,58 @@ def window_hits(found: ArrayLike, targets: ArrayLike, halfwidths: ArrayLike) -> 
     return np.min(np.abs(found[None, :] - targets[:, None]), axis=1) <= halfwidths
 
 
+def nearest_event_offset(found: ArrayLike, targets: ArrayLike, scales: ArrayLike) -> Array:
+    """``min_j |found_j - target_i| / scale_i`` for each target, shape (m,) (``inf`` if nothing was found).
+
+    ``found`` (n,), ``targets`` and ``scales`` (m,): how far, in units of each mode's time scale,
+    the nearest detected extremum lies from the time the theory predicts.
+    """
+    found = np.asarray(found, dtype=float).ravel()
+    targets = np.asarray(targets, dtype=float).ravel()
+    scales = np.broadcast_to(np.asarray(scales, dtype=float), targets.shape)
+    if np.any(~np.isfinite(scales)) or np.any(scales <= 0):
+        raise ValueError(f"scales: expected positive finite time scales, got {scales!r}")
+    if found.size == 0:
+        return np.full(targets.shape, np.inf)
+    return np.min(np.abs(found[None, :] - targets[:, None]), axis=1) / scales
+
+
+def uniform_window_null_hits(
+    n_found: int,
+    span: tuple[float, float],
+    targets: ArrayLike,
+    halfwidths: ArrayLike,
+    rng: np.random.Generator,
+    draws: int = 2000,
+    paired: tuple[int, ArrayLike] | None = None,
+) -> Array:
+    """Null distribution of the number of targets hit (:func:`window_hits`) by ``n_found`` events
+    placed uniformly on ``span``: an integer array (draws,).
+
+    ``paired = (n_other, other_targets)``: a target counts only if its window *and* the window of the
+    paired target ``other_targets[i]`` (same half-width) are hit, by ``n_found`` and ``n_other``
+    uniform events respectively (e.g. a peak before and a trough after each mode).
+    """
+    rng = np.random.default_rng(rng)
+    lo, hi = float(span[0]), float(span[1])
+    if not hi > lo:
+        raise ValueError(f"span: expected lo < hi, got {span!r}")
+    counts = [n_found] + ([paired[0]] if paired is not None else [])
+    for c in counts:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0:
+            raise ValueError(f"n_found: expected a non-negative integer, got {c!r}")
+    draws = int(draws)
+    if draws < 1:
+        raise ValueError(f"draws: expected a positive integer, got {draws!r}")
+    out = np.empty(draws, dtype=int)
+    for k in range(draws):
+        hit = window_hits(rng.uniform(lo, hi, n_found), targets, halfwidths)
+        if paired is not None:
+            hit &= window_hits(rng.uniform(lo, hi, paired[0]), paired[1], halfwidths)
+        out[k] = int(np.sum(hit))
+    return out
+
+
 def uniform_window_null_rate(
     n_found: int,
     span: tuple[float, float],
@@ -286,8 +340,7 @@ def uniform_window_null_rate(
         raise ValueError(f"span: expected lo < hi, got {span!r}")
     if isinstance(n_found, bool) or not isinstance(n_found, (int, np.integer)) or n_found < 0:
         raise ValueError(f"n_found: expected a non-negative integer, got {n_found!r}")
-    hits = [np.sum(window_hits(rng.uniform(lo, hi, n_found), targets, halfwidths)) >= min_hits for _ in range(draws)]
-    return float(np.mean(hits))
+    return float(np.mean(uniform_window_null_hits(n_found, span, targets, halfwidths, rng, draws) >= min_hits))
 
 
 def trailing_average(y: ArrayLike, k: int) -> Array:
