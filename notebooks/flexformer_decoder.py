@@ -120,7 +120,8 @@ models = {
 }
 curves = {}
 for i, (name, model) in enumerate(models.items()):
-    curves[name] = train_preconditioner(model, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i))
+    curves[name] = train_preconditioner(model, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i),
+                                        progress={"model": (i + 1, len(models))})
 t_train = time.perf_counter() - t_start - t_baselines
 
 # %% [markdown]

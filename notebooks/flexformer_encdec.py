@@ -102,7 +102,8 @@ models = {
                        P_init=P0),
     "free": Flexformer(FlexformerConfig(K=r, rank=r, n_heads=0), torch.Generator().manual_seed(seed), P_init=P0),
 }
-curves = {name: train_preconditioner(m, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i))
+curves = {name: train_preconditioner(m, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i),
+                                     progress={"model": (i + 1, len(models))})
           for i, (name, m) in enumerate(models.items())}
 
 # %% [markdown]

@@ -130,9 +130,12 @@ free = Flexformer(FlexformerConfig(K=op.n_h, rank=op.n_h, n_heads=0), torch.Gene
                   P_init=free_lbfgs.P)
 static = KernelDictionaryPreconditioner(
     kernel_dictionary(op.nodes, ("identity", "green", "matern52:0.1", "matern52:0.3")), P_init=sc.param * eye)
-curves = {"flex": train_preconditioner(flex, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1)),
-          "free": train_preconditioner(free, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1)),
-          "flex_static": train_preconditioner(static, sampler, L, steps, batch, lr, np.random.default_rng(seed + 2))}
+curves = {"flex": train_preconditioner(flex, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1),
+                                      progress={"model": (1, 3)}),
+          "free": train_preconditioner(free, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1),
+                                      progress={"model": (2, 3)}),
+          "flex_static": train_preconditioner(static, sampler, L, steps, batch, lr, np.random.default_rng(seed + 2),
+                                             progress={"model": (3, 3)})}
 P_tasks = {
     "flex": preconditioners_numpy(flex, test.H, test.d),
     "flex_static": preconditioners_numpy(static, test.H, test.d),

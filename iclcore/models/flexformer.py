@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.progress import report_progress
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -343,6 +344,7 @@ def train_preconditioner(
     lr: float,
     rng: np.random.Generator,
     max_grad_norm: float = 10.0,
+    progress: dict[str, object] | None = None,
 ) -> TrainingResult:
     """Adam on the unrolled depth-``L`` loss, a fresh batch of tasks at every step.
 
@@ -357,6 +359,9 @@ def train_preconditioner(
         Source of the tasks (an integer is a seed for :func:`numpy.random.default_rng`).
     max_grad_norm : float
         Gradient-norm clipping (guards the first steps, where ``ρ > 1`` tasks explode).
+    progress : dict, optional
+        Counters shown before ``step k/steps`` in the runner's status line (e.g. ``{"model": (2, 4)}``;
+        :func:`iclcore.progress.report_progress`).
     """
     L = positive_int(L, "L")
     steps = positive_int(steps, "steps")
@@ -369,6 +374,7 @@ def train_preconditioner(
     losses = np.empty(steps)
     t0 = time.perf_counter()
     for s in range(steps):
+        report_progress(**(progress or {}), step=(s + 1, steps))
         H, d, xs = (_as_tensor(a, n) for a, n in zip(sample_tasks(batch, rng), ("H", "d", "x_star")))
         opt.zero_grad()
         loss = depth_loss(model, H, d, xs, L)
