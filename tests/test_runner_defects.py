@@ -114,13 +114,19 @@ def _alive(procs: list) -> list:
     return out
 
 
-def _wait_started(root: Path, timeout: float = 120) -> None:
+def _wait_started(root: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
+    """Wait for the notebook's ``started`` marker; on failure say what the runner printed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if list(root.rglob("started")):
             return
+        if proc.poll() is not None:
+            break
         time.sleep(0.2)
-    raise AssertionError("the notebook never started")
+    if proc.poll() is None:
+        proc.kill()
+    out, err = proc.communicate(timeout=30)
+    raise AssertionError(f"the notebook never started (runner exit {proc.returncode}):\n{err[-3000:]}\n{out[-1000:]}")
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -135,7 +141,7 @@ def test_d3_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Si
         cwd=project,
     )
     try:
-        _wait_started(project)
+        _wait_started(project, proc)
         children = _descendants(proc.pid)
         assert any("ipykernel" in " ".join(c.cmdline()) for c in children), "no kernel found"
         proc.send_signal(sig)
