@@ -12,7 +12,8 @@ functions. Conventions:
 * :func:`combined_standard_error` adds the standard errors of independent sources in quadrature.
 * :func:`ratio_standard_error` is the delta-method standard error of ``a / b``.
 * :func:`increment_z_scores` grades a claimed monotone sequence of independent estimates: each
-  consecutive difference over its standard error.
+  consecutive difference over its standard error; :func:`paired_increment_z_scores` does the same
+  for estimates measured on the same draws.
 * :func:`pooled_ks_distance` is the Kolmogorov distance of a sample pooled over independent draws
   (e.g. the eigenvalues of several random matrices) with the standard error of the pooled cdf at the
   point where the distance is attained.
@@ -35,6 +36,7 @@ __all__ = [
     "ratio_standard_error",
     "pooled_ks_distance",
     "increment_z_scores",
+    "paired_increment_z_scores",
 ]
 
 
@@ -139,6 +141,20 @@ def increment_z_scores(values: ArrayLike, se: ArrayLike) -> np.ndarray:
     s = np.sqrt(e[1:] ** 2 + e[:-1] ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(s > 0, d / np.where(s > 0, s, 1.0), np.sign(d) * np.inf)
+
+
+def paired_increment_z_scores(draws: ArrayLike) -> np.ndarray:
+    """Consecutive differences of means measured on the same draws, in units of their paired SE.
+
+    ``draws`` shape ``(n, k)``: ``n`` estimates (e.g. depths), each on the same ``k >= 2`` draws.
+    ``z_i = mean(draws[i+1] - draws[i]) / paired_standard_error(draws[i+1], draws[i])``, shape
+    ``(n - 1,)``: the common part of the noise cancels.
+    """
+    x = np.asarray(draws, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"draws: expected shape (n >= 2, k) of estimates on shared draws, got {x.shape}")
+    d = np.diff(x, axis=0)
+    return d.mean(axis=1) / paired_standard_error(x[1:], x[:-1], axis=1)
 
 
 def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: float = 0.0) -> float:

@@ -149,8 +149,9 @@ R_1_eval = empirical_decoder_risk(run.P, ev.d, ev.z_star)
 
 idx_c = np.unique(np.linspace(0, len(ckpt) - 1, n_contraction_checkpoints).round().astype(int))
 con_mean, con_max, rad_mean, rad_max = [], [], [], []
+contractions = {i: contraction_factor(run.P[i], ev.H_M) for i in idx_c}
 for i in idx_c:
-    c = contraction_factor(run.P[i], ev.H_M)
+    c = contractions[i]
     con_mean.append(c.operator_norm.mean()); con_max.append(c.operator_norm.max())
     rad_mean.append(c.spectral_radius.mean()); rad_max.append(c.spectral_radius.max())
 con_mean, con_max, rad_mean, rad_max = map(np.array, (con_mean, con_max, rad_mean, rad_max))
@@ -178,7 +179,7 @@ identity_err = max(
 )
 viol, ratios_mean, ratios_all = [], [], []
 for i in idx_c:
-    cert = richardson_certificate(run.P[i], ev.H_M, -ev.z_dagger, L)
+    cert = richardson_certificate(run.P[i], ev.H_M, -ev.z_dagger, L, operator_norm=contractions[i].operator_norm)
     viol.append(cert.violation_rate)
     ratios_mean.append(cert.ratio_final.mean())
 cert_fin = richardson_certificate(P_fin, ev.H_M, -ev.z_dagger, L)

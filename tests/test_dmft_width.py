@@ -20,6 +20,7 @@ from iclcore.dmft.width_mc import (
     width_loss,
     width_loss_draws,
     width_loss_grad,
+    width_loss_se,
     width_min_loss,
     width_spectrum_mc,
 )
@@ -357,3 +358,15 @@ def test_width_loss_draws_average_to_the_pooled_loss_and_match_single_draws() ->
     singles = [width_loss(gs, width_spectrum_mc(lam, omega, 30, rng, n_draws=1), 5) for _ in range(3)]
     np.testing.assert_allclose(parts, np.array(singles), rtol=1e-12, atol=1e-15)
     assert np.ndim(width_loss_draws(1.0, pooled, 5)) == 1
+
+
+def test_width_loss_se_is_the_spread_of_the_projections() -> None:
+    """SE = std(per-projection losses)/sqrt(n_draws); 0 at N = D (K = Lambda exactly); a single
+    projection with N < D has none."""
+    lam, omega = power_law_spectrum(60, 1.0, 1.0)
+    spec = width_spectrum_mc(lam, omega, 15, np.random.default_rng(2), n_draws=5)
+    parts = width_loss_draws(0.7, spec, 3)
+    assert width_loss_se(0.7, spec, 3) == pytest.approx(parts.std(ddof=1) / np.sqrt(5), rel=1e-12)
+    assert width_loss_se(0.7, width_spectrum_mc(lam, omega, 60, np.random.default_rng(2)), 3) == 0.0
+    with pytest.raises(ValueError, match="spec"):
+        width_loss_se(0.7, width_spectrum_mc(lam, omega, 15, np.random.default_rng(2)), 3)

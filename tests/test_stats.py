@@ -149,3 +149,16 @@ def test_increment_z_scores_calibrated_under_no_change() -> None:
     p = 0.5 * math.erfc(2 / math.sqrt(2))
     # the t(38)-like tails make P(z <= -2) slightly larger than the normal value; allow 4 s.e. plus 0.005
     assert abs(np.mean(z <= -2) - p) <= 4 * math.sqrt(p * (1 - p) / reps) + 0.005
+
+
+def test_paired_increment_z_scores_closed_form_and_bad_input() -> None:
+    """Shared draws: the common noise cancels (a constant shift per draw leaves the z-scores unchanged)."""
+    from iclcore.stats import paired_increment_z_scores
+
+    d = np.array([[1.0, 2.0, 3.0], [0.0, 1.5, 2.0]])  # differences -1, -0.5, -1: mean -5/6, sd sqrt(1/12)
+    z = paired_increment_z_scores(d)
+    assert z.shape == (1,)
+    assert z[0] == pytest.approx((-5 / 6) / (math.sqrt(1 / 12) / math.sqrt(3)), rel=1e-12)
+    np.testing.assert_allclose(paired_increment_z_scores(d + np.array([10.0, -4.0, 7.0])), z, rtol=1e-12)
+    with pytest.raises(ValueError, match="draws"):
+        paired_increment_z_scores(np.ones(3))

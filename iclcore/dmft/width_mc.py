@@ -13,6 +13,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from iclcore.linalg import haar_orthogonal
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, check_depth, nonnegative_grid, positive_int, spectrum_pair
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "width_spectrum_mc",
     "width_loss",
     "width_loss_draws",
+    "width_loss_se",
     "width_loss_grad",
     "width_min_loss",
     "GradientFlow",
@@ -170,6 +172,17 @@ def width_loss_draws(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | f
     s, c = spec.s.reshape(k, spec.N), spec.c.reshape(k, spec.N) * k
     out = np.stack([spec.total - c[j].sum() + _q_and_dq(g, s[j], Lf)[0] @ c[j] for j in range(k)])
     return out[:, 0] if scalar else out
+
+
+def width_loss_se(gamma: float, spec: WidthSpectrum, L: int | float) -> float:
+    """Monte Carlo standard error of :func:`width_loss` at a fixed ``gamma``: the spread of the
+    per-projection losses (:func:`width_loss_draws`) over ``sqrt(n_draws)``; ``0`` for a single
+    projection (``N = D``: ``K = Lambda`` exactly, nothing is random)."""
+    if spec.n_draws == 1:
+        if spec.N != spec.D:
+            raise ValueError("spec: a standard error needs n_draws >= 2 projections (N < D)")
+        return 0.0
+    return float(standard_error(width_loss_draws(float(gamma), spec, L)))
 
 
 def width_loss_grad(gammas: np.ndarray | float, spec: WidthSpectrum, L: int | float) -> np.ndarray:

@@ -257,18 +257,23 @@ def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
     return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
 
 
+def _nearest_distances(found: ArrayLike, targets: ArrayLike) -> Array:
+    """``min_j |found_j - target_i|`` for each target, shape (m,) (``inf`` if nothing was found)."""
+    found = np.asarray(found, dtype=float).ravel()
+    targets = np.asarray(targets, dtype=float).ravel()
+    if found.size == 0:
+        return np.full(targets.shape, np.inf)
+    return np.min(np.abs(found[None, :] - targets[:, None]), axis=1)
+
+
 def window_hits(found: ArrayLike, targets: ArrayLike, halfwidths: ArrayLike) -> Array:
     """Which targets have a found event within their window: ``min_j |found_j - target_i| <= halfwidth_i``.
 
     ``found`` (n,), ``targets`` and ``halfwidths`` (m,); returns a boolean array (m,) (all False if
     nothing was found).
     """
-    found = np.asarray(found, dtype=float).ravel()
-    targets = np.asarray(targets, dtype=float).ravel()
-    halfwidths = np.broadcast_to(np.asarray(halfwidths, dtype=float), targets.shape)
-    if found.size == 0:
-        return np.zeros(targets.shape, dtype=bool)
-    return np.min(np.abs(found[None, :] - targets[:, None]), axis=1) <= halfwidths
+    dist = _nearest_distances(found, targets)
+    return dist <= np.broadcast_to(np.asarray(halfwidths, dtype=float), dist.shape)
 
 
 def nearest_event_offset(found: ArrayLike, targets: ArrayLike, scales: ArrayLike) -> Array:
@@ -277,14 +282,11 @@ def nearest_event_offset(found: ArrayLike, targets: ArrayLike, scales: ArrayLike
     ``found`` (n,), ``targets`` and ``scales`` (m,): how far, in units of each mode's time scale,
     the nearest detected extremum lies from the time the theory predicts.
     """
-    found = np.asarray(found, dtype=float).ravel()
-    targets = np.asarray(targets, dtype=float).ravel()
-    scales = np.broadcast_to(np.asarray(scales, dtype=float), targets.shape)
+    dist = _nearest_distances(found, targets)
+    scales = np.broadcast_to(np.asarray(scales, dtype=float), dist.shape)
     if np.any(~np.isfinite(scales)) or np.any(scales <= 0):
         raise ValueError(f"scales: expected positive finite time scales, got {scales!r}")
-    if found.size == 0:
-        return np.full(targets.shape, np.inf)
-    return np.min(np.abs(found[None, :] - targets[:, None]), axis=1) / scales
+    return dist / scales
 
 
 def uniform_window_null_hits(
@@ -307,10 +309,9 @@ def uniform_window_null_hits(
     lo, hi = float(span[0]), float(span[1])
     if not hi > lo:
         raise ValueError(f"span: expected lo < hi, got {span!r}")
-    counts = [n_found] + ([paired[0]] if paired is not None else [])
-    for c in counts:
+    for name, c in (("n_found", n_found), ("paired", paired[0] if paired is not None else 0)):
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0:
-            raise ValueError(f"n_found: expected a non-negative integer, got {c!r}")
+            raise ValueError(f"{name}: expected a non-negative integer count of events, got {c!r}")
     draws = int(draws)
     if draws < 1:
         raise ValueError(f"draws: expected a positive integer, got {draws!r}")
@@ -334,12 +335,6 @@ def uniform_window_null_rate(
 ) -> float:
     """Probability that ``n_found`` events placed uniformly on ``span`` hit at least ``min_hits``
     of the target windows (:func:`window_hits`): the false-positive rate of a peak-alignment test."""
-    rng = np.random.default_rng(rng)
-    lo, hi = float(span[0]), float(span[1])
-    if not hi > lo:
-        raise ValueError(f"span: expected lo < hi, got {span!r}")
-    if isinstance(n_found, bool) or not isinstance(n_found, (int, np.integer)) or n_found < 0:
-        raise ValueError(f"n_found: expected a non-negative integer, got {n_found!r}")
     return float(np.mean(uniform_window_null_hits(n_found, span, targets, halfwidths, rng, draws) >= min_hits))
 
 

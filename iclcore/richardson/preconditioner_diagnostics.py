@@ -138,7 +138,7 @@ def decoder_diagnostics(
         Size of the small held-out subset for ``eb_upper_small`` (``2 ≤ n_small ≤ n``).
     """
     from iclcore.richardson.certificates import clipped_empirical_bernstein
-    from iclcore.richardson.iterates import richardson_certificate
+    from iclcore.richardson.iterates import contraction_factor, iteration_matrix, richardson_certificate
 
     L = check_depth(L)
     n, K = systems.n, systems.K
@@ -154,10 +154,10 @@ def decoder_diagnostics(
     loss = np.sum(eL_dag**2, axis=1) / K
     eb = clipped_empirical_bernstein(loss, clip, delta)
     eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
-    T = np.eye(K) - Ps @ systems.H
-    rho = np.linalg.norm(T, ord=2, axis=(-2, -1))
+    con = contraction_factor(Ps, systems.H)
+    rho, srad = con.operator_norm, con.spectral_radius
     cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L, operator_norm=rho)
-    srad = np.abs(np.linalg.eigvals(T)).max(axis=-1)
+    T = iteration_matrix(Ps, systems.H)
     powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
     e0n2 = np.sum(systems.x_dagger**2, axis=1)
     certified = float(np.mean(rho ** (2 * L) * e0n2) / K)
