@@ -70,6 +70,26 @@ def test_free_linear_gradient_matches_finite_differences():
         assert abs(fd - g[i, j]) <= 1e-7 * max(1.0, abs(g[i, j]))
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_task_blocks_change_only_the_rounding(chunk):
+    """depth_error and free_linear_risk_and_grad run the tasks in blocks of ``chunk``; every block
+    size gives the one-block values to rounding, for a shared and a per-task P."""
+    _, s = _systems(n=30)
+    rng = np.random.default_rng(4)
+    P = 0.2 * np.eye(s.K) + 0.02 * rng.standard_normal((s.K, s.K))
+    Pn = P + 0.01 * rng.standard_normal((s.n, s.K, s.K))
+    L = 6
+    for Q in (P, Pn):
+        ref = depth_error(Q, s, L, chunk=s.n)
+        assert np.max(np.abs(depth_error(Q, s, L, chunk=chunk) - ref)) <= 1e-13 * np.max(np.abs(ref))
+    r0, g0 = free_linear_risk_and_grad(P, s, L, chunk=s.n)
+    r1, g1 = free_linear_risk_and_grad(P, s, L, chunk=chunk)
+    assert abs(r1 - r0) <= 1e-13 * r0
+    assert np.max(np.abs(g1 - g0)) <= 1e-13 * np.max(np.abs(g0))
+    with pytest.raises(ValueError, match="chunk"):
+        depth_error(P, s, L, chunk=0)
+
+
 def test_free_linear_at_depth_one_is_the_training_oracle():
     """At L = 1, R_1(P) is the quadratic (1/K) mean‖P d − x⋆‖², minimised by B̂ Ĉ^{-1} (theorem)."""
     _, s = _systems(n=300)

@@ -225,9 +225,39 @@ def contraction_factor(P: np.ndarray, H: np.ndarray) -> Contraction:
         Arrays of shape (n,).
     """
     T = iteration_matrix(P, H)
-    radius = np.abs(np.linalg.eigvals(T)).max(axis=-1)
+    radius = _symmetric_pd_spectral_radius(P, H)
+    if radius is None:
+        radius = np.abs(np.linalg.eigvals(T)).max(axis=-1)
     opnorm = np.linalg.norm(T, ord=2, axis=(-2, -1))
     return Contraction(spectral_radius=radius, operator_norm=opnorm)
+
+
+def _nearly_symmetric(A: np.ndarray, rtol: float = 1e-12) -> bool:
+    return bool(np.max(np.abs(A - np.swapaxes(A, -1, -2))) <= rtol * np.max(np.abs(A)))
+
+
+def _symmetric_pd_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | None:
+    """``max |eig(I − PH)|`` per prompt when ``P`` is symmetric positive definite and ``H`` symmetric
+    (to ``1e-12`` relative), else ``None``.
+
+    With ``P = C Cᵀ`` (Cholesky of the symmetric part), ``PH = C (Cᵀ H C) C^{-1}`` is similar to the
+    symmetric ``Cᵀ H C``, so ``eig(I − PH) = 1 − eigvalsh(Cᵀ H C)``: a symmetric eigenproblem, ~3x
+    cheaper than the general one at K = 63, and real by construction. Dropping an antisymmetric part
+    of relative size ``ε ≤ 1e-12`` (the rounding of an inverse or a mean of inverses) moves the
+    eigenvalues by at most ``√cond(P) ε ‖P‖ ‖H‖`` (Bauer–Fike: the eigenvectors of ``PH`` are the
+    columns of ``C^{-T} W``). Scalar, Jacobi, ``A_0^{-1}`` and oracle preconditioners take this path;
+    learned ones (not symmetric) do not.
+    """
+    P, H = _as_batch(P, H)
+    if not (_nearly_symmetric(P) and _nearly_symmetric(H)):
+        return None
+    try:
+        C = np.linalg.cholesky(0.5 * (P + np.swapaxes(P, -1, -2)))
+    except np.linalg.LinAlgError:  # not positive definite: general eigenvalues
+        return None
+    Hs = 0.5 * (H + np.swapaxes(H, -1, -2))
+    mu = np.linalg.eigvalsh(np.swapaxes(C, -1, -2) @ Hs @ C)
+    return np.abs(1.0 - mu).max(axis=-1)
 
 
 @dataclass(frozen=True)
