@@ -98,6 +98,9 @@ def test_free_linear_at_depth_one_is_the_training_oracle():
     B = s.x_star.T @ s.d / s.n
     P_hat = np.linalg.solve(C, B.T).T
     assert np.max(np.abs(b.P - P_hat)) <= 1e-6 * np.max(np.abs(P_hat))
+    assert b.converged and b.n_iter >= 1
+    short = free_linear_baseline(s, 4, P0=np.zeros((s.K, s.K)), max_iter=2)
+    assert short.converged is False and short.n_iter == 2
 
 
 def test_comparison_ordering_and_floor():

@@ -410,7 +410,12 @@ def free_linear_risk_and_grad(
 
 
 def free_linear_baseline(
-    train: LinearSystems, L: int, P0: np.ndarray | None = None, max_iter: int = 200, gtol: float = 1e-10
+    train: LinearSystems,
+    L: int,
+    P0: np.ndarray | None = None,
+    max_iter: int = 200,
+    gtol: float = 1e-10,
+    chunk: int = 128,
 ) -> Baseline:
     """A free ``K × K`` preconditioner minimising the training ``R_L`` (L-BFGS-B, exact gradient).
 
@@ -419,7 +424,9 @@ def free_linear_baseline(
     ``max_iter``; when they were not, the end point depends on the optimiser's path, which can be
     sensitive to rounding (at the pde_galerkin paper preset, three task-block sizes of
     :func:`free_linear_risk_and_grad`, which differ only in rounding, left held-out risks
-    more than two orders of magnitude apart after 500 iterations).
+    more than two orders of magnitude apart after 500 iterations). ``chunk``: the task-block size
+    of :func:`free_linear_risk_and_grad` (rounding only; a second fit with another ``chunk``
+    measures that sensitivity).
     """
     L = check_depth(L, minimum=0)
     if L == 0:
@@ -430,7 +437,7 @@ def free_linear_baseline(
         raise ValueError(f"P0: expected shape {(K, K)}, got {P0.shape}")
 
     def fun(p):
-        r, g = free_linear_risk_and_grad(p.reshape(K, K), train, L)
+        r, g = free_linear_risk_and_grad(p.reshape(K, K), train, L, chunk=chunk)
         return r, g.ravel()
 
     res = minimize(
