@@ -224,7 +224,8 @@ def contraction_factor(P: np.ndarray, H: np.ndarray) -> Contraction:
     Contraction
         Arrays of shape (n,).
     """
-    T = iteration_matrix(P, H)
+    P, H = _as_batch(P, H)
+    T = np.eye(H.shape[1]) - P @ H
     radius = _symmetric_pd_spectral_radius(P, H)
     if radius is None:
         radius = np.abs(np.linalg.eigvals(T)).max(axis=-1)
@@ -246,9 +247,8 @@ def _symmetric_pd_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | 
     of relative size ``ε ≤ 1e-12`` (the rounding of an inverse or a mean of inverses) moves the
     eigenvalues by at most ``√cond(P) ε ‖P‖ ‖H‖`` (Bauer–Fike: the eigenvectors of ``PH`` are the
     columns of ``C^{-T} W``). Scalar, Jacobi, ``A_0^{-1}`` and oracle preconditioners take this path;
-    learned ones (not symmetric) do not.
+    learned ones (not symmetric) do not. ``P``, ``H`` as validated by ``_as_batch``.
     """
-    P, H = _as_batch(P, H)
     if not (_nearly_symmetric(P) and _nearly_symmetric(H)):
         return None
     try:
