@@ -45,6 +45,7 @@ checkpoint_base = 4  # checkpoints at 0, 1, base, base^2, ... and the last step
 n_probe = 256  # prompts for the readout statistics
 n_rich = 64  # contexts for the implicit weights (Richardson fit)
 m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries)
+workers = 0  # processes for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1)
 
 # %% tags=["presets"]
 PRESETS = {
@@ -71,16 +72,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.gd.depth_probe import (
-    GPTMini,
-    ProbeTasks,
-    TrainConfig,
-    UntiedLSA,
-    iid_noise_reference,
-    probe_checkpoint,
-    sample_probe_tasks,
-    train_with_checkpoints,
-)
+from iclcore.gd.depth_probe import ProbeSweep, iid_noise_reference, probe_training_sweep, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 
 use_style()
@@ -90,54 +82,36 @@ warmup_list = [int(x) for x in warmups.split(",")]
 seed_list = [int(x) for x in seeds.split(",")]
 
 
-def as_float(t):
-    return ProbeTasks(*(x.float() for x in (t.X, t.y, t.xq, t.yq, t.w, t.scale)))
-
-
-runs = {}
-for kind in ("lsa", "gpt"):
-    for wu in warmup_list:
-        for sd in seed_list:
-            g = torch.Generator().manual_seed(1000 * sd + 1)
-            probe = sample_probe_tasks(n_probe, n, d, torch.Generator().manual_seed(1000 * sd + 2), 1, s_lo, s_hi)
-            rich = sample_probe_tasks(n_rich, n, d, torch.Generator().manual_seed(1000 * sd + 3), m_rich, s_lo, s_hi)
-            if kind == "lsa":
-                model = UntiedLSA(d, lsa_layers, g)
-                cfg = TrainConfig(
-                    steps=lsa_steps,
-                    lr=lsa_lr,
-                    batch=batch,
-                    warmup=wu,
-                    n=n,
-                    d=d,
-                    s_lo=s_lo,
-                    s_hi=s_hi,
-                    checkpoint_base=checkpoint_base,
-                )
-            else:
-                model = GPTMini(d, n, gpt_layers, gpt_width, gpt_heads, g).float()
-                probe, rich = as_float(probe), as_float(rich)
-                cfg = TrainConfig(
-                    steps=gpt_steps,
-                    lr=gpt_lr,
-                    batch=gpt_batch,
-                    warmup=wu,
-                    n=n,
-                    d=d,
-                    s_lo=s_lo,
-                    s_hi=s_hi,
-                    checkpoint_base=checkpoint_base,
-                )
-            rng = np.random.default_rng(1000 * sd + 4)
-            t0 = time.process_time()
-            recs, curve, skipped = train_with_checkpoints(
-                model, cfg, g, lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)}
-            )
-            runs[(kind, wu, sd)] = {"recs": recs, "curve": curve, "skipped": skipped, "cpu": time.process_time() - t0}
-            print(
-                f"{kind} warm-up {wu} seed {sd}: {len(recs)} checkpoints, {skipped} skipped steps, "
-                f"{runs[(kind, wu, sd)]['cpu']:.0f} s CPU"
-            )
+sweep = ProbeSweep(
+    d=d,
+    n=n,
+    s_lo=s_lo,
+    s_hi=s_hi,
+    lsa_layers=lsa_layers,
+    lsa_steps=lsa_steps,
+    lsa_lr=lsa_lr,
+    gpt_layers=gpt_layers,
+    gpt_width=gpt_width,
+    gpt_heads=gpt_heads,
+    gpt_steps=gpt_steps,
+    gpt_lr=gpt_lr,
+    batch=batch,
+    gpt_batch=gpt_batch,
+    warmups=tuple(warmup_list),
+    seeds=tuple(seed_list),
+    checkpoint_base=checkpoint_base,
+    n_probe=n_probe,
+    n_rich=n_rich,
+    m_rich=m_rich,
+)
+kernel_cpu = time.process_time()
+sweep_runs = probe_training_sweep(sweep, workers or thread_budget())
+kernel_cpu = time.process_time() - kernel_cpu  # the runs' own CPU when they ran in this process
+runs = {k: {"recs": r.records, "curve": r.curve, "skipped": r.skipped, "cpu": r.cpu} for k, r in sweep_runs.items()}
+for (kind, wu, sd), r in runs.items():
+    print(
+        f"{kind} warm-up {wu} seed {sd}: {len(r['recs'])} checkpoints, {r['skipped']} skipped steps, {r['cpu']:.0f} s CPU"
+    )
 
 # %% [markdown]
 # ## Statistics across training
@@ -273,7 +247,7 @@ for (kind, wu, sd), run in runs.items():
     st = np.array([r["step"] for r in run["recs"]])
     metrics[f"{kind}_w{wu}_s{sd}_halfmax_step"] = int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
     metrics[f"{kind}_w{wu}_s{sd}_er_rel"] = float(er[-1])
-metrics["cpu_seconds_total"] = time.process_time() - t_start
+metrics["cpu_seconds_total"] = time.process_time() - t_start - kernel_cpu + sum(r["cpu"] for r in runs.values())
 write_metrics(metrics)
 
 # %% tags=["nbval-check-output"]

@@ -8,6 +8,7 @@ import torch
 
 from iclcore.gd.depth_probe import (
     GPTMini,
+    ProbeSweep,
     TrainConfig,
     UntiedLSA,
     bos_profile,
@@ -16,9 +17,11 @@ from iclcore.gd.depth_probe import (
     implicit_weights,
     late_early_ratio,
     layer_shuffled,
+    probe_training_sweep,
     readout_statistics,
     richardson_fit,
     sample_probe_tasks,
+    thread_budget,
     train_with_checkpoints,
 )
 
@@ -133,6 +136,44 @@ def test_training_loop_checkpoints_and_lsa_learns():
     assert skipped == 0 and curve[-50:].mean() < curve[:20].mean()
 
 
+def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
+    """The runs are independent and seeded by their arguments: a pool of 2 spawned processes gives
+    bit-identical checkpoint records and loss curves to one process (GPT runs first in the pool)."""
+    sw = ProbeSweep(
+        d=2,
+        n=4,
+        lsa_layers=2,
+        lsa_steps=6,
+        gpt_layers=1,
+        gpt_width=8,
+        gpt_heads=2,
+        gpt_steps=5,
+        batch=8,
+        gpt_batch=8,
+        warmups=(2, 3),
+        seeds=(0,),
+        checkpoint_base=2,
+        n_probe=16,
+        n_rich=4,
+        m_rich=3,
+    )
+    one, two = probe_training_sweep(sw, 1), probe_training_sweep(sw, 2)
+    assert list(one) == list(two) == sw.keys() == [("lsa", 2, 0), ("lsa", 3, 0), ("gpt", 2, 0), ("gpt", 3, 0)]
+    for k in one:
+        assert one[k].records == two[k].records and len(one[k].records) == len(
+            checkpoint_steps(sw.config(*k[:2]).steps, 2)
+        )
+        np.testing.assert_array_equal(one[k].curve, two[k].curve)
+        assert one[k].skipped == two[k].skipped == 0
+
+
+def test_thread_budget_reads_omp_num_threads(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert thread_budget() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert thread_budget() == 1 and thread_budget(4) == 4
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="B"):
         sample_probe_tasks(0, 5, 2, _gen(0))
@@ -148,3 +189,7 @@ def test_bad_input():
         TrainConfig(steps=10, lr=1e-3, batch=0)
     with pytest.raises(ValueError, match="^rng:"):
         layer_shuffled(np.zeros((3, 4)), None)
+    with pytest.raises(ValueError, match="^warmups"):
+        ProbeSweep(warmups=())
+    with pytest.raises(ValueError, match="^workers:"):
+        probe_training_sweep(ProbeSweep(), 0)

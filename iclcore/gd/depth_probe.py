@@ -43,8 +43,12 @@ fits ``E_{l+1} - E_l = -M_l H E_l + c_l`` (H-aware) and ``= -B_l E_l + c_l`` (H-
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 
 import numpy as np
 import torch
@@ -52,6 +56,7 @@ from scipy import integrate, stats
 from torch import nn
 
 from iclcore.gd.construction import lsa_layer
+from iclcore.progress import report_progress
 from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
@@ -70,6 +75,11 @@ __all__ = [
     "bos_profile",
     "late_early_ratio",
     "probe_checkpoint",
+    "ProbeSweep",
+    "ProbeRun",
+    "probe_training_run",
+    "probe_training_sweep",
+    "thread_budget",
 ]
 
 
@@ -282,18 +292,23 @@ def _loss(model: nn.Module, t: ProbeTasks, all_positions: bool) -> torch.Tensor:
 
 
 def train_with_checkpoints(
-    model: nn.Module, cfg: TrainConfig, gen: torch.Generator, at_checkpoint: Callable[[int, nn.Module], dict]
+    model: nn.Module,
+    cfg: TrainConfig,
+    gen: torch.Generator,
+    at_checkpoint: Callable[[int, nn.Module], dict],
+    label: str = "",
 ) -> tuple[list[dict], np.ndarray, int]:
     """Train ``model``; call ``at_checkpoint(step, model)`` at :func:`checkpoint_steps`.
 
     Returns the list of checkpoint records, the training-loss curve and the number of skipped
-    (non-finite) steps.
+    (non-finite) steps. Progress (``label`` and the step) goes to :func:`iclcore.progress.report_progress`.
     """
     dtype = next(model.parameters()).dtype
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
     cks = set(checkpoint_steps(cfg.steps, cfg.checkpoint_base))
     records, curve, skipped = [], np.full(cfg.steps, np.nan), 0
+    named = {"run": label} if label else {}
     for step in range(cfg.steps + 1):
         if step in cks:
             model.eval()
@@ -313,6 +328,7 @@ def train_with_checkpoints(
             skipped += 1
         sched.step()
         curve[step] = loss.item()
+        report_progress(**named, step=(step + 1, cfg.steps))
     return records, curve, skipped
 
 
@@ -495,3 +511,144 @@ def probe_checkpoint(
         rec.update({f"bos_l{l + 1}": float(v) for l, v in enumerate(prof)})
         rec["bos_late_early"] = late_early_ratio(prof)
     return rec
+
+
+# --------------------------------------------------------------------------------------------
+# the sweep of training runs (notebook gd_probe)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeSweep:
+    """Settings of the notebook's sweep: one LSA and one GPT run per warm-up length and seed."""
+
+    d: int = 5
+    n: int = 20
+    s_lo: float = 0.5
+    s_hi: float = 2.0
+    lsa_layers: int = 4
+    lsa_steps: int = 2000
+    lsa_lr: float = 2e-4
+    gpt_layers: int = 4
+    gpt_width: int = 32
+    gpt_heads: int = 2
+    gpt_steps: int = 1000
+    gpt_lr: float = 1e-3
+    batch: int = 64
+    gpt_batch: int = 64
+    warmups: tuple[int, ...] = (200,)
+    seeds: tuple[int, ...] = (0,)
+    checkpoint_base: int = 4
+    n_probe: int = 256
+    n_rich: int = 64
+    m_rich: int = 12
+
+    def __post_init__(self) -> None:
+        if not self.warmups or not self.seeds:
+            raise ValueError("warmups, seeds: expected at least one value each")
+        for w in self.warmups:
+            positive_int(w, "warmups", minimum=0)
+        for s in self.seeds:
+            positive_int(s, "seeds", minimum=0)
+        for name in ("n_probe", "n_rich", "m_rich", "lsa_layers", "gpt_layers"):
+            positive_int(getattr(self, name), name)
+
+    def keys(self) -> list[tuple[str, int, int]]:
+        """``(kind, warmup, seed)`` of every run, LSA runs first (the notebook's order)."""
+        return [(k, w, s) for k in ("lsa", "gpt") for w in self.warmups for s in self.seeds]
+
+    def config(self, kind: str, warmup: int) -> TrainConfig:
+        lsa = kind == "lsa"
+        return TrainConfig(
+            steps=self.lsa_steps if lsa else self.gpt_steps,
+            lr=self.lsa_lr if lsa else self.gpt_lr,
+            batch=self.batch if lsa else self.gpt_batch,
+            warmup=warmup,
+            n=self.n,
+            d=self.d,
+            s_lo=self.s_lo,
+            s_hi=self.s_hi,
+            checkpoint_base=self.checkpoint_base,
+        )
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One training run: checkpoint records, loss curve ``(steps,)``, skipped steps, CPU seconds."""
+
+    records: list[dict]
+    curve: np.ndarray
+    skipped: int
+    cpu: float
+
+
+def _as_float(t: ProbeTasks) -> ProbeTasks:
+    return ProbeTasks(*(x.float() for x in (t.X, t.y, t.xq, t.yq, t.w, t.scale)))
+
+
+def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> ProbeRun:
+    """Train one model of the sweep and probe it at every checkpoint (:func:`probe_checkpoint`).
+
+    Seeds: ``1000 seed + 1`` (initialisation and training batches), ``+ 2`` (probe prompts),
+    ``+ 3`` (Richardson prompts), ``+ 4`` (layer shuffles). The LSA runs in float64, the GPT in
+    float32. The result depends only on the arguments (and the BLAS build), not on the process
+    that runs it.
+    """
+    if kind not in ("lsa", "gpt"):
+        raise ValueError(f"kind: expected 'lsa' or 'gpt', got {kind!r}")
+    t0 = time.process_time()
+    g = torch.Generator().manual_seed(1000 * seed + 1)
+    sw = sweep
+    probe = sample_probe_tasks(
+        sw.n_probe, sw.n, sw.d, torch.Generator().manual_seed(1000 * seed + 2), 1, sw.s_lo, sw.s_hi
+    )
+    rich = sample_probe_tasks(
+        sw.n_rich, sw.n, sw.d, torch.Generator().manual_seed(1000 * seed + 3), sw.m_rich, sw.s_lo, sw.s_hi
+    )
+    if kind == "lsa":
+        model: nn.Module = UntiedLSA(sw.d, sw.lsa_layers, g)
+    else:
+        model = GPTMini(sw.d, sw.n, sw.gpt_layers, sw.gpt_width, sw.gpt_heads, g).float()
+        probe, rich = _as_float(probe), _as_float(rich)
+    rng = np.random.default_rng(1000 * seed + 4)
+    recs, curve, skipped = train_with_checkpoints(
+        model,
+        sw.config(kind, warmup),
+        g,
+        lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)},
+        label=f"{kind} warm-up {warmup} seed {seed}",
+    )
+    return ProbeRun(recs, curve, skipped, time.process_time() - t0)
+
+
+def _run_in_worker(args: tuple[ProbeSweep, str, int, int]) -> ProbeRun:
+    torch.set_num_threads(1)
+    return probe_training_run(*args)
+
+
+def thread_budget(default: int = 1) -> int:
+    """Threads this process may use: ``OMP_NUM_THREADS`` (set per worker by ``icl-book run``), else ``default``."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        return default
+
+
+def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str, int, int], ProbeRun]:
+    """Every run of ``sweep``, keyed by ``(kind, warmup, seed)`` in :meth:`ProbeSweep.keys` order.
+
+    ``workers = 1`` runs them one after another in this process (single-threaded, as the notebook
+    sets torch). ``workers > 1`` runs them in that many fresh (spawned) single-threaded processes,
+    longest first (GPT runs before LSA runs): the runs are independent and each is seeded by its
+    own arguments, so the results are identical to the sequential ones (tested) and the wall time
+    falls by up to ``workers``. A process pool rather than threads or ``torch.func.vmap``: a run
+    of the small GPT already keeps one core's GEMMs near their peak, so only more cores help.
+    """
+    workers = positive_int(workers, "workers")
+    keys = sweep.keys()
+    if workers == 1:
+        return {key: probe_training_run(sweep, *key) for key in keys}
+    order = sorted(keys, key=lambda k: k[0] != "gpt")  # stable: GPT runs first, then LSA
+    with ProcessPoolExecutor(max_workers=min(workers, len(keys)), mp_context=get_context("spawn")) as pool:
+        done = dict(zip(order, pool.map(_run_in_worker, [(sweep, *k) for k in order])))
+    return {k: done[k] for k in keys}
