@@ -167,6 +167,17 @@ def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
         assert one[k].skipped == two[k].skipped == 0
 
 
+def test_lsa_training_loss_is_heavy_tailed_at_the_quick_preset():
+    """The chapter's caveat on the LSA's mean-based rows: at the notebook's quick settings (main run)
+    the training loss has finite spikes many orders above its typical value, and none is skipped."""
+    sw = ProbeSweep()  # the notebook's quick defaults
+    g = torch.Generator().manual_seed(1)  # the main run's seed (1000 * 0 + 1)
+    model = UntiedLSA(sw.d, sw.lsa_layers, g)
+    _, curve, skipped = train_with_checkpoints(model, sw.config("lsa", sw.warmups[0]), g, lambda s, m: {})
+    assert skipped == 0 and np.all(np.isfinite(curve))
+    assert curve.max() > 1e6 * np.median(curve[-100:])
+
+
 def test_thread_budget_reads_omp_num_threads(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert thread_budget() == 3
