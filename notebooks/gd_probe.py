@@ -78,40 +78,12 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 use_style()
 torch.set_num_threads(1)
 t_start = time.process_time()
-warmup_list = [int(x) for x in warmups.split(",")]
-seed_list = [int(x) for x in seeds.split(",")]
-
-
-sweep = ProbeSweep(
-    d=d,
-    n=n,
-    s_lo=s_lo,
-    s_hi=s_hi,
-    lsa_layers=lsa_layers,
-    lsa_steps=lsa_steps,
-    lsa_lr=lsa_lr,
-    gpt_layers=gpt_layers,
-    gpt_width=gpt_width,
-    gpt_heads=gpt_heads,
-    gpt_steps=gpt_steps,
-    gpt_lr=gpt_lr,
-    batch=batch,
-    gpt_batch=gpt_batch,
-    warmups=tuple(warmup_list),
-    seeds=tuple(seed_list),
-    checkpoint_base=checkpoint_base,
-    n_probe=n_probe,
-    n_rich=n_rich,
-    m_rich=m_rich,
-)
+sweep = ProbeSweep.from_parameters(globals())  # the parameters above; warmups, seeds parsed
 kernel_cpu = time.process_time()
-sweep_runs = probe_training_sweep(sweep, workers or thread_budget())
+runs = probe_training_sweep(sweep, workers or thread_budget())  # (kind, warm-up, seed) -> ProbeRun
 kernel_cpu = time.process_time() - kernel_cpu  # the runs' own CPU when they ran in this process
-runs = {k: {"recs": r.records, "curve": r.curve, "skipped": r.skipped, "cpu": r.cpu} for k, r in sweep_runs.items()}
 for (kind, wu, sd), r in runs.items():
-    print(
-        f"{kind} warm-up {wu} seed {sd}: {len(r['recs'])} checkpoints, {r['skipped']} skipped steps, {r['cpu']:.0f} s CPU"
-    )
+    print(f"{kind} warm-up {wu} seed {sd}: {len(r.records)} checkpoints, {r.skipped} skipped steps, {r.cpu:.0f} s CPU")
 
 # %% [markdown]
 # ## Statistics across training
@@ -120,7 +92,7 @@ for (kind, wu, sd), r in runs.items():
 
 # %%
 iid = iid_noise_reference(0.0)
-main = {k: runs[(k, warmup_list[0], seed_list[0])]["recs"] for k in ("lsa", "gpt")}
+main = {k: runs[(k, sweep.warmups[0], sweep.seeds[0])].records for k in ("lsa", "gpt")}
 panels = [
     ("er_rel", None, None, "error reduction 1 − MAE_L/MAE_0"),
     ("alpha", "shuffled_alpha", iid["alpha"], "pooled slope α"),
@@ -234,8 +206,8 @@ for kind in ("lsa", "gpt"):
     # valley: the lowest ER_abs after initialisation, relative to the step-0 value, in units of MAE_0
     metrics[f"{kind}_valley_depth"] = (min(r["er_abs"] for r in main[kind][1:]) - first["er_abs"]) / first["mae_0"]
     metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
-    metrics[f"{kind}_skipped"] = sum(runs[(kind, w, s)]["skipped"] for w in warmup_list for s in seed_list)
-    metrics[f"{kind}_cpu_seconds"] = sum(runs[(kind, w, s)]["cpu"] for w in warmup_list for s in seed_list)
+    metrics[f"{kind}_skipped"] = sum(r.skipped for key, r in runs.items() if key[0] == kind)
+    metrics[f"{kind}_cpu_seconds"] = sum(r.cpu for key, r in runs.items() if key[0] == kind)
 for l in range(1, gpt_layers + 1):
     metrics[f"gpt_bos_l{l}"] = main["gpt"][-1][f"bos_l{l}"]
     metrics[f"gpt_step0_bos_l{l}"] = main["gpt"][0][f"bos_l{l}"]
@@ -243,11 +215,11 @@ metrics["gpt_bos_late_early"] = main["gpt"][-1]["bos_late_early"]
 metrics["gpt_step0_bos_late_early"] = main["gpt"][0]["bos_late_early"]
 # first checkpoint at which ER_rel exceeds half of its final value (per run; the warm-up sweep)
 for (kind, wu, sd), run in runs.items():
-    er = np.array([r["er_rel"] for r in run["recs"]])
-    st = np.array([r["step"] for r in run["recs"]])
+    er = np.array([r["er_rel"] for r in run.records])
+    st = np.array([r["step"] for r in run.records])
     metrics[f"{kind}_w{wu}_s{sd}_halfmax_step"] = int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
     metrics[f"{kind}_w{wu}_s{sd}_er_rel"] = float(er[-1])
-metrics["cpu_seconds_total"] = time.process_time() - t_start - kernel_cpu + sum(r["cpu"] for r in runs.values())
+metrics["cpu_seconds_total"] = time.process_time() - t_start - kernel_cpu + sum(r.cpu for r in runs.values())
 write_metrics(metrics)
 
 # %% tags=["nbval-check-output"]

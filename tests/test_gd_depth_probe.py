@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
+from iclbook.notebooks import read_notebook
 from iclcore.gd.depth_probe import (
     GPTMini,
     ProbeSweep,
@@ -26,6 +29,7 @@ from iclcore.gd.depth_probe import (
 )
 
 torch.set_num_threads(1)
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "gd_probe.py"
 
 
 def _gen(s: int) -> torch.Generator:
@@ -170,12 +174,25 @@ def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
 def test_lsa_training_loss_is_heavy_tailed_at_the_quick_preset():
     """The chapter's caveat on the LSA's mean-based rows: at the notebook's quick settings (main run)
     the training loss has finite spikes many orders above its typical value, and none is skipped."""
-    sw = ProbeSweep()  # the notebook's quick defaults
+    sw = ProbeSweep.from_parameters(read_notebook(NOTEBOOK).parameters)  # the notebook's quick preset
     g = torch.Generator().manual_seed(1)  # the main run's seed (1000 * 0 + 1)
     model = UntiedLSA(sw.d, sw.lsa_layers, g)
     _, curve, skipped = train_with_checkpoints(model, sw.config("lsa", sw.warmups[0]), g, lambda s, m: {})
     assert skipped == 0 and np.all(np.isfinite(curve))
     assert curve.max() > 1e6 * np.median(curve[-100:])
+
+
+def test_sweep_from_the_notebook_parameters():
+    """Every parameter of the notebook's presets maps onto the sweep; warm-ups and seeds are parsed."""
+    nb = read_notebook(NOTEBOOK)
+    for preset in nb.preset_names:
+        params = nb.resolve(preset)
+        sw = ProbeSweep.from_parameters(params)
+        assert sw.warmups == tuple(int(x) for x in params["warmups"].split(","))
+        assert sw.gpt_steps == params["gpt_steps"] and sw.n_probe == params["n_probe"]
+    assert ProbeSweep.from_parameters({"warmups": "50,200", "seeds": "1", "workers": 2}).keys()[1] == ("lsa", 200, 1)
+    with pytest.raises(ValueError, match="^seeds:"):
+        ProbeSweep.from_parameters({"seeds": "0,x"})
 
 
 def test_thread_budget_reads_omp_num_threads(monkeypatch):

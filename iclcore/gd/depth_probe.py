@@ -45,9 +45,9 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from multiprocessing import get_context
 
 import numpy as np
@@ -553,6 +553,19 @@ class ProbeSweep:
         for name in ("n_probe", "n_rich", "m_rich", "lsa_layers", "gpt_layers"):
             positive_int(getattr(self, name), name)
 
+    @classmethod
+    def from_parameters(cls, params: Mapping[str, object]) -> ProbeSweep:
+        """The sweep set by a notebook's parameters (``warmups``, ``seeds`` as comma-separated
+        strings, e.g. ``"50,200"``); names that are not fields (``workers``, ...) are ignored."""
+        kw = {f.name: params[f.name] for f in fields(cls) if f.name in params}
+        for name in ("warmups", "seeds"):
+            if isinstance(kw.get(name), str):
+                try:
+                    kw[name] = tuple(int(x) for x in kw[name].split(","))
+                except ValueError:
+                    raise ValueError(f"{name}: expected comma-separated integers, got {kw[name]!r}") from None
+        return cls(**kw)
+
     def keys(self) -> list[tuple[str, int, int]]:
         """``(kind, warmup, seed)`` of every run, LSA runs first (the notebook's order)."""
         return [(k, w, s) for k in ("lsa", "gpt") for w in self.warmups for s in self.seeds]
@@ -582,10 +595,6 @@ class ProbeRun:
     cpu: float
 
 
-def _as_float(t: ProbeTasks) -> ProbeTasks:
-    return ProbeTasks(*(x.float() for x in (t.X, t.y, t.xq, t.yq, t.w, t.scale)))
-
-
 def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> ProbeRun:
     """Train one model of the sweep and probe it at every checkpoint (:func:`probe_checkpoint`).
 
@@ -598,22 +607,21 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
         raise ValueError(f"kind: expected 'lsa' or 'gpt', got {kind!r}")
     t0 = time.process_time()
     g = torch.Generator().manual_seed(1000 * seed + 1)
-    sw = sweep
-    probe = sample_probe_tasks(
-        sw.n_probe, sw.n, sw.d, torch.Generator().manual_seed(1000 * seed + 2), 1, sw.s_lo, sw.s_hi
-    )
-    rich = sample_probe_tasks(
-        sw.n_rich, sw.n, sw.d, torch.Generator().manual_seed(1000 * seed + 3), sw.m_rich, sw.s_lo, sw.s_hi
-    )
+    dtype = torch.float64 if kind == "lsa" else torch.float32  # tasks are drawn in float64, then cast
+
+    def tasks(B: int, m: int, offset: int) -> ProbeTasks:
+        gen = torch.Generator().manual_seed(1000 * seed + offset)
+        return sample_probe_tasks(B, sweep.n, sweep.d, gen, m, sweep.s_lo, sweep.s_hi, dtype)
+
+    probe, rich = tasks(sweep.n_probe, 1, 2), tasks(sweep.n_rich, sweep.m_rich, 3)
     if kind == "lsa":
-        model: nn.Module = UntiedLSA(sw.d, sw.lsa_layers, g)
+        model: nn.Module = UntiedLSA(sweep.d, sweep.lsa_layers, g)
     else:
-        model = GPTMini(sw.d, sw.n, sw.gpt_layers, sw.gpt_width, sw.gpt_heads, g).float()
-        probe, rich = _as_float(probe), _as_float(rich)
+        model = GPTMini(sweep.d, sweep.n, sweep.gpt_layers, sweep.gpt_width, sweep.gpt_heads, g).float()
     rng = np.random.default_rng(1000 * seed + 4)
     recs, curve, skipped = train_with_checkpoints(
         model,
-        sw.config(kind, warmup),
+        sweep.config(kind, warmup),
         g,
         lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)},
         label=f"{kind} warm-up {warmup} seed {seed}",
