@@ -19,11 +19,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 
 from iclcore._reference import online_decoder_training_naive, richardson_iterates_naive
+from iclcore.lsq.dynamics import excess_risk, gd_iterate, gd_trajectory, modal_excess_risk
+from iclcore.lsq.iterates import richardson_iterates
+from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
+from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics, sample_prompts
 from iclcore.richardson.decoder import max_stable_step, online_decoder_training
-from iclcore.richardson.dynamics import excess_risk, gd_iterate, gd_trajectory, modal_excess_risk
-from iclcore.richardson.iterates import richardson_iterates
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
-from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics, sample_prompts
 
 try:
     import torch

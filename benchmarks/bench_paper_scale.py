@@ -134,7 +134,7 @@ def logistic_probes(steps, repeats):
 def flexformer_decoder(steps, repeats):
     import numpy as np
 
-    from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+    from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 
     K, L, batch = 16, 16, 512
     cfg = TaskConfig(K=K, M=64, r=3, sigma=0.1, lam=0.0, cond=10.0, target="ridge")

@@ -10,7 +10,7 @@ At n = 2,048 tasks of size K = 63 and depth L = 16 (the pde_galerkin paper prese
   ``n`` matrices through ``einsum`` at every step; the new one runs the tasks in blocks of 128,
   all ``L`` steps per block, with batched ``matmul``. Outputs are compared to rounding.
 * the spectral radius of ``I − PH`` for a symmetric positive definite ``P``: general eigenvalues
-  (old) against ``eigvalsh`` of ``CᵀHC`` (new, :func:`iclcore.richardson.iterates.contraction_factor`).
+  (old) against ``eigvalsh`` of ``CᵀHC`` (new, :func:`iclcore.lsq.iterates.contraction_factor`).
 
 Ratios old / new of the best CPU times (``time.process_time``), measured alternately in this process.
 """
@@ -26,8 +26,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from iclcore.lsq.iterates import _symmetric_pd_spectral_radius, iteration_matrix  # noqa: E402
 from iclcore.richardson.baselines import LinearSystems, depth_error, free_linear_risk_and_grad  # noqa: E402
-from iclcore.richardson.iterates import _symmetric_pd_spectral_radius, iteration_matrix  # noqa: E402
 
 
 def old_risk_and_grad(P, s, L):

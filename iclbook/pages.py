@@ -23,7 +23,7 @@ from .notebooks import toc_order
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
 LEGACY_KINDS = ("qualitative",)  # a boolean metric computed in the notebook; being replaced by `predicate`
 BASES = ("predicted", "calibrated", "construction", "theorem", "erratum", "other-model", "absent")
-UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/test_ledger.py flags it
+UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/book/test_ledger.py flags it
 NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent")
 SEEDS = ("000", "001", "002", "003", "004")
 REQUIRED = ("claim", "reported", "seed", "section", "kind")

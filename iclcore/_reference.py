@@ -3,7 +3,7 @@
 Private: used only by the tests (equality with the vectorised code) and by ``benchmarks/``
 (speed-ups). Each function has the signature and meaning of the public function it mirrors:
 
-- :func:`richardson_iterates_naive` mirrors :func:`iclcore.richardson.iterates.richardson_iterates`;
+- :func:`richardson_iterates_naive` mirrors :func:`iclcore.lsq.iterates.richardson_iterates`;
 - :func:`online_decoder_training_naive` mirrors :func:`iclcore.richardson.decoder.online_decoder_training`;
 - :func:`online_encoder_run_naive` mirrors :func:`iclcore.richardson.encoder.online_encoder_run`;
 - :func:`run_encdec_naive` mirrors :func:`iclcore.richardson.encdec.run_encdec` and
@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclcore.lsq.iterates import _as_vectors, _depth_problem
+from iclcore.lsq.lowrank import LatentPrompts
+from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs
 from iclcore.richardson.decoder import _check_training_args
 from iclcore.richardson.encdec import EncDecConfig, _setup
 from iclcore.richardson.encoder import (
@@ -24,9 +27,6 @@ from iclcore.richardson.encoder import (
     heldout_risk,
     sample_encoder_data,
 )
-from iclcore.richardson.iterates import _as_vectors, _depth_problem
-from iclcore.richardson.lowrank import LatentPrompts
-from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs
 from iclcore.validation import positive_int
 
 

@@ -42,11 +42,11 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iclcore.lsq.iterates import contraction_factor
+from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
+from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
-from iclcore.richardson.iterates import contraction_factor
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 
 use_style()
 t_start = time.perf_counter()

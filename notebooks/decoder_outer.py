@@ -53,6 +53,16 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iclcore.lsq.dynamics import gd_trajectory, modal_entropy, modal_weights
+from iclcore.lsq.iterates import (
+    contraction_factor,
+    iteration_matrix,
+    richardson_certificate,
+    richardson_error,
+    richardson_iterates,
+)
+from iclcore.lsq.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
+from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.baselines import depth_error as system_depth_error
@@ -68,16 +78,6 @@ from iclcore.richardson.decoder import (
     predicted_risk_curve,
     relative_error,
 )
-from iclcore.richardson.dynamics import gd_trajectory, modal_entropy, modal_weights
-from iclcore.richardson.iterates import (
-    contraction_factor,
-    iteration_matrix,
-    richardson_certificate,
-    richardson_error,
-    richardson_iterates,
-)
-from iclcore.richardson.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
-from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.stats import (
     combined_standard_error,
     paired_standard_error,
@@ -93,7 +93,7 @@ rng = np.random.default_rng(seed)
 # %% [markdown]
 # ## Task distribution, population moments and the oracle
 # Closed-form Wishart moments $C=E[dd^\top]$, $B=E[z_\star d^\top]$ with $d=c_M$, $z_\star=\beta$
-# (`iclcore.richardson.moments.closed_form_moments`), the oracle $P_\star=BC^\dagger$ and its floor $R(P_\star)$.
+# (`iclcore.lsq.moments.closed_form_moments`), the oracle $P_\star=BC^\dagger$ and its floor $R(P_\star)$.
 
 # %%
 cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma, lam=lam)

@@ -46,6 +46,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
+from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.flexformer import (
     Flexformer,
     FlexformerConfig,
@@ -61,9 +63,7 @@ from iclcore.richardson.baselines import (
     depth_error,
     depth_risk_curve,
 )
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.stats import ratio_standard_error, standard_error
 
 use_style()
@@ -170,7 +170,7 @@ ax.set_xlabel(r"depth $\ell$")
 ax.set_title(r"held-out $R_\ell=E\|x_\ell-x^\dagger\|^2/K$")
 ax.legend(fontsize=7, ncol=2)
 ax = axes[1]
-from iclcore.richardson.iterates import richardson_certificate  # noqa: E402
+from iclcore.lsq.iterates import richardson_certificate  # noqa: E402
 
 cert = richardson_certificate(P_tasks["flex"], test.H, -test.x_dagger, L)
 ax.loglog(cert.bounds[:, -1], cert.error_norms[:, -1], ".", ms=2, color=PALETTE[0])

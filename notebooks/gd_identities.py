@@ -15,7 +15,7 @@
 # twice: a sympy certificate (the residual `lhs - rhs`, or `gap - factor certificate`, expands to zero)
 # and an exact evaluation with rationals at points drawn inside each domain (the corners of the
 # parameter box, i.e. the boundary points, plus random interior points). The property tests in
-# `tests/test_gd_identities.py` repeat the second check with hypothesis.
+# `tests/gd/test_gd_identities.py` repeat the second check with hypothesis.
 
 # %% tags=["parameters"]
 n_random = 200  # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]

@@ -41,9 +41,9 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iclcore.lsq.moments import effective_dimension
+from iclcore.lsq.tasks import TaskConfig
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.moments import effective_dimension
-from iclcore.richardson.tasks import TaskConfig
 from iclcore.spectra.mp import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
 from iclcore.spectra.prompt import (
     concentration_experiment,

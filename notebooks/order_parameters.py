@@ -49,11 +49,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
+from iclcore.lsq.dynamics import gd_trajectory
+from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
+from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.decoder import max_stable_step, online_decoder_training
-from iclcore.richardson.dynamics import gd_trajectory
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner
 from iclcore.richardson.order_parameters import (
     condition_number,
     decoder_order_parameters,
@@ -69,7 +70,6 @@ from iclcore.richardson.order_parameters import (
     preconditioned_spectrum,
     whitened_spectrum,
 )
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.spectra.mp import mp_cdf, mp_density, mp_sample_eigenvalues
 
 use_style()

@@ -44,6 +44,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal, joint_diagonalizer
+from iclcore.lsq.dynamics import (
+    covariance_from_spectrum,
+    decoder_moments,
+    encoder_moments,
+    excess_risk,
+    gd_iterate,
+    gd_trajectory,
+    modal_entropy,
+    modal_excess_risk,
+    modal_weights,
+    quadratic_minimizer,
+    quadratic_risk,
+)
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.closure import (
     closure_log_ratio,
@@ -58,19 +71,6 @@ from iclcore.richardson.closure import (
     tracking_error_product_sum,
 )
 from iclcore.richardson.counterexample import counterexample
-from iclcore.richardson.dynamics import (
-    covariance_from_spectrum,
-    decoder_moments,
-    encoder_moments,
-    excess_risk,
-    gd_iterate,
-    gd_trajectory,
-    modal_entropy,
-    modal_excess_risk,
-    modal_weights,
-    quadratic_minimizer,
-    quadratic_risk,
-)
 from iclcore.richardson.latent_model import CommutingModel, LatentModel
 
 use_style()

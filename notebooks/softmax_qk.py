@@ -49,6 +49,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner, oracle_risk
+from iclcore.lsq.tasks import TaskConfig
 from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
@@ -66,8 +68,6 @@ from iclcore.models.softmax import (
     train_attention,
 )
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.moments import closed_form_moments, oracle_preconditioner, oracle_risk
-from iclcore.richardson.tasks import TaskConfig
 from iclcore.stats import standard_error
 
 use_style()

@@ -54,6 +54,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
+from iclcore.lsq.tasks import TaskConfig
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.diversity import (
     difficulty_point,
@@ -62,7 +63,6 @@ from iclcore.richardson.diversity import (
     latent_spectrum_with_effective_rank,
     sandwich_excess,
 )
-from iclcore.richardson.tasks import TaskConfig
 
 use_style()
 t_start = time.perf_counter()

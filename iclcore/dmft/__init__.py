@@ -2,7 +2,7 @@
 
 The reduced-Γ model reduces a depth-``L`` linear-attention model with tied layers to a single
 ``D x D`` matrix ``Γ`` acting as the preconditioner of ``L`` steps of in-context gradient descent
-(§2.2, Eq. 4; App. B.2, Eqs. 51–59; :func:`iclcore.richardson.iterates.in_context_gd_predict`).
+(§2.2, Eq. 4; App. B.2, Eqs. 51–59; :func:`iclcore.lsq.iterates.in_context_gd_predict`).
 With ``b_0 = 0``, ``c = Xᵀy / P`` and ``Σ̂ = XᵀX / P`` (rows of ``X`` are the ``P`` context inputs),
 
 .. math::

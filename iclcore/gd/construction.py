@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.richardson.iterates import richardson_iterates
+from iclcore.lsq.iterates import richardson_iterates
 from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_float, positive_int
 
 __all__ = [
@@ -134,7 +134,7 @@ def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.nd
 
     The step ``w_{l+1} = w_l - eta_l Gamma^T (H w_l - c)`` with ``H = X^T X / n``, ``c = X^T y / n``
     is a Richardson step with preconditioner ``eta_l Gamma^T``; it is computed by the package's one
-    Richardson solver, :func:`iclcore.richardson.iterates.richardson_iterates`, one layer at a time
+    Richardson solver, :func:`iclcore.lsq.iterates.richardson_iterates`, one layer at a time
     (the steps may vary by layer). ``X (B, n, d)``, ``y (B, n)``.
     """
     X, y = finite_array(X, "X"), finite_array(y, "y")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
-from iclcore.richardson.iterates import richardson_iterates
+from iclcore.lsq.iterates import richardson_iterates
 from iclcore.validation import (
     as_generator,
     finite_array,
@@ -78,7 +78,7 @@ def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, eta: float | None =
     """GD ``w+ = w - eta (H w - X^T y)`` from ``w_0 = 0`` in the eigenbasis of ``H = X^T X`` (§8.1b).
 
     ``eta`` defaults to ``2/(lambda_min + lambda_max)``. The iterates are the Richardson iterates of
-    ``H w = X^T y`` with preconditioner ``eta I`` (:func:`iclcore.richardson.iterates.richardson_iterates`,
+    ``H w = X^T y`` with preconditioner ``eta I`` (:func:`iclcore.lsq.iterates.richardson_iterates`,
     the package's one GD/Richardson solver); ``predicted`` is the closed form
     ``(1 - eta lambda_i)^{2j} (q_i^T e_0)^2``, compared with them in the tests.
     """

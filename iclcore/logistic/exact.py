@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 
 from iclcore.logistic.model import LogisticProblem, loss_and_gradients, sample_contexts, task_variances
 from iclcore.logistic.theory import paper_mode_rhs
-from iclcore.richardson.moments import wishart_sandwich
+from iclcore.lsq.moments import wishart_sandwich
 from iclcore.validation import positive_float, positive_int, positive_spectrum
 
 Array = NDArray[np.float64]

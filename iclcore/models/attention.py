@@ -239,7 +239,7 @@ class LinearAttention(nn.Module):
         """Effective preconditioner ``Γ = (w_o^T W_v w_y) (W_x^T W_q^T W_k W_x)`` restricted to the x-block.
 
         For the aligned ("block") parameterisation the network equals ``L`` steps of in-context GD
-        with this ``Γ`` (:func:`iclcore.richardson.iterates.in_context_gd_predict`).
+        with this ``Γ`` (:func:`iclcore.lsq.iterates.in_context_gd_predict`).
         """
         Wx, Wk, Wq, Wv = self.matrices()
         D = self.D

@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from iclcore.linalg import stable_rank, top_energy
-from iclcore.richardson.tasks import TaskConfig, sample_prompts
+from iclcore.lsq.tasks import TaskConfig, sample_prompts
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -432,7 +432,7 @@ def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tenso
 
     The samples ``(Δ, r)`` are what main paper §8 projects onto a global preconditioner
     (:func:`projected_preconditioner`); for linear attention ``Δ_ℓ = P_lin r_ℓ`` and the ``z_ℓ`` are the
-    Richardson iterates of :func:`iclcore.richardson.iterates.richardson_iterates` with ``P = P_lin``.
+    Richardson iterates of :func:`iclcore.lsq.iterates.richardson_iterates` with ``P = P_lin``.
 
     Parameters
     ----------
@@ -535,7 +535,7 @@ class TrainHistory:
 
 
 def sample_torch_prompts(config: TaskConfig, n: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
-    """Prompts from :func:`iclcore.richardson.tasks.sample_prompts` as float64 tensors.
+    """Prompts from :func:`iclcore.lsq.tasks.sample_prompts` as float64 tensors.
 
     Returns
     -------
@@ -563,7 +563,7 @@ def train_attention(
         Source of all prompts.
     """
     if not isinstance(task, TaskConfig):
-        raise TypeError("task: expected an iclcore.richardson.tasks.TaskConfig")
+        raise TypeError("task: expected an iclcore.lsq.tasks.TaskConfig")
     if task.K != model.config.K:
         raise ValueError(f"task: K={task.K} does not match the model's K={model.config.K}")
     if task.lam != 0:

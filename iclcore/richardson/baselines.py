@@ -23,7 +23,7 @@ at the same depth ``L``:
 * ``h_inf``    — ``P = H_∞^{-1}`` (``H_∞ = Σ_x + λI``, main paper §4; by default the
   training mean of ``H``, an unbiased estimate of ``H_∞`` for the §1.2 prompts);
 * ``oracle``   — the one-step oracle ``P⋆ = B C^†``, ``B = E[x⋆ dᵀ]``, ``C = E[d dᵀ]``
-  (main paper §3.1; :func:`iclcore.richardson.moments.oracle_preconditioner` when
+  (main paper §3.1; :func:`iclcore.lsq.moments.oracle_preconditioner` when
   population moments are passed, the training moments otherwise);
 * ``free``     — a free ``K × K`` matrix trained end-to-end on the training ``R_L``
   (L-BFGS with the exact back-propagated gradient, started at ``P⋆``): the depth-``L``
@@ -45,7 +45,7 @@ from functools import cached_property
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
-from iclcore.richardson.dynamics import quadratic_minimizer
+from iclcore.lsq.dynamics import quadratic_minimizer
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -128,7 +128,7 @@ class LinearSystems:
 
     @classmethod
     def from_prompts(cls, prompts) -> LinearSystems:
-        """From :class:`iclcore.richardson.tasks.Prompts` (``H = H_M``, ``d = c_M``, ``x⋆ = z⋆``)."""
+        """From :class:`iclcore.lsq.tasks.Prompts` (``H = H_M``, ``d = c_M``, ``x⋆ = z⋆``)."""
         return cls(H=prompts.H_M, d=prompts.d, x_star=prompts.z_star)
 
     def preconditioner_stack(self, P: np.ndarray) -> np.ndarray:
@@ -189,7 +189,7 @@ def _matvec(A: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``A_n v_n`` for every task: A (n, K, K) or one shared (K, K), v (n, K) -> (n, K).
 
     Batched ``matmul``, not ``einsum``: on a cache-sized block of tasks it is the faster of the two
-    (:func:`free_linear_risk_and_grad`); :mod:`iclcore.richardson.iterates`, which sweeps all tasks at
+    (:func:`free_linear_risk_and_grad`); :mod:`iclcore.lsq.iterates`, which sweeps all tasks at
     once, keeps ``einsum``.
     """
     if A.ndim == 2:
@@ -368,7 +368,7 @@ def h_inf_baseline(train: LinearSystems, L: int, H_inf: np.ndarray | None = None
 def oracle_baseline(train: LinearSystems, L: int, moments=None) -> Baseline:
     """One-step oracle ``P⋆ = B C^†`` (main paper §3.1).
 
-    ``moments`` (an :class:`iclcore.richardson.moments.Moments`) gives population ``B, C``;
+    ``moments`` (an :class:`iclcore.lsq.moments.Moments`) gives population ``B, C``;
     otherwise the training moments ``B = mean x⋆dᵀ``, ``C = mean ddᵀ`` are used.
     """
     if moments is not None:

@@ -14,7 +14,7 @@ distribution-free after clipping. Note that it bounds the *clipped* risk
 ``R_c ≤ R``; it certifies ``R`` itself only when ``ℓ ≤ c`` almost surely.
 
 The deterministic per-prompt optimisation certificate lives in
-:func:`iclcore.richardson.iterates.richardson_certificate`.
+:func:`iclcore.lsq.iterates.richardson_certificate`.
 """
 
 from __future__ import annotations

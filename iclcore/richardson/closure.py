@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import check_step_size
+from iclcore.lsq.dynamics import check_step_size
 from iclcore.richardson.latent_model import LatentModel
 from iclcore.validation import check_depth, finite_array, nonnegative_int_steps, square_matrix
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import excess_risk, gd_iterate, modal_excess_risk, psd_spectrum
+from iclcore.lsq.dynamics import excess_risk, gd_iterate, modal_excess_risk, psd_spectrum
 from iclcore.validation import finite_array
 
 __all__ = ["Counterexample", "counterexample", "counterexample_eigenvalues"]

@@ -1,7 +1,7 @@
 """Decoder-only linear attention as a learned preconditioner (main paper §3–4, §12; MMNN report §4).
 
 Outer time ``s``: the preconditioner ``P_s`` is trained on the decoder loss
-``(1/2K) E‖P d − z⋆‖²``. Population gradient descent (``iclcore.richardson.dynamics``) gives
+``(1/2K) E‖P d − z⋆‖²``. Population gradient descent (``iclcore.lsq.dynamics``) gives
 ``P_s − P⋆ = (P_0 − P⋆)(I − ηC)^s``; here the *online* version draws fresh
 prompts at every step (stochastic gradient ``(1/b) Σ (P d_n − z_n) d_nᵀ``, the
 gradient of ``K·L_dec`` estimated on a batch of ``b`` prompts). A one-layer
@@ -10,7 +10,7 @@ linear-attention read-out with merged key–query matrix ``P`` returns
 so ``P`` *is* the attention layer's parameter.
 
 Inner time ``ℓ``: the frozen ``P_s`` is used in Richardson's iteration
-(``iclcore.richardson.iterates``).
+(``iclcore.lsq.iterates``).
 
 Also: finite-task estimator ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (§3.2) and the
 prompt-size contraction ``ρ(I − P⋆(M) H_∞)`` (§4, §12.9).
@@ -23,17 +23,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank
-from iclcore.richardson.certificates import clipped_empirical_bernstein
-from iclcore.richardson.dynamics import check_step_size, excess_risk, modal_excess_risk
-from iclcore.richardson.iterates import contraction_factor, richardson_certificate, richardson_iterates
-from iclcore.richardson.moments import (
+from iclcore.lsq.dynamics import check_step_size, excess_risk, modal_excess_risk
+from iclcore.lsq.iterates import contraction_factor, richardson_certificate, richardson_iterates
+from iclcore.lsq.moments import (
     Moments,
     closed_form_moments,
     effective_dimension,
     oracle_preconditioner,
     oracle_risk,
 )
-from iclcore.richardson.tasks import Prompts, TaskConfig, sample_decoder_pairs
+from iclcore.lsq.tasks import Prompts, TaskConfig, sample_decoder_pairs
+from iclcore.richardson.certificates import clipped_empirical_bernstein
 
 __all__ = [
     "linear_attention_readout",
@@ -375,7 +375,7 @@ def finite_task_experiment(
     ``σ²_task/K = R(P⋆)`` (the residual variance per coordinate); for Gaussian
     residuals independent of ``d`` the exact mean would be ``R(P⋆) K/(N − K − 1)``.
     """
-    from iclcore.richardson.moments import decoder_risk
+    from iclcore.lsq.moments import decoder_risk
 
     Ns = np.asarray(N_values, dtype=np.int64)
     if Ns.ndim != 1 or Ns.size == 0 or np.any(Ns < 1):

@@ -33,13 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from iclcore.lsq.dynamics import psd_spectrum
+from iclcore.lsq.iterates import richardson_error
+from iclcore.lsq.moments import Moments, closed_form_moments, oracle_preconditioner, oracle_risk
+from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.richardson.decoder import finite_task_experiment
-from iclcore.richardson.dynamics import psd_spectrum
-from iclcore.richardson.iterates import richardson_error
-from iclcore.richardson.moments import Moments, closed_form_moments, oracle_preconditioner, oracle_risk
 from iclcore.richardson.order_parameters import condition_number, iteration_spectral_radius, preconditioned_spectrum
 from iclcore.richardson.subspace import effective_rank
-from iclcore.richardson.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -140,7 +140,7 @@ def sandwich_dimension(
 ) -> SandwichDimension:
     """Monte Carlo ``d_sand = E[‖e‖² dᵀC^{-1}d] / E‖e‖²``, ``e = z⋆ − P⋆ d`` (chapter derivation).
 
-    Uses the exact pair sampler :func:`iclcore.richardson.tasks.sample_decoder_pairs` and the
+    Uses the exact pair sampler :func:`iclcore.lsq.tasks.sample_decoder_pairs` and the
     closed-form ``C``, ``P⋆``. The standard error is the delta-method error of the ratio of two
     sample means.
     """

@@ -35,7 +35,7 @@ moving oracle ``P_z^⋆(U_s) = B_s C_s^{-1}``. The boxed tracking identity
     \\end{aligned}
 
 is checked at every step, and the risks (main paper §6.3) are measured on a
-held-out set of prompts. The task model and its prompts are in :mod:`iclcore.richardson.lowrank`.
+held-out set of prompts. The task model and its prompts are in :mod:`iclcore.lsq.lowrank`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from iclcore.richardson.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
-from iclcore.richardson.iterates import richardson_iterates
-from iclcore.richardson.lowrank import LatentPrompts, LowRankModel, make_lowrank_model, sample_lowrank_prompts
+from iclcore.lsq.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
+from iclcore.lsq.iterates import richardson_iterates
+from iclcore.lsq.lowrank import LatentPrompts, LowRankModel, make_lowrank_model, sample_lowrank_prompts
 from iclcore.richardson.subspace import davis_kahan_bound, sin_theta
 from iclcore.validation import positive_int
 

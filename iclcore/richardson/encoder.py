@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
+from iclcore.lsq.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.validation import as_generator, positive_int
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.richardson.dynamics import gd_trajectory, psd_spectrum
+from iclcore.lsq.dynamics import gd_trajectory, psd_spectrum
 from iclcore.validation import finite_array, square_matrix
 
 __all__ = ["LatentModel", "ModeCoefficients", "CommutingModel"]
@@ -240,7 +240,7 @@ class CommutingModel:
     def encoder_modes(self, g0: np.ndarray, eta_e: float, n_steps: int) -> np.ndarray:
         """``g_i(s) = g_i^⋆ + (g_i(0) - g_i^⋆)(1 - η_e σ_i)^s`` for ``s = 0..n_steps`` (§6.5).
 
-        Evaluated with :func:`iclcore.richardson.dynamics.gd_trajectory` on ``Σ_z = diag(σ)``.
+        Evaluated with :func:`iclcore.lsq.dynamics.gd_trajectory` on ``Σ_z = diag(σ)``.
 
         Returns
         -------

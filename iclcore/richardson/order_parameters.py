@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank, top_energy
-from iclcore.richardson.dynamics import modal_entropy, psd_spectrum
+from iclcore.lsq.dynamics import modal_entropy, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.spectra.mp import mp_cdf, mp_edges
 
@@ -148,7 +148,7 @@ def overlap_weights(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> np.ndar
 
     ``Ω_{s,i} = λ_i ‖(P_s − P⋆) q_i‖² / Σ_j λ_j ‖(P_s − P⋆) q_j‖²`` with ``C = Q diag(λ) Qᵀ``
     (eigenvalues ascending). For a gradient-descent trajectory this equals
-    :func:`iclcore.richardson.dynamics.modal_weights`; here ``P_s`` may be any checkpoint
+    :func:`iclcore.lsq.dynamics.modal_weights`; here ``P_s`` may be any checkpoint
     (for example an online SGD iterate).
 
     Parameters

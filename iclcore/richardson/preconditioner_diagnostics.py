@@ -137,8 +137,8 @@ def decoder_diagnostics(
     n_small : int
         Size of the small held-out subset for ``eb_upper_small`` (``2 ≤ n_small ≤ n``).
     """
+    from iclcore.lsq.iterates import contraction_factor, iteration_matrix, richardson_certificate
     from iclcore.richardson.certificates import clipped_empirical_bernstein
-    from iclcore.richardson.iterates import contraction_factor, iteration_matrix, richardson_certificate
 
     L = check_depth(L)
     n, K = systems.n, systems.K

@@ -200,7 +200,7 @@ def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str
     variant : {"paper", "weyl", "mixed"}
         ``"paper"``: ``||Ŝ - Σ||_2 / γ`` with ``γ = λ_r(Σ) - λ_{r+1}(Σ)``, as printed
         in main paper §5.2 and MMNN report §5.2. Not valid in general (a 2×2
-        counterexample is in ``tests/test_subspace.py``); it holds up to the factor
+        counterexample is in ``tests/richardson/test_subspace.py``); it holds up to the factor
         ``γ/(γ - ||Ŝ-Σ||)``.
         ``"mixed"``: ``||Ŝ - Σ||_2 / δ`` with ``δ = λ_r(Σ) - λ_{r+1}(Ŝ)`` (the
         Davis–Kahan sin Θ theorem; ``inf`` if ``δ <= 0``).

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
-from iclcore.richardson.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
@@ -424,14 +424,14 @@ def prompt_excess_risk_first_order(Sigma_x: np.ndarray, Sigma_beta: np.ndarray, 
 def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -> tuple[float, float]:
     """Monte Carlo prompt excess risk ``R_prompt(M) - R_prompt(∞)`` with its standard error.
 
-    Prompts come from :func:`iclcore.richardson.tasks.sample_prompt_statistics` (exact law of ``(H_M, c_M, β)``
+    Prompts come from :func:`iclcore.lsq.tasks.sample_prompt_statistics` (exact law of ``(H_M, c_M, β)``
     through the Bartlett decomposition, cost ``O(n K³)``, needs ``M >= K``). Paired estimator: for
     each prompt the same ``β`` enters ``‖β̂_M - β‖²_Σ`` and ``‖β_∞ - β‖²_Σ`` with
     ``β_∞ = H_∞^{-1} Σ_x β``, which removes the task variance.
 
     Parameters
     ----------
-    config : iclcore.richardson.tasks.TaskConfig
+    config : iclcore.lsq.tasks.TaskConfig
         Needs ``lam > 0``; ``config.M`` is the prompt size.
     n_prompts : int, >= 2
     rng : numpy.random.Generator
@@ -442,7 +442,7 @@ def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Gen
         Compare ``mean`` with ``prompt_excess_risk_first_order(...) / M``.
     """
     if not isinstance(config, TaskConfig):
-        raise TypeError(f"config: expected an iclcore.richardson.tasks.TaskConfig, got {type(config).__name__}")
+        raise TypeError(f"config: expected an iclcore.lsq.tasks.TaskConfig, got {type(config).__name__}")
     if config.lam <= 0:
         raise ValueError(f"lam: the prompt excess risk needs a ridge lam > 0, got {config.lam!r}")
     if isinstance(n_prompts, (bool, np.bool_)) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 2:

@@ -1,0 +1,81 @@
+"""Tests of iclcore.richardson.diversity (seed 000 §10 and §3.2): excess of the finite-task preconditioner."""
+
+import numpy as np
+import pytest
+
+from iclcore.lsq.tasks import TaskConfig
+from iclcore.richardson.decoder import finite_task_estimator
+from iclcore.richardson.diversity import (
+    depth_from_contraction,
+    depth_to_target,
+    diversity_sweep,
+    gaussian_excess,
+    geometric_latent_spectrum,
+    latent_spectrum_with_effective_rank,
+    sandwich_excess,
+    spectral_entropy,
+)
+from iclcore.richardson.subspace import effective_rank
+
+
+def test_gaussian_excess_is_exact_for_gaussian_inputs_and_independent_residuals():
+    # d ~ N(0, C), e independent: E[excess] = R* K / (N - K - 1) (inverse-Wishart mean)
+    rng = np.random.default_rng(0)
+    K, N, n_rep = 5, 12, 4000
+    Lc = np.linalg.cholesky(np.diag(np.geomspace(0.2, 3.0, K)) + 0.1)
+    C = Lc @ Lc.T
+    P_star = rng.standard_normal((K, K))
+    Le = np.diag(np.linspace(0.3, 1.0, K))
+    R_star = np.trace(Le @ Le.T) / K
+    d = rng.standard_normal((n_rep, N, K)) @ Lc.T
+    z = d @ P_star.T + rng.standard_normal((n_rep, N, K)) @ Le.T
+    dt = np.swapaxes(d, 1, 2)
+    E = np.linalg.solve(dt @ d, dt @ z).swapaxes(1, 2) - P_star  # batched Z D^T (D D^T)^{-1} - P*
+    exc = np.einsum("nij,jk,nik->n", E, C, E) / K
+    e0 = finite_task_estimator(d[0], z[0]) - P_star  # the library estimator on the first draw
+    assert np.trace(e0 @ C @ e0.T) / K == pytest.approx(exc[0], rel=1e-10)
+    se = exc.std(ddof=1) / np.sqrt(n_rep)
+    assert abs(exc.mean() - gaussian_excess(R_star, K, N)) < 4 * se
+
+
+def test_sandwich_prediction_at_large_N_for_the_task_model():
+    # leading order R* d_sand / N; finite-N correction bounded by (K + 1)/N (chapter derivation)
+    rng = np.random.default_rng(1)
+    K, N = 4, 400
+    cfg = TaskConfig(K=K, M=16, cond=4.0, sigma=0.2)
+    pt = diversity_sweep(cfg, latent_spectrum_with_effective_rank(K, 1.5), [N], 600, 100_000, rng)
+    pred = sandwich_excess(pt.R_star, pt.d_sand.value, K, N, finite_n=False)
+    rel_se = pt.excess_se[0] / pt.excess_mean[0] + pt.d_sand.se / pt.d_sand.value
+    assert abs(pt.excess_mean[0] / pred - 1) < 3 * rel_se + (K + 1) / N
+    # heavy-tailed inputs: the sandwich dimension exceeds K (why R* K/(N-K-1) undershoots)
+    assert pt.d_sand.value > K + 3 * pt.d_sand.se
+
+
+def test_spectra_and_diversity_descriptors():
+    r = 6
+    flat = geometric_latent_spectrum(r, 1.0)
+    assert spectral_entropy(np.diag(flat)) == pytest.approx(np.log(r))
+    assert effective_rank(np.diag(flat)) == pytest.approx(r)
+    for target in (1.1, 2.5, 5.9, 6.0):
+        mu = latent_spectrum_with_effective_rank(r, target)
+        assert effective_rank(np.diag(mu)) == pytest.approx(target, rel=1e-10)
+        assert mu.sum() == pytest.approx(r)
+    with pytest.raises(ValueError, match="r_eff"):
+        latent_spectrum_with_effective_rank(r, 1.0)
+    with pytest.raises(ValueError, match="N"):
+        gaussian_excess(1.0, 5, 6)
+
+
+def test_depth_to_target_matches_contraction_for_commuting_scalar_systems():
+    # H = h I, P = a I: error (1 - a h)^{2L} exactly, so the two depths coincide
+    K, n = 3, 4
+    h, a = 2.0, 0.3
+    rho = abs(1 - a * h)
+    H = np.broadcast_to(h * np.eye(K), (n, K, K)).copy()
+    z = np.random.default_rng(2).standard_normal((n, K))
+    for target in (1e-2, 1e-5):
+        assert depth_to_target(a * np.eye(K), H, z, target, 200) == depth_from_contraction(rho, target)
+    with pytest.raises(ValueError, match="L_max"):
+        depth_to_target(a * np.eye(K), H, z, 1e-12, 3)
+    with pytest.raises(ValueError, match="rho"):
+        depth_from_contraction(1.2, 0.1)
