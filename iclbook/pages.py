@@ -22,12 +22,19 @@ from .notebooks import toc_order
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
 LEGACY_KINDS = ("qualitative",)  # a boolean metric computed in the notebook; being replaced by `predicate`
-BASES = ("predicted", "calibrated", "construction", "theorem", "erratum", "other-model", "absent")
+BASES = ("predicted", "calibrated", "construction", "theorem", "erratum", "other-model", "absent", "out-of-scope")
+#: Bases of rows that no notebook computes (kind ``absent``): not reproduced yet, or impossible offline.
+UNCOMPUTED = ("absent", "out-of-scope")
+#: Why a rule that could disagree does not reproduce (issue: every "differs" is explained).
+DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "open")
+#: A row id: the ledger file's stem, a dash, a number never reused (``decoder-07``).
+ROW_ID = re.compile(r"^[a-z][a-z0-9_]*-[0-9]{2,3}$")
 UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/book/test_ledger.py flags it
-NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent")
+NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent", "out-of-scope")
 SEEDS = ("000", "001", "002", "003", "004")
 REQUIRED = ("claim", "reported", "seed", "section", "kind")
 OPTIONAL = (
+    "id",
     "notebook",
     "metric",
     "tolerance",
@@ -40,6 +47,8 @@ OPTIONAL = (
     "basis",
     "basis_note",
     "note",
+    "diagnosis",
+    "diagnosis_note",
 )
 #: Functions a predicate may call (nothing else can be called).
 PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
@@ -205,10 +214,18 @@ class Claim:
     no_se: str = ""
     basis_note: str = ""
     note: str = ""
+    id: str = ""
+    diagnosis: str = ""
+    diagnosis_note: str = ""
 
     @property
     def label(self) -> str:
-        """``notebook:metric`` (or the predicate, or the claim for absent rows), for messages."""
+        """The row id and ``notebook:metric`` (or the predicate, or the claim for absent rows), for messages."""
+        if self.id:
+            return f"{self.id} ({self._target()})"
+        return self._target()
+
+    def _target(self) -> str:
         target = self.metric or (f"[{self.predicate}]" if self.predicate else "")
         return f"{self.notebook}:{target}" if self.notebook else f"(absent) {self.claim[:50]}"
 
@@ -229,10 +246,21 @@ class Claim:
         basis = d.get("basis", UNLABELLED)
         if basis not in BASES + (UNLABELLED,) or (basis == UNLABELLED and "basis" in d):
             raise ReportError(f"{where}: basis {basis!r} is not one of {BASES}")
-        if (kind == "absent") != (basis == "absent"):
+        if (kind == "absent") != (basis in UNCOMPUTED):
             raise ReportError(
-                f"{where}: kind 'absent' and basis 'absent' go together (got kind {kind!r}, basis {basis!r})"
+                f"{where}: kind 'absent' and basis 'absent' or 'out-of-scope' go together "
+                f"(got kind {kind!r}, basis {basis!r})"
             )
+        row_id = str(d.get("id") or "")
+        if "id" in d and not ROW_ID.match(row_id):
+            raise ReportError(f"{where}: id {d['id']!r} is not of the form 'chapter-NN' (for example decoder-07)")
+        diagnosis, diagnosis_note = str(d.get("diagnosis") or ""), str(d.get("diagnosis_note") or "").strip()
+        if "diagnosis" in d and diagnosis not in DIAGNOSES:
+            raise ReportError(f"{where}: diagnosis {d['diagnosis']!r} is not one of {DIAGNOSES}")
+        if bool(diagnosis) != bool(diagnosis_note):
+            raise ReportError(f"{where}: diagnosis and diagnosis_note (its evidence) go together")
+        if diagnosis and kind == "absent":
+            raise ReportError(f"{where}: an absent row has no verdict to diagnose")
         basis_note = str(d.get("basis_note") or "").strip()
         if basis in NOTE_REQUIRED and not basis_note:
             raise ReportError(
@@ -304,6 +332,9 @@ class Claim:
             no_se=no_se,
             basis_note=basis_note,
             note=str(d.get("note", "") or "").strip(),
+            id=row_id,
+            diagnosis=diagnosis,
+            diagnosis_note=diagnosis_note,
         )
 
 
@@ -326,6 +357,11 @@ def load_claims(reported_dir: Path) -> list[Claim]:
         if not isinstance(data, list):
             raise ReportError(f"{path.name}: the file must hold a YAML list of entries")
         claims.extend(Claim.from_dict(d, path.name) for d in data)
+    seen: dict[str, str] = {}
+    for c in claims:
+        if c.id and c.id in seen:
+            raise ReportError(f"{c.source}: row id {c.id!r} is used twice (also in {seen[c.id]}); ids are never reused")
+        seen[c.id] = c.source
     return claims
 
 
@@ -508,12 +544,13 @@ BASIS_MEANING = {
     "erratum": "the paper is wrong; the evidence is given",
     "other-model": "our model differs from the paper's (the note says why)",
     "absent": "not reproduced yet",
+    "out-of-scope": "cannot be recomputed offline (needs a pretrained checkpoint or other material that cannot be had here; the note says what)",
 }
 
 
 def status_label(row: Row) -> str:
     if row.status == "absent":
-        return "○ absent"
+        return "⊘ out of scope" if row.claim.basis == "out-of-scope" else "○ absent"
     if row.status == "missing":
         return "? missing"
     table = PASS_LABEL if row.status == "reproduced" else FAIL_LABEL
@@ -540,7 +577,8 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
         "predicted": sum(r.claim.basis == "predicted" for r in rows),
         "identities": sum(r.claim.basis == "theorem" and r.status == "reproduced" for r in rows),
         "theorems": sum(r.claim.basis == "theorem" for r in rows),
-        "absent": sum(r.status == "absent" for r in rows),
+        "absent": sum(r.status == "absent" and r.claim.basis != "out-of-scope" for r in rows),
+        "out_of_scope": sum(r.claim.basis == "out-of-scope" for r in rows),
         "missing": sum(r.status == "missing" for r in rows),
         "total": len(rows),
     }
@@ -600,6 +638,16 @@ def _paper_summary(rows: list[Row], paper: list[Row | None]) -> str:
     )
 
 
+def _uncomputed_table(rows: list[Row], why: str) -> list[str]:
+    """Markdown lines: the rows no notebook computes (absent or out of scope), by paper and section."""
+    lines = [f"| id | paper | section | claim | reported | {why} |", "|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r.claim.seed, r.claim.section)):
+        a = r.claim
+        cells = (a.id, a.seed, a.section, a.claim, _fmt(a.reported), a.basis_note)
+        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    return [*lines, ""]
+
+
 def render_report(rows: list[Row], order: list[str] | None = None, paper: list[Row | None] | None = None) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -633,7 +681,7 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         "",
         f"**{c['reproduced']} reproduced** of {c['predicted']} predicted claims · "
         f"**{c['identities']} identities verified** of {c['theorems']} · {c['absent']} absent · "
-        f"{c['missing']} missing · {c['total']} rows in all.",
+        f"{c['out_of_scope']} out of scope · {c['missing']} missing · {c['total']} rows in all.",
         "",
         f"Random quantities: {sum(r.claim.stochastic for r in rows)} rows are graded with the standard error "
         f"the notebook computed; {sum(bool(r.claim.no_se) for r in rows)} rows graded on a random quantity have "
@@ -658,7 +706,7 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         line = _paper_summary(sub, [paper_of[id(r)] for r in sub])
         if line:
             lines += [line, ""]
-    absent = [r for r in rows if r.status == "absent"]
+    absent = [r for r in rows if r.status == "absent" and r.claim.basis == "absent"]
     if absent:
         lines += [
             "## Not reproduced yet",
@@ -666,15 +714,18 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
             "Figures, tables and numbered claims of the papers that no notebook computes yet, with the chapter",
             "that will cover them or the reason they are out of scope.",
             "",
-            "| paper | section | claim | reported | where / why |",
-            "|---|---|---|---|---|",
+            *_uncomputed_table(absent, "where / why"),
         ]
-        for r in sorted(absent, key=lambda r: (r.claim.seed, r.claim.section)):
-            a = r.claim
-            lines.append(
-                "| " + " | ".join(_cell(x) for x in (a.seed, a.section, a.claim, _fmt(a.reported), a.basis_note)) + " |"
-            )
-        lines.append("")
+    out_of_scope = [r for r in rows if r.claim.basis == "out-of-scope"]
+    if out_of_scope:
+        lines += [
+            "## Out of scope",
+            "",
+            "Claims that cannot be recomputed offline (pretrained public checkpoints, a proof assistant's",
+            "export): counted apart from the absent ones, each with the reason.",
+            "",
+            *_uncomputed_table(out_of_scope, "why"),
+        ]
     by_notebook: dict[str, list[Row]] = {}
     for r in rows:
         if r.status != "absent":
@@ -704,7 +755,7 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
 
     for nb in notebooks:
         with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
-        head = "| # | status | basis | claim (paper, section) | reported | computed | difference / values used |"
+        head = "| id | status | basis | claim (paper, section) | reported | computed | difference / values used |"
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
@@ -719,8 +770,8 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         for i, r in enumerate(by_notebook[nb], start=1):
             cl = r.claim
             cells = [
-                str(i),
-                status_label(r),
+                cl.id or str(i),
+                status_label(r) + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else ""),
                 cl.basis,
                 f"{cl.claim} ({cl.seed} {cl.section})",
                 _fmt(cl.reported),
@@ -737,11 +788,12 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
                     f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
                     cl.note,
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
+                    f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
                 )
                 if t
             )
             if text:
-                notes.append(f"- **{i}.** {text}")
+                notes.append(f"- **{cl.id or i}.** {text}")
         lines.append("")
         if notes:
             lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]

@@ -128,11 +128,11 @@ def test_report_has_no_missing_values(html_root: Path) -> None:
     text = (GENERATED / "report.md").read_text()
     m = re.search(
         r"\*\*(\d+) reproduced\*\* of (\d+) predicted claims · \*\*(\d+) identities verified\*\* of (\d+) · "
-        r"(\d+) absent · (\d+) missing · (\d+) rows in all",
+        r"(\d+) absent · (\d+) out of scope · (\d+) missing · (\d+) rows in all",
         text,
     )
     assert m, "report summary line not found"
-    assert int(m.group(6)) == 0, "report rows (not absent) without a computed value"
-    assert int(m.group(7)) > 0, "the report has no claims"
+    assert int(m.group(7)) == 0, "report rows (not absent) without a computed value"
+    assert int(m.group(8)) > 0, "the report has no claims"
     assert "## Paper 000" in text and "| basis |" in text, "the report does not open with the basis x status tables"
     assert (html_root / "book" / "generated" / "report.html").exists()

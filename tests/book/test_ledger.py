@@ -157,3 +157,22 @@ def test_stochastic_rows_have_their_standard_error_in_metrics(notebook: str) -> 
                 elif not isinstance(metrics[k], (int, float)) or isinstance(metrics[k], bool) or metrics[k] < 0:
                     lacking[c.label].append(f"{k} (not a standard error: {metrics[k]!r})")
     assert not lacking, f"{notebook}: stochastic rows whose standard error is not in metrics.json: {dict(lacking)}"
+
+
+# ------------------------------------------------------------------ stable row ids
+def test_every_row_has_a_stable_id_named_after_its_file() -> None:
+    """Notes, errata and tests cite rows by id (``decoder-07``): every row has one, prefixed by its file's stem.
+
+    Uniqueness across the ledger is enforced by :func:`iclbook.pages.load_claims` itself.
+    """
+    bad = [c.label for c in CLAIMS if not c.id.startswith(Path(c.source).stem + "-")]
+    assert not bad, f"rows without an id named after their file: {bad[:5]}"
+
+
+def test_a_reused_id_is_refused(tmp_path: Path) -> None:
+    from iclbook.pages import ReportError
+
+    row = "- id: x-01\n  claim: c\n  reported: 1\n  seed: '000'\n  section: s\n  kind: absent\n  basis: absent\n  basis_note: later\n"
+    (tmp_path / "x.yml").write_text(row + row.replace("claim: c", "claim: d"))
+    with pytest.raises(ReportError, match="x-01.*used twice"):
+        load_claims(tmp_path)

@@ -10,6 +10,7 @@ import pytest
 from iclbook.pages import (
     Claim,
     ReportError,
+    Row,
     basis_status_table,
     compare,
     evaluate,
@@ -231,6 +232,10 @@ def test_predicate_that_fails_or_is_not_boolean() -> None:
         ({"kind": "within_se", "tolerance": DROP, "se": "s", "discretisation": -0.1}, "discretisation must"),
         ({"kind": "within_se", "tolerance": 0.1, "se": "s"}, "takes no tolerance"),
         ({"z": 3}, "belong to kind 'within_se'"),
+        ({"id": "Decoder 7"}, "not of the form"),
+        ({"diagnosis": "bad luck", "diagnosis_note": "x"}, "diagnosis 'bad luck'"),
+        ({"diagnosis": "open"}, "go together"),
+        ({"diagnosis_note": "grows with M"}, "go together"),
     ],
 )
 def test_malformed_claims(change, message) -> None:
@@ -274,7 +279,10 @@ def test_headline_counts_predicted_rows_only() -> None:
     c = summary_counts(rows)
     assert (c["reproduced"], c["predicted"], c["identities"], c["theorems"], c["missing"]) == (1, 3, 1, 1, 1)
     text = render_report(rows)
-    assert "**1 reproduced** of 3 predicted claims · **1 identities verified** of 1 · 0 absent · 1 missing" in text
+    assert (
+        "**1 reproduced** of 3 predicted claims · **1 identities verified** of 1 · 0 absent · 0 out of scope · 1 missing"
+        in text
+    )
     assert "✓ matches (calibrated)" in text and "✓ identity verified" in text
     table = basis_status_table(rows)
     assert "| predicted | 1 | 1 | 1 | 0 | 3 |" in table and "| calibrated | 1 | 0 | 0 | 0 | 1 |" in table
@@ -402,3 +410,39 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
     (entry / "metrics.json").write_bytes(metrics)
     (generated / "demo" / STAMP).write_text(json.dumps({"preset": "paper"}))
     assert paper_metrics(root, generated, ["demo"]) == {}
+
+
+def test_out_of_scope_rows_are_counted_apart_from_absent_ones() -> None:
+    def uncomputed(basis: str) -> Row:
+        c = Claim.from_dict(
+            row(
+                kind="absent",
+                basis=basis,
+                basis_note="needs Pythia weights",
+                notebook=DROP,
+                metric=DROP,
+                tolerance=DROP,
+            ),
+            "x.yml",
+        )
+        return evaluate(c, None)
+
+    rows = [uncomputed("absent"), uncomputed("out-of-scope"), uncomputed("out-of-scope")]
+    c = summary_counts(rows)
+    assert (c["absent"], c["out_of_scope"]) == (1, 2)
+    text = render_report(rows)
+    assert "## Out of scope" in text and "## Not reproduced yet" in text
+    assert text.count("needs Pythia weights") == 3
+
+
+def test_ids_and_diagnoses_are_shown_in_the_report() -> None:
+    c = Claim.from_dict(
+        row(id="x-07", diagnosis="finite-size", diagnosis_note="the gap halves as M doubles (chapter figure)"),
+        "x.yml",
+    )
+    assert c.label.startswith("x-07 (")
+    r = evaluate(c, {"m": 99.0})
+    assert r.status == "differs"
+    text = render_report([r])
+    assert "| x-07 | ✗ differs · finite-size |" in text
+    assert "- **x-07.**" in text and "*Diagnosis (finite-size):* the gap halves" in text
