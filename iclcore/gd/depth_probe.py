@@ -43,12 +43,9 @@ fits ``E_{l+1} - E_l = -M_l H E_l + c_l`` (H-aware) and ``= -B_l E_l + c_l`` (H-
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
-from multiprocessing import get_context
 
 import numpy as np
 import torch
@@ -56,6 +53,7 @@ from scipy import integrate, stats
 from torch import nn
 
 from iclcore.gd.construction import lsa_layer
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.progress import report_progress
 from iclcore.validation import as_generator, positive_float, positive_int
 
@@ -629,34 +627,24 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
     return ProbeRun(recs, curve, skipped, time.process_time() - t0)
 
 
-def _run_in_worker(args: tuple[ProbeSweep, str, int, int]) -> ProbeRun:
-    torch.set_num_threads(1)
+def _probe_run(args: tuple[ProbeSweep, str, int, int]) -> ProbeRun:
+    """:func:`probe_training_run` of one ``(sweep, kind, warmup, seed)`` (a picklable module function)."""
     return probe_training_run(*args)
-
-
-def thread_budget(default: int = 1) -> int:
-    """Threads this process may use: ``OMP_NUM_THREADS`` (set per worker by ``icl-book run``), else ``default``."""
-    try:
-        return max(1, int(os.environ["OMP_NUM_THREADS"]))
-    except (KeyError, ValueError):
-        return default
 
 
 def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str, int, int], ProbeRun]:
     """Every run of ``sweep``, keyed by ``(kind, warmup, seed)`` in :meth:`ProbeSweep.keys` order.
 
     ``workers = 1`` runs them one after another in this process (single-threaded, as the notebook
-    sets torch). ``workers > 1`` runs them in that many fresh (spawned) single-threaded processes,
-    longest first (GPT runs before LSA runs): the runs are independent and each is seeded by its
-    own arguments, so the results are identical to the sequential ones (tested) and the wall time
-    falls by up to ``workers``. A process pool rather than threads or ``torch.func.vmap``: a run
-    of the small GPT already keeps one core's GEMMs near their peak, so only more cores help.
+    sets torch). ``workers > 1`` runs them in that many fresh (spawned) single-threaded processes
+    (:func:`iclcore.parallel.map_configs`), longest first (GPT runs before LSA runs): the runs are
+    independent and each is seeded by its own arguments, so the results are identical to the
+    sequential ones (tested) and the wall time falls by up to ``workers``. A process pool rather
+    than threads or ``torch.func.vmap``: a run of the small GPT already keeps one core's GEMMs near
+    their peak, so only more cores help. ``workers`` defaults, in the notebook, to
+    :func:`iclcore.parallel.thread_budget` (re-exported here).
     """
     workers = positive_int(workers, "workers")
     keys = sweep.keys()
-    if workers == 1:
-        return {key: probe_training_run(sweep, *key) for key in keys}
-    order = sorted(keys, key=lambda k: k[0] != "gpt")  # stable: GPT runs first, then LSA
-    with ProcessPoolExecutor(max_workers=min(workers, len(keys)), mp_context=get_context("spawn")) as pool:
-        done = dict(zip(order, pool.map(_run_in_worker, [(sweep, *k) for k in order])))
-    return {k: done[k] for k in keys}
+    runs = map_configs(_probe_run, [(sweep, *k) for k in keys], workers, cost=lambda c: float(c[1] == "gpt"))
+    return dict(zip(keys, runs))
