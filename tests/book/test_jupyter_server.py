@@ -197,26 +197,32 @@ def _literal_assignments(code: str) -> dict:
     return out
 
 
-@pytest.fixture()
-def server(tmp_path):
+@pytest.fixture(params=["repository", "notebooks"])
+def server(request, tmp_path):
+    """A server rooted at the repository, or at ``notebooks/`` as ``make lab`` roots it.
+
+    Yields the server, the project root and the contents-API path of the notebook folder.
+    """
     root = tmp_path / "project"
     (root / "notebooks").mkdir(parents=True)
-    shutil.copy2(ROOT / "notebooks" / f"{NOTEBOOK}.py", root / "notebooks" / f"{NOTEBOOK}.py")
-    shutil.copy2(ROOT / "pyproject.toml", root / "pyproject.toml")  # the [tool.jupytext] configuration
+    for name in (f"{NOTEBOOK}.py", "jupytext.toml"):  # jupytext.toml: the configuration, beside the notebooks
+        shutil.copy2(ROOT / "notebooks" / name, root / "notebooks" / name)
+    shutil.copy2(ROOT / "pyproject.toml", root / "pyproject.toml")
     work = tmp_path / "jupyter"
     for sub in ("config", "runtime", "data"):
         (work / sub).mkdir(parents=True)
-    srv = Server(root, work)
+    at_notebooks = request.param == "notebooks"
+    srv = Server(root / "notebooks" if at_notebooks else root, work)
     try:
         srv.wait_ready()
-        yield srv, root
+        yield srv, root, "" if at_notebooks else "notebooks/"
     finally:
         srv.stop()
 
 
 def test_notebook_opens_runs_and_saves_clean(server):
-    srv, root = server
-    path = f"/api/contents/notebooks/{NOTEBOOK}.py"
+    srv, root, folder = server
+    path = f"/api/contents/{folder}{NOTEBOOK}.py"
     original = (root / "notebooks" / f"{NOTEBOOK}.py").read_text()
     assert original == (ROOT / "notebooks" / f"{NOTEBOOK}.py").read_text()
 
