@@ -24,7 +24,7 @@ GENERATED = ROOT / "book" / "generated"
 SEEDS_DIR = Path(os.environ.get("ICL_SEEDS_DIR", ROOT.parent / "shared" / "seeds"))
 
 #: Ledger files whose rows are still being labelled: their basis test is an expected failure until then
-#: (non-strict: it passes as soon as they are labelled). Empty: every file is labelled.
+#: (strict: once they are labelled it XPASSes, an error, and the file leaves the set). Empty: every file is labelled.
 PENDING_BASIS: set[str] = set()
 #: Papers whose figure/table rows are still being written (issue 14 writes the seed-004 rows).
 PENDING_COVERAGE: set[str] = set()
@@ -75,7 +75,7 @@ def test_figure_table_refs(text, refs) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param(p.name, marks=pytest.mark.xfail(reason="being labelled (issue 11, H3b)", strict=False))
+        pytest.param(p.name, marks=pytest.mark.xfail(reason="being labelled (issue 11, H3b)", strict=True))
         if p.name in PENDING_BASIS
         else p.name
         for p in sorted(REPORTED.glob("*.yml"))
@@ -105,7 +105,7 @@ def test_every_paper_has_its_text() -> None:
 @pytest.mark.parametrize(
     "seed",
     [
-        pytest.param(s, marks=pytest.mark.xfail(reason="rows being written (issue 14)", strict=False))
+        pytest.param(s, marks=pytest.mark.xfail(reason="rows being written (issue 14)", strict=True))
         if s in PENDING_COVERAGE
         else s
         for s in ("000", "001", "002", "003", "004")

@@ -140,6 +140,7 @@ def test_training_loop_checkpoints_and_lsa_learns():
     assert skipped == 0 and curve[-50:].mean() < curve[:20].mean()
 
 
+@pytest.mark.slow
 def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
     """The runs are independent and seeded by their arguments: a pool of 2 spawned processes gives
     bit-identical checkpoint records and loss curves to one process (GPT runs first in the pool)."""

@@ -117,6 +117,7 @@ def test_embed_tokens_equals_indexing():
     assert torch.equal(tt.embed_tokens(embed, tokens), embed[tokens])
 
 
+@pytest.mark.slow
 def test_grokking_run_is_reproducible_with_two_threads():
     # Indexing-based embeddings made multi-threaded backward passes order-dependent; two runs with
     # the same seed differed by 1e-2 in test loss after 300 steps. The one-hot product fixes it. The
