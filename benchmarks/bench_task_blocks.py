@@ -26,7 +26,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from iclcore.lsq.iterates import _symmetric_pd_spectral_radius, iteration_matrix  # noqa: E402
+from iclcore.lsq.iterates import symmetric_pd_spectral_radius, iteration_matrix  # noqa: E402
 from iclcore.richardson.baselines import LinearSystems, depth_error, free_linear_risk_and_grad  # noqa: E402
 
 
@@ -85,7 +85,7 @@ def main() -> None:
         (
             "spectral radius, symmetric P",
             lambda: np.abs(np.linalg.eigvals(iteration_matrix(Psym, H))).max(axis=-1),
-            lambda: _symmetric_pd_spectral_radius(Psym, H),
+            lambda: symmetric_pd_spectral_radius(Psym, H),
         ),
     ]
     print("| case | old s | new s | old / new | max rel. difference |")

@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from iclcore.lsq.iterates import _as_vectors, _depth_problem
 from iclcore.lsq.lowrank import LatentPrompts
 from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs
-from iclcore.richardson.decoder import _check_training_args
-from iclcore.richardson.encdec import EncDecConfig, _setup
+from iclcore.richardson.encdec import EncDecConfig, sample_encdec_problem
 from iclcore.richardson.encoder import (
     EncoderProblem,
     OnlineEncoderResult,
-    _check_run,
-    _summarise,
     heldout_risk,
     sample_encoder_data,
+    summarise_encoder_run,
 )
 from iclcore.validation import positive_int
+
+__all__ = [
+    "online_decoder_training_naive",
+    "online_encoder_run_naive",
+    "richardson_iterates_naive",
+    "risk_decomposition_naive",
+    "run_encdec_naive",
+]
 
 
 def risk_decomposition_naive(
@@ -62,7 +67,7 @@ def run_encdec_naive(config: EncDecConfig) -> dict[str, np.ndarray]:
     Returns the decoder iterates ``P``, the encoder iterates ``G`` and the
     end-to-end / floor / decoder risks at the last step (for tests and the benchmark).
     """
-    model, train, test, G0 = _setup(config)
+    model, train, test, G0 = sample_encdec_problem(config)
     N = train.n
     Sz = sum(np.outer(z, z) for z in train.z) / N
     Sbz = sum(np.outer(b, z) for b, z in zip(train.beta_hat, train.z)) / N
@@ -110,9 +115,10 @@ def online_encoder_run_naive(
     one sample at a time; the held-out risk is the explicit mean of
     ``||G z_i - b_i||²``.  Same law as the vectorised run (not the same draws).
     """
-    G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
+    G0 = np.array(G0, dtype=float).reshape(problem.q, problem.r)
+    n_steps = positive_int(n_steps, "n_steps")
     B = positive_int(batch, "batch")
-    G = np.array(G0, dtype=float)
+    G = G0.copy()
     out = [G.copy()]
     for _ in range(n_steps):
         z, b, _ = sample_encoder_data(problem, B, rng)
@@ -123,7 +129,7 @@ def online_encoder_run_naive(
         out.append(G.copy())
     Gs = np.array(out)
     z_ev, b_ev, _ = sample_encoder_data(problem, n_eval, rng)
-    return _summarise(problem, G0, Gs, eta, np.asarray(heldout_risk(Gs, z_ev, b_ev)))
+    return summarise_encoder_run(problem, G0, Gs, eta, np.asarray(heldout_risk(Gs, z_ev, b_ev)))
 
 
 def online_decoder_training_naive(
@@ -134,7 +140,7 @@ def online_decoder_training_naive(
     Consumes the random stream exactly like :func:`online_decoder_training`
     (same pairs), so the two agree to rounding. Returns ``P_{n_steps}``.
     """
-    P, _ = _check_training_args(config, eta, n_steps, batch_size, P0, None)
+    P = np.zeros((config.K, config.K)) if P0 is None else np.array(P0, dtype=float)
     for _ in range(n_steps):
         d, z = sample_decoder_pairs(config, batch_size, rng)
         G = np.zeros_like(P)
@@ -151,9 +157,12 @@ def richardson_iterates_naive(
 
     Same shapes and meaning; Python loops over prompts and steps (for tests and benchmarks only).
     """
-    P, H, d = _depth_problem(P, H, L, d, "d")
-    n, K = d.shape
-    z0 = np.zeros((n, K)) if z0 is None else _as_vectors(z0, n, K, "z0")
+    P = np.asarray(P, dtype=float)
+    H = np.asarray(H, dtype=float)
+    H = H if H.ndim == 3 else H[None]
+    n, K = H.shape[0], H.shape[1]
+    d = np.broadcast_to(np.asarray(d, dtype=float), (n, K))
+    z0 = np.zeros((n, K)) if z0 is None else np.broadcast_to(np.asarray(z0, dtype=float), (n, K))
     out = np.empty((n, L + 1, K))
     for i in range(n):
         Pi = P if P.ndim == 2 else P[i if P.shape[0] > 1 else 0]

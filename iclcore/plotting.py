@@ -19,6 +19,8 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 
+__all__ = ["FORMATS", "FORMATS_ENV", "PALETTE", "figure_formats", "save_figure", "use_style", "write_metrics"]
+
 #: Colour cycle shared by all chapters (colour-blind safe, Okabe–Ito).
 PALETTE = (
     "#0072B2",

@@ -51,9 +51,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.lsq.dynamics import gd_iterate
+from iclcore.lsq.lowrank import make_lowrank_model, sample_lowrank_prompts
 from iclcore.models.probes import batch_means
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.encdec import make_lowrank_model, sample_lowrank_prompts
 from iclcore.richardson.encoder import (
     encoder_modal_risk,
     encoder_population_trajectory,

@@ -50,11 +50,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from iclcore.lsq.lowrank import sample_lowrank_prompts
 from iclcore.models.flexformer import Flexformer, FlexformerConfig, preconditioners_numpy, train_preconditioner
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.certificates import clipped_empirical_bernstein
-from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems, sample_lowrank_prompts
+from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
 from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 from iclcore.richardson.subspace import sin_theta
 

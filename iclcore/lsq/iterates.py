@@ -36,6 +36,7 @@ __all__ = [
     "richardson_sum_form",
     "iteration_matrix",
     "contraction_factor",
+    "symmetric_pd_spectral_radius",
     "Contraction",
     "RichardsonCertificate",
     "richardson_certificate",
@@ -226,7 +227,7 @@ def contraction_factor(P: np.ndarray, H: np.ndarray) -> Contraction:
     """
     P, H = _as_batch(P, H)
     T = np.eye(H.shape[1]) - P @ H
-    radius = _symmetric_pd_spectral_radius(P, H)
+    radius = symmetric_pd_spectral_radius(P, H)
     if radius is None:
         radius = np.abs(np.linalg.eigvals(T)).max(axis=-1)
     opnorm = np.linalg.norm(T, ord=2, axis=(-2, -1))
@@ -237,7 +238,7 @@ def _nearly_symmetric(A: np.ndarray, rtol: float = 1e-12) -> bool:
     return bool(np.max(np.abs(A - np.swapaxes(A, -1, -2))) <= rtol * np.max(np.abs(A)))
 
 
-def _symmetric_pd_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | None:
+def symmetric_pd_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | None:
     """``max |eig(I − PH)|`` per prompt when ``P`` is symmetric positive definite and ``H`` symmetric
     (to ``1e-12`` relative), else ``None``.
 

@@ -43,6 +43,8 @@ __all__ = [
     "smoothed_derivative",
     "find_extrema",
     "moving_average",
+    "block_average",
+    "trailing_average",
     "checkpoint_probes",
     "first_step_where",
 ]

@@ -35,6 +35,7 @@ from iclcore.progress import report_progress
 __all__ = [
     "AttnConfig",
     "AttnOnlyTransformer",
+    "embed_tokens",
     "periodic_batch",
     "ICLRun",
     "train_icl",

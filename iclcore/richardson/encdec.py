@@ -66,6 +66,7 @@ __all__ = [
     "EncDecConfig",
     "EncDecRun",
     "EncDecDynamics",
+    "sample_encdec_problem",
     "encdec_dynamics",
     "run_encdec",
     "continuous_triangular",
@@ -452,7 +453,12 @@ class EncDecRun:
     risks: RiskDecomposition
 
 
-def _setup(config: EncDecConfig):
+def sample_encdec_problem(config: EncDecConfig) -> tuple[LowRankModel, LatentPrompts, LatentPrompts, np.ndarray]:
+    """The task model, the training and held-out prompts and the encoder start ``G0`` of a run.
+
+    All drawn from ``config.seed``: the model, the training prompts, ``G0`` (shape (K, r)), then
+    the held-out prompts (last, so that changing ``n_eval`` leaves the training run unchanged).
+    """
     rng = np.random.default_rng(config.seed)
     model = make_lowrank_model(
         config.K, config.r, config.M, config.sigma, config.lam, config.cond_x, np.array(config.mu_z), rng
@@ -513,7 +519,7 @@ def encdec_dynamics(
         Step sizes overriding ``config.eta_e_rel / λ_max(Σ̂_z)`` and
         ``config.eta_d_rel / max_s λ_max(C_s)`` (used for step-size refinement).
     """
-    model, train, test, G0 = _setup(config)
+    model, train, test, G0 = sample_encdec_problem(config)
     n_steps = config.steps if steps is None else positive_int(steps, "steps")
     grid = np.arange(n_steps + 1)
     Sz, Sbz, G_hat = encoder_pool_fit(train)

@@ -54,6 +54,7 @@ __all__ = [
     "batch_moments",
     "OnlineEncoderResult",
     "online_encoder_run",
+    "summarise_encoder_run",
     "heldout_risk",
     "sgd_stationary_sq_error",
     "sgd_multiplicative_excess",
@@ -405,10 +406,15 @@ def online_encoder_run(
     Sz, Sbz = batch_moments(problem, batch, n_steps, rng)
     G = _sgd_from_moments(G0, Sz, Sbz, float(eta))
     z_ev, _, xi_ev = sample_encoder_data(problem, n_eval, rng)
-    return _summarise(problem, G0, G, eta, _heldout_moments(problem, G, z_ev, xi_ev))
+    return summarise_encoder_run(problem, G0, G, eta, _heldout_moments(problem, G, z_ev, xi_ev))
 
 
-def _summarise(problem: EncoderProblem, G0: np.ndarray, G: np.ndarray, eta: float, heldout: np.ndarray):
+def summarise_encoder_run(
+    problem: EncoderProblem, G0: np.ndarray, G: np.ndarray, eta: float, heldout: np.ndarray
+) -> OnlineEncoderResult:
+    """Collect an encoder run's iterates ``G`` (S, q, r) from ``G0`` with step ``eta`` and its held-out
+    risks ``heldout`` (S,) with the population trajectory, risks, errors and subspace angles.
+    """
     steps = np.arange(G.shape[0])
     G_pop = encoder_population_trajectory(G0, problem, eta, steps)
     U_star = np.asarray(problem.G_star)

@@ -77,7 +77,7 @@ def test_symmetric_spectral_radius_path_matches_general_eigenvalues(per_task):
     """For symmetric positive definite P, contraction_factor takes eigvalsh of CᵀHC (P = CCᵀ); it
     equals max|eig(I − PH)| from the general eigensolver to rounding; a non-symmetric or indefinite
     P takes the general path."""
-    from iclcore.lsq.iterates import _symmetric_pd_spectral_radius
+    from iclcore.lsq.iterates import symmetric_pd_spectral_radius
 
     _, p, _ = _batch(3)
     rng = np.random.default_rng(7)
@@ -86,13 +86,13 @@ def test_symmetric_spectral_radius_path_matches_general_eigenvalues(per_task):
     P = 0.3 * (A @ np.swapaxes(A, 1, 2)) / K + 0.05 * np.eye(K)
     P = P if per_task else P[0]
     general = np.abs(np.linalg.eigvals(iteration_matrix(P, p.H_M))).max(axis=-1)
-    fast = _symmetric_pd_spectral_radius(P, p.H_M)
+    fast = symmetric_pd_spectral_radius(P, p.H_M)
     assert fast is not None
     assert np.max(np.abs(fast - general)) <= 1e-12 * np.max(general)
     assert np.max(np.abs(contraction_factor(P, p.H_M).spectral_radius - general)) <= 1e-12 * np.max(general)
     skew = P + 1e-3 * np.triu(np.ones((K, K)), 1)
-    assert _symmetric_pd_spectral_radius(skew, p.H_M) is None
-    assert _symmetric_pd_spectral_radius(-P, p.H_M) is None
+    assert symmetric_pd_spectral_radius(skew, p.H_M) is None
+    assert symmetric_pd_spectral_radius(-P, p.H_M) is None
 
 
 def test_radius_le_norm():
