@@ -2,14 +2,18 @@
 
 Usage::
 
-    .venv/bin/python tests/replay_reliability.py [--keep]
+    .venv/bin/python tests/runner/replay_reliability.py [--keep] [-k ID]
 
-Each row of the review (../shared/notes/review/reliability.md: CLI rows c01-c41, fault rows F1-F15) is
-replayed on a throw-away project (``tests/runner_project.py``: tiny notebooks with integer, float, string,
-sized and slow parameters, so that a run costs a kernel start, not a computation). Rows that concern the
-content of a particular science notebook (c40, c41) or of ``iclcore`` (library rows, D7) are covered by
-the unit tests of ``iclcore``; F16-F20 (determinism, HTML, network namespaces) are not runner inputs.
-The script prints one line per row (``ok`` or ``DEFECT``) and exits 1 if any defect remains.
+The review's rows (CLI rows c01-c41, fault rows F1-F20, defects D1-D12, as the review of 851d829 saw them)
+are data in this repository, ``tests/runner/fixtures/reliability_cases.yml``; this script reads nothing
+outside the repository. Each row is replayed on a throw-away project (``tests/runner/runner_project.py``:
+tiny notebooks with integer, float, string, sized and slow parameters, so that a run costs a kernel start,
+not a computation). Rows the fixture marks ``not_replayed`` say why (the content of a science notebook,
+c40 and c41, is covered by the unit tests of ``iclcore``, as are the library rows and D7; F16-F20,
+determinism, HTML and network namespaces, are not runner inputs). The script prints one line per row
+(``ok`` or ``DEFECT``, with the review's verdict at 851d829) and exits 1 if any defect remains, or if the
+fixture and the replayed rows disagree (a row neither replayed nor marked ``not_replayed``, or a replay of
+a row the fixture lacks).
 """
 
 from __future__ import annotations
@@ -26,10 +30,49 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runner_project import icl_cmd, icl_env, make_project  # noqa: E402
 
+CASES = Path(__file__).resolve().parent / "fixtures" / "reliability_cases.yml"
 ROWS: list[tuple[str, str, Callable[[Path], str]]] = []
+
+
+def load_cases(path: Path = CASES) -> dict[str, dict]:
+    """The review's rows by id (see the fixture's header)."""
+    return {str(r["id"]): r for r in yaml.safe_load(path.read_text())["rows"]}
+
+
+def _case_id(cases: dict[str, dict], rid: str) -> str:
+    """The fixture's id for a replay id: itself, or the row it extends (F6b, a build-side check of F6)."""
+    return rid if rid in cases or not rid.endswith("b") else rid[:-1]
+
+
+def coverage_problems(cases: dict[str, dict]) -> list[str]:
+    """Rows of the fixture neither replayed nor marked ``not_replayed``, and replayed ids the fixture lacks."""
+    replayed = {_case_id(cases, i) for rid, _, _ in ROWS for i in rid.split("/")}
+    problems = [f"{i}: replayed, but not a row of {CASES.name}" for i in sorted(replayed - set(cases))]
+    problems += [
+        f"{i}: neither replayed nor marked not_replayed"
+        for i, r in cases.items()
+        if i not in replayed and not r.get("not_replayed")
+    ]
+    problems += [
+        f"{i}: replayed and marked not_replayed" for i in sorted(replayed) if cases.get(i, {}).get("not_replayed")
+    ]
+    return problems
+
+
+def review_verdict(cases: dict[str, dict], rid: str) -> str:
+    """The review's verdicts (and defects) at its commit for a replay id such as ``F1/F2/F5``."""
+    seen = []
+    for i in rid.split("/"):
+        r = cases.get(_case_id(cases, i), {})
+        v = r.get("review_verdict", "?") + (f" {r['defect']}" if r.get("defect") else "")
+        if v not in seen:
+            seen.append(v)
+    return ", ".join(seen)
 
 
 def row(rid: str, what: str):
@@ -477,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the throw-away project")
     p.add_argument("-k", metavar="ID", help="only rows whose id contains ID")
     args = p.parse_args(argv)
+    cases = load_cases()
+    problems = coverage_problems(cases)
+    for problem in problems:
+        print(f"fixture: {problem}", flush=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     base = Path(tempfile.mkdtemp(prefix="icl-replay-"))
     root = make_project(base / "project")
@@ -494,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             defects += bool(problem)
             verdict = "DEFECT" if problem else "ok"
             print(
-                f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}"
+                f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}  [review: {review_verdict(cases, rid)}]"
                 + (f"\n{'':30s}{problem}" if problem else ""),
                 flush=True,
             )
@@ -503,11 +550,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"project kept in {root}")
         else:
             shutil.rmtree(base, ignore_errors=True)
+    skipped = [i for i, r in cases.items() if r.get("not_replayed") and (not args.k or args.k in i)]
     print(
         f"replay: {len([r for r in ROWS if not args.k or args.k in r[0]])} rows, {defects} defect(s), "
-        f"{time.monotonic() - start:.0f}s"
+        f"{time.monotonic() - start:.0f}s; not replayed ({CASES.name}): {', '.join(skipped) or 'none'}"
     )
-    return 1 if defects else 0
+    return 1 if defects or problems else 0
 
 
 if __name__ == "__main__":
