@@ -158,8 +158,7 @@ def top_energy(A: np.ndarray, k: int = 1, name: str = "A") -> float | np.ndarray
         ``k`` outside ``[1, min(m, n)]``.
     """
     s2 = _squared_singular_values(A, name, "top energy")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= s2.shape[-1]:
-        raise ValueError(f"k: must be an integer in [1, {s2.shape[-1]}], got {k!r}")
+    k = positive_int(k, "k", maximum=s2.shape[-1])
     out = s2[..., :k].sum(axis=-1) / s2.sum(axis=-1)
     return float(out) if s2.ndim == 1 else out
 

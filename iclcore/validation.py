@@ -39,6 +39,7 @@ __all__ = [
     "spectrum_pair",
     "positive_spectrum",
     "symmetric_psd",
+    "symmetric_psd_eigh",
 ]
 
 
@@ -95,12 +96,20 @@ def torch_generator(gen: object, name: str = "gen") -> Any:
     return gen
 
 
-def positive_int(x: object, name: str, minimum: int = 1) -> int:
-    """Return ``x`` as ``int`` after checking it is an integer ``>= minimum`` (booleans refused)."""
+def positive_int(x: object, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``x`` as ``int`` after checking it is an integer with ``minimum <= x <= maximum``.
+
+    Booleans are refused; ``numpy`` integers are accepted. ``minimum = 0`` checks a non-negative
+    integer (a count, a number of steps), ``maximum`` an index or a rank bounded by a dimension
+    (``maximum = K - 1`` for an index in ``[0, K)``). Every message names ``name``.
+    """
+    if maximum is not None:
+        what = f"an integer in [{minimum}, {maximum}]"
+    else:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise ParameterTypeError(f"{name}: expected an integer >= {minimum}, got {x!r}")
-    if x < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ParameterTypeError(f"{name}: expected {what}, got {x!r}")
+    if x < minimum or (maximum is not None and x > maximum):
         raise ValueError(f"{name}: expected {what}, got {x!r}")
     return int(x)
 
@@ -244,19 +253,58 @@ def spectrum_pair(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
     return lam, omega
 
 
-def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = False) -> np.ndarray:
-    """Return ``S`` as a float array after checking it is a finite, square, symmetric, positive
-    semi-definite matrix (positive definite with ``definite``), both to relative tolerance ``rtol``
-    of ``max(1, max|S|)``."""
+def _symmetric_square(S: object, name: str, rtol: float) -> np.ndarray:
+    """``S`` as a finite non-empty square float matrix, symmetric to ``rtol max(1, max|S|)``."""
     S = finite_array(S, name)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
         raise ValueError(f"{name}: expected a non-empty square matrix, got shape {S.shape}")
-    scale = max(1.0, float(np.abs(S).max()))
-    if np.abs(S - S.T).max() > rtol * scale:
-        raise ValueError(f"{name}: matrix is not symmetric")
-    lo = float(np.linalg.eigvalsh(0.5 * (S + S.T)).min())
+    asym = float(np.abs(S - S.T).max())
+    if asym > rtol * max(1.0, float(np.abs(S).max())):
+        raise ValueError(f"{name}: matrix is not symmetric (max|{name} - {name}^T| = {asym:.3e})")
+    return S
+
+
+def _psd_eigenvalues(lam: np.ndarray, name: str, rtol: float, definite: bool) -> None:
+    """Check ascending eigenvalues ``lam``: ``λ_min >= -rtol max(1, max|λ|)`` (``λ_min > 0`` if ``definite``)."""
+    lo = float(lam[0])
     if definite and lo <= 0:
         raise ValueError(f"{name}: matrix is not positive definite (smallest eigenvalue {lo:.3e})")
-    if lo < -rtol * scale:
+    if lo < -rtol * max(1.0, float(np.abs(lam).max())):
         raise ValueError(f"{name}: matrix is not positive semi-definite (smallest eigenvalue {lo:.3e})")
+
+
+def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = False) -> np.ndarray:
+    """Return ``S`` as a float array after checking it is a finite, non-empty, square, symmetric,
+    positive semi-definite matrix (positive definite with ``definite``).
+
+    The package's one PSD check (with :func:`symmetric_psd_eigh`, which also returns the
+    eigendecomposition). Tolerances: ``max|S - Sᵀ| <= rtol max(1, max|S|)`` and
+    ``λ_min(½(S + Sᵀ)) >= -rtol max(1, max|λ|)``; ``definite`` requires ``λ_min > 0``.
+
+    Parameters
+    ----------
+    S : array_like, shape (K, K)
+    name : str
+        Parameter name used in error messages.
+    """
+    S = _symmetric_square(S, name, rtol)
+    _psd_eigenvalues(np.linalg.eigvalsh(0.5 * (S + S.T)), name, rtol, definite)
     return S
+
+
+def symmetric_psd_eigh(
+    S: object, name: str, rtol: float = 1e-10, definite: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``S`` as :func:`symmetric_psd` does and return the eigendecomposition of ``½(S + Sᵀ)``.
+
+    Returns
+    -------
+    lam : ndarray, shape (K,)
+        Eigenvalues in ascending order (not clipped: round-off below 0 is the caller's to clip).
+    Q : ndarray, shape (K, K)
+        Orthonormal eigenvectors as columns, ``½(S + Sᵀ) = Q diag(lam) Qᵀ``.
+    """
+    S = _symmetric_square(S, name, rtol)
+    lam, Q = np.linalg.eigh(0.5 * (S + S.T))
+    _psd_eigenvalues(lam, name, rtol, definite)
+    return lam, Q

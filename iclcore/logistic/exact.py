@@ -197,8 +197,7 @@ def monte_carlo_loss(
     Returns ``(mean, standard error)``."""
     pT = np.asarray(pT, dtype=float)
     q = np.asarray(q, dtype=float)
-    if n_contexts < 2:
-        raise ValueError("n_contexts: need at least 2 samples")
+    n_contexts = positive_int(n_contexts, "n_contexts", minimum=2)
     total, total2, n = 0.0, 0.0, 0
     while n < n_contexts:
         m = min(chunk, n_contexts - n)

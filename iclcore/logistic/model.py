@@ -126,8 +126,7 @@ def make_problem(
     """
     s = positive_spectrum(s, "s")
     N = positive_int(N, "N")
-    if isinstance(P, bool) or not isinstance(P, (int, np.integer)) or P < 1:
-        raise ValueError(f"P: number of tasks must be a positive integer, got {P!r}")
+    P = positive_int(P, "P")
     if antithetic and P % 2:
         raise ValueError(f"P: must be even for an antithetic task set, got {P}")
     d = s.size

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from iclcore.logistic.model import LogisticProblem, loss_and_gradients, sample_contexts
-from iclcore.validation import positive_float
+from iclcore.validation import positive_float, positive_int
 
 Array = NDArray[np.float64]
 
@@ -59,8 +59,7 @@ class SGDConfig:
             raise ValueError("init_scale, null_init_scale: must be >= 0")
         for name in ("B", "replicas", "log_every"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: must be a positive integer, got {v!r}")
+            positive_int(v, name)
 
 
 @dataclass

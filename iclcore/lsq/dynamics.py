@@ -49,10 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.validation import finite_array, nonnegative_int_steps
+from iclcore.validation import finite_array, nonnegative_int_steps, positive_int, symmetric_psd_eigh
 
 __all__ = [
-    "SYMMETRY_RTOL",
     "PSD_RTOL",
     "Spectrum",
     "psd_spectrum",
@@ -71,9 +70,8 @@ __all__ = [
     "encoder_moments",
 ]
 
-#: Relative tolerance on ``max|C - C^T| / max|C|`` below which ``C`` counts as symmetric.
-SYMMETRY_RTOL = 1e-10
-#: Relative tolerance: eigenvalues ``>= -PSD_RTOL * max|λ|`` count as zero (and are clipped to 0).
+#: Relative tolerance of the covariance checks: ``max|C - C^T| <= PSD_RTOL max(1, max|C|)``, and
+#: eigenvalues ``>= -PSD_RTOL max(1, max|λ|)`` count as zero (and are clipped to 0).
 PSD_RTOL = 1e-10
 
 
@@ -104,8 +102,8 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     Parameters
     ----------
     C : array_like, shape (K, K)
-        Must be square, finite, symmetric (to ``SYMMETRY_RTOL``) and positive
-        semi-definite (to ``PSD_RTOL``).
+        Must be square, finite, symmetric and positive semi-definite, both to ``PSD_RTOL``
+        (:func:`iclcore.validation.symmetric_psd_eigh`, the package's one PSD check).
     name : str
         Parameter name used in error messages.
 
@@ -119,16 +117,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     ValueError
         Naming ``name`` if ``C`` is not square, not symmetric or not PSD.
     """
-    C = finite_array(C, name)
-    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] == 0:
-        raise ValueError(f"{name}: must be a non-empty square matrix, got shape {C.shape}")
-    size = float(np.max(np.abs(C)))
-    if size > 0 and float(np.max(np.abs(C - C.T))) > SYMMETRY_RTOL * size:
-        raise ValueError(f"{name}: must be symmetric (max|{name} - {name}^T| = {np.max(np.abs(C - C.T)):.3e})")
-    lam, Q = np.linalg.eigh(0.5 * (C + C.T))
-    top = float(np.max(np.abs(lam))) if lam.size else 0.0
-    if lam[0] < -PSD_RTOL * max(top, np.finfo(float).tiny):
-        raise ValueError(f"{name}: must be positive semi-definite (smallest eigenvalue {lam[0]:.3e})")
+    lam, Q = symmetric_psd_eigh(C, name, rtol=PSD_RTOL)
     return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
 
 
@@ -367,8 +356,7 @@ def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps
     X2, vec = _as_param(X0, K, "X0")
     B2, _ = _as_param(B, K, "B")
     _match(B2, X2, "B", "X0")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
-        raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
+    n_steps = positive_int(n_steps, "n_steps", minimum=0)
     C = finite_array(C, "C")
     out = np.empty((int(n_steps) + 1, *X2.shape))
     X = X2.copy()

@@ -151,10 +151,8 @@ def monte_carlo_moments(config: TaskConfig, n_samples: int, rng: np.random.Gener
     prompts), in chunks of ``chunk`` prompts. Relative error of each entry is
     ``O(n_samples^{-1/2})``.
     """
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-        raise ValueError(f"n_samples: must be an integer >= 2, got {n_samples!r}")
-    if not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk: must be a positive integer, got {chunk!r}")
+    n_samples = positive_int(n_samples, "n_samples", minimum=2)
+    chunk = positive_int(chunk, "chunk")
     K = config.K
     C = np.zeros((K, K))
     B = np.zeros((K, K))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.lsq.dynamics import psd_spectrum
-from iclcore.validation import as_generator, positive_int
+from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
     "TaskConfig",
@@ -73,8 +73,7 @@ def design_spectrum(K: int, cond: float, kind: str = "geometric") -> np.ndarray:
     ndarray, shape (K,)
         Eigenvalues normalised to ``Tr Σ_x = K`` (so ``E‖x‖² = K``).
     """
-    if not isinstance(K, (int, np.integer)) or K < 1:
-        raise ValueError(f"K: must be a positive integer, got {K!r}")
+    K = positive_int(K, "K")
     if not np.isfinite(cond) or cond < 1:
         raise ValueError(f"cond: condition number must be finite and >= 1, got {cond!r}")
     if kind not in SPECTRUM_KINDS:
@@ -164,13 +163,9 @@ class TaskConfig:
     Sigma_z: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.K, (int, np.integer)) or self.K < 1:
-            raise ValueError(f"K: must be a positive integer, got {self.K!r}")
-        if not isinstance(self.M, (int, np.integer)) or self.M < 1:
-            raise ValueError(f"M: prompt size must be a positive integer, got {self.M!r}")
-        r = self.K if self.r is None else self.r
-        if not isinstance(r, (int, np.integer)) or not 1 <= r <= self.K:
-            raise ValueError(f"r: task rank must satisfy 1 <= r <= K={self.K}, got {self.r!r}")
+        positive_int(self.K, "K")
+        positive_int(self.M, "M")
+        r = positive_int(self.K if self.r is None else self.r, "r", maximum=self.K)
         if not np.isfinite(self.sigma) or self.sigma < 0:
             raise ValueError(f"sigma: noise level must be finite and >= 0, got {self.sigma!r}")
         if not np.isfinite(self.lam) or self.lam < 0:
@@ -185,10 +180,7 @@ class TaskConfig:
             S = np.asarray(self.Sigma_x_override, dtype=float)
             if S.shape != (self.K, self.K):
                 raise ValueError(f"Sigma_x_override: expected shape {(self.K, self.K)}, got {S.shape}")
-            if not np.allclose(S, S.T, rtol=1e-12, atol=1e-12):
-                raise ValueError("Sigma_x_override: covariance must be symmetric")
-            if np.linalg.eigvalsh(S).min() <= 0:
-                raise ValueError("Sigma_x_override: covariance must be positive definite")
+            symmetric_psd(S, "Sigma_x_override", definite=True)
         if self.U_star is not None:
             U = np.asarray(self.U_star, dtype=float)
             if U.shape != (self.K, r):

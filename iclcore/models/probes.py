@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.signal import find_peaks, savgol_filter
 
 from iclcore.linalg import principal_angles
+from iclcore.validation import positive_int
 
 Array = NDArray[np.float64]
 
@@ -96,8 +97,7 @@ def marginalized_effective_rank(values: ArrayLike, n_drop: int, drop_order: Arra
     if v.ndim < 1:
         raise ValueError("values: need an array (..., n)")
     n = v.shape[-1]
-    if isinstance(n_drop, bool) or not isinstance(n_drop, (int, np.integer)) or not 0 <= n_drop < n:
-        raise ValueError(f"n_drop: must be an integer in [0, {n}), got {n_drop!r}")
+    n_drop = positive_int(n_drop, "n_drop", minimum=0, maximum=n - 1)
     if drop_order is None:
         v = -np.sort(-v, axis=-1)
         order = np.arange(n)
@@ -126,9 +126,7 @@ def row_space_basis(M: ArrayLike, rank: int | None = None, rtol: float | None = 
         raise ValueError(f"M: expected a 2-d matrix, got shape {M.shape}")
     _, sv, Vt = np.linalg.svd(M.astype(np.float64), full_matrices=False)
     if rank is not None:
-        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank <= sv.size:
-            raise ValueError(f"rank: must be an integer in [0, {sv.size}], got {rank!r}")
-        r = int(rank)
+        r = positive_int(rank, "rank", minimum=0, maximum=sv.size)
     else:
         tol = _default_rtol(M) if rtol is None else float(rtol)
         if not 0 <= tol < 1:
@@ -231,8 +229,7 @@ def block_average(y: ArrayLike, k: int) -> Array:
     used to thin noisy per-step SGD losses before plotting them against a theory curve.
     """
     y = np.asarray(y, dtype=float)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= y.shape[-1]:
-        raise ValueError(f"k: block length must be an integer in [1, {y.shape[-1]}], got {k!r}")
+    k = positive_int(k, "k", maximum=y.shape[-1])  # the block length
     n = y.shape[-1] // k * k
     return y[..., :n].reshape(*y.shape[:-1], -1, k).mean(axis=-1)
 
@@ -252,8 +249,7 @@ def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or not np.all(np.isfinite(y)):
         raise ValueError("y: expected a finite 1-D series")
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or not 2 <= n_blocks <= y.size:
-        raise ValueError(f"n_blocks: expected an integer in [2, {y.size}], got {n_blocks!r}")
+    n_blocks = positive_int(n_blocks, "n_blocks", minimum=2, maximum=y.size)
     k = y.size // n_blocks
     m = y[y.size - k * n_blocks :].reshape(n_blocks, k).mean(axis=1)
     return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
@@ -312,11 +308,8 @@ def uniform_window_null_hits(
     if not hi > lo:
         raise ValueError(f"span: expected lo < hi, got {span!r}")
     for name, c in (("n_found", n_found), ("paired", paired[0] if paired is not None else 0)):
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0:
-            raise ValueError(f"{name}: expected a non-negative integer count of events, got {c!r}")
-    draws = int(draws)
-    if draws < 1:
-        raise ValueError(f"draws: expected a positive integer, got {draws!r}")
+        positive_int(c, name, minimum=0)  # a count of events
+    draws = positive_int(draws, "draws")
     out = np.empty(draws, dtype=int)
     for k in range(draws):
         hit = window_hits(rng.uniform(lo, hi, n_found), targets, halfwidths)
@@ -346,8 +339,7 @@ def trailing_average(y: ArrayLike, k: int) -> Array:
     Same length as ``y`` (the first ``k - 1`` samples average the shorter history).
     """
     y = np.asarray(y, dtype=float)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k: window must be a positive integer, got {k!r}")
+    k = positive_int(k, "k")  # the window
     T = y.shape[-1]
     c = np.cumsum(np.concatenate([np.zeros(y.shape[:-1] + (1,)), y], axis=-1), axis=-1)
     j = np.arange(T)
@@ -361,8 +353,7 @@ def moving_average(y: ArrayLike, k: int) -> Array:
     points per epoch it turns a per-step series into the per-epoch average of (A93) and
     removes the periodicity of a fixed task order."""
     y = np.asarray(y, dtype=float)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= y.shape[-1]:
-        raise ValueError(f"k: window must be an integer in [1, {y.shape[-1]}], got {k!r}")
+    k = positive_int(k, "k", maximum=y.shape[-1])  # the window
     c = np.cumsum(np.concatenate([np.zeros(y.shape[:-1] + (1,)), y], axis=-1), axis=-1)
     return (c[..., k:] - c[..., :-k]) / k
 
@@ -393,8 +384,7 @@ def checkpoint_probes(mats: ArrayLike, rank: int, n_drop: int = 3) -> tuple[Arra
     mats = np.asarray(mats)
     if mats.ndim < 3:
         raise ValueError(f"mats: expected shape (T, ..., m, n), got {mats.shape}")
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(mats.shape[-2:]):
-        raise ValueError(f"rank: must be an integer in [1, {min(mats.shape[-2:])}], got {rank!r}")
+    rank = positive_int(rank, "rank", maximum=min(mats.shape[-2:]))
     T = mats.shape[0]
     flat = mats.reshape(T, -1, *mats.shape[-2:])
     sv = np.linalg.svd(flat, compute_uv=False)[..., :rank]

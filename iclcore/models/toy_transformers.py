@@ -31,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from iclcore.progress import report_progress
+from iclcore.validation import positive_int
 
 __all__ = [
     "AttnConfig",
@@ -113,10 +114,9 @@ def embed_tokens(embed: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def _at_least_one(cfg: object, names: tuple[str, ...]) -> None:
-    """Raise ``ValueError`` naming the first field of ``cfg`` in ``names`` that is below 1."""
+    """Raise ``ValueError`` naming the first field of ``cfg`` in ``names`` that is not a positive integer."""
     for name in names:
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{name}: must be >= 1")
+        positive_int(getattr(cfg, name), name)
 
 
 @dataclass(frozen=True)
@@ -297,8 +297,7 @@ class GrokConfig:
     warmup: int = 10
 
     def __post_init__(self) -> None:
-        if self.p < 3:
-            raise ValueError(f"p: modulus must be >= 3, got {self.p}")
+        positive_int(self.p, "p", minimum=3)  # the modulus
         if not 0 < self.frac_train < 1:
             raise ValueError(f"frac_train: must lie in (0, 1), got {self.frac_train}")
         _at_least_one(self, ("d_model", "n_heads", "d_head", "d_mlp", "steps", "log_every"))

@@ -82,8 +82,7 @@ class PDEConfig:
     def __post_init__(self) -> None:
         for name in ("n_el", "n_pieces", "M", "q"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: must be a positive integer, got {v!r}")
+            positive_int(v, name)
         if self.q > self.n_el - 1:
             raise ValueError(f"q: at most n_el - 1 = {self.n_el - 1} hat test functions, got {self.q}")
         for name in ("sigma_u", "lam_z", "c0", "z_scale"):

@@ -523,9 +523,7 @@ def compare_baselines(
     -------
     BaselineComparison
     """
-    L = check_depth(L, minimum=0)
-    if L < 1:
-        raise ValueError(f"L: need depth >= 1, got {L}")
+    L = check_depth(L)
     if train.K != test.K:
         raise ValueError(f"test: system size {test.K} differs from the training size {train.K}")
     unknown = set(methods) - set(METHODS)

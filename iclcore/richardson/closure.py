@@ -26,7 +26,7 @@ import numpy as np
 
 from iclcore.lsq.dynamics import check_step_size
 from iclcore.richardson.latent_model import LatentModel
-from iclcore.validation import check_depth, finite_array, nonnegative_int_steps, square_matrix
+from iclcore.validation import check_depth, finite_array, nonnegative_int_steps, positive_int, square_matrix
 
 __all__ = [
     "EncDecTrajectory",
@@ -249,8 +249,7 @@ def encdec_iterate(
     r = model.r
     G0 = square_matrix(G0, "G0", r)
     P0 = square_matrix(P0, "P0", r)
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
-        raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
+    n_steps = positive_int(n_steps, "n_steps", minimum=0)
     Sz = np.asarray(model.Sigma_z, float)
     ee = check_step_size(eta_e, Sz, "eta_e", C_name="Sigma_z")
     Sbz = model.Sigma_bz

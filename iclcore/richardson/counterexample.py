@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.lsq.dynamics import excess_risk, gd_iterate, modal_excess_risk, psd_spectrum
-from iclcore.validation import finite_array
+from iclcore.validation import finite_array, positive_int
 
 __all__ = ["Counterexample", "counterexample", "counterexample_eigenvalues"]
 
@@ -69,14 +69,12 @@ def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
     for name, idx in (("i", i), ("j", j)):
-        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)) or not 0 <= idx < K:
-            raise ValueError(f"{name}: must be an eigenvalue index in [0, {K}), got {idx!r}")
+        positive_int(idx, name, minimum=0, maximum=K - 1)  # an eigenvalue index
         if spec.lam[idx] <= 0:
             raise ValueError(f"{name}: eigenvalue {spec.lam[idx]} must be positive for R_0 > 0")
     if not np.isfinite(R0) or R0 <= 0:
         raise ValueError(f"R0: must be a positive finite number, got {R0!r}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps: must be a positive integer, got {n_steps!r}")
+    n_steps = positive_int(n_steps, "n_steps")
     Cm = finite_array(C, "C")
     zero = np.zeros(K)
     out = {}

@@ -34,6 +34,7 @@ from iclcore.lsq.moments import (
 )
 from iclcore.lsq.tasks import Prompts, TaskConfig, sample_decoder_pairs
 from iclcore.richardson.certificates import clipped_empirical_bernstein
+from iclcore.validation import positive_int
 
 __all__ = [
     "linear_attention_readout",
@@ -111,10 +112,8 @@ class OnlineRun:
 
 
 def _check_training_args(config: TaskConfig, eta, n_steps, batch_size, P0, checkpoints):
-    if not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
-        raise ValueError(f"n_steps: must be a non-negative integer, got {n_steps!r}")
-    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size: must be a positive integer, got {batch_size!r}")
+    positive_int(n_steps, "n_steps", minimum=0)
+    positive_int(batch_size, "batch_size")
     K = config.K
     P0 = np.zeros((K, K)) if P0 is None else np.array(P0, dtype=float)
     if P0.shape != (K, K):
@@ -380,8 +379,7 @@ def finite_task_experiment(
     Ns = np.asarray(N_values, dtype=np.int64)
     if Ns.ndim != 1 or Ns.size == 0 or np.any(Ns < 1):
         raise ValueError("N_values: must be a non-empty 1-D sequence of positive integers")
-    if not isinstance(n_repeats, (int, np.integer)) or n_repeats < 1:
-        raise ValueError(f"n_repeats: must be a positive integer, got {n_repeats!r}")
+    n_repeats = positive_int(n_repeats, "n_repeats")
     P_star = oracle_preconditioner(moments)
     R_star = oracle_risk(moments)
     exc = np.empty((Ns.size, n_repeats))

@@ -144,9 +144,7 @@ def sandwich_dimension(
     closed-form ``C``, ``P⋆``. The standard error is the delta-method error of the ratio of two
     sample means.
     """
-    n_samples = positive_int(n_samples, "n_samples")
-    if n_samples < 2:
-        raise ValueError("n_samples: need at least 2")
+    n_samples = positive_int(n_samples, "n_samples", minimum=2)
     P_star = oracle_preconditioner(moments)
     Cinv = np.linalg.inv(moments.C)
     num, den = [], []

@@ -46,6 +46,7 @@ from iclcore.linalg import stable_rank, top_energy
 from iclcore.lsq.dynamics import modal_entropy, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.spectra.mp import mp_cdf, mp_edges
+from iclcore.validation import positive_int
 
 __all__ = [
     "spectral_radius",
@@ -356,8 +357,8 @@ def ks_critical_value(n: int, m: int | None = None, alpha: float = 0.01) -> floa
     matrices (eigenvalues of one matrix repel, so this is conservative).
     """
     for name, v in (("n", n), ("m", m)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise ValueError(f"{name}: must be a positive integer, got {v!r}")
+        if v is not None:
+            positive_int(v, name)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha: must lie in (0, 1), got {alpha!r}")
     w = 1.0 / n + (0.0 if m is None else 1.0 / m)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from iclcore.linalg import principal_angles
+from iclcore.validation import positive_int
 
 __all__ = [
     "orthonormal_basis",
@@ -138,8 +139,7 @@ def top_r_subspace(S: np.ndarray, r: int) -> np.ndarray:
     """
     S = _as_symmetric(S, "S")
     K = S.shape[0]
-    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 1 <= r <= K:
-        raise ValueError(f"r: must be an integer with 1 <= r <= K={K}, got {r!r}")
+    r = positive_int(r, "r", maximum=K)
     lam, Q = np.linalg.eigh(S)
     return Q[:, ::-1][:, :r]
 
@@ -169,8 +169,7 @@ def eigengap(Sigma: np.ndarray, r: int) -> float:
     """
     S = _as_symmetric(Sigma, "Sigma")
     K = S.shape[0]
-    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 1 <= r <= K:
-        raise ValueError(f"r: must be an integer with 1 <= r <= K={K}, got {r!r}")
+    r = positive_int(r, "r", maximum=K)
     lam = np.linalg.eigvalsh(S)[::-1]
     nxt = lam[r] if r < K else 0.0
     return float(lam[r - 1] - nxt)

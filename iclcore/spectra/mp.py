@@ -206,10 +206,7 @@ def mp_moment(k: int, gamma: float) -> float:
     k : int, >= 0
     gamma : float
     """
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k: expected a non-negative integer, got {type(k).__name__}")
-    if k < 0:
-        raise ValueError(f"k: moment order must be >= 0, got {k}")
+    k = positive_int(k, "k", minimum=0)
     g = _check_gamma(gamma)
     if k == 0:
         return 1.0
@@ -235,13 +232,7 @@ def mp_jacobi_matrix(gamma: float, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_n(n: int) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n: expected a positive integer, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n: number of quadrature nodes must be >= 1, got {n}")
-    if n > 4000:
-        raise ValueError(f"n: number of quadrature nodes {n} is unreasonably large (max 4000)")
-    return int(n)
+    return positive_int(n, "n", maximum=4000)
 
 
 def _golub_welsch(diag: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

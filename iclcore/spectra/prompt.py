@@ -158,8 +158,7 @@ def concentration_window(gamma: float, t: float, window_form: str = "sharp") -> 
 
 def concentration_failure_bound(M: int, t: float) -> float:
     """``min(1, 2 exp(-M t²/2))``: upper bound on the probability that the window fails."""
-    if isinstance(M, (bool, np.bool_)) or not isinstance(M, (int, np.integer)) or M < 1:
-        raise ValueError(f"M: prompt size must be a positive integer, got {M!r}")
+    M = positive_int(M, "M")
     _check_gamma_t(1.0, t)
     return min(1.0, 2.0 * math.exp(-M * t * t / 2.0))
 
@@ -445,8 +444,7 @@ def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Gen
         raise TypeError(f"config: expected an iclcore.lsq.tasks.TaskConfig, got {type(config).__name__}")
     if config.lam <= 0:
         raise ValueError(f"lam: the prompt excess risk needs a ridge lam > 0, got {config.lam!r}")
-    if isinstance(n_prompts, (bool, np.bool_)) or not isinstance(n_prompts, (int, np.integer)) or n_prompts < 2:
-        raise ValueError(f"n_prompts: expected an integer >= 2, got {n_prompts!r}")
+    n_prompts = positive_int(n_prompts, "n_prompts", minimum=2)
     S = config.Sigma_x
     B = np.linalg.inv(config.H_infinity)
     out = np.empty(n_prompts)

@@ -20,6 +20,7 @@ from iclcore.validation import (
     spectrum_pair,
     square_matrix,
     symmetric_psd,
+    symmetric_psd_eigh,
 )
 
 # ------------------------------------------------------------------------------------ randomness
@@ -55,6 +56,18 @@ def test_positive_int() -> None:
             positive_int(bad, "N")
     with pytest.raises(ValueError, match="^n_nodes: expected an integer >= 16"):
         positive_int(8, "n_nodes", minimum=16)
+
+
+def test_positive_int_bounds() -> None:
+    """``minimum = 0`` checks a count, ``maximum`` an index or a rank; every message names the parameter."""
+    assert positive_int(np.int64(0), "n_drop", minimum=0, maximum=2) == 0
+    assert positive_int(3, "r", maximum=3) == 3
+    with pytest.raises(ValueError, match=r"^r: expected an integer in \[1, 3\], got 4"):
+        positive_int(4, "r", maximum=3)
+    with pytest.raises(ValueError, match="^n_steps: expected a non-negative integer, got -1"):
+        positive_int(-1, "n_steps", minimum=0)
+    with pytest.raises(TypeError, match=r"^i: expected an integer in \[0, 2\]"):
+        positive_int(1.0, "i", minimum=0, maximum=2)
 
 
 def test_positive_float() -> None:
@@ -128,6 +141,24 @@ def test_symmetric_psd() -> None:
         symmetric_psd(np.full((2, 2), np.nan), "S")
     with pytest.raises(ValueError, match="^S: expected a non-empty square"):
         symmetric_psd(np.ones((2, 3)), "S")
+
+
+def test_symmetric_psd_eigh_is_the_same_check_with_the_eigendecomposition() -> None:
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((4, 6))
+    S = A @ A.T / 6
+    lam, Q = symmetric_psd_eigh(S, "C")
+    np.testing.assert_allclose(Q @ np.diag(lam) @ Q.T, S, atol=1e-13)
+    assert np.all(np.diff(lam) >= 0)
+    for bad, word in ((np.array([[1.0, 0.5], [0.0, 1.0]]), "symmetric"), (np.diag([1.0, -0.5]), "positive semi")):
+        for check in (symmetric_psd, symmetric_psd_eigh):
+            with pytest.raises(ValueError, match=f"^C: matrix is not {word}"):
+                check(bad, "C")
+    with pytest.raises(ValueError, match="^C: matrix is not positive definite"):
+        symmetric_psd_eigh(np.diag([1.0, 0.0]), "C", definite=True)
+    # round-off below zero (relative to the largest eigenvalue) is accepted, not clipped
+    lam, _ = symmetric_psd_eigh(np.diag([1.0, -1e-13]), "C")
+    assert lam[0] == -1e-13
 
 
 # ------------------------------------------------------------------------------------ linalg
