@@ -12,6 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+#: The ledger's coverage tests (tests/book/test_ledger.py) read the figures and tables each paper names from
+#: this in-repository list unless ICL_SEEDS_DIR points at the papers' texts: nothing is read outside the repository.
+os.environ.setdefault("ICL_SEEDS_DIR", str(ROOT / "tests" / "book" / "fixtures" / "paper_refs"))
+
 
 @pytest.fixture
 def demo_project(tmp_path: Path) -> Path:
