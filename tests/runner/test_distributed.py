@@ -122,6 +122,7 @@ def cluster(tmp_path_factory):
                 os.killpg(p.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_three_notebooks_identical_to_a_local_run(cluster, tmp_path):
     address, _ = cluster
     local, remote = project(tmp_path, "local"), project(tmp_path, "remote")
@@ -143,6 +144,7 @@ def test_three_notebooks_identical_to_a_local_run(cluster, tmp_path):
     assert files(tmp_path / "c" / "second")["metrics.json"] == files(tmp_path / "a" / "second")["metrics.json"]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_retried_on_the_other(cluster, tmp_path):
     address, workers = cluster
     root = project(tmp_path, "kill")
@@ -189,6 +191,7 @@ def test_a_killed_worker_is_retried_on_the_other(cluster, tmp_path):
     assert json.loads((tmp_path / "o" / "slow" / "metrics.json").read_text()) == {"slept": 6.0}
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_a_one_line_error_within_10_s(tmp_path, capsys):
     root = project(tmp_path, "unreachable")
     t = time.monotonic()
@@ -203,6 +206,7 @@ def test_unreachable_scheduler_is_a_one_line_error_within_10_s(tmp_path, capsys)
     )
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
     address, _ = cluster
     local, remote = project(tmp_path, "fl"), project(tmp_path, "fr")
@@ -257,6 +261,7 @@ json.dump({"steps": steps}, open("metrics.json", "w"))
 """
 
 
+@pytest.mark.slow
 def test_progress_of_a_remote_notebook_reaches_the_client(cluster, tmp_path):
     # the worker relays the notebook's progress file; the client writes it where the progress line reads it
     from iclbook.runner import notebook_progress, store_dir

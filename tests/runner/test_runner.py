@@ -108,6 +108,7 @@ def test_cache_key_covers_inputs(demo_project: Path) -> None:
 # --- execution (starts real kernels: a few seconds each) -----------------------------------
 
 
+@pytest.mark.slow
 def test_run_cache_hit_and_miss(demo_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(demo_project, "run", "-j", "2") == 0
     out = demo_project / "book" / "generated"

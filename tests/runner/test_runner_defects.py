@@ -130,6 +130,7 @@ def _wait_started(root: Path, proc: subprocess.Popen, timeout: float = 180) -> N
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.slow
 def test_d3_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signals, code: int) -> None:
     proc = subprocess.Popen(
         icl_cmd(project, "run", "slow", "-p", "seconds", "6"),

@@ -289,6 +289,7 @@ def test_one_line_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
 # --- store and output folders (kernels: a few seconds each) -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_store_serves_switches_back_and_repairs(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", ["second", "types"])
     out = root / "book" / "generated" / "second"
