@@ -20,18 +20,18 @@
 
 # %% tags=["parameters"]
 K_prompt = 64          # dimension for the prompt-size study (paper: 64); range: [1, 1000]
-cond_prompt = 100.0    # condition number of Sigma_x for the prompt-size study (paper: 100)
-sigma_prompt = 0.1     # label noise for the prompt-size study
-lam_prompt = 0.0       # ridge in H_infinity for the prompt-size study
+cond_prompt = 100.0    # condition number of Sigma_x for the prompt-size study (paper: 100); range: [1, inf)
+sigma_prompt = 0.1     # label noise for the prompt-size study; range: [0, inf)
+lam_prompt = 0.0       # ridge in H_infinity for the prompt-size study; range: [0, inf)
 n_prompt_mc = 64       # prompts per M for the finite-prompt contraction ||I - P*(M) H_M||; range: [1, 5000]
 K = 16                 # dimension for the finite-task study; range: [1, 1000]
 M = 128                # prompt size for the finite-task study (as in decoder_outer); range: [1, 5000]
-cond = 10.0            # condition number for the finite-task study
-sigma = 0.1            # label noise for the finite-task study
+cond = 10.0            # condition number for the finite-task study; range: [1, inf)
+sigma = 0.1            # label noise for the finite-task study; range: [0, inf)
 N_factor_max = 64      # largest N is N_factor_max * K; range: [1, 1000]
 n_N = 13               # number of N values (log grid from K/2); range: [1, 200]
 n_repeats = 20         # task draws per N; range: [1, 200]
-seed = 0
+seed = 0               # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 64, "M": 480, "n_prompt_mc": 256, "n_repeats": 20}}

@@ -21,12 +21,12 @@
 # %% tags=["parameters"]
 K = 16               # dimension of x, beta, d, z*; range: [1, 1000]
 M = 128              # prompt size (examples per prompt); chosen so R(P*) ~ reported plateau 0.163; range: [1, 5000]
-cond = 10.0          # condition number of Sigma_x (geometric spectrum, trace K)
-sigma = 0.1          # label noise standard deviation
-lam = 0.0            # ridge in H_M
+cond = 10.0          # condition number of Sigma_x (geometric spectrum, trace K); range: [1, inf)
+sigma = 0.1          # label noise standard deviation; range: [0, inf)
+lam = 0.0            # ridge in H_M; range: [0, inf)
 steps = 800          # outer (pretraining) steps s (paper: 800); range: [1, 10000]
 batch = 4096         # fresh prompts per outer step; range: [1, 50000]
-eta_frac = 0.5       # step size eta = eta_frac / lambda_max(C)
+eta_frac = 0.5       # step size eta = eta_frac / lambda_max(C); range: (0, 2)
 L = 20               # Richardson depth; range: [1, 200]
 L_small = 5          # a shallow depth for the baseline comparison; range: [1, 50]
 s_transient = 20     # first checkpoint counted after the initial transient (s = 0 has R_pred = 1 exactly); range: [1, 200]
@@ -35,14 +35,14 @@ n_checkpoints = 41   # checkpoints (including s = 0); range: [1, 500]
 n_eval = 32768       # held-out pairs (d, z*) for the direct risk; range: [1, 1000000]
 n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates; range: [1, 10000]
 n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed; range: [1, 100]
-clip = 1.0           # clipping level c of the empirical-Bernstein bound
+clip = 1.0           # clipping level c of the empirical-Bernstein bound; range: (0, inf)
 delta = 0.05         # failure probability of the bound; range: (0, 1)
 n_pool = 4096        # pool of held-out losses for the coverage simulation; range: [1, 100000]
 n_cov_repeats = 2000 # repetitions of the coverage simulation; range: [1, 20000]
 p_cov = 0.3          # Bernoulli law of the coverage check with power; range: (0, 1)
 n_cov_small = 40     # sample size of that check; range: [1, 500]
 n_replicas = 3      # further independent training runs: standard errors of single-run quantities; range: [1, 50]
-seed = 0
+seed = 0             # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 64, "M": 480, "steps": 800, "batch": 4096, "n_eval": 65536, "n_eval_prompts": 1024, "n_pool": 8192}}
@@ -67,7 +67,6 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.baselines import depth_error as system_depth_error
 from iclcore.richardson.baselines import depth_risk as system_depth_risk
-from iclcore.richardson.certificates import clipped_empirical_bernstein, eb_coverage_from_pool
 from iclcore.richardson.decoder import (
     checkpoint_table,
     cosine_defect,
@@ -79,7 +78,9 @@ from iclcore.richardson.decoder import (
     relative_error,
 )
 from iclcore.stats import (
+    clipped_empirical_bernstein,
     combined_standard_error,
+    eb_coverage_from_pool,
     paired_standard_error,
     ratio_standard_error,
     replica_spread,

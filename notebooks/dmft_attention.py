@@ -22,23 +22,23 @@
 
 # %% tags=["parameters"]
 D = 8               # input dimension of the full-attention runs (Figure 6); range: [1, 200]
-alpha = 2.0         # context length P = alpha * D
-K_frac = 1.0        # query tokens per context K = K_frac * D
+alpha = 2.0         # context length P = alpha * D; range: (0, inf)
+K_frac = 1.0        # query tokens per context K = K_frac * D; range: (0, inf)
 B = 64              # contexts per SGD step; range: [1, 1000]
-s0 = 1.2            # balanced initial scale; gamma(0) = (2/D^2) s0^5
-eta = 0.1           # initial SGD learning rate; step k uses eta / (1 + k / decay)
-decay = 100.0       # learning-rate decay scale (steps); theory time t = sum of the step sizes
+s0 = 1.2            # balanced initial scale; gamma(0) = (2/D^2) s0^5; range: (0, inf)
+eta = 0.1           # initial SGD learning rate; step k uses eta / (1 + k / decay); range: (0, inf)
+decay = 100.0       # learning-rate decay scale (steps); theory time t = sum of the step sizes; range: (0, inf)
 steps = 500         # SGD steps per depth; range: [1, 20000]
-nu = 1.0            # power-law capacity exponent (panel b, Figure 8)
-beta = 1.0          # power-law source exponent
+nu = 1.0            # power-law capacity exponent (panel b, Figure 8); range: (0, inf)
+beta = 1.0          # power-law source exponent; range: (0, inf)
 mc_draws = 300      # Wishart draws for the finite-D landscape; range: [1, 10000]
 D_untied = 24       # dimension of the untied-layer runs (Figure 8); range: [1, 1000]
 B_untied = 32       # contexts per step (population contexts); range: [1, 500]
-eta_untied = 0.5    # theory time step
+eta_untied = 0.5    # theory time step; range: (0, inf)
 steps_untied = 200  # SGD steps; range: [1, 5000]
 D_exp = 100000      # dimension of the w^5 exponent fit (panel e); range: [1, 5000000]
 D_untied_large = 20000  # dimension of the untied-vs-balanced optimum (close to the D -> infinity spectrum); range: [1, 200000]
-seed = 0
+seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 1000, "D_untied": 64,

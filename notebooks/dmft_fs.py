@@ -20,18 +20,18 @@
 
 # %% tags=["parameters"]
 D_sim = 16             # dimension of the FS/RRS SGD simulations; range: [1, 500]
-nu = 1.0               # capacity exponent for Figures 3-4
-beta = 1.0             # source exponent for Figures 3-4
+nu = 1.0               # capacity exponent for Figures 3-4; range: (0, inf)
+beta = 1.0             # source exponent for Figures 3-4; range: (0, inf)
 fs_steps = 4000        # FS SGD steps (eta = fs_eta_frac / max_k omega_k lambda_k^3); range: [1, 100000]
-fs_eta_frac = 0.5
+fs_eta_frac = 0.5      # SGD step as a fraction of 1 / max_k omega_k lambda_k^3; range: (0, inf)
 rrs_steps = 500        # RRS SGD steps per depth; range: [1, 10000]
-rrs_eta = 0.5
+rrs_eta = 0.5          # RRS SGD step size (times min(1, L/4)); range: (0, inf)
 D_theory = 2000        # modes for the power-law theory curves; range: [1, 100000]
 D_fit = 20000          # modes for the exponent fits; range: [1, 500000]
 ood_D = 32             # dimension of the brittleness experiment (Fig. 3c); range: [1, 500]
-ood_nu = 0.5
+ood_nu = 0.5           # capacity exponent of the brittleness experiment; range: (0, inf)
 ood_samples = 20       # random skew-symmetric S averaged; range: [1, 200]
-seed = 0
+seed = 0               # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"D_sim": 32, "fs_steps": 8000, "rrs_steps": 1000, "D_theory": 10000, "D_fit": 50000}}

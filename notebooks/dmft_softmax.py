@@ -20,14 +20,14 @@
 
 # %% tags=["parameters"]
 D = 8               # input dimension; range: [1, 200]
-alpha = 2.0         # context length P = alpha * D
-K_frac = 1.0        # queries per context K = K_frac * D
+alpha = 2.0         # context length P = alpha * D; range: (0, inf)
+K_frac = 1.0        # queries per context K = K_frac * D; range: (0, inf)
 n = 32              # residual-stream width; range: [1, 1000]
 B = 64              # contexts per Adam step; range: [1, 2000]
-lr = 2e-3           # Adam learning rate (the same at every depth)
+lr = 2e-3           # Adam learning rate (the same at every depth); range: (0, inf)
 steps = 400         # Adam steps; range: [1, 20000]
 eval_contexts = 2000  # held-out contexts for the final loss; range: [1, 50000]
-seed = 0
+seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"D": 16, "n": 64, "steps": 2000, "B": 128, "eval_contexts": 4000}}

@@ -21,25 +21,25 @@
 
 # %% tags=["parameters"]
 q = 32              # measurements per task (rows of G); range: [1, 500]
-mu_1 = 1.0          # eigenvalues of Sigma_z (r = 4), largest ...
-mu_2 = 0.6
-mu_3 = 0.35
-mu_4 = 0.2          # ... smallest
+mu_1 = 1.0          # eigenvalues of Sigma_z (r = 4), largest ...; range: (0, inf)
+mu_2 = 0.6          # range: (0, inf)
+mu_3 = 0.35         # range: (0, inf)
+mu_4 = 0.2          # ... smallest; range: (0, inf)
 steps = 800         # outer steps of both online runs (MMNN report §3.3 and main paper §12.6 report s = 800); range: [1, 10000]
-sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (MMNN report Table 1)
-eta_noisy = 0.5     # step of the noisy run (stability window (0, 2/mu_1))
+sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (MMNN report Table 1); range: [0, inf)
+eta_noisy = 0.5     # step of the noisy run (stability window (0, 2/mu_1)); range: (0, inf)
 batch_noisy = 2000  # fresh samples per step, noisy run; range: [1, 20000]
-eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like main paper §11)
+eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like main paper §11); range: (0, inf)
 batch_clean = 200000  # fresh samples per step, noise-free run (cost independent of the batch); range: [1, 2000000]
 n_eval = 50000      # held-out samples (q residuals each); range: [1, 2000000]
 K_sub = 16          # subspace recovery (§5.2): ambient dimension; range: [1, 200]
 r_sub = 3           # task rank; range: [1, 50]
 M_sub = 64          # prompt length of the ridge estimates; range: [1, 1000]
-sigma_sub = 0.3     # label noise of the prompts
+sigma_sub = 0.3     # label noise of the prompts; range: [0, inf)
 N_max = 20000       # largest number of estimated task vectors; range: [1, 1000000]
 n_N = 9             # number of N values (log-spaced from 30 to N_max); range: [1, 100]
 n_replicas = 3      # further noise-free runs (same problem and G_0): standard errors of single-run ratios; range: [1, 50]
-seed = 0
+seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_eval": 200000, "N_max": 100000, "n_N": 12}}

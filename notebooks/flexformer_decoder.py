@@ -20,8 +20,8 @@
 K = 8              # system size; range: [1, 200]
 M = 32             # prompt size; range: [1, 1000]
 r = 3              # task rank (beta = U* z, z in R^r); range: [1, 50]
-sigma = 0.1        # label noise
-cond = 10.0        # condition number of Sigma_x
+sigma = 0.1        # label noise; range: [0, inf)
+cond = 10.0        # condition number of Sigma_x; range: [1, inf)
 L = 8              # depth; range: [1, 200]
 n_train = 2048     # training tasks of the baselines; range: [1, 100000]
 n_test = 2048      # held-out tasks; range: [1, 100000]
@@ -30,11 +30,11 @@ n_heads = 2        # kernel-attention heads; range: [1, 20]
 d_k = 4            # query/key dimension; range: [1, 50]
 steps = 150        # Adam steps (fresh tasks at each); range: [1, 20000]
 batch = 128        # tasks per step; range: [1, 5000]
-lr = 3e-3          # Adam step size (cosine decay to lr/100)
-clip = 1.0         # EB clipping level c
+lr = 3e-3          # Adam step size (cosine decay to lr/100); range: (0, inf)
+clip = 1.0         # EB clipping level c; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
 n_small = 64       # small held-out set for the EB bound at the paper's scale; range: [1, 1000]
-seed = 0
+seed = 0           # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 16, "M": 64, "L": 16, "n_train": 8192, "n_test": 8192, "steps": 2000, "batch": 512}}

@@ -20,12 +20,12 @@
 K = 16             # ambient dimension (the encoder+decoder chapter's setting); range: [1, 200]
 r = 3              # latent dimension; range: [1, 50]
 M = 64             # prompt size; range: [1, 1000]
-sigma = 0.3        # label noise
-lam = 0.01         # ridge in H_M
-cond_x = 8.0       # condition number of Sigma_x
-mu_1 = 0.2         # eigenvalues of Sigma_z
-mu_2 = 0.08
-mu_3 = 0.03
+sigma = 0.3        # label noise; range: [0, inf)
+lam = 0.01         # ridge in H_M; range: [0, inf)
+cond_x = 8.0       # condition number of Sigma_x; range: [1, inf)
+mu_1 = 0.2         # eigenvalues of Sigma_z; range: (0, inf)
+mu_2 = 0.08        # range: (0, inf)
+mu_3 = 0.03        # range: (0, inf)
 n_pool = 64        # encoder/linear-decoder training pool (as in the chapter); range: [1, 1000]
 n_eval = 2048      # held-out prompts; range: [1, 200000]
 L = 7              # latent depth; range: [1, 100]
@@ -35,10 +35,10 @@ n_heads = 2        # Flexformer heads; range: [1, 20]
 d_k = 3            # query/key dimension; range: [1, 50]
 steps = 150        # Adam steps of the latent Flexformer (fresh prompts each); range: [1, 20000]
 batch = 128  # range: [1, 5000]
-lr = 3e-3
-clip = 1.0         # EB clipping level
+lr = 3e-3          # Adam step size; range: (0, inf)
+clip = 1.0         # EB clipping level; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
-seed = 0
+seed = 0           # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_eval": 16384, "n_train": 16384, "steps": 2000, "batch": 512}}
@@ -54,10 +54,10 @@ from iclcore.lsq.lowrank import sample_lowrank_prompts
 from iclcore.models.flexformer import Flexformer, FlexformerConfig, preconditioners_numpy, train_preconditioner
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
-from iclcore.richardson.certificates import clipped_empirical_bernstein
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
 from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 from iclcore.richardson.subspace import sin_theta
+from iclcore.stats import clipped_empirical_bernstein
 
 use_style()
 torch.set_num_threads(1)

@@ -20,7 +20,7 @@
 # %% tags=["parameters"]
 n_random = 200  # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]
 max_den = 97  # denominators of the random rationals in [0, 1]; range: [1, 1000]
-seed = 0
+seed = 0  # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_random": 2000}}

@@ -16,8 +16,8 @@
 # §9.2. Every input below is a number printed in the paper (section given in the comment).
 
 # %% tags=["parameters"]
-alpha_level = 0.05  # significance level of the bridge test
-power = 0.8  # power for the sample-size calculation
+alpha_level = 0.05  # significance level of the bridge test; range: (0, 1)
+power = 0.8  # power for the sample-size calculation; range: (0, 1)
 
 # %% tags=["presets"]
 PRESETS = {"paper": {}}

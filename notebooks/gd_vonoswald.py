@@ -25,9 +25,9 @@ n_eta = 20000  # prompts used to choose the optimal single step; range: [1, 1000
 n_test = 10000  # test prompts (losses and standard errors); range: [1, 500000]
 train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
-lr = 1e-3
+lr = 1e-3  # Adam step size; range: (0, inf)
 max_layers = 5  # construction check for k = 1..max_layers layers; range: [1, 50]
-seed = 0
+seed = 0  # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_eta": 100000, "n_test": 50000, "train_steps": 10000, "batch": 2048}}

@@ -19,7 +19,7 @@
 # statements on them.
 
 # %% tags=["parameters"]
-seed = 0
+seed = 0  # random seed; range: [0, 4294967295]
 max_layers = 4          # attention-only models with 1..max_layers layers; range: [1, 50]
 d_model = 32  # range: [1, 1000]
 n_heads = 2  # range: [1, 50]
@@ -29,14 +29,14 @@ vocab = 16  # range: [1, 200]
 icl_batch = 32  # range: [1, 1000]
 icl_steps = 300  # range: [1, 20000]
 icl_log_every = 10  # range: [1, 200]
-init_scale = 0.1        # small init of the attention weights (the linear theory's regime)
+init_scale = 0.1        # small init of the attention weights (the linear theory's regime); range: (0, inf)
 grok_p = 31  # range: [1, 500]
 grok_frac = 0.6  # range: (0, 1)
 grok_d_model = 32  # range: [1, 1000]
 grok_heads = 4  # range: [1, 50]
 grok_d_head = 8  # range: [1, 200]
 grok_d_mlp = 128  # range: [1, 5000]
-grok_lr = 0.003
+grok_lr = 0.003  # range: (0, inf)
 grok_steps = 2500  # range: [1, 100000]
 grok_log_every = 50  # range: [1, 1000]
 

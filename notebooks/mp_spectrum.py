@@ -21,16 +21,16 @@
 # %% tags=["parameters"]
 K_hist = 100          # dimension for the histograms; range: [1, 5000]
 n_hist_draws = 20     # prompts per gamma for the histograms; range: [1, 200]
-cond = 100.0          # condition number of Sigma_x (geometric spectrum, random rotation)
+cond = 100.0          # condition number of Sigma_x (geometric spectrum, random rotation); range: [1, inf)
 K_conc = 40           # dimension for the concentration experiment; range: [1, 1000]
 n_conc_draws = 1000   # prompts per gamma for the violation frequencies; range: [1, 50000]
 K_pert = 20           # dimension for the perturbation and excess-risk checks; range: [1, 200]
-lam = 0.5             # ridge lambda in H_M = Sigma_hat + lambda I
+lam = 0.5             # ridge lambda in H_M = Sigma_hat + lambda I; range: [0, inf)
 n_pert_draws = 50     # prompts per M for the resolvent identity and bound; range: [1, 2000]
-sigma = 0.5           # label noise for the excess risk
+sigma = 0.5           # label noise for the excess risk; range: [0, inf)
 task_rank = 5         # rank r of the task covariance for the excess risk; range: [1, 50]
 n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo); range: [1, 2000000]
-seed = 0
+seed = 0              # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K_hist": 400, "n_hist_draws": 25, "K_conc": 64, "n_conc_draws": 4000, "n_pert_draws": 200, "n_risk_prompts": 200000}}

@@ -20,23 +20,23 @@
 # %% tags=["parameters"]
 K = 16               # decoder-only: dimension of x, beta, d; range: [1, 1000]
 M = 128              # decoder-only: prompt size; range: [1, 5000]
-cond = 10.0          # condition number of Sigma_x (geometric, trace K)
-sigma = 0.1          # label noise
+cond = 10.0          # condition number of Sigma_x (geometric, trace K); range: [1, inf)
+sigma = 0.1          # label noise; range: [0, inf)
 steps = 800          # outer steps s; range: [1, 10000]
 batch = 1024         # fresh prompts per outer step; range: [1, 50000]
-eta_frac = 0.5       # eta = eta_frac / lambda_max(C)
+eta_frac = 0.5       # eta = eta_frac / lambda_max(C); range: (0, 2)
 n_checkpoints = 41   # checkpoints including s = 0; range: [1, 500]
 n_seeds = 4          # independent online runs (standard errors across seeds); range: [2, 100]
-transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps
+transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps; range: [0, 1)
 n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M; range: [1, 5000]
 encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra); range: [1, 100000]
 K_aspect = 32        # prompt-aspect sweep: dimension; range: [1, 1000]
-gamma_min = 0.05     # prompt aspects K/M: n_gammas values from gamma_min to gamma_max (geometric)
-gamma_max = 0.6
+gamma_min = 0.05     # prompt aspects K/M: n_gammas values from gamma_min to gamma_max (geometric); range: (0, 1)
+gamma_max = 0.6      # range: (0, 1)
 n_gammas = 6  # range: [1, 50]
 n_aspect_prompts = 200  # range: [1, 5000]
 ks_alpha = 0.01      # level of the DKW band used as the KS error model; range: (0, 1)
-seed = 0
+seed = 0             # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 64, "M": 480, "batch": 4096, "n_seeds": 8, "n_eval_prompts": 512, "encdec_n_eval": 8192,
@@ -71,6 +71,7 @@ from iclcore.richardson.order_parameters import (
     whitened_spectrum,
 )
 from iclcore.spectra.mp import mp_cdf, mp_density, mp_sample_eigenvalues
+from iclcore.stats import standard_error as se  # along axis 0: the seeds
 
 use_style()
 t_start = time.perf_counter()
@@ -100,7 +101,6 @@ ops = [decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
 op_gd = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, mom.C, eta, ckpt), P_star, mom.C, H_inf)
 stack = lambda f: np.array([getattr(o, f) for o in ops])  # noqa: E731  (n_seeds, T)
 rho, srank, etop, ent = stack("rho_pop"), stack("srank"), stack("top_energy"), stack("entropy")
-se = lambda a: a.std(axis=0, ddof=1) / np.sqrt(a.shape[0])  # noqa: E731
 after = ckpt >= transient_frac * steps
 drho = np.diff(rho, axis=1)[:, after[1:]]       # per-seed increments after the transient
 z_inc = drho.mean(axis=0) / np.maximum(se(drho), 1e-300)

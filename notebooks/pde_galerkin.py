@@ -18,14 +18,14 @@
 
 # %% tags=["parameters"]
 n_el = 64          # P1 elements (n_h = 63 unknowns); range: [1, 1000]
-c0 = 1.0           # reaction coefficient
-z_scale = 0.15     # z ~ N(0, z_scale^2 I), rejected unless min a > a_min
-a_min = 0.2
-ell_f = 0.1        # Matérn-5/2 length scale of the forcing
+c0 = 1.0           # reaction coefficient; range: [0, inf)
+z_scale = 0.15     # z ~ N(0, z_scale^2 I), rejected unless min a > a_min; range: [0, inf)
+a_min = 0.2        # lower bound of the coefficient a (a = 1 at z = 0; coercive for a_min >= 0); range: [0, 1)
+ell_f = 0.1        # Matérn-5/2 length scale of the forcing; range: (0, inf)
 M = 4              # solution/forcing pairs per prompt; range: [1, 50]
 q = 8              # hat test functions of the encoder; range: [1, 100]
-sigma_u = 5e-8     # noise on the nodal values of the prompt solutions
-lam_z = 1e-12      # encoder ridge
+sigma_u = 5e-8     # noise on the nodal values of the prompt solutions; range: [0, inf)
+lam_z = 1e-12      # encoder ridge; range: [0, inf)
 L = 16             # query-decoder depth; range: [1, 200]
 n_train = 256      # training prompts of the fitted baselines (scalar, Jacobi, free); range: [1, 20000]
 n_test = 512       # held-out prompts; range: [1, 50000]
@@ -34,12 +34,12 @@ n_heads = 2        # Flexformer heads; range: [1, 20]
 d_k = 8  # range: [1, 100]
 steps = 60         # Adam steps of the Flexformer and of the kernel-dictionary ablation; range: [1, 10000]
 batch = 32  # range: [1, 1000]
-lr = 1e-2          # Adam step of the kernel dictionary (theta = O(1))
-lr_flex = 1e-5     # Adam step of the Flexformer (P entries are O(h); larger steps diverge)
-clip = 1.0         # EB clipping level c
+lr = 1e-2          # Adam step of the kernel dictionary (theta = O(1)); range: (0, inf)
+lr_flex = 1e-5     # Adam step of the Flexformer (P entries are O(h); larger steps diverge); range: (0, inf)
+clip = 1.0         # EB clipping level c; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
 n_small = 128      # held-out subset for the EB bound at the paper's scale; range: [1, 2000]
-seed = 0
+seed = 0           # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_train": 2048, "n_test": 4096, "free_iter": 500, "steps": 1000, "batch": 64}}
@@ -76,9 +76,8 @@ from iclcore.richardson.baselines import (
     jacobi_baseline,
     scalar_baseline,
 )
-from iclcore.richardson.certificates import clipped_empirical_bernstein
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
-from iclcore.stats import ratio_standard_error
+from iclcore.stats import clipped_empirical_bernstein, ratio_standard_error
 
 use_style()
 torch.set_num_threads(1)

@@ -23,18 +23,18 @@
 K = 8               # decoder dimension (panel a): P is K x K; range: [1, 1000]
 r = 6               # latent / encoder dimension (panels b, c, e); range: [1, 200]
 steps = 200         # outer (pretraining) gradient steps s = 0..steps; range: [1, 10000]
-cond = 30.0         # condition number of the decoder operator H (panel a)
-noise_var = 0.1     # noise variance (sigma^2 in a, b; tau^2 in c, e)
-eta_d_frac = 0.25   # decoder step as a fraction of the stability bound 2/lambda_max
-eta_e_frac = 0.45   # encoder step as a fraction of 2/lambda_max(Sigma_z); < 0.5 keeps g_i(s) monotone
+cond = 30.0         # condition number of the decoder operator H (panel a); range: [1, inf)
+noise_var = 0.1     # noise variance (sigma^2 in a, b; tau^2 in c, e); range: [0, inf)
+eta_d_frac = 0.25   # decoder step as a fraction of the stability bound 2/lambda_max; range: (0, 1)
+eta_e_frac = 0.45   # encoder step as a fraction of 2/lambda_max(Sigma_z); < 0.5 keeps g_i(s) monotone; range: (0, 1)
 L = 4               # Richardson depth of the decoder risk R_dec(s, L); range: [1, 50]
-eta_cx = 0.1        # counterexample step size (panel d)
-lam_a = 1.8         # counterexample: eigenvalue carrying the error of state A
-lam_b = 5.6         # counterexample: eigenvalue carrying the error of state B
-R0_cx = 1.0         # counterexample: common initial risk
+eta_cx = 0.1        # counterexample step size (panel d); range: (0, inf)
+lam_a = 1.8         # counterexample: eigenvalue carrying the error of state A; range: (0, inf)
+lam_b = 5.6         # counterexample: eigenvalue carrying the error of state B; range: (0, inf)
+R0_cx = 1.0         # counterexample: common initial risk; range: (0, inf)
 cx_steps = 6        # counterexample: steps shown; range: [1, 50]
 n_check = 40        # number of outer times sampled for the commutator / joint diagonaliser; range: [1, 500]
-seed = 0
+seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 64, "r": 16, "steps": 800}}

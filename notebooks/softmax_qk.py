@@ -24,20 +24,20 @@
 K = 8                 # dimension of x, beta and the iterate z; range: [1, 200]
 M = 32                # prompt size; range: [1, 1000]
 task_rank = 1         # rank r of the task subspace (beta = U* z, z ~ N(0, I_r)); range: [1, 10]
-cond = 10.0           # condition number of Sigma_x (geometric spectrum, diagonal)
-sigma = 0.1           # label noise
+cond = 10.0           # condition number of Sigma_x (geometric spectrum, diagonal); range: [1, inf)
+sigma = 0.1           # label noise; range: [0, inf)
 n_heads = 4           # attention heads; range: [1, 100]
 d_k = 8               # query/key dimension per head; range: [1, 200]
-init_std = 0.05       # std of W_K entries at initialisation
-qk_init_ratio = 2.0   # std(W_Q)/std(W_K) at initialisation (unbalanced start, to watch balancing)
-lr = 1.0              # SGD step size
+init_std = 0.05       # std of W_K entries at initialisation; range: (0, inf)
+qk_init_ratio = 2.0   # std(W_Q)/std(W_K) at initialisation (unbalanced start, to watch balancing); range: (0, inf)
+lr = 1.0              # SGD step size; range: (0, inf)
 steps = 200           # training steps (fresh prompts each step); range: [1, 20000]
 batch = 64            # prompts per step; range: [1, 2000]
 log_every = 10        # checkpoint period; range: [1, 200]
 topk = 2              # k of the top-k energy; range: [1, 20]
 n_eval = 256          # held-out prompts for the Jacobian analysis; range: [1, 10000]
 L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj; range: [1, 100]
-seed = 0
+seed = 0              # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "init_std": 0.03, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
@@ -54,7 +54,6 @@ from iclcore.lsq.tasks import TaskConfig
 from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
-    TrainConfig,
     gauge_transform,
     head_kernels,
     kernel_stats,
@@ -67,6 +66,7 @@ from iclcore.models.softmax import (
     skew_ratio,
     train_attention,
 )
+from iclcore.models.training import TrainConfig
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.stats import standard_error
 
@@ -85,11 +85,11 @@ loss_floor = oracle_risk(moments) / 2  # training loss is (1/2K) E||Delta - beta
 
 # %%
 models, hists = {}, {}
-train_cfg = TrainConfig(steps=steps, batch=batch, lr=lr, optimizer="sgd", log_every=log_every, topk=topk)
+train_cfg = TrainConfig(steps=steps, batch=batch, lr=lr, optimizer="sgd", log_every=log_every)
 for attention in ("softmax", "linear"):
     cfg = AttentionConfig(K=K, n_heads=n_heads, d_k=d_k, attention=attention, init_std=init_std, qk_init_ratio=qk_init_ratio)
     models[attention] = ProbeQueryAttention(cfg, torch.Generator().manual_seed(seed))
-    hists[attention] = train_attention(models[attention], task, train_cfg, np.random.default_rng(seed + 1))
+    hists[attention] = train_attention(models[attention], task, train_cfg, np.random.default_rng(seed + 1), topk)
 t_train = time.perf_counter() - t_start
 h = hists["softmax"]
 steps_logged = np.array(h.step)

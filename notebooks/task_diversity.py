@@ -21,10 +21,10 @@
 # %% tags=["parameters"]
 K = 8                # dimension (r = K: the latent spectrum fills the space); range: [1, 100]
 M = 32               # prompt size; range: [1, 500]
-cond = 10.0          # condition number of Sigma_x
-sigma = 0.1          # label noise
-r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r):
-r_eff_mid = 3.0      # r_eff_low, r_eff_mid and K (flat)
+cond = 10.0          # condition number of Sigma_x; range: [1, inf)
+sigma = 0.1          # label noise; range: [0, inf)
+r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r):; range: (1, inf)
+r_eff_mid = 3.0      # r_eff_low, r_eff_mid and K (flat); range: (1, inf)
 N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K; range: [16, 5000]
 n_repeats = 300      # independent training sets per (spectrum, N); range: [2, 20000]
 n_sandwich = 100_000 # Monte Carlo pairs for d_sand; range: [1, 10000000]
@@ -35,14 +35,14 @@ M_diff = 128         # base prompt size; range: [1, 2000]
 M_min = 24           # M sweep: n_M values, geometric from M_min to M_max; range: [1, 200]
 M_max = 512  # range: [1, 5000]
 n_M = 6  # range: [1, 50]
-lam_max = 0.3        # lambda sweep: 0, lam_max/10, lam_max/3, lam_max
-sigma_min = 0.01     # sigma sweep: n_sigma values, geometric from sigma_min to sigma_max
-sigma_max = 1.0
+lam_max = 0.3        # lambda sweep: 0, lam_max/10, lam_max/3, lam_max; range: [0, inf)
+sigma_min = 0.01     # sigma sweep: n_sigma values, geometric from sigma_min to sigma_max; range: (0, inf)
+sigma_max = 1.0      # range: (0, inf)
 n_sigma = 4  # range: [1, 50]
 n_diff_prompts = 128  # range: [1, 5000]
-target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2
+target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2; range: (0, 1)
 L_max = 600  # range: [1, 5000]
-seed = 0
+seed = 0             # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_max_ratio": 256, "n_diff_prompts": 512}}

@@ -1,0 +1,116 @@
+"""Every notebook parameter declares its domain (issue 24 item 1), checked without a kernel.
+
+A parameter line declares the values it accepts in its trailing comment (``# ...; range: [1, inf)``
+or ``# choices: [...]``, see :mod:`iclbook.notebooks`); the runner refuses a value outside it before a
+kernel starts, with an error naming the parameter, the value and the domain. These tests read the
+notebooks statically (``iclbook.notebooks``): every parameter has a domain, every preset (``quick``
+included) lies inside it, and the values of the defect report (``proof_ladder -p cond 0.5`` ran with
+condition number 2; ``nan``, ``-1``, ``inf`` failed deep inside numpy) are refused up front.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from iclbook.notebooks import Notebook, NotebookError, discover_all
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Parameters known to lack a domain today, by notebook. gd_probe's parameter cell is being
+#: rewritten by another change (its domains come with it); this list only shrinks: a listed
+#: parameter that has a domain, or no longer exists, fails ``test_pending_list_is_not_stale``.
+PENDING: dict[str, set[str]] = {
+    "gd_probe": {
+        "d",
+        "n",
+        "s_lo",
+        "s_hi",
+        "lsa_layers",
+        "lsa_steps",
+        "lsa_lr",
+        "gpt_layers",
+        "gpt_width",
+        "gpt_heads",
+        "gpt_steps",
+        "gpt_lr",
+        "batch",
+        "gpt_batch",
+        "warmups",
+        "seeds",
+        "checkpoint_base",
+        "n_probe",
+        "n_rich",
+        "m_rich",
+        "workers",
+    },
+}
+
+
+def _notebooks() -> dict[str, Notebook]:
+    good, bad = discover_all(ROOT)
+    assert not bad, "unreadable notebooks: " + "; ".join(f"{k}: {v}" for k, v in bad.items())
+    return {nb.name: nb for nb in good}
+
+
+NOTEBOOKS = _notebooks()
+
+
+def test_every_parameter_declares_a_domain() -> None:
+    missing = [
+        f"{nb.name}.{key} = {value!r}"
+        for nb in NOTEBOOKS.values()
+        for key, value in nb.parameters.items()
+        if key not in nb.ranges and key not in PENDING.get(nb.name, set())
+    ]
+    assert not missing, (
+        f"{len(missing)} parameters without a declared domain (add `; range: [lo, hi]` or "
+        "`; choices: [...]` to the line's comment): " + ", ".join(missing)
+    )
+
+
+def test_pending_list_is_not_stale() -> None:
+    stale = []
+    for name, keys in PENDING.items():
+        nb = NOTEBOOKS.get(name)
+        for key in sorted(keys):
+            if nb is None or key not in nb.parameters:
+                stale.append(f"{name}.{key} (no such parameter)")
+            elif key in nb.ranges:
+                stale.append(f"{name}.{key} (declares {nb.ranges[key].describe()})")
+    assert not stale, "remove from PENDING: " + ", ".join(stale)
+
+
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_presets_lie_inside_their_domains(name: str) -> None:
+    nb = NOTEBOOKS[name]
+    outside = []
+    for preset in nb.preset_names:
+        values = {**nb.parameters, **nb.presets.get(preset, {})}
+        for key, value in values.items():
+            if key in nb.ranges and not nb.ranges[key].contains(value):
+                outside.append(f"{preset}: {key} = {value!r} outside {nb.ranges[key].describe()}")
+        assert nb.resolve(preset) == values
+    assert not outside, "; ".join(outside)
+
+
+@pytest.mark.parametrize("raw", ["0.5", "nan", "-1", "inf"])
+def test_proof_ladder_refuses_a_condition_number_below_one_or_not_finite(raw: str) -> None:
+    nb = NOTEBOOKS["proof_ladder"]
+    domain = nb.ranges["cond"].describe()
+    assert domain == "[1, inf)"
+    with pytest.raises(NotebookError) as info:
+        nb.resolve(overrides={"cond": raw})
+    message = str(info.value)
+    assert "'cond'" in message
+    assert repr(float(raw)) in message  # the value as read: 0.5, nan, -1.0, inf
+    assert domain in message
+
+
+def test_proof_ladder_accepts_the_edge_of_its_condition_domain() -> None:
+    nb = NOTEBOOKS["proof_ladder"]
+    assert nb.resolve(overrides={"cond": "1"})["cond"] == 1.0
+    assert nb.resolve(overrides={"cond": "1e6"})["cond"] == 1e6
+    assert math.isinf(nb.ranges["cond"].hi) and nb.ranges["cond"].hi_open
