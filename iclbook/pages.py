@@ -8,9 +8,9 @@ The status of each row is computed here from the numbers, never typed.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import math
-import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from .architecture import LAYERS, declared_all
 from .notebooks import toc_order
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
@@ -819,28 +820,43 @@ def render_errata(errata_dir: Path, order: list[str]) -> str:
     return "\n".join(parts)
 
 
-def iclcore_modules() -> list[str]:
-    """Public modules of ``iclcore``, subpackages included (names with a ``_`` part are private)."""
-    import iclcore
+def iclcore_modules(package_dir: Path | None = None) -> list[tuple[str, list[str]]]:
+    """Sections of the API page: ``(subpackage, its public modules)`` from each subpackage's ``__all__``,
+    in the order of the layer table, then ``(utility, [])`` for each public top-level module.
 
-    names = []
-    for info in pkgutil.walk_packages(iclcore.__path__, prefix="iclcore."):
-        if any(part.startswith("_") for part in info.name.split(".")):
-            continue
-        names.append(info.name)
-    return sorted(names)
+    Read statically (nothing of ``iclcore`` is imported here; Sphinx imports the modules it documents).
+    """
+    if package_dir is None:
+        spec = importlib.util.find_spec("iclcore")
+        package_dir = Path(next(iter(spec.submodule_search_locations)))
+    units = [u for _, layer in LAYERS for u in layer]
+    sections = []
+    for init in package_dir.glob("*/__init__.py"):
+        package = f"iclcore.{init.parent.name}"
+        sections.append((package, [f"{package}.{m}" for m in declared_all(init) or []]))
+    sections += [(f"iclcore.{p.stem}", []) for p in package_dir.glob("*.py") if not p.stem.startswith("_")]
+    return sorted(sections, key=lambda s: (units.index(s[0]) if s[0] in units else len(units), s[0]))
 
 
-def render_api(modules: list[str]) -> str:
+def _automodule(module: str, members: bool) -> list[str]:
+    return ["```{eval-rst}", f".. automodule:: {module}"] + (["   :members:"] if members else []) + ["```", ""]
+
+
+def render_api(sections: list[tuple[str, list[str]]]) -> str:
+    """The API page: each subpackage's docstring, then each of its modules with the members of its ``__all__``."""
     lines = [
         "# API reference",
         "",
-        "Generated from the docstrings of the `iclcore` package. Each function states the shapes it",
-        "takes and the equation and seed section it implements.",
+        "Generated from the docstrings of the `iclcore` package, family by family (top to bottom of the",
+        "layers of `ARCHITECTURE.md`). Each module documents the names of its `__all__`; each function",
+        "states the shapes it takes and the equation and seed section it implements.",
         "",
+        *_automodule("iclcore", members=False),
     ]
-    for mod in modules:
-        lines += [f"## `{mod}`", "", "```{eval-rst}", f".. automodule:: {mod}", "   :members:", "```", ""]
+    for package, modules in sections:
+        lines += [f"## `{package}`", "", *_automodule(package, members=not modules)]
+        for module in modules:
+            lines += [f"### `{module}`", "", *_automodule(module, members=True)]
     return "\n".join(lines)
 
 

@@ -11,13 +11,6 @@ With ``b_0 = 0``, ``c = Xᵀy / P`` and ``Σ̂ = XᵀX / P`` (rows of ``X`` are 
 
 and the population ICL loss of one context is ``|Σ^{1/2}(b_L - b_*)|² + σ²`` with ``b_* = β/√D``.
 
-Modules: :mod:`~iclcore.dmft.data` (power-law spectra, the Marchenko–Pastur rule),
-:mod:`~iclcore.dmft.iso`, :mod:`~iclcore.dmft.shallow_sgd`, :mod:`~iclcore.dmft.fs`,
-:mod:`~iclcore.dmft.rrs` (the three data settings), :mod:`~iclcore.dmft.scaling` (bottlenecks and
-exponents), :mod:`~iclcore.dmft.reduced_sgd` (SGD simulation of the reduced-Γ model), and for the
-width-``N`` model :mod:`~iclcore.dmft.width_mc` (Monte Carlo), :mod:`~iclcore.dmft.width_de`
-(deterministic equivalents) and :mod:`~iclcore.dmft.untied` (untied layers).
-
 Conventions fixed once for the reduced-Γ modules
 ------------------------------------------------
 * ``tr`` is the normalised trace ``(1/D) Tr``; every loss is ``O(1)`` and equals ``1 + σ²`` at ``Γ = 0``
@@ -54,5 +47,34 @@ stays O(1) for every ``N``. The paper's F.4 uses ``c = 1`` (``(A^T A)^2`` a rank
 i.e. ``gamma_paper = gamma D / N``. Losses at the optimum and the ``t -> infinity`` bottlenecks do
 not depend on this choice; the ``gamma`` axis and the gradient-flow clock do.
 
-This file imports nothing: import from the modules.
+Public modules
+--------------
+- :mod:`~iclcore.dmft.data`: Data of the reduced-Γ theory (Bordelon, Letey, Pehlevan): power-law covariance
+  and task spectra under the source/capacity conditions, and the Marchenko–Pastur quadrature rule of ``Σ̂ =
+  XᵀX/P``;
+- :mod:`~iclcore.dmft.fs`: FS setting of the reduced-Γ model (Bordelon et al. §3.2, App. D): ``α = ∞``, ``Σ =
+  diag(λ)``, ``Ω = diag(ω)``; mode flows, loss curves and out-of-distribution loss under rotated covariances;
+- :mod:`~iclcore.dmft.iso`: ISO setting of the reduced-Γ model (Bordelon et al. §3.1, App. C): loss, gradient,
+  optimum (with the Catalan closed form), gradient flow and finite-``D`` Monte Carlo;
+- :mod:`~iclcore.dmft.reduced_sgd`: Reduced-Γ SGD simulation (Bordelon et al. §2.2 Eq. 4, App. B.2 Eqs. 54–55,
+  App. C.1 Eq. 62) and the Monte Carlo population loss of a fixed ``Γ``;
+- :mod:`~iclcore.dmft.rrs`: RRS setting of the reduced-Γ model at ``P = ∞``, ``N = D`` (Bordelon et al. §3.3,
+  Result 6, Eqs. 13, 94, 98): loss, gradient, optimum and gradient flow;
+- :mod:`~iclcore.dmft.scaling`: Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4): width and
+  context bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and power-law fits;
+- :mod:`~iclcore.dmft.shallow_sgd`: Shallow SGD theory of the reduced-Γ model (Bordelon et al. App. C.1,
+  Result 10) with the corrected initial condition;
+- :mod:`~iclcore.dmft.untied`: Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App.
+  G.1): the loss, the Hessian at the balanced point and the global untied optimum;
+- :mod:`~iclcore.dmft.width_de`: Deterministic equivalents of the width-``N`` model (``N, D → ∞`` at fixed
+  ``N/D``): the one-point function by contour integration, and the Appendix-A two-point deterministic
+  equivalent (Eq. 15, 36–40) of a free product ``M = O B Oᵀ A`` with the double contour integral for the loss;
+- :mod:`~iclcore.dmft.width_mc`: Width-``N`` deep linear attention on RRS data by Monte Carlo (Bordelon et al.
+  §4, Eq. 14, 19, 102): Haar frames, the one-point reduction at ``P = ∞`` (exact in distribution at finite
+  ``D``) with its gradient flow, and the general Monte Carlo at finite width and context.
+
+This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
+``from iclcore.dmft.iso import iso_loss``.
 """
+
+__all__ = ["data", "fs", "iso", "reduced_sgd", "rrs", "scaling", "shallow_sgd", "untied", "width_de", "width_mc"]

@@ -1,10 +1,6 @@
 """Exact mode dynamics of in-context logistic regression (Mainali & Teixeira).
 
-Modules: :mod:`~iclcore.logistic.model` (the model, Eqs. 1-8), :mod:`~iclcore.logistic.sgd`
-(online SGD), :mod:`~iclcore.logistic.theory` (the paper's theory, ``paper_*``) and
-:mod:`~iclcore.logistic.exact` (the exact expected dynamics, ``exact_*``).
-
-Implements Mainali & Teixeira, Mainali & Teixeira: the model of §2 (Eqs. 1-8), online SGD on a
+Implements Mainali & Teixeira: the model of §2 (Eqs. 1-8), online SGD on a
 fixed set of P tasks that share the eigenbasis ``U`` of the input covariance (§2.3,
 App. A.8), the paper's theory of §3 (ODEs (9)-(10), mode ODE (12), logistic solution
 (13), loss (14), L(inf), fixed point ``p2 q1 = [s_inf(S)]^{-1}``, conserved ``C``,
@@ -33,5 +29,21 @@ Notation and conventions (every choice the paper leaves open is stated here)
   ``alpha``; the paper replaces it by ``E[lambda^2] = 1``. Functions of the paper's
   theory accept an optional ``c`` (default 1: the paper verbatim).
 
-This file imports nothing: import from the modules.
+Public modules
+--------------
+- :mod:`~iclcore.logistic.exact`: Exact expected dynamics of the stated logistic-mode model (``p1 = q2 = 0``)
+  at any context length ``N``: expected loss and gradients, mode loss and gradients, fixed point, the
+  integrated mode flow, Monte Carlo loss and crossing times;
+- :mod:`~iclcore.logistic.model`: The model of Mainali & Teixeira §2 (Eqs. 1-8): problem (covariance
+  eigenbasis, tasks), embedding, one-layer linear transformer, read-out blocks, contexts, loss and gradients,
+  and the conserved quantity;
+- :mod:`~iclcore.logistic.sgd`: Online SGD of the logistic-mode model on a fixed set of tasks (Mainali &
+  Teixeira §2.3, App. A.8), with mode products of the trained blocks;
+- :mod:`~iclcore.logistic.theory`: The paper's theory (Mainali & Teixeira §3, App. A.11-A.13): mode ODE (12),
+  logistic solution (13), loss (14), its limit, fixed point, timescales, half and cliff times.
+
+This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
+``from iclcore.logistic.model import make_problem``.
 """
+
+__all__ = ["exact", "model", "sgd", "theory"]

@@ -1,8 +1,16 @@
 """A Galerkin PDE recast of the encoder–decoder problem (main paper §1.1, §10; MMNN report §5.4).
 
-The elliptic operator and its exactly affine P1 assembly (:mod:`~iclcore.pde.galerkin`),
-Matérn Gaussian-process forcing and its covariance-operator spectrum (:mod:`~iclcore.pde.gp`),
-and prompts of solution/forcing pairs with the ridge prompt encoder (:mod:`~iclcore.pde.prompts`).
+Public modules
+--------------
+- :mod:`~iclcore.pde.galerkin`: P1 finite elements for ``−(a u′)′ + c₀ u = f`` on (0, 1), ``u(0) = u(1) = 0``,
+  with an affine coefficient;
+- :mod:`~iclcore.pde.gp`: Matérn Gaussian-process forcing and the spectrum of its covariance operator (main
+  paper §1.1, §10);
+- :mod:`~iclcore.pde.prompts`: Prompts of solution/forcing pairs and the ridge prompt encoder (main paper
+  §1.1; MMNN report §5.4).
 
-This file imports nothing: import from the modules.
+This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
+``from iclcore.pde.gp import sample_gp``.
 """
+
+__all__ = ["galerkin", "gp", "prompts"]

@@ -1,5 +1,14 @@
-"""Spectra: the Marchenko-Pastur law and its quadrature (:mod:`~iclcore.spectra.mp`), and the
-spectra of prompt statistics (:mod:`~iclcore.spectra.prompt`).
+"""Spectra: the Marchenko-Pastur law and its quadrature, and the spectra of prompt statistics.
 
-This file imports nothing: import from the modules.
+Public modules
+--------------
+- :mod:`~iclcore.spectra.mp`: Marchenko–Pastur toolkit: density, atom, edges, Stieltjes transform, moments,
+  quadrature;
+- :mod:`~iclcore.spectra.prompt`: Prompt spectra: whitened prompt covariance, non-asymptotic concentration,
+  Hessian perturbation.
+
+This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
+``from iclcore.spectra.mp import mp_density``.
 """
+
+__all__ = ["mp", "prompt"]

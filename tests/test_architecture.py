@@ -1,0 +1,112 @@
+"""The layering of the code base (issue 25): imports run downwards, families form no cycle, other
+families' private names stay private, notebooks use only public API, and ARCHITECTURE.md is current.
+
+The layer table and the static import graph (``ast``, imports inside functions included) live in
+:mod:`iclbook.architecture`; a module's layer is the layer of its family (its subpackage of
+``iclcore``), so a new module in a family needs no change here.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from iclbook import architecture as arch
+
+REGENERATE = "python -m iclbook.architecture --write"
+
+
+@pytest.fixture(scope="module")
+def modules() -> dict[str, object]:
+    return arch.source_modules()
+
+
+@pytest.fixture(scope="module")
+def imports() -> list[arch.Import]:
+    return arch.import_graph()
+
+
+def _report(found: list) -> str:
+    return "\n".join(map(str, found))
+
+
+def test_the_graph_sees_imports_inside_functions_and_relative_imports(imports):
+    """Sanity of the scanner: a lazy import in a function body and a relative import are both found."""
+    pairs = {(i.source, i.target) for i in imports}
+    assert ("iclcore._reference", "iclcore.lsq.tasks") in pairs
+    assert any(i.source.startswith("iclbook.") and i.target == "iclbook.notebooks" for i in imports)
+    assert any(i.source.startswith("notebooks.") for i in imports)
+
+
+def test_every_unit_has_a_layer(imports):
+    units = {arch.unit_of(m) for m in arch.source_modules()} - {arch.TOOLING}
+    missing = []
+    for unit in sorted(units):
+        try:
+            arch.layer_of(unit)
+        except KeyError as err:
+            missing.append(err.args[0])
+    assert not missing, _report(missing)
+
+
+def test_no_import_runs_upwards(imports):
+    found = arch.upward_imports(imports)
+    assert not found, "imports from a higher layer (see LAYERS in iclbook/architecture.py):\n" + _report(found)
+
+
+def test_no_cycle_between_families(imports):
+    found = arch.unit_cycles(imports)
+    assert not found, "families importing each other in a cycle:\n" + _report(found)
+
+
+def test_no_cycle_between_iclbook_modules(imports):
+    found = arch.module_cycles(imports, arch.TOOLING)
+    assert not found, "iclbook modules importing each other in a cycle:\n" + _report(found)
+
+
+def test_no_private_name_crosses_a_family(imports):
+    found = arch.private_imports(imports)
+    assert not found, "make the name public (a mathematical name, in __all__) or keep it in its family:\n" + _report(
+        found
+    )
+
+
+def test_tooling_stays_apart(imports):
+    found = arch.tooling_imports(imports)
+    assert not found, _report(found)
+
+
+def test_notebooks_and_reference_import_only_public_names(imports, modules):
+    found = arch.names_outside_all(imports, modules)
+    assert not found, "import only names listed in the module's __all__:\n" + _report(found)
+
+
+def test_every_module_lists_its_public_names(modules):
+    found = arch.public_api_gaps(modules)
+    assert not found, _report(found)
+
+
+def test_subpackages_list_their_modules_without_importing_them():
+    found = arch.subpackage_gaps()
+    assert not found, _report(found)
+
+
+def test_package_docstring_names_every_family_and_utility():
+    tree = ast.parse((arch.ROOT / "iclcore" / "__init__.py").read_text())
+    doc = ast.get_docstring(tree) or ""
+    units = [u for _, layer in arch.LAYERS for u in layer if u.startswith("iclcore.")]
+    missing = [u for u in units if f":mod:`{u}`" not in doc]
+    assert not missing, f"iclcore/__init__.py's docstring does not describe {missing}"
+
+
+def test_cycle_finder_on_a_small_graph():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d"}, "e": {"a"}}
+    assert arch.cycles(graph) == [["a", "b", "c"], ["d"]]
+    assert arch.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_architecture_md_diagram_is_current(imports):
+    committed = (arch.ROOT / "ARCHITECTURE.md").read_text()
+    expected = arch.spliced(committed, arch.render_diagram(imports))
+    assert committed == expected, f"ARCHITECTURE.md's diagram is out of date with the import graph: run `{REGENERATE}`"
