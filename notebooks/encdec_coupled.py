@@ -21,7 +21,7 @@
 
 # %% tags=["parameters"]
 K = 16              # ambient dimension of x and beta; range: [1, 200]
-r = 3               # task rank (latent dimension); range: [1, 50]
+r = 3               # task rank (latent dimension; one eigenvalue mu_1..mu_3 each); range: [3, 3]
 M = 64              # prompt length; range: [1, 1000]
 sigma = 0.3         # label noise; range: [0, inf)
 lam = 0.01          # ridge in H_M; range: [0, inf)

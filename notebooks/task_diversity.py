@@ -23,8 +23,8 @@ K = 8                # dimension (r = K: the latent spectrum fills the space); r
 M = 32               # prompt size; range: [1, 500]
 cond = 10.0          # condition number of Sigma_x; range: [1, inf)
 sigma = 0.1          # label noise; range: [0, inf)
-r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r):; range: (1, inf)
-r_eff_mid = 3.0      # r_eff_low, r_eff_mid and K (flat); range: (1, inf)
+r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r); range: (1, inf)
+r_eff_mid = 3.0      # the second effective rank (the third is K, flat); range: (1, inf)
 N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K; range: [16, 5000]
 n_repeats = 300      # independent training sets per (spectrum, N); range: [2, 20000]
 n_sandwich = 100_000 # Monte Carlo pairs for d_sand; range: [1, 10000000]
