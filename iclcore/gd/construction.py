@@ -23,14 +23,14 @@ slot holds ``-w_k^T x_q``. The composite scalar gain of V1–V3 is ``kappa = eta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from iclcore.lsq.iterates import richardson_iterates
-from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_float, positive_int
+from iclcore.models.lsa import LSAWeights, TrainedLSA
+from iclcore.models.training import TrainConfig, train_loop
+from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_int
 
 __all__ = [
     "LSAWeights",
@@ -41,20 +41,8 @@ __all__ = [
     "sample_regression",
     "optimal_single_step",
     "squared_loss_half",
-    "lsa_layer",
-    "TrainedLSA",
     "train_one_layer_lsa",
 ]
-
-
-@dataclass(frozen=True)
-class LSAWeights:
-    """Key, query, value and projection matrices of one LSA layer, each ``(d+1, d+1)``."""
-
-    K: np.ndarray
-    Q: np.ndarray
-    V: np.ndarray
-    P: np.ndarray
 
 
 def _check_etas(etas: Sequence[float]) -> list[float]:
@@ -190,67 +178,22 @@ def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.nda
     return float(u @ yq / (u @ u))
 
 
-def lsa_layer(
-    ctx: torch.Tensor, q: torch.Tensor, KQ: torch.Tensor, PV: torch.Tensor, update_context: bool = True
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One residual LSA layer in torch with merged matrices ``W_KQ = K^T Q`` and ``W_PV = P V``.
-
-    ``z_j <- z_j + (1/n) sum_i W_PV z_i (z_i^T W_KQ z_j)`` for the context tokens ``ctx (B, n, d+1)``
-    and the queries ``q (B, m, d+1)``; only the context tokens are keys and values (module docstring).
-    Returns the updated ``(ctx, q)``; with ``update_context=False`` the context is returned unchanged
-    (enough for the last layer). Used by :class:`TrainedLSA` and :class:`iclcore.gd.depth_probe.UntiedLSA`.
-    """
-    # sum_i W_PV z_i (z_i^T W_KQ z_j) / n = W_PV S W_KQ z_j with S = (1/n) sum_i z_i z_i^T: the
-    # (d+1) x (d+1) second-moment form costs O(n d^2) per prompt instead of O(n^2 d) for the scores.
-    S = ctx.transpose(1, 2) @ ctx / ctx.shape[1]  # (B, d+1, d+1)
-    M = PV @ S @ KQ  # (B, d+1, d+1): the layer's update map z -> W_PV S W_KQ z
-    q = q + q @ M.transpose(1, 2)
-    if update_context:
-        ctx = ctx + ctx @ M.transpose(1, 2)
-    return ctx, q
-
-
-class TrainedLSA(nn.Module):
-    """One LSA layer with free ``K, Q, V, P`` (same forward and readout as :func:`lsa_forward`)."""
-
-    def __init__(self, d: int, gen: torch.Generator, init_scale: float = 0.1, dtype: torch.dtype = torch.float64):
-        super().__init__()
-        d = positive_int(d, "d")
-        self.d = d
-        mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
-        self.K, self.Q, self.V, self.P = mk(), mk(), mk(), mk()
-
-    def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        ctx = torch.cat([X, y[..., None]], -1)
-        zq = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)[:, None]
-        # (K z_i)^T (Q z_q) = z_i^T (K^T Q) z_q and P V z_i: the merged matrices of lsa_layer
-        _, zq = lsa_layer(ctx, zq, self.K.T @ self.Q, self.P @ self.V, update_context=False)
-        return -zq[:, 0, -1]
-
-    def weights(self) -> LSAWeights:
-        with torch.no_grad():
-            return LSAWeights(*(m.detach().numpy().copy() for m in (self.K, self.Q, self.V, self.P)))
-
-
 def train_one_layer_lsa(
     d: int, n: int, steps: int, batch: int, lr: float, gen: torch.Generator, seed: int, init_scale: float = 0.1
 ) -> tuple[TrainedLSA, np.ndarray]:
     """Adam on the halved squared query loss of fresh von Oswald tasks each step.
 
-    Returns the model and the training-loss curve (``steps,``). Tasks come from
-    :func:`sample_regression` with ``np.random.default_rng(seed)``; the initialisation from ``gen``.
+    Returns the :class:`~iclcore.models.lsa.TrainedLSA` and the training-loss curve (``steps,``).
+    Tasks come from :func:`sample_regression` with ``np.random.default_rng(seed)``; the
+    initialisation from ``gen``.
     """
-    steps, batch, lr = positive_int(steps, "steps"), positive_int(batch, "batch"), positive_float(lr, "lr")
+    cfg = TrainConfig(steps=positive_int(steps, "steps"), lr=lr, optimizer="adam", batch=batch)
     rng = as_generator(seed, "seed")
     model = TrainedLSA(d, gen, init_scale)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    curve = np.empty(steps)
-    for s in range(steps):
-        X, y, xq, yq, _ = sample_regression(batch, n, d, rng)
+
+    def batch_loss(_step: int) -> torch.Tensor:
+        X, y, xq, yq, _ = sample_regression(cfg.batch, n, d, rng)
         pred = model(torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(xq))
-        loss = 0.5 * ((pred - torch.from_numpy(yq)) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        curve[s] = loss.item()
-    return model, curve
+        return 0.5 * ((pred - torch.from_numpy(yq)) ** 2).mean()
+
+    return model, train_loop(model.parameters(), batch_loss, cfg).loss

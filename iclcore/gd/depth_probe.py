@@ -5,13 +5,13 @@ pairs, ``w ~ N(0, I)``, ``x ~ N(0, s^2 I)`` with a per-prompt scale ``s ~ LogUni
 (``s_hi/s_lo = 2`` gives ``tr H`` over a ``16x`` range), target ``y* = w^T x_q`` (the least-squares
 optimum, since the task is realizable and ``n >= d``).
 
-Models (torch):
+Models (torch, in :mod:`iclcore.models`):
 
-* :class:`UntiedLSA` -- ``L`` untied residual linear self-attention layers on von Oswald tokens
+* :class:`~iclcore.models.lsa.UntiedLSA` -- ``L`` untied residual linear self-attention layers on von Oswald tokens
   ``[x; y]`` with merged matrices ``W_KQ^l, W_PV^l`` (``(d+1) x (d+1)``); every token is updated,
   the query is masked out as a key. The per-layer readout ``yhat_l = -z_q[d]`` is exact and linear
   in ``x_q``.
-* :class:`GPTMini` -- a small causal softmax transformer: pre-LayerNorm blocks (attention + GELU
+* :class:`~iclcore.models.gpt_mini.GPTMini` -- a small causal softmax transformer: pre-LayerNorm blocks (attention + GELU
   MLP), learned positions, a learned BOS token, tokens ``[BOS, x_1, y_1, ..., x_n, y_n, x_q]``, trained
   with the all-position loss (predict ``y_i`` at every ``x_i``). The per-layer readout is the shared
   final LayerNorm and head applied to each layer's residual stream (the logit-lens analogue).
@@ -52,17 +52,17 @@ import torch
 from scipy import integrate, stats
 from torch import nn
 
-from iclcore.gd.construction import lsa_layer
+from iclcore.models.gpt_mini import GPTMini
+from iclcore.models.lsa import UntiedLSA
+from iclcore.models.training import TrainConfig, train_loop
 from iclcore.parallel import map_configs, thread_budget
-from iclcore.progress import report_progress
 from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
     "ProbeTasks",
     "sample_probe_tasks",
-    "UntiedLSA",
-    "GPTMini",
-    "TrainConfig",
+    "ProbeTraining",
+    "probe_train_config",
     "checkpoint_steps",
     "train_with_checkpoints",
     "readout_statistics",
@@ -130,143 +130,52 @@ def sample_probe_tasks(
 
 
 # --------------------------------------------------------------------------------------------
-# models
-# --------------------------------------------------------------------------------------------
-
-
-class UntiedLSA(nn.Module):
-    """``L`` untied residual LSA layers: ``z_j += (1/n) sum_i W_PV z_i (z_i^T W_KQ z_j)`` for all tokens ``j``."""
-
-    def __init__(
-        self, d: int, L: int, gen: torch.Generator, init_scale: float = 0.02, dtype: torch.dtype = torch.float64
-    ):
-        super().__init__()
-        d, L = positive_int(d, "d"), positive_int(L, "L")
-        self.d, self.L = d, L
-        mk = lambda: nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=gen, dtype=dtype))  # noqa: E731
-        self.KQ = nn.ParameterList([mk() for _ in range(L)])
-        self.PV = nn.ParameterList([mk() for _ in range(L)])
-
-    def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        """Predictions ``-z_q[d]`` after ``l = 0..L`` layers for ``xq (B, m, d)``: shape ``(L+1, B, m)``."""
-        ctx = torch.cat([X, y[..., None]], -1)
-        q = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
-        out = [-q[..., -1]]
-        for l, (KQ, PV) in enumerate(zip(self.KQ, self.PV)):
-            ctx, q = lsa_layer(ctx, q, KQ, PV, update_context=l < self.L - 1)
-            out.append(-q[..., -1])
-        return torch.stack(out)
-
-    def forward(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        return self.readouts(X, y, xq)[-1]
-
-
-class GPTMini(nn.Module):
-    """Small causal pre-LN softmax transformer with a learned BOS token (module docstring)."""
-
-    def __init__(self, d: int, n: int, L: int, width: int, heads: int, gen: torch.Generator, mlp_ratio: int = 4):
-        super().__init__()
-        d, n, L = positive_int(d, "d"), positive_int(n, "n"), positive_int(L, "L")
-        width, heads, mlp_ratio = (
-            positive_int(width, "width"),
-            positive_int(heads, "heads"),
-            positive_int(mlp_ratio, "mlp_ratio"),
-        )
-        if width % heads:
-            raise ValueError(f"heads: width {width} must be divisible by heads {heads}")
-        self.d, self.n, self.L = d, n, L
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # nn default initialisers draw from the global generator: scope it
-            self.embed = nn.Linear(d + 1, width)
-            self.pos = nn.Parameter(0.02 * torch.randn(2 * n + 2, width))
-            self.bos = nn.Parameter(0.02 * torch.randn(width))
-            self.ln1 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
-            self.ln2 = nn.ModuleList([nn.LayerNorm(width) for _ in range(L)])
-            self.attn = nn.ModuleList([nn.MultiheadAttention(width, heads, batch_first=True) for _ in range(L)])
-            self.mlp = nn.ModuleList(
-                [
-                    nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(), nn.Linear(mlp_ratio * width, width))
-                    for _ in range(L)
-                ]
-            )
-            self.ln_f = nn.LayerNorm(width)
-            self.head = nn.Linear(width, 1)
-
-    def _tokens(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        B, n, d = X.shape
-        xt = torch.cat([X, torch.zeros_like(X[..., :1])], -1)
-        yt = torch.cat([torch.zeros_like(X), y[..., None]], -1)
-        inter = torch.stack([xt, yt], 2).reshape(B, 2 * n, d + 1)
-        qt = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)[:, None]
-        h = self.embed(torch.cat([inter, qt], 1))
-        h = torch.cat([self.bos.expand(B, 1, -1), h], 1)
-        return h + self.pos[: h.shape[1]]
-
-    def hidden(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
-        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps."""
-        h = self._tokens(X, y, xq)
-        T = h.shape[1]
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
-        hs, att = [h], []
-        for l in range(self.L):
-            a_in = self.ln1[l](h)
-            o, wts = self.attn[l](a_in, a_in, a_in, attn_mask=mask, need_weights=need_attn)
-            h = h + o
-            h = h + self.mlp[l](self.ln2[l](h))
-            hs.append(h)
-            if need_attn:
-                att.append(wts)
-        return hs, att
-
-    def lens(self, h: torch.Tensor) -> torch.Tensor:
-        return self.head(self.ln_f(h))[..., 0]
-
-    def forward_all(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        """Final predictions at every ``x`` position (``x_1..x_n, x_q``): ``(B, n+1)``."""
-        hs, _ = self.hidden(X, y, xq)
-        return self.lens(hs[-1])[:, 1::2]
-
-    def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        """Lens readouts at the query position for ``xq (B, m, d)`` (one sequence per query): ``(L+1, B, m)``."""
-        B, m, d = xq.shape
-        Xr = X.repeat_interleave(m, 0)
-        yr = y.repeat_interleave(m, 0)
-        hs, _ = self.hidden(Xr, yr, xq.reshape(B * m, d))
-        return torch.stack([self.lens(h[:, -1]) for h in hs]).reshape(self.L + 1, B, m)
-
-
-# --------------------------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Adam with linear warm-up, gradient clipping and skipping of non-finite steps."""
+class ProbeTraining:
+    """A probe model's training: the optimizer settings and the task of its batches.
 
-    steps: int
-    lr: float
-    batch: int = 64
-    warmup: int = 200
-    clip: float = 1.0
+    ``train`` is Adam with a linear warm-up, gradient clipping and skipping of non-finite steps
+    (``optimizer="adam"``, ``schedule="warmup"``, ``clip``, ``nonfinite="skip"``); each step draws
+    ``train.batch`` prompts of :func:`sample_probe_tasks` with ``n``, ``d``, ``s_lo``, ``s_hi``.
+    ``all_positions`` (GPT only): the Garg-style loss at every ``x`` position. Checkpoints at 0 and
+    the powers of ``checkpoint_base`` (and the last step, :func:`checkpoint_steps`).
+    """
+
+    train: TrainConfig
     n: int = 20
     d: int = 5
     s_lo: float = 0.5
     s_hi: float = 2.0
-    all_positions: bool = True  # GPT only: Garg-style loss at every x position
-    checkpoint_base: int = 2  # checkpoints at 0 and the powers of this base (and the last step)
+    all_positions: bool = True
+    checkpoint_base: int = 2
 
     def __post_init__(self) -> None:
-        positive_int(self.steps, "steps", minimum=0)
-        positive_int(self.warmup, "warmup", minimum=0)
-        for name in ("batch", "n", "d"):
+        if not isinstance(self.train, TrainConfig):
+            raise TypeError(f"train: expected an iclcore.models.training.TrainConfig, got {type(self.train).__name__}")
+        for name in ("n", "d"):
             positive_int(getattr(self, name), name)
         positive_int(self.checkpoint_base, "checkpoint_base", minimum=2)
-        positive_float(self.lr, "lr")
-        positive_float(self.clip, "clip")
         if positive_float(self.s_lo, "s_lo") > positive_float(self.s_hi, "s_hi"):
             raise ValueError(f"s_hi: expected s_hi >= s_lo = {self.s_lo}, got {self.s_hi}")
+
+
+def probe_train_config(steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0) -> TrainConfig:
+    """The probe's optimizer: Adam, linear warm-up over ``warmup`` steps, gradient-norm clipping at
+    ``clip``, non-finite steps skipped."""
+    return TrainConfig(
+        steps=steps,
+        lr=lr,
+        optimizer="adam",
+        batch=batch,
+        clip=clip,
+        schedule="warmup",
+        warmup=warmup,
+        nonfinite="skip",
+    )
 
 
 def checkpoint_steps(steps: int, base: int = 2) -> list[int]:
@@ -291,7 +200,7 @@ def _loss(model: nn.Module, t: ProbeTasks, all_positions: bool) -> torch.Tensor:
 
 def train_with_checkpoints(
     model: nn.Module,
-    cfg: TrainConfig,
+    cfg: ProbeTraining,
     gen: torch.Generator,
     at_checkpoint: Callable[[int, nn.Module], dict],
     label: str = "",
@@ -301,33 +210,29 @@ def train_with_checkpoints(
     Returns the list of checkpoint records, the training-loss curve and the number of skipped
     (non-finite) steps. Progress (``label`` and the step) goes to :func:`iclcore.progress.report_progress`.
     """
+    if not isinstance(cfg, ProbeTraining):
+        raise TypeError(f"cfg: expected a ProbeTraining, got {type(cfg).__name__}")
     dtype = next(model.parameters()).dtype
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
-    cks = set(checkpoint_steps(cfg.steps, cfg.checkpoint_base))
-    records, curve, skipped = [], np.full(cfg.steps, np.nan), 0
-    named = {"run": label} if label else {}
-    for step in range(cfg.steps + 1):
-        if step in cks:
-            model.eval()
-            with torch.no_grad():
-                records.append(at_checkpoint(step, model))
-            model.train()
-        if step == cfg.steps:
-            break
-        t = sample_probe_tasks(cfg.batch, cfg.n, cfg.d, gen, 1, cfg.s_lo, cfg.s_hi, dtype)
-        loss = _loss(model, t, cfg.all_positions)
-        opt.zero_grad()
-        loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        if torch.isfinite(loss) and torch.isfinite(gn):
-            opt.step()
-        else:
-            skipped += 1
-        sched.step()
-        curve[step] = loss.item()
-        report_progress(**named, step=(step + 1, cfg.steps))
-    return records, curve, skipped
+    records: list[dict] = []
+
+    def batch_loss(_step: int) -> torch.Tensor:
+        t = sample_probe_tasks(cfg.train.batch, cfg.n, cfg.d, gen, 1, cfg.s_lo, cfg.s_hi, dtype)
+        return _loss(model, t, cfg.all_positions)
+
+    def checkpoint(step: int) -> None:
+        model.eval()
+        records.append(at_checkpoint(step, model))
+        model.train()
+
+    log = train_loop(
+        model.parameters(),
+        batch_loss,
+        cfg.train,
+        on_checkpoint=checkpoint,
+        checkpoints=checkpoint_steps(cfg.train.steps, cfg.checkpoint_base),
+        progress={"run": label} if label else None,
+    )
+    return records, log.loss, log.skipped
 
 
 # --------------------------------------------------------------------------------------------
@@ -568,13 +473,15 @@ class ProbeSweep:
         """``(kind, warmup, seed)`` of every run, LSA runs first (the notebook's order)."""
         return [(k, w, s) for k in ("lsa", "gpt") for w in self.warmups for s in self.seeds]
 
-    def config(self, kind: str, warmup: int) -> TrainConfig:
+    def config(self, kind: str, warmup: int) -> ProbeTraining:
         lsa = kind == "lsa"
-        return TrainConfig(
-            steps=self.lsa_steps if lsa else self.gpt_steps,
-            lr=self.lsa_lr if lsa else self.gpt_lr,
-            batch=self.batch if lsa else self.gpt_batch,
-            warmup=warmup,
+        return ProbeTraining(
+            probe_train_config(
+                steps=self.lsa_steps if lsa else self.gpt_steps,
+                lr=self.lsa_lr if lsa else self.gpt_lr,
+                batch=self.batch if lsa else self.gpt_batch,
+                warmup=warmup,
+            ),
             n=self.n,
             d=self.d,
             s_lo=self.s_lo,

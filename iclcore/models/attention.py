@@ -36,7 +36,7 @@ import torch
 from scipy.integrate import solve_ivp
 from torch import nn
 
-from iclcore.progress import report_progress
+from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import positive_int, torch_generator
 
 __all__ = [
@@ -507,15 +507,10 @@ def train(
     status line (:func:`iclcore.progress.report_progress`; nothing happens outside the runner).
     """
     steps = positive_int(steps, "steps")
-    if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr: learning rate must be > 0, got {lr}")
-    gen = torch_generator(gen)
-    if optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-    elif optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
-    else:
+    if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer: expected 'sgd' or 'adam', got {optimizer!r}")
+    cfg = TrainConfig(steps=steps, lr=lr, optimizer=optimizer, nonfinite="raise")
+    gen = torch_generator(gen)
     factors = np.ones(steps) if schedule is None else np.array([float(schedule(k)) for k in range(steps)])
     if not (np.all(np.isfinite(factors)) and np.all(factors > 0)):
         raise ValueError("schedule: learning-rate factors must be finite and > 0")
@@ -523,25 +518,25 @@ def train(
     track = isinstance(model, (LinearAttention, ReducedGammaStack))
     if population and not isinstance(model, ReducedGammaStack):
         raise ValueError("population: only ReducedGammaStack has a population-context loss")
-    losses = np.empty(steps)
     gam = []
-    for i in range(steps):
-        report_progress(**(progress or {}), step=(i, steps))
-        if track:
-            gam.append(np.atleast_1d(model.gammas() if isinstance(model, ReducedGammaStack) else model.gamma()))
+
+    def batch_loss(_step: int) -> torch.Tensor:
         ctx = sampler(gen)
-        for group in opt.param_groups:
-            group["lr"] = lr * factors[i]
-        opt.zero_grad()
         if population:
-            loss = model.population_loss(ctx)
-        else:
-            loss = ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
-        loss.backward()
-        opt.step()
-        losses[i] = float(loss.detach())
-        if not np.isfinite(losses[i]):
-            raise FloatingPointError(f"train: loss diverged at step {i} (lr={lr} too large?)")
-    if track:
+            return model.population_loss(ctx)
+        return ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
+
+    def record_gamma(_step: int) -> None:
         gam.append(np.atleast_1d(model.gammas() if isinstance(model, ReducedGammaStack) else model.gamma()))
-    return TrainResult(loss=losses, gamma=np.array(gam) if track else None, t=clock)
+
+    log = train_loop(
+        model.parameters(),
+        batch_loss,
+        cfg,
+        on_checkpoint=record_gamma if track else None,
+        checkpoints=range(steps + 1),
+        lr_factor=lambda k: factors[k],
+        progress=progress,
+        count_from=0,
+    )
+    return TrainResult(loss=log.loss, gamma=np.array(gam) if track else None, t=clock)

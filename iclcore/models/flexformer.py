@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.progress import report_progress
+from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -365,27 +365,24 @@ def train_preconditioner(
     """
     L = positive_int(L, "L")
     steps = positive_int(steps, "steps")
-    batch = positive_int(batch, "batch")
-    lr = positive_float(lr, "lr")
+    cfg = TrainConfig(
+        steps=steps,
+        lr=positive_float(lr, "lr"),
+        optimizer="adam",
+        batch=batch,
+        clip=max_grad_norm,
+        schedule="cosine",
+        nonfinite="raise",
+    )
     rng = as_generator(rng)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr / 100)
-    losses = np.empty(steps)
+
+    def batch_loss(_step: int) -> torch.Tensor:
+        H, d, xs = (_as_tensor(a, n) for a, n in zip(sample_tasks(cfg.batch, rng), ("H", "d", "x_star")))
+        return depth_loss(model, H, d, xs, L)
+
     t0 = time.perf_counter()
-    for s in range(steps):
-        report_progress(**(progress or {}), step=(s + 1, steps))
-        H, d, xs = (_as_tensor(a, n) for a, n in zip(sample_tasks(batch, rng), ("H", "d", "x_star")))
-        opt.zero_grad()
-        loss = depth_loss(model, H, d, xs, L)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"lr: training diverged at step {s} (loss {loss.item()}); lower lr")
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        opt.step()
-        sched.step()
-        losses[s] = loss.item()
-    return TrainingResult(loss=losses, seconds=time.perf_counter() - t0)
+    log = train_loop([p for p in model.parameters() if p.requires_grad], batch_loss, cfg, progress=progress)
+    return TrainingResult(loss=log.loss, seconds=time.perf_counter() - t0)
 
 
 def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, chunk: int = 1024) -> np.ndarray:

@@ -47,7 +47,7 @@ its variation across prompts measures the nonlinearity of softmax attention.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -55,6 +55,7 @@ from torch import nn
 
 from iclcore.linalg import stable_rank, top_energy
 from iclcore.lsq.tasks import TaskConfig, sample_prompts
+from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -73,7 +74,6 @@ __all__ = [
     "projection_fit",
     "RichardsonStates",
     "richardson_states",
-    "TrainConfig",
     "TrainHistory",
     "sample_torch_prompts",
     "train_attention",
@@ -473,44 +473,6 @@ def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tenso
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Online training of :class:`ProbeQueryAttention` on the decoder objective of main paper §3.1.
-
-    Loss ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero iterate, the
-    decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` when attention is linear) and ``z⋆ = β``.
-    A fresh batch of prompts is drawn at every step.
-
-    Attributes
-    ----------
-    steps, batch : int
-    lr : float
-    optimizer : {"sgd", "adam"}
-        Plain SGD keeps ``W_Q W_Qᵀ - W_K W_Kᵀ`` approximately conserved (exactly under gradient
-        flow); Adam does not.
-    log_every : int
-        Checkpoint period for the kernel statistics.
-    topk : int
-        ``k`` of the top-k energy statistic.
-    """
-
-    steps: int = 300
-    batch: int = 64
-    lr: float = 0.05
-    optimizer: str = "sgd"
-    log_every: int = 10
-    topk: int = 2
-
-    def __post_init__(self) -> None:
-        positive_int(self.steps, "steps")
-        positive_int(self.batch, "batch")
-        positive_int(self.log_every, "log_every")
-        positive_int(self.topk, "topk")
-        positive_float(self.lr, "lr")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer: unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
-
-
 @dataclass
 class TrainHistory:
     """Checkpointed training trace.
@@ -548,7 +510,7 @@ def sample_torch_prompts(config: TaskConfig, n: int, rng: np.random.Generator) -
 
 
 def train_attention(
-    model: ProbeQueryAttention, task: TaskConfig, train: TrainConfig, rng: np.random.Generator
+    model: ProbeQueryAttention, task: TaskConfig, train: TrainConfig, rng: np.random.Generator, topk: int = 2
 ) -> TrainHistory:
     """Train ``model`` in place (online, fresh prompts each step) and checkpoint kernel statistics.
 
@@ -559,8 +521,19 @@ def train_attention(
         Prompt distribution; must have ``lam == 0`` (the layer's residual is ``d - Hz`` with
         ``H = XᵀX/M``) and ``K == model.config.K``.
     train : TrainConfig
+        ``steps``, ``batch``, ``lr``, ``optimizer`` (``"sgd"`` or ``"adam"``; plain SGD keeps
+        ``W_Q W_Qᵀ - W_K W_Kᵀ`` approximately conserved, exactly under gradient flow; Adam does
+        not) and ``log_every``, the checkpoint period of the kernel statistics.
     rng : numpy.random.Generator or int seed
         Source of all prompts.
+    topk : int
+        ``k`` of the top-k energy statistic.
+
+    The loss is ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero
+    iterate, the decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` of main paper §3.1 when attention
+    is linear) and ``z⋆ = β``, on a fresh batch of prompts at every step. Checkpoints at every
+    ``log_every``-th step and the last record the loss of the batch about to be trained on
+    (the last one on one more batch, without update) and :func:`kernel_stats`.
     """
     if not isinstance(task, TaskConfig):
         raise TypeError("task: expected an iclcore.lsq.tasks.TaskConfig")
@@ -568,25 +541,32 @@ def train_attention(
         raise ValueError(f"task: K={task.K} does not match the model's K={model.config.K}")
     if task.lam != 0:
         raise ValueError(f"task: lam must be 0 for the residual-token layer, got {task.lam}")
+    if not isinstance(train, TrainConfig):
+        raise TypeError("train: expected an iclcore.models.training.TrainConfig")
+    if train.optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer: unknown optimizer {train.optimizer!r}; choose one of {OPTIMIZERS}")
+    topk = positive_int(topk, "topk")
+    train = replace(train, nonfinite="raise")
     rng = as_generator(rng)
-    params = list(model.parameters())
-    opt = torch.optim.SGD(params, lr=train.lr) if train.optimizer == "sgd" else torch.optim.Adam(params, lr=train.lr)
     hist = TrainHistory()
     K = task.K
-    for step in range(train.steps + 1):
+
+    def batch_loss(_step: int) -> torch.Tensor:
         b = sample_torch_prompts(task, train.batch, rng)
-        z0 = torch.zeros(train.batch, K, dtype=torch.float64)
-        out = model(z0, b["X"], b["y"])
-        loss = ((out - b["beta"]) ** 2).sum(dim=1).mean() / (2 * K)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"lr: training diverged at step {step} (loss {loss.item()}); lower lr={train.lr}")
+        out = model(torch.zeros(train.batch, K, dtype=torch.float64), b["X"], b["y"])
+        return ((out - b["beta"]) ** 2).sum(dim=1).mean() / (2 * K)
+
+    def checkpoint(step: int, loss: torch.Tensor) -> None:
         if step % train.log_every == 0 or step == train.steps:
             hist.step.append(step)
             hist.loss.append(float(loss.item()))
-            hist.stats.append(kernel_stats(model, train.topk))
-        if step == train.steps:
-            break
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+            hist.stats.append(kernel_stats(model, topk))
+
+    train_loop(model.parameters(), batch_loss, train, on_loss=checkpoint)
+    loss = batch_loss(train.steps)  # the last checkpoint: one more batch, no update
+    if not torch.isfinite(loss):
+        raise FloatingPointError(
+            f"lr: training diverged at step {train.steps} (loss {loss.item()}); lower lr={train.lr}"
+        )
+    checkpoint(train.steps, loss)
     return hist

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from iclcore.progress import report_progress
+from iclcore.models.training import TrainConfig, cadence_steps, train_loop
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -146,6 +146,10 @@ class AttnConfig:
         if self.lr <= 0 or self.init_scale <= 0:
             raise ValueError("lr, init_scale: must be > 0")
 
+    def training(self) -> TrainConfig:
+        """The training settings of :func:`train_icl`: AdamW (weight decay 0), constant ``lr``."""
+        return TrainConfig(steps=self.steps, lr=self.lr, optimizer="adamw", batch=self.batch, log_every=self.log_every)
+
 
 class AttnOnlyTransformer(nn.Module):
     """Attention-only transformer: embed + positions, ``n_layers`` x (LN -> attention ->
@@ -216,7 +220,6 @@ def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None
     t0 = time.time()
     gen = torch.Generator().manual_seed(seed)
     model = AttnOnlyTransformer(cfg, gen)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     eval_tokens = periodic_batch(cfg, 256, torch.Generator().manual_seed(seed + 10_000))
     q = max(1, cfg.seq_len // 4)
     logs: dict[str, list] = {k: [] for k in ("steps", "late", "early", "ov", "qk")}
@@ -232,17 +235,19 @@ def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None
         logs["ov"].append(np.stack([m[0] for m in mats]))
         logs["qk"].append(np.stack([m[1] for m in mats]))
 
-    log(0)
-    for step in range(1, cfg.steps + 1):
-        report_progress(**(progress or {}), step=(step, cfg.steps))
+    def batch_loss(_step: int) -> torch.Tensor:
         tokens = periodic_batch(cfg, cfg.batch, gen)
         logits = model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if step % cfg.log_every == 0:
-            log(step)
+        return F.cross_entropy(logits.reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
+
+    train_loop(
+        model.parameters(),
+        batch_loss,
+        cfg.training(),
+        on_checkpoint=log,
+        checkpoints=cadence_steps(cfg.steps, cfg.log_every),
+        progress=progress,
+    )
     late, early = np.array(logs["late"]), np.array(logs["early"])
     return ICLRun(
         steps=np.array(logs["steps"]),
@@ -303,6 +308,20 @@ class GrokConfig:
         _at_least_one(self, ("d_model", "n_heads", "d_head", "d_mlp", "steps", "log_every"))
         if self.lr <= 0 or self.weight_decay < 0:
             raise ValueError("lr, weight_decay: need lr > 0 and weight_decay >= 0")
+
+    def training(self) -> TrainConfig:
+        """The training settings of :func:`train_grokking`: full-batch AdamW, betas (0.9, 0.98),
+        linear warm-up over ``warmup`` steps."""
+        return TrainConfig(
+            steps=self.steps,
+            lr=self.lr,
+            optimizer="adamw",
+            betas=(0.9, 0.98),
+            weight_decay=self.weight_decay,
+            schedule="warmup",
+            warmup=self.warmup,
+            log_every=self.log_every,
+        )
 
 
 class GrokTransformer(nn.Module):
@@ -366,8 +385,6 @@ def train_grokking(cfg: GrokConfig, seed: int = 0, progress: dict[str, object] |
     gen = torch.Generator().manual_seed(seed)
     model = GrokTransformer(cfg, gen)
     xtr, ytr, xte, yte = modular_addition_split(cfg, seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
     logs: dict[str, list] = {k: [] for k in ("steps", "trl", "tel", "tra", "tea", "ov", "qk")}
 
     def log(step: int) -> None:
@@ -382,16 +399,14 @@ def train_grokking(cfg: GrokConfig, seed: int = 0, progress: dict[str, object] |
         logs["ov"].append(ov)
         logs["qk"].append(qk)
 
-    log(0)
-    for step in range(1, cfg.steps + 1):
-        report_progress(**(progress or {}), step=(step, cfg.steps))
-        loss = F.cross_entropy(model(xtr), ytr)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % cfg.log_every == 0:
-            log(step)
+    train_loop(
+        model.parameters(),
+        lambda _step: F.cross_entropy(model(xtr), ytr),
+        cfg.training(),
+        on_checkpoint=log,
+        checkpoints=cadence_steps(cfg.steps, cfg.log_every),
+        progress=progress,
+    )
     return GrokRun(
         steps=np.array(logs["steps"]),
         train_loss=np.array(logs["trl"]),

@@ -10,16 +10,15 @@ import torch
 
 from iclbook.notebooks import read_notebook
 from iclcore.gd.depth_probe import (
-    GPTMini,
     ProbeSweep,
-    TrainConfig,
-    UntiedLSA,
+    ProbeTraining,
     bos_profile,
     checkpoint_steps,
     iid_noise_reference,
     implicit_weights,
     late_early_ratio,
     layer_shuffled,
+    probe_train_config,
     probe_training_sweep,
     readout_statistics,
     richardson_fit,
@@ -27,6 +26,8 @@ from iclcore.gd.depth_probe import (
     thread_budget,
     train_with_checkpoints,
 )
+from iclcore.models.gpt_mini import GPTMini
+from iclcore.models.lsa import UntiedLSA
 
 torch.set_num_threads(1)
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "gd_probe.py"
@@ -134,7 +135,7 @@ def test_gpt_shapes_bos_profile_and_reproducible_init():
 def test_training_loop_checkpoints_and_lsa_learns():
     """A 2-layer LSA trained 300 steps reduces the query loss; checkpoints at 0, 1, 2, 4, ..., 256, 300."""
     m = UntiedLSA(3, 2, _gen(6))
-    cfg = TrainConfig(steps=300, lr=2e-3, batch=64, warmup=20, n=10, d=3)
+    cfg = ProbeTraining(probe_train_config(steps=300, lr=2e-3, batch=64, warmup=20), n=10, d=3)
     recs, curve, skipped = train_with_checkpoints(m, cfg, _gen(7), lambda s, mod: {"step": s})
     assert [r["step"] for r in recs] == checkpoint_steps(300) == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
     assert skipped == 0 and curve[-50:].mean() < curve[:20].mean()
@@ -166,7 +167,7 @@ def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
     assert list(one) == list(two) == sw.keys() == [("lsa", 2, 0), ("lsa", 3, 0), ("gpt", 2, 0), ("gpt", 3, 0)]
     for k in one:
         assert one[k].records == two[k].records and len(one[k].records) == len(
-            checkpoint_steps(sw.config(*k[:2]).steps, 2)
+            checkpoint_steps(sw.config(*k[:2]).train.steps, 2)
         )
         np.testing.assert_array_equal(one[k].curve, two[k].curve)
         assert one[k].skipped == two[k].skipped == 0
@@ -213,9 +214,13 @@ def test_bad_input():
     with pytest.raises(ValueError, match="width"):
         GPTMini(2, 3, 1, 10, 3, _gen(0))
     with pytest.raises(ValueError, match="^lr:"):
-        TrainConfig(steps=10, lr=0.0)
+        probe_train_config(steps=10, lr=0.0)
     with pytest.raises(ValueError, match="^batch:"):
-        TrainConfig(steps=10, lr=1e-3, batch=0)
+        probe_train_config(steps=10, lr=1e-3, batch=0)
+    with pytest.raises(ValueError, match="^s_hi:"):
+        ProbeTraining(probe_train_config(steps=10, lr=1e-3), s_lo=2.0, s_hi=1.0)
+    with pytest.raises(TypeError, match="^train:"):
+        ProbeTraining({"steps": 10, "lr": 1e-3})
     with pytest.raises(ValueError, match="^rng:"):
         layer_shuffled(np.zeros((3, 4)), None)
     with pytest.raises(ValueError, match="^warmups"):

@@ -14,7 +14,6 @@ from iclcore.lsq.tasks import TaskConfig
 from iclcore.models.softmax import (
     AttentionConfig,
     ProbeQueryAttention,
-    TrainConfig,
     gauge_transform,
     head_kernels,
     kernel_stats,
@@ -28,6 +27,7 @@ from iclcore.models.softmax import (
     train_attention,
     update_jacobian,
 )
+from iclcore.models.training import TrainConfig
 
 TASK = TaskConfig(K=6, M=24, r=1, sigma=0.1, lam=0.0, cond=10.0)
 
@@ -199,9 +199,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="init_std"):
         AttentionConfig(init_std=-1.0)
     with pytest.raises(ValueError, match="optimizer"):
-        TrainConfig(optimizer="lbfgs")
+        TrainConfig(steps=1, lr=0.05, optimizer="lbfgs")
     with pytest.raises(ValueError, match="lr"):
-        TrainConfig(lr=0.0)
+        TrainConfig(steps=1, lr=0.0)
     m = _model()
     z, b = _batch(4)
     with pytest.raises(ValueError, match="X"):
@@ -217,9 +217,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="X"):
         local_preconditioner(m, z, b["X"][:, :3], b["y"][:, :3])  # M < K
     with pytest.raises(ValueError, match="lam"):
-        train_attention(m, TASK.replace(lam=0.1), TrainConfig(steps=1), np.random.default_rng(0))
+        train_attention(m, TASK.replace(lam=0.1), TrainConfig(steps=1, lr=0.05), np.random.default_rng(0))
     with pytest.raises(ValueError, match="K"):
-        train_attention(m, TASK.replace(K=5), TrainConfig(steps=1), np.random.default_rng(0))
+        train_attention(m, TASK.replace(K=5), TrainConfig(steps=1, lr=0.05), np.random.default_rng(0))
     with pytest.raises(FloatingPointError, match="lr"):
         train_attention(_model(init_std=1.0), TASK, TrainConfig(steps=50, lr=1e6), np.random.default_rng(0))
     with pytest.raises(ValueError, match="A"):
@@ -231,4 +231,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Delta"):
         projected_preconditioner(np.ones((3, 2)), np.ones((3, 3)))
     with pytest.raises(ValueError, match="name"):
-        train_attention(_model(), TASK, TrainConfig(steps=1), np.random.default_rng(0)).series("nope")
+        train_attention(_model(), TASK, TrainConfig(steps=1, lr=0.05), np.random.default_rng(0)).series("nope")
