@@ -23,8 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from .execution import Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
-from .runner import STAMP, STORE, Interrupts, cache_key, make_requests, run_notebooks, store_dir, verify_folder
+from .runs import make_requests
+from .scheduling import run_notebooks
+from .store import STAMP, STORE, cache_key, store_dir, verify_folder
 
 EXIT_USAGE = 2
 

@@ -11,7 +11,7 @@ locked dependencies), but no shared filesystem:
   ``iclcore`` first on ``PYTHONPATH`` and the runner's thread settings, and returns the output
   files as bytes together with the exit code and the log;
 * the client writes them into the run's private folder and continues exactly as for a local
-  run (:func:`iclbook.runner.execute`): failing cell, metrics schema, manifest, store;
+  run (:func:`iclbook.execution.execute`): failing cell, metrics schema, manifest, store;
 * while the notebook runs, the worker relays its progress file (:mod:`iclcore.progress`) through a
   Dask ``Variable`` (:class:`ProgressRelay`), and the client copies it into the run's private
   folder, so the progress line shows a remote notebook's counters as it does a local one's.
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .notebooks import NotebookError
+from .worker_env import PROGRESS_ENV, PROGRESS_FILE, output_files, thread_env
 
 CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
 
@@ -56,8 +57,6 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
     ``payload``: ``name``, ``source`` (bytes of the py:percent file), ``spec`` (the runner's
     spec without paths), ``package`` (relative path -> bytes), ``threads``.
     """
-    from iclbook.runner import PROGRESS_ENV, PROGRESS_FILE, _files, thread_env
-
     with tempfile.TemporaryDirectory(prefix=f"icl-{payload['name']}-") as d:
         tmp = Path(d)
         src = tmp / "src"
@@ -91,7 +90,7 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         return {
             "rc": proc.returncode,
             "log": (tmp / "log.txt").read_bytes(),
-            "files": {rel: (work / rel).read_bytes() for rel in _files(work)},
+            "files": {rel: (work / rel).read_bytes() for rel in output_files(work)},
         }
 
 
@@ -149,7 +148,7 @@ def _copy_progress(variable: Any, seen: str | None, path: Path) -> str | None:
 
 
 class DaskLauncher:
-    """Runs the child of :func:`iclbook.runner.execute` on a Dask cluster instead of locally."""
+    """Runs the child of :func:`iclbook.execution.execute` on a Dask cluster instead of locally."""
 
     def __init__(self, scheduler: str, root: Path) -> None:
         try:
@@ -187,8 +186,6 @@ class DaskLauncher:
     def __call__(self, name: str, spec: dict[str, Any], tmp: Path, work: Path, threads: int, interrupts: Any) -> int:
         """Submit, wait (polling for interrupts), write the returned files into ``work``; the child's exit code."""
         from dask.distributed import Variable
-
-        from .runner import PROGRESS_FILE
 
         key = f"icl-book-{name}-{uuid.uuid4().hex[:12]}"
         payload = {

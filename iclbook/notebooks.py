@@ -264,6 +264,31 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
     return raw
 
 
+def python_literal(value: Any) -> str:
+    """Python source that evaluates to exactly ``value``.
+
+    ``value``: an int of any size, a float including nan and inf, a bool, a str, None, or a list
+    or tuple of those (a tuple of one element keeps its comma).
+    """
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value) if abs(value) < 10**4000 else hex(value)  # hex literals have no digit limit
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(python_literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    raise NotebookError(f"cannot pass a {type(value).__name__} as a parameter")
+
+
 def _cells(source: str) -> list[tuple[list[str], str]]:
     """Split py:percent source into (tags, body) pairs."""
     cells: list[tuple[list[str], list[str]]] = []

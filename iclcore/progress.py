@@ -18,9 +18,12 @@ import json
 import os
 import time
 
-__all__ = ["PROGRESS_ENV", "report_progress", "format_progress", "read_progress"]
+__all__ = ["PROGRESS_ENV", "PROGRESS_FILE", "report_progress", "format_progress", "read_progress"]
 
+#: Environment variable naming the progress file (set by the runner, read here, in the kernel).
 PROGRESS_ENV = "ICL_PROGRESS_FILE"
+#: Name of that file in a run's private folder (``icl-book`` reads it there for its progress line).
+PROGRESS_FILE = "progress.json"
 
 
 def _counter(name: str, value: object) -> object:

@@ -111,7 +111,7 @@ def metrics(root: Path, name: str, out: Path | None = None) -> dict:
 
 
 def folder_consistent(folder: Path) -> str:
-    from iclbook.runner import STAMP, verify_folder
+    from iclbook.store import STAMP, verify_folder
 
     key = json.loads((folder / STAMP).read_text())["key"]
     return verify_folder(folder, key)

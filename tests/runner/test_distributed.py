@@ -239,7 +239,7 @@ def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
 
 def test_the_default_runner_does_not_import_dask():
     code = (
-        "import sys, iclbook.cli, iclbook.runner, iclbook.pages; "
+        "import sys, iclbook.cli, iclbook.scheduling, iclbook.distributed, iclbook.pages; "
         "sys.exit(any(m == 'dask' or m.startswith(('dask.', 'distributed')) for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
@@ -264,7 +264,8 @@ json.dump({"steps": steps}, open("metrics.json", "w"))
 @pytest.mark.slow
 def test_progress_of_a_remote_notebook_reaches_the_client(cluster, tmp_path):
     # the worker relays the notebook's progress file; the client writes it where the progress line reads it
-    from iclbook.runner import notebook_progress, store_dir
+    from iclbook.progress import notebook_progress
+    from iclbook.store import store_dir
 
     address, _ = cluster
     root = project(tmp_path, "progress")

@@ -9,7 +9,9 @@ import pytest
 
 from iclbook import cli
 from iclbook.notebooks import NotebookError, coerce, discover, read_notebook, toc_order
-from iclbook.runner import STAMP, RunRequest, cache_key, expected_seconds, longest_first, make_requests, store_dir
+from iclbook.runs import RunRequest, make_requests
+from iclbook.scheduling import expected_seconds, longest_first
+from iclbook.store import STAMP, cache_key, store_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

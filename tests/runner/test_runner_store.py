@@ -12,7 +12,9 @@ from runner_project import make_project, run_icl
 from iclbook import cli
 from iclbook.imports import dependency_files
 from iclbook.notebooks import NotebookError, coerce, discover, discover_all, read_notebook
-from iclbook.runner import cache_key, check_metrics, make_requests, python_literal, verify_folder
+from iclbook.notebooks import python_literal
+from iclbook.runs import make_requests
+from iclbook.store import cache_key, check_metrics, verify_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -238,7 +240,7 @@ def test_metrics_schema(tmp_path: Path, text: str, ok: bool) -> None:
 
 
 def test_verify_folder_names_the_problem(tmp_path: Path) -> None:
-    from iclbook.runner import STAMP, sha256_file
+    from iclbook.store import STAMP, sha256_file
 
     folder = tmp_path / "f"
     folder.mkdir()

@@ -1,0 +1,288 @@
+"""Execution of one notebook: its child process in a private temporary folder, checks, and interrupts.
+
+A run (:func:`execute`)
+
+1. executes in a private temporary folder ``.icl-store/tmp/<name>-<pid>-*``
+   (``python -m iclbook._child``: papermill in its own process group, kernel
+   working directory inside it), or on a Dask worker through a launcher
+   (:class:`iclbook.distributed.DaskLauncher`);
+2. succeeds only if the child exits 0, the executed notebook has no error
+   output (:func:`failing_cell`), and ``metrics.json`` follows
+   :data:`iclbook.store.METRICS_SCHEMA`;
+3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`).
+
+Interrupts: :class:`Interrupts` ends every running child's process group and
+its kernel (which jupyter starts in a session of its own); the temporary
+folders are removed and nothing of an interrupted run is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .notebooks import QUICK, python_literal
+from .runs import RunRequest, RunResult
+from .store import add_entry, check_metrics, hash_files, json_value, remove_tree, store_dir
+from .worker_env import PROGRESS_ENV, PROGRESS_FILE, thread_env
+
+__all__ = ["Interrupts", "execute", "failing_cell", "parameter_source", "parameter_table"]
+
+
+# --- parameters as exact Python literals --------------------------------------------------------
+
+
+def parameter_source(params: dict[str, Any]) -> str:
+    """The injected cell: one ``name = literal`` line per parameter, values exact (:func:`python_literal`)."""
+    lines = ["# Parameters of this run (injected by icl-book)"]
+    lines += [f"{k} = {python_literal(v)}" for k, v in params.items()]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "`" + python_literal(value).replace("|", "\\|").replace("`", "'") + "`"
+
+
+def parameter_table(request: RunRequest) -> str:
+    """Markdown table: name, value of this run, quick default, value of each preset."""
+    nb = request.notebook
+    presets = sorted(nb.presets)
+    head = ["parameter", "value", f"{QUICK} (default)", *presets]
+    changed = [
+        k for k, v in request.params.items() if python_literal(v) != python_literal(nb.resolve(request.preset)[k])
+    ]
+    lines = [
+        f"**Parameters of this run** (preset `{request.preset}`"
+        + (f"; changed on the command line: {', '.join(f'`{k}`' for k in changed)}" if changed else "")
+        + ")",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for k, v in request.params.items():
+        row = [f"`{k}`", _cell(v), _cell(nb.parameters[k])]
+        row += [_cell(nb.presets[p].get(k, nb.parameters[k])) for p in presets]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def failing_cell(executed: Path) -> str:
+    """Describe the first error output in an executed notebook ('' if none)."""
+    try:
+        nb = json.loads(executed.read_text())
+    except (OSError, json.JSONDecodeError):
+        return ""
+    code_cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    for index, cell in enumerate(code_cells, start=1):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                src = "".join(cell.get("source", "")).strip().splitlines()
+                first = src[0] if src else ""
+                return f"code cell {index} (`{first[:80]}`): {out.get('ename')}: {out.get('evalue')}"
+    return ""
+
+
+# --- interrupts ----------------------------------------------------------------------------------
+
+
+def _kill_tree(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """End ``proc`` (a session leader), its process group, and every descendant's process group (the kernel's)."""
+    import psutil
+
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        kids = []
+    own = os.getpgrp()
+    groups = set()
+    for pid in [proc.pid, *(k.pid for k in kids)]:
+        try:
+            groups.add(os.getpgid(pid))
+        except OSError:
+            pass
+    groups.discard(own)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except OSError:
+                pass
+        for k in kids:
+            try:
+                k.send_signal(sig)
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + grace
+        alive = [p for p in kids if p.is_running()]
+        while time.monotonic() < deadline and (proc.poll() is None or alive):
+            time.sleep(0.05)
+            alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if proc.poll() is not None and not alive:
+            break
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class Interrupts:
+    """Running child processes of one ``icl-book`` call; :meth:`stop` ends them all."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.signum != 0
+
+    def is_stopping(self) -> bool:
+        """:attr:`stopping` as a callable (for :func:`iclbook.store.acquire`)."""
+        return self.stopping
+
+    def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+        with self._lock:
+            if self.stopping:
+                raise InterruptedError
+            proc = subprocess.Popen(cmd, start_new_session=True, **kw)
+            self._procs.add(proc)
+            return proc
+
+    def release(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def stop(self, signum: int) -> None:
+        """Mark the call as interrupted and end every running notebook (in threads: safe from a signal handler)."""
+        with self._lock:
+            first = not self.stopping
+            self.signum = self.signum or signum
+            procs = list(self._procs)
+        if first:
+            for proc in procs:
+                threading.Thread(target=_kill_tree, args=(proc,), daemon=True).start()
+
+    def kill_all_now(self) -> None:
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_tree(proc, grace=0.5)
+
+
+# --- one run -------------------------------------------------------------------------------------
+
+
+def _run_child_here(tmp: Path, root: Path, threads: int, interrupts: Interrupts) -> int | None:
+    """Run ``python -m iclbook._child tmp/spec.json`` locally, log in ``tmp/log.txt``; its exit code (None: interrupted)."""
+    with open(tmp / "log.txt", "wb") as out:
+        try:
+            env = thread_env(threads, root)
+            env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)  # beside, not inside, the verified outputs
+            proc = interrupts.popen(
+                [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=tmp,
+            )
+        except InterruptedError:
+            return None
+        try:
+            return proc.wait()
+        finally:
+            interrupts.release(proc)
+
+
+def execute(
+    request: RunRequest,
+    root: Path,
+    threads: int,
+    key: str,
+    interrupts: Interrupts | None = None,
+    launcher: Callable[..., int] | None = None,
+) -> RunResult:
+    """Execute one notebook in a private folder; on success move it into the store as entry ``key``.
+
+    Never raises for a failing notebook; a failed or interrupted run stores nothing.
+    ``launcher(name, spec, tmp, work, threads, interrupts) -> exit code`` runs the child
+    elsewhere (:class:`iclbook.distributed.DaskLauncher`) and writes its output files into
+    ``work`` and its log into ``tmp/log.txt``; everything after (checks, manifest, store) is the same.
+    """
+    interrupts = interrupts or Interrupts()
+    start = time.monotonic()
+    name = request.notebook.name
+    store = store_dir(root)
+    (store / "tmp").mkdir(parents=True, exist_ok=True)
+    (store / "entries").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{name}-{os.getpid()}-", dir=store / "tmp"))
+    try:
+        work = tmp / "out"
+        work.mkdir()
+        executed = work / f"{name}.ipynb"
+        spec = {
+            "source": str(request.notebook.path.resolve()),
+            "output": str(executed),
+            "cwd": str(work),
+            "parameter_source": parameter_source(request.params),
+            "table": parameter_table(request),
+            "metadata": {
+                "key": key,
+                "notebook": name,
+                "preset": request.preset,
+                "params": {k: python_literal(v) for k, v in request.params.items()},
+            },
+        }
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        log = tmp / "log.txt"
+        if launcher is not None:
+            try:
+                rc = launcher(name, spec, tmp, work, threads, interrupts)
+            except InterruptedError:
+                return RunResult(name, "interrupted", time.monotonic() - start, "", request.out_dir)
+            if not log.exists():
+                log.write_text("")
+        else:
+            rc = _run_child_here(tmp, root, threads, interrupts)
+            if rc is None:
+                return RunResult(name, "interrupted", 0.0, "", request.out_dir)
+        seconds = time.monotonic() - start
+        if interrupts.stopping:
+            return RunResult(name, "interrupted", seconds, "", request.out_dir)
+        if rc != 0:
+            detail = failing_cell(executed)
+            if not detail:
+                tail = [ln for ln in log.read_text(errors="replace").strip().splitlines() if ln.strip()]
+                detail = tail[-1] if tail else f"papermill exited with code {rc}"
+            return RunResult(name, "failed", seconds, detail, request.out_dir)
+        problem = failing_cell(executed) or check_metrics(work / "metrics.json")
+        if problem:
+            return RunResult(name, "failed", seconds, problem, request.out_dir)
+        try:
+            files = hash_files(work)
+        except OSError as exc:
+            return RunResult(name, "failed", seconds, f"cannot list the outputs: {exc}", request.out_dir)
+        manifest = {
+            "key": key,
+            "notebook": name,
+            "preset": request.preset,
+            "params": {k: json_value(v) for k, v in request.params.items()},
+            "param_literals": spec["metadata"]["params"],
+            "seconds": round(seconds, 2),
+            "threads": threads,
+            "files": files,
+        }
+        add_entry(root, key, work, manifest, tmp)
+        return RunResult(name, "executed", seconds, "", request.out_dir)
+    finally:
+        remove_tree(tmp)

@@ -1,0 +1,215 @@
+"""Scheduling of notebook runs: serve each from the store or execute it, on local workers or Dask.
+
+:func:`run_notebooks` runs a list of requests with ``jobs`` local workers (threads that each wait
+on one child process, :func:`iclbook.execution.execute`), or on a Dask cluster
+(:class:`iclbook.distributed.DaskLauncher`, imported only then). :func:`run_one` serves one request:
+a verified store entry is a cache hit, anything else executes; then the output folder is made a
+verified copy of the entry.
+
+Order: notebooks start longest expected run first (:func:`longest_first`; the time comes from the
+store's newest run of the notebook, else from the committed hint ``notebooks/seconds.json``), so that
+no worker idles at the end while another finishes a long run. Results are reported in book order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .execution import Interrupts, execute
+from .notebooks import NotebookError
+from .progress import Progress
+from .runs import RunRequest, RunResult, RunSummary
+from .store import STAMP, acquire, cache_key, cleanup_stale_temp, fill, store_dir, verify_folder
+
+__all__ = [
+    "SECONDS_HINT",
+    "cpu_seconds",
+    "expected_seconds",
+    "longest_first",
+    "run_notebooks",
+    "run_one",
+]
+
+#: Committed hint for scheduling a fresh clone: seconds of each notebook's quick preset on one thread.
+SECONDS_HINT = Path("notebooks") / "seconds.json"
+
+
+def run_one(
+    req: RunRequest,
+    root: Path,
+    key: str,
+    threads: int,
+    force: bool,
+    interrupts: Interrupts,
+    say: Callable[[str], None],
+    launcher: Callable[..., int] | None = None,
+) -> RunResult:
+    """Serve ``req`` from the store (verified) or execute it, then fill its output folder from the store."""
+    from filelock import FileLock
+
+    name = req.notebook.name
+    store = store_dir(root)
+    (store / "locks").mkdir(parents=True, exist_ok=True)
+    entry_lock = FileLock(str(store / "locks" / f"{key}.lock"))
+    if not acquire(entry_lock, f"the store entry of {name}", interrupts.is_stopping, say):
+        return RunResult(name, "interrupted", 0.0, "", req.out_dir)
+    try:
+        entry = store / "entries" / key
+        status, seconds, note = "cached", 0.0, ""
+        need = force or not entry.exists()
+        if not need:
+            problem = verify_folder(entry, key)
+            if problem:
+                say(f"icl-book: {name}: stored output damaged ({problem}); re-executing")
+                need = True
+        if need:
+            res = execute(req, root, threads, key, interrupts, launcher)
+            if res.status != "executed":
+                return res
+            status, seconds = "executed", res.seconds
+        expected = json.loads((entry / STAMP).read_text())["files"]
+        out_problem = verify_folder(req.out_dir, key, expected) if req.out_dir.exists() else "missing"
+        if out_problem:
+            req.out_dir.parent.mkdir(parents=True, exist_ok=True)
+            out_lock = FileLock(str(req.out_dir.parent / f".{name}.lock"))
+            if not acquire(out_lock, f"the output folder {req.out_dir}", interrupts.is_stopping, say):
+                return RunResult(name, "interrupted", seconds, "", req.out_dir)
+            try:
+                if status == "cached" and out_problem not in {"missing", "it holds another run", f"{STAMP} is missing"}:
+                    note = f"output folder: {out_problem}; restored from the store"
+                    say(f"icl-book: {name}: {note}")
+                fill(entry, req.out_dir)
+            finally:
+                out_lock.release()
+        return RunResult(name, status, seconds, "", req.out_dir, note)
+    except OSError as exc:
+        return RunResult(name, "failed", 0.0, f"cannot write the outputs: {exc}", req.out_dir)
+    finally:
+        entry_lock.release()
+
+
+def run_notebooks(
+    requests: Sequence[RunRequest],
+    root: Path,
+    jobs: int | None = None,
+    force: bool = False,
+    cores: int | None = None,
+    stream: Any = None,
+    on_result: Callable[[RunResult], None] | None = None,
+    interrupts: Interrupts | None = None,
+    scheduler: str | None = None,
+) -> RunSummary:
+    """Run ``requests`` (served from the store unless ``force``) with ``jobs`` workers.
+
+    Each worker gets ``max(1, cores // jobs)`` BLAS/torch threads so that
+    parallel notebooks do not oversubscribe the machine. A request repeated
+    (same notebook, same output folder) runs once.
+
+    ``scheduler`` (a Dask scheduler address, or ``local:N`` for a local cluster of N worker
+    processes) executes the notebooks on Dask workers (:mod:`iclbook.distributed`), one
+    thread each, as many at a time as the cluster has worker threads unless ``jobs`` is given;
+    verification and the store are the same as for a local run.
+    """
+    if jobs is not None and jobs < 1:
+        raise NotebookError(f"-j/--jobs must be at least 1, got {jobs}")
+    seen: set[tuple[str, Path]] = set()
+    unique = []
+    for req in requests:
+        if (req.notebook.name, req.out_dir) not in seen:
+            seen.add((req.notebook.name, req.out_dir))
+            unique.append(req)
+    requests = unique
+    interrupts = interrupts or Interrupts()
+    launcher = None
+    if scheduler:
+        from .distributed import DaskLauncher  # Dask is imported only on this path
+
+        launcher = DaskLauncher(scheduler, root)
+        jobs = max(1, min(jobs or launcher.slots(), len(requests) or 1))
+        threads = 1
+    else:
+        cores = cores or os.cpu_count() or 1
+        jobs = max(1, min(jobs or cores, len(requests) or 1))
+        threads = max(1, cores // jobs)
+    try:
+        return _run_all(requests, root, jobs, threads, force, stream, on_result, interrupts, launcher)
+    finally:
+        if launcher is not None:
+            launcher.close()
+
+
+def _run_all(
+    requests: Sequence[RunRequest],
+    root: Path,
+    jobs: int,
+    threads: int,
+    force: bool,
+    stream: Any,
+    on_result: Callable[[RunResult], None] | None,
+    interrupts: Interrupts,
+    launcher: Callable[..., int] | None,
+) -> RunSummary:
+    cleanup_stale_temp(root)
+    keys = {req.notebook.name: cache_key(req, root) for req in requests}
+    order = longest_first(requests, expected_seconds(root))
+    summary = RunSummary()
+    with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
+
+        def work(req: RunRequest) -> RunResult:
+            if interrupts.stopping:
+                return RunResult(req.notebook.name, "interrupted", 0.0, "", req.out_dir)
+            progress.start(req.notebook.name)
+            res = run_one(req, root, keys[req.notebook.name], threads, force, interrupts, progress.say, launcher)
+            progress.finish(res)
+            if on_result:
+                on_result(res)
+            return res
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            done = dict(zip(order, pool.map(work, [requests[i] for i in order])))
+        summary.results.extend(done[i] for i in range(len(requests)))
+    return summary
+
+
+def cpu_seconds(manifest: dict) -> float:
+    """CPU seconds of a recorded run: its wall time times its threads (a manifest's ``seconds``, ``threads``)."""
+    return float(manifest["seconds"]) * max(1, int(manifest.get("threads", 1)))
+
+
+def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
+    """Expected execution time per ``(notebook, preset)``, for scheduling only.
+
+    The newest run in the store wins; otherwise the committed hint ``notebooks/seconds.json``
+    (``{"quick": {name: seconds}}``; a stale or missing hint only changes the order of execution).
+    """
+    seconds: dict[tuple[str, str], float] = {}
+    try:
+        hint = json.loads((root / SECONDS_HINT).read_text())
+        for preset, table in hint.items():
+            for name, sec in table.items():
+                seconds[(str(name), str(preset))] = float(sec)
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    newest: dict[tuple[str, str], float] = {}
+    for manifest in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
+        try:
+            m = json.loads(manifest.read_text())
+            when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
+            if when > newest.get(k, -1.0):
+                newest[k], seconds[k] = when, cpu_seconds(m)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return seconds
+
+
+def longest_first(requests: Sequence[RunRequest], seconds: dict[tuple[str, str], float]) -> list[int]:
+    """Indices of ``requests``, longest expected run first (LPT scheduling: the last notebook to start
+    is a short one, so no worker idles while another finishes a long run); unknown ones keep their order
+    after the known ones."""
+    known = [seconds.get((r.notebook.name, r.preset)) for r in requests]
+    return sorted(range(len(requests)), key=lambda i: (known[i] is None, -(known[i] or 0.0), i))

@@ -1,0 +1,270 @@
+"""The content-addressed store of verified runs: keys, manifests, verification, locks, copies.
+
+Key
+---
+The cache key of a run (:func:`cache_key`) is a SHA-256 over the notebook
+source, the resolved parameters (name, type and exact literal), the preset,
+``requirements.lock`` and exactly the ``iclcore`` files the notebook imports,
+transitively (:mod:`iclbook.imports`). The tooling (``iclbook``) is not part
+of any key: editing the CLI re-executes nothing.
+
+Store
+-----
+Every successful run is kept once in ``<root>/.icl-store/entries/<key>/``
+(gitignored): the executed notebook, every file it wrote, and a manifest
+``.icl-run.json`` listing each file with its SHA-256 (:func:`add_entry`; the run
+itself is :func:`iclbook.execution.execute`). ``book/generated/<name>/`` (or
+``DIR/<name>/`` with ``--out``) is a copy of the entry (:func:`fill`), written
+to a sibling temporary folder and swapped in, so stale files never survive.
+:func:`verify_folder` checks an entry or an output folder against its manifest.
+
+Locks (``filelock``, :func:`acquire`): one per store entry (identical runs
+execute once; the other waits and then hits the cache) and one per output
+folder (two runners writing the same folder take turns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .imports import dependency_files
+from .notebooks import python_literal
+from .runs import RunRequest
+from .worker_env import STAMP, output_files
+
+__all__ = [
+    "KEY_VERSION",
+    "METRICS_SCHEMA",
+    "STAMP",
+    "STORE",
+    "acquire",
+    "add_entry",
+    "cache_key",
+    "check_metrics",
+    "cleanup_stale_temp",
+    "fill",
+    "hash_files",
+    "json_value",
+    "remove_tree",
+    "sha256_file",
+    "store_dir",
+    "verify_folder",
+]
+
+STORE = ".icl-store"
+KEY_VERSION = b"icl-book store 2"
+
+#: What ``metrics.json`` must hold (checked before a run is stored).
+METRICS_SCHEMA = (
+    "a flat JSON object; keys are non-empty strings; values are finite numbers "
+    "(int or float; no NaN or Infinity), strings or booleans (no null, list or object)"
+)
+
+
+def store_dir(root: Path) -> Path:
+    """The store of the project at ``root``."""
+    return root / STORE
+
+
+# --- key -----------------------------------------------------------------------------------------
+
+
+def cache_key(request: RunRequest, root: Path) -> str:
+    """SHA-256 over notebook source, typed parameters, preset, lock file and the ``iclcore`` files it imports."""
+    h = hashlib.sha256()
+
+    def add(label: str, data: bytes) -> None:
+        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    add("version", KEY_VERSION)
+    source = request.notebook.path.read_bytes()
+    add("notebook", source)
+    typed = [[k, type(v).__name__, python_literal(v)] for k, v in sorted(request.params.items())]
+    add("params", json.dumps(typed).encode())
+    add("preset", request.preset.encode())
+    lock = root / "requirements.lock"
+    add("lock", lock.read_bytes() if lock.exists() else b"")
+    package = root / "iclcore"
+    deps = dependency_files(source.decode("utf-8", "replace"), package)
+    add("whole-package", b"1" if deps.whole_package else b"0")
+    for p in deps.files:
+        add("iclcore/" + p.relative_to(package).as_posix(), p.read_bytes())
+    return h.hexdigest()
+
+
+# --- manifests and verification -----------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of the file at ``path``."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def hash_files(folder: Path) -> dict[str, str]:
+    """Relative path -> SHA-256 of every output file in ``folder`` (an OSError if it cannot be listed)."""
+    return {rel: sha256_file(folder / rel) for rel in output_files(folder)}
+
+
+def json_value(value: Any) -> Any:
+    """``value`` for a JSON manifest (an int too long for ``json``'s decimal writer becomes its literal)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**4000:
+        return python_literal(value)
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return value
+
+
+def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None) -> str:
+    """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem.
+
+    With ``expected`` (file -> SHA-256 of a store entry), the manifest must also list exactly those files.
+    """
+    stamp = folder / STAMP
+    try:
+        manifest = json.loads(stamp.read_text())
+        files = manifest["files"]
+    except FileNotFoundError:
+        return f"{stamp.name} is missing"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{stamp.name} is unreadable"
+    if manifest.get("key") != key or (expected is not None and files != expected):
+        return "it holds another run"
+    for rel, digest in files.items():
+        path = folder / rel
+        if not path.is_file():
+            return f"{rel} is missing"
+        if sha256_file(path) != digest:
+            return f"{rel} changed"
+    try:
+        extra = sorted(set(output_files(folder)) - set(files))
+    except OSError as exc:
+        return str(exc)
+    if extra:
+        return f"{extra[0]} is not an output of this run"
+    return ""
+
+
+def check_metrics(path: Path) -> str:
+    """'' if ``path`` (a metrics.json) follows :data:`METRICS_SCHEMA`; else what is wrong."""
+    if not path.is_file():
+        return "the notebook wrote no metrics.json (call iclcore.plotting.write_metrics)"
+
+    def reject(token: str) -> None:
+        raise ValueError(f"{token} is not a finite number")
+
+    try:
+        data = json.loads(path.read_text(), parse_constant=reject)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"metrics.json does not parse: {exc}"
+    if not isinstance(data, dict):
+        return "metrics.json is not a JSON object"
+    for k, v in data.items():
+        if not k:
+            return "metrics.json has an empty key"
+        if isinstance(v, (bool, str)):
+            continue
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            continue
+        return f"metrics.json: {k!r} is {v!r}; allowed: {METRICS_SCHEMA}"
+    return ""
+
+
+# --- entries, copies, locks ---------------------------------------------------------------------
+
+
+def add_entry(root: Path, key: str, work: Path, manifest: dict[str, Any], aside: Path) -> Path:
+    """Write ``manifest`` into ``work`` and make ``work`` the store entry ``key`` (one rename).
+
+    A damaged entry already there (the caller holds its lock) is first moved into ``aside``.
+    """
+    (work / STAMP).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    entry = store_dir(root) / "entries" / key
+    if entry.exists():
+        entry.rename(aside / "old")
+    os.rename(work, entry)
+    return entry
+
+
+def remove_tree(path: Path) -> None:
+    """Remove the folder ``path`` and everything in it (no error if it is gone)."""
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def cleanup_stale_temp(root: Path) -> None:
+    """Remove temporary folders of runs whose process no longer exists (e.g. after SIGKILL)."""
+    tmp = store_dir(root) / "tmp"
+    if not tmp.is_dir():
+        return
+    for d in tmp.iterdir():
+        try:
+            pid = int(d.name.rsplit("-", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            remove_tree(d)
+        except OSError:
+            pass
+
+
+def fill(entry: Path, out_dir: Path) -> None:
+    """Make ``out_dir`` an exact copy of the store ``entry`` (copied aside, then swapped in)."""
+    parent = out_dir.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=parent))
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(new, 0o777 & ~mask)
+        for src in sorted(entry.rglob("*")):
+            dst = new / src.relative_to(entry)
+            if src.is_dir():
+                dst.mkdir(exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+        old = None
+        if out_dir.is_symlink() or out_dir.is_file():
+            raise NotADirectoryError(f"{out_dir} exists and is not a folder")
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
+            os.rename(out_dir, old / "x")
+        os.rename(new, out_dir)
+        if old is not None:
+            remove_tree(old)
+    finally:
+        if new.exists():
+            remove_tree(new)
+
+
+def acquire(lock: Any, what: str, stopping: Callable[[], bool], say: Callable[[str], None]) -> bool:
+    """Take the ``filelock`` ``lock``, saying once that we wait for ``what``; False if ``stopping()`` first."""
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=0)
+        return True
+    except Timeout:
+        say(f"waiting for {what} (another icl-book run holds it)")
+    while not stopping():
+        try:
+            lock.acquire(timeout=0.5)
+            return True
+        except Timeout:
+            continue
+    return False

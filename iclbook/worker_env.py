@@ -1,0 +1,48 @@
+"""What a notebook's worker process sees and leaves behind, shared by the local runner and Dask workers.
+
+* :func:`thread_env`: its environment (its share of BLAS/OpenMP/torch threads, written by
+  :func:`iclcore.parallel.thread_settings`, which the notebook reads back with
+  :func:`iclcore.parallel.thread_budget`; headless matplotlib; the project first on the path);
+* :data:`PROGRESS_ENV`, :data:`PROGRESS_FILE`: where it reports progress (defined once, in
+  :mod:`iclcore.progress`, which the kernel writes through);
+* :func:`output_files`: the files it wrote (everything but the manifest :data:`STAMP`).
+
+This module imports only the standard library and ``iclcore``'s dependency-free ``parallel`` and
+``progress`` modules, and nothing of ``iclbook``: it is the bottom of the runner's imports.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from iclcore.parallel import thread_settings
+from iclcore.progress import PROGRESS_ENV, PROGRESS_FILE
+
+__all__ = ["PROGRESS_ENV", "PROGRESS_FILE", "STAMP", "output_files", "thread_env"]
+
+STAMP = ".icl-run.json"  # the manifest, in a store entry and in an output folder; never an output
+
+
+def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
+    """Environment for one worker: ``threads`` BLAS/OpenMP/torch threads, headless matplotlib, ``root`` first on the path."""
+    env = dict(os.environ)
+    env.update(thread_settings(threads))
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("ICL_FIGURE_FORMATS", None)  # a run's outputs always hold every figure format (PNG and PDF)
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    if root is not None:  # the kernel imports the iclcore whose files are in the key
+        env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def output_files(folder: Path) -> list[str]:
+    """Relative POSIX paths of the files under ``folder`` but the manifest, sorted; a symbolic link is an OSError."""
+    out = []
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            raise OSError(f"{p.relative_to(folder).as_posix()} is a symbolic link")
+        if p.is_file() and p.name != STAMP:
+            out.append(p.relative_to(folder).as_posix())
+    return out
