@@ -116,6 +116,12 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     ------
     ValueError
         Naming ``name`` if ``C`` is not square, not symmetric or not PSD.
+
+    Examples
+    --------
+    >>> spec = psd_spectrum(np.diag([2.0, 1.0]))
+    >>> spec.lam, spec.Q.shape
+    (array([1., 2.]), (2, 2))
     """
     lam, Q = symmetric_psd_eigh(C, name, rtol=PSD_RTOL)
     return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
@@ -148,6 +154,11 @@ def check_step_size(eta: float, C: np.ndarray, name: str = "eta", C_name: str = 
     ValueError
         Naming ``C_name`` if ``C`` is not symmetric PSD, or naming ``name`` if ``eta``
         is not a finite number in ``(0, 2/λ_max)``.
+
+    Examples
+    --------
+    >>> check_step_size(0.5, np.diag([2.0, 1.0]))
+    0.5
     """
     return _check_eta(eta, psd_spectrum(C, C_name), name)
 
@@ -254,6 +265,11 @@ def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
     ValueError
         If ``C`` is not symmetric PSD, shapes mismatch, or ``B`` is inconsistent
         (``||B (I - C^† C)|| > 1e-8 ||B||``): then the iteration has no fixed point.
+
+    Examples
+    --------
+    >>> quadratic_minimizer(np.array([[2.0, 0.0]]), np.diag([2.0, 0.0]))
+    array([[1., 0.]])
     """
     spec = psd_spectrum(C, "C")
     B2, vec = _as_param(B, spec.Q.shape[0], "B")
@@ -290,6 +306,12 @@ def quadratic_risk(
     Returns
     -------
     float, or ndarray of shape (n,) for a stack.
+
+    Examples
+    --------
+    >>> C = B = S = np.eye(2)
+    >>> quadratic_risk(np.eye(2), B, C, S, scale=1.0), quadratic_risk(np.zeros((2, 2)), B, C, S, scale=1.0)
+    (0.0, 2.0)
     """
     C, B2, vec, Xs, stacked = _stack_against(X, B, C, "B")
     if np.ndim(S) == 0:
@@ -323,6 +345,11 @@ def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | 
     Returns
     -------
     float, or ndarray of shape (n,) for a stack.
+
+    Examples
+    --------
+    >>> excess_risk(np.eye(2), np.zeros((2, 2)), np.diag([1.0, 3.0]), scale=1.0)
+    4.0
     """
     C, Xs2, vec, Xs, stacked = _stack_against(X, Xstar, C, "Xstar")
     sc = _default_scale(Xs2, vec, scale)
@@ -349,6 +376,12 @@ def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps
     -------
     ndarray, shape (n_steps + 1, *X0.shape)
         ``X_0, X_1, ..., X_{n_steps}``.
+
+    Examples
+    --------
+    >>> X = gd_iterate(np.zeros((1, 1)), np.array([[1.0]]), np.array([[1.0]]), eta=0.5, n_steps=2)
+    >>> X[:, 0, 0]
+    array([0.  , 0.5 , 0.75])
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
@@ -388,6 +421,13 @@ def gd_trajectory(
     Returns
     -------
     ndarray, shape (len(steps), *X0.shape)
+
+    Examples
+    --------
+    >>> C = np.diag([1.0, 2.0])
+    >>> X = gd_trajectory(np.zeros((2, 2)), np.eye(2), C, eta=0.25, steps=[0, 3])
+    >>> bool(np.allclose(X, gd_iterate(np.zeros((2, 2)), np.eye(2) @ C, C, 0.25, 3)[[0, 3]]))
+    True
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
@@ -412,6 +452,11 @@ def modal_energies(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray) -> np.ndarra
     Returns
     -------
     ndarray, shape (K,), modes in ascending order of ``λ_i``.
+
+    Examples
+    --------
+    >>> modal_energies(np.eye(2), np.zeros((2, 2)), np.diag([1.0, 3.0]))
+    array([1., 3.])
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
@@ -445,6 +490,13 @@ def modal_excess_risk(
     Returns
     -------
     ndarray, shape (len(steps),)
+
+    Examples
+    --------
+    >>> C = np.diag([1.0, 3.0])
+    >>> r = modal_excess_risk(np.eye(2), np.zeros((2, 2)), C, eta=0.25, steps=[0, 1], scale=1.0)
+    >>> bool(np.allclose(r, [excess_risk(np.eye(2), np.zeros((2, 2)), C, 1.0), 0.75**2 + 3 * 0.25**2]))
+    True
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
@@ -483,6 +535,12 @@ def modal_weights(
     ------
     ValueError
         Naming ``X0`` if the initial error has no energy (``X0 = X_⋆`` on range(C)).
+
+    Examples
+    --------
+    >>> w = modal_weights(np.eye(2), np.zeros((2, 2)), np.diag([1.0, 3.0]), eta=0.25, steps=[0, 1])
+    >>> w.shape, bool(np.allclose(w.sum(axis=-1), 1.0))
+    ((2, 2), True)
     """
     spec = psd_spectrum(C, "C")
     K = spec.Q.shape[0]
@@ -524,6 +582,11 @@ def modal_entropy(weights: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (...)
         In ``[0, 1]``: 0 when one mode holds all the error, 1 when it is spread evenly.
+
+    Examples
+    --------
+    >>> bool(np.allclose(modal_entropy(np.array([[0.5, 0.5], [1.0, 0.0]])), [1.0, 0.0]))
+    True
     """
     w = finite_array(weights, "weights")
     if w.ndim < 1 or w.shape[-1] < 2:
@@ -542,6 +605,12 @@ def covariance_from_spectrum(eigenvalues: np.ndarray, Q: np.ndarray) -> np.ndarr
     ----------
     eigenvalues : array_like, shape (K,), non-negative
     Q : array_like, shape (K, K), orthogonal
+
+    Examples
+    --------
+    >>> covariance_from_spectrum(np.array([1.0, 2.0]), np.eye(2))
+    array([[1., 0.],
+           [0., 2.]])
     """
     lam = finite_array(eigenvalues, "eigenvalues")
     Q = finite_array(Q, "Q")
@@ -583,6 +652,12 @@ def decoder_moments(H: np.ndarray, Sigma_z: np.ndarray, noise_var: float) -> tup
     Returns
     -------
     (C, B, S) : tuple of ndarray, each (K, K)
+
+    Examples
+    --------
+    >>> C, B, S = decoder_moments(np.diag([1.0, 2.0]), np.eye(2), noise_var=0.5)
+    >>> np.diag(C), np.diag(B), np.diag(S)
+    (array([1.5, 4.5]), array([1., 2.]), array([1., 1.]))
     """
     H, Sigma_z = _moment_inputs(H, "H", Sigma_z, noise_var)
     C = H @ Sigma_z @ H.T + noise_var * np.eye(H.shape[0])
@@ -606,6 +681,12 @@ def encoder_moments(
     Returns
     -------
     (C, B, S) : ndarrays of shapes (r, r), (q, r), (q, q)
+
+    Examples
+    --------
+    >>> C, B, S = encoder_moments(np.ones((3, 1)), np.eye(1), noise_var=0.1)
+    >>> C.shape, B.shape, S.shape
+    ((1, 1), (3, 1), (3, 3))
     """
     G, Sigma_z = _moment_inputs(Gstar, "Gstar", Sigma_z, noise_var)
     S = G @ Sigma_z @ G.T + noise_var * np.eye(G.shape[0])

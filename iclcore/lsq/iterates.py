@@ -105,6 +105,12 @@ def iteration_matrix(P: np.ndarray, H: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n, K, K)
+
+    Examples
+    --------
+    >>> iteration_matrix(0.5 * np.eye(2), np.eye(2))
+    array([[[0.5, 0. ],
+            [0. , 0.5]]])
     """
     P, H = _as_batch(P, H)
     return np.eye(H.shape[1]) - (P @ H)
@@ -133,6 +139,13 @@ def richardson_iterates(
     Returns
     -------
     ndarray, shape (n, L + 1, K)
+
+    Examples
+    --------
+    >>> H = np.diag([1.0, 2.0])
+    >>> z = richardson_iterates(0.4 * np.eye(2), H, np.array([1.0, 2.0]), L=60)
+    >>> z.shape, bool(np.allclose(z[0, -1], [1.0, 1.0]))
+    ((1, 61, 2), True)
     """
     P, H, d = _depth_problem(P, H, L, d, "d")
     n, K = d.shape
@@ -160,6 +173,14 @@ def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np
     Returns
     -------
     ndarray, shape (n, L + 1, K)
+
+    Examples
+    --------
+    >>> e = richardson_error(0.5 * np.eye(2), np.eye(2), np.array([1.0, -2.0]), L=2)
+    >>> e[0]
+    array([[ 1.  , -2.  ],
+           [ 0.5 , -1.  ],
+           [ 0.25, -0.5 ]])
     """
     P, H, e0 = _depth_problem(P, H, L, e0, "e0")
     n, K = e0.shape
@@ -180,6 +201,12 @@ def richardson_sum_form(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int) -> 
     Returns
     -------
     ndarray, shape (n, K)
+
+    Examples
+    --------
+    >>> P, H, d = 0.3 * np.eye(2), np.diag([1.0, 3.0]), np.array([1.0, 1.0])
+    >>> bool(np.allclose(richardson_sum_form(P, H, d, 5), richardson_iterates(P, H, d, 5)[:, -1]))
+    True
     """
     P, H = _as_batch(P, H)
     _check_L(L)
@@ -224,6 +251,12 @@ def contraction_factor(P: np.ndarray, H: np.ndarray) -> Contraction:
     -------
     Contraction
         Arrays of shape (n,).
+
+    Examples
+    --------
+    >>> c = contraction_factor(0.25 * np.eye(2), np.diag([1.0, 2.0]))
+    >>> c.spectral_radius.round(6), c.operator_norm.round(6)
+    (array([0.75]), array([0.75]))
     """
     P, H = _as_batch(P, H)
     T = np.eye(H.shape[1]) - P @ H
@@ -249,6 +282,13 @@ def symmetric_pd_spectral_radius(P: np.ndarray, H: np.ndarray) -> np.ndarray | N
     eigenvalues by at most ``√cond(P) ε ‖P‖ ‖H‖`` (Bauer–Fike: the eigenvectors of ``PH`` are the
     columns of ``C^{-T} W``). Scalar, Jacobi, ``A_0^{-1}`` and oracle preconditioners take this path;
     learned ones (not symmetric) do not. ``P``, ``H`` as validated by ``_as_batch``.
+
+    Examples
+    --------
+    >>> symmetric_pd_spectral_radius(0.25 * np.eye(2)[None], np.diag([1.0, 2.0])[None]).round(6)
+    array([0.75])
+    >>> symmetric_pd_spectral_radius(np.array([[[0.0, 1.0], [-1.0, 0.0]]]), np.eye(2)[None]) is None
+    True
     """
     if not (_nearly_symmetric(P) and _nearly_symmetric(H)):
         return None
@@ -300,6 +340,12 @@ def richardson_certificate(
     itself is exact: submultiplicativity of the operator norm). ``operator_norm`` (shape (n,)):
     ``‖I − P H‖_2`` per prompt if the caller has it already; computed otherwise (one SVD per
     prompt; the spectral radius, which the certificate does not use, is not computed).
+
+    Examples
+    --------
+    >>> cert = richardson_certificate(0.5 * np.eye(2), np.diag([1.0, 1.5]), np.ones(2), L=3)
+    >>> cert.error_norms.shape, cert.violation_rate
+    ((1, 4), 0.0)
     """
     if not np.isfinite(rtol) or rtol < 0:
         raise ValueError(f"rtol: must be finite and >= 0, got {rtol!r}")
@@ -349,6 +395,12 @@ def in_context_gd_predict(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xq: n
     Returns
     -------
     ndarray, shape (Q,)
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); y = np.array([2.0, -2.0])
+    >>> in_context_gd_predict(2.0 * np.eye(2), X, y, Xq=np.array([[1.0, 0.0], [1.0, 1.0]]), L=1)
+    array([2., 0.])
     """
     Gamma = np.asarray(Gamma, dtype=float)
     X = np.asarray(X, dtype=float)

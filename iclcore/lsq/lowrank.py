@@ -105,6 +105,12 @@ def make_lowrank_model(
 
     ``U⋆`` is Haar-random (not aligned with the eigenvectors of ``Σ_x``), so
     the latent moments ``C_s`` at different times do not commute.
+
+    Examples
+    --------
+    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> model.U_star.shape, bool(np.allclose(model.U_star.T @ model.U_star, np.eye(2)))
+    ((6, 2), True)
     """
     rng = as_generator(rng)
     K = positive_int(K, "K")
@@ -154,6 +160,13 @@ def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator
 
     The model's prompts through :func:`iclcore.lsq.tasks.sample_prompts` with a general latent
     covariance ``Σ_z`` (same formulas and draws, main paper §1.2).
+
+    Examples
+    --------
+    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> prompts = sample_lowrank_prompts(model, 5, np.random.default_rng(1))
+    >>> prompts.n, prompts.H.shape, prompts.z.shape
+    (5, (5, 6, 6), (5, 2))
     """
     rng = as_generator(rng)
     n = positive_int(n, "n")

@@ -102,6 +102,12 @@ def wishart_sandwich(Sigma: np.ndarray, A: np.ndarray, M: int) -> np.ndarray:
     ValueError
         Naming ``Sigma`` if it is not a finite symmetric PSD matrix (a covariance), ``A`` if it is
         not finite, symmetric and of trailing shape ``(K, K)``, ``M`` if it is not a positive integer.
+
+    Examples
+    --------
+    >>> W = wishart_sandwich(np.eye(2), np.eye(2), M=4)
+    >>> bool(np.allclose(W, (1 + 1 / 4 + 2 / 4) * np.eye(2)))
+    True
     """
     Sigma = symmetric_psd(Sigma, "Sigma")
     A = finite_array(A, "A")
@@ -125,6 +131,12 @@ def closed_form_moments(config: TaskConfig) -> Moments:
     ValueError
         ``lam``: for ``target="ridge"`` with ``λ > 0`` (no closed form; use
         :func:`monte_carlo_moments`), or ``M`` when ``M ≤ K + 1`` for the ridge target.
+
+    Examples
+    --------
+    >>> m = closed_form_moments(TaskConfig(K=3, M=8))
+    >>> m.C.shape, m.method, bool(np.allclose(m.C, m.C.T))
+    ((3, 3), 'closed', True)
     """
     S_x, S_b, M, K = config.Sigma_x, config.Sigma_beta, config.M, config.K
     C = wishart_sandwich(S_x, S_b, M) + config.sigma**2 / M * S_x
@@ -150,6 +162,12 @@ def monte_carlo_moments(config: TaskConfig, n_samples: int, rng: np.random.Gener
     Uses the exact sufficient-statistics sampler when ``M ≥ K`` (else explicit
     prompts), in chunks of ``chunk`` prompts. Relative error of each entry is
     ``O(n_samples^{-1/2})``.
+
+    Examples
+    --------
+    >>> m = monte_carlo_moments(TaskConfig(K=3, M=8), 2000, np.random.default_rng(0))
+    >>> m.C.shape, m.n_samples
+    ((3, 3), 2000)
     """
     n_samples = positive_int(n_samples, "n_samples", minimum=2)
     chunk = positive_int(chunk, "chunk")
@@ -184,6 +202,11 @@ def population_moments(
         ``auto`` = closed form unless ``target="ridge"`` and ``λ > 0``.
     n_samples, rng
         Monte Carlo size and generator (required when Monte Carlo is used).
+
+    Examples
+    --------
+    >>> population_moments(TaskConfig(K=3, M=8)).method
+    'closed'
     """
     if method not in ("auto", "closed", "mc"):
         raise ValueError(f"method: unknown method {method!r}; choose 'auto', 'closed' or 'mc'")
@@ -196,7 +219,15 @@ def population_moments(
 
 
 def oracle_preconditioner(moments: Moments) -> np.ndarray:
-    """``P⋆ = B C^†`` (main paper §3.1), shape (K, K)."""
+    """``P⋆ = B C^†`` (main paper §3.1), shape (K, K).
+
+    Examples
+    --------
+    >>> m = closed_form_moments(TaskConfig(K=3, M=8))
+    >>> P = oracle_preconditioner(m)
+    >>> P.shape, bool(np.allclose(P @ m.C, m.B))
+    ((3, 3), True)
+    """
     return quadratic_minimizer(moments.B, moments.C)
 
 
@@ -204,12 +235,27 @@ def decoder_risk(P: np.ndarray, moments: Moments) -> np.ndarray | float:
     """``R_dec(P) = (1/K) E‖P d − z⋆‖² = (1/K)(Tr PCPᵀ − 2 Tr PBᵀ + Tr S)`` (main paper §3.1).
 
     ``P`` may be (K, K) or a stack (n, K, K).
+
+    Examples
+    --------
+    >>> m = closed_form_moments(TaskConfig(K=3, M=8))
+    >>> bool(np.isclose(decoder_risk(oracle_preconditioner(m), m), oracle_risk(m)))
+    True
+    >>> bool(np.isclose(decoder_risk(np.zeros((3, 3)), m), np.trace(m.S) / 3))
+    True
     """
     return quadratic_risk(P, moments.B, moments.C, moments.S, scale=1.0 / moments.K)
 
 
 def oracle_risk(moments: Moments) -> float:
-    """The oracle floor ``R_dec(P⋆) = (1/K)(Tr S − Tr B C^† Bᵀ)``."""
+    """The oracle floor ``R_dec(P⋆) = (1/K)(Tr S − Tr B C^† Bᵀ)``.
+
+    Examples
+    --------
+    >>> m = closed_form_moments(TaskConfig(K=3, M=8))
+    >>> bool(0.0 < oracle_risk(m) < decoder_risk(np.zeros((3, 3)), m))
+    True
+    """
     P = oracle_preconditioner(moments)
     return float((np.trace(moments.S) - np.trace(P @ moments.B.T)) / moments.K)
 
@@ -228,6 +274,13 @@ def effective_dimension(C: np.ndarray, lam: float) -> float:
     ------
     ValueError
         Naming ``C`` if it is not a finite symmetric PSD matrix, ``lam`` if it is negative or not finite.
+
+    Examples
+    --------
+    >>> effective_dimension(np.eye(3), 0.0)
+    3.0
+    >>> round(effective_dimension(np.eye(3), 1.0), 6)
+    1.5
     """
     C = symmetric_psd(C, "C")
     lam = nonnegative_float(lam, "lam")

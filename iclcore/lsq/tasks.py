@@ -72,6 +72,12 @@ def design_spectrum(K: int, cond: float, kind: str = "geometric") -> np.ndarray:
     -------
     ndarray, shape (K,)
         Eigenvalues normalised to ``Tr Σ_x = K`` (so ``E‖x‖² = K``).
+
+    Examples
+    --------
+    >>> lam = design_spectrum(4, cond=10.0)
+    >>> lam.shape, bool(np.isclose(lam.mean(), 1.0)), round(float(lam[0] / lam[-1]), 6)
+    ((4,), True, 10.0)
     """
     K = positive_int(K, "K")
     if not np.isfinite(cond) or cond < 1:
@@ -97,6 +103,12 @@ def design_covariance(K: int, cond: float, kind: str = "geometric") -> np.ndarra
     -------
     ndarray, shape (K, K)
         ``diag(λ_1 ≥ … ≥ λ_K)``, ``Tr Σ_x = K``, ``λ_1/λ_K = cond``.
+
+    Examples
+    --------
+    >>> S = design_covariance(3, cond=4.0)
+    >>> S.shape, bool(np.allclose(S, np.diag(np.diag(S)))), round(float(np.trace(S)), 6)
+    ((3, 3), True, 3.0)
     """
     return np.diag(design_spectrum(K, cond, kind))
 
@@ -110,6 +122,13 @@ def task_basis(K: int, r: int) -> np.ndarray:
     Returns
     -------
     ndarray, shape (K, r)
+
+    Examples
+    --------
+    >>> task_basis(3, 2)
+    array([[1., 0.],
+           [0., 1.],
+           [0., 0.]])
     """
     if not 1 <= r <= K:
         raise ValueError(f"r: task rank must satisfy 1 <= r <= K={K}, got {r!r}")
@@ -282,6 +301,12 @@ def sample_tasks(config: TaskConfig, n_prompts: int, rng: np.random.Generator) -
         ``z ~ N(0, task_scale² Σ_z)`` (``Σ_z = I_r`` unless ``config.Sigma_z`` is set).
     beta : ndarray, shape (n, K)
         ``β = U⋆ z``.
+
+    Examples
+    --------
+    >>> z, beta = sample_tasks(TaskConfig(K=4, M=8, r=2), 5, np.random.default_rng(0))
+    >>> z.shape, beta.shape
+    ((5, 2), (5, 4))
     """
     n_prompts = positive_int(n_prompts, "n_prompts")
     rng = as_generator(rng)
@@ -303,6 +328,12 @@ def ridge_solution(H: np.ndarray, c: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n, K)
+
+    Examples
+    --------
+    >>> H = np.array([[[2.0, 0.0], [0.0, 4.0]]])
+    >>> ridge_solution(H, np.array([[2.0, 2.0]]))
+    array([[1. , 0.5]])
     """
     H = np.asarray(H, float)
     c = np.asarray(c, float)
@@ -339,6 +370,12 @@ def sample_prompts(config: TaskConfig, n_prompts: int, rng: np.random.Generator)
         With ``X`` of shape (n, M, K) and ``y`` of shape (n, M).
         When ``λ = 0`` and ``M < K`` the system is singular and ``z^†`` is the
         minimum-norm solution ``H_M^† c_M``.
+
+    Examples
+    --------
+    >>> p = sample_prompts(TaskConfig(K=3, M=5), 4, np.random.default_rng(0))
+    >>> p.X.shape, p.H_M.shape, p.d.shape
+    ((4, 5, 3), (4, 3, 3), (4, 3))
     """
     n_prompts = positive_int(n_prompts, "n_prompts")
     rng = as_generator(rng)
@@ -369,6 +406,12 @@ def sample_prompt_statistics(config: TaskConfig, n_prompts: int, rng: np.random.
     -------
     Prompts
         With ``X = y = None``.
+
+    Examples
+    --------
+    >>> p = sample_prompt_statistics(TaskConfig(K=3, M=5), 4, np.random.default_rng(0))
+    >>> p.X is None, p.H_M.shape, bool(np.allclose(p.H_M, np.swapaxes(p.H_M, 1, 2)))
+    (True, (4, 3, 3), True)
     """
     n_prompts = positive_int(n_prompts, "n_prompts")
     rng = as_generator(rng)
@@ -415,6 +458,12 @@ def sample_decoder_pairs(config: TaskConfig, n_prompts: int, rng: np.random.Gene
     -------
     d : ndarray, shape (n, K)
     z_star : ndarray, shape (n, K)
+
+    Examples
+    --------
+    >>> d, z = sample_decoder_pairs(TaskConfig(K=3, M=5), 4, np.random.default_rng(0))
+    >>> d.shape, z.shape
+    ((4, 3), (4, 3))
     """
     n_prompts = positive_int(n_prompts, "n_prompts")
     rng = as_generator(rng)
