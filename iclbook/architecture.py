@@ -344,7 +344,7 @@ def subpackage_gaps(root: Path = ROOT) -> list[str]:
         if declared_all(init) != modules:
             found.append(f"{package}: __all__ must be the public modules {modules}, got {declared_all(init)}")
         if unlisted := [m for m in modules if f":mod:`~{package}.{m}`" not in doc]:
-            found.append(f"{package}: the docstring's 'Public modules' section does not list {unlisted}")
+            found.append(f"{package}: the docstring's 'Public modules:' list does not name {unlisted}")
     return found
 
 

@@ -839,7 +839,9 @@ def iclcore_modules(package_dir: Path | None = None) -> list[tuple[str, list[str
 
 
 def _automodule(module: str, members: bool) -> list[str]:
-    return ["```{eval-rst}", f".. automodule:: {module}"] + (["   :members:"] if members else []) + ["```", ""]
+    """An automodule block; a package's ``__all__`` names modules, not members, so it gets ``:no-members:``."""
+    option = "   :members:" if members else "   :no-members:"
+    return ["```{eval-rst}", f".. automodule:: {module}", option, "```", ""]
 
 
 def render_api(sections: list[tuple[str, list[str]]]) -> str:

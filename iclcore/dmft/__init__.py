@@ -47,8 +47,8 @@ stays O(1) for every ``N``. The paper's F.4 uses ``c = 1`` (``(A^T A)^2`` a rank
 i.e. ``gamma_paper = gamma D / N``. Losses at the optimum and the ``t -> infinity`` bottlenecks do
 not depend on this choice; the ``gamma`` axis and the gradient-flow clock do.
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.dmft.data`: Data of the reduced-Γ theory (Bordelon, Letey, Pehlevan): power-law covariance
   and task spectra under the source/capacity conditions, and the Marchenko–Pastur quadrature rule of ``Σ̂ =
   XᵀX/P``;

@@ -2,8 +2,8 @@
 lifts, the von Oswald et al. (2023) construction, the §8.1 synthetic panel and an offline miniature
 of the depth-contraction probe.
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.gd.appendix_statements`: The statements of Nagy App. A as
   :class:`~iclcore.gd.statements.Statement` records: the families V (the attention construction), M (the
   matrix ladder) and MN (arbitrary dimension; reconstructed, their printed statements are cut by a lost "<");

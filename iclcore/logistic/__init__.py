@@ -29,8 +29,8 @@ Notation and conventions (every choice the paper leaves open is stated here)
   ``alpha``; the paper replaces it by ``E[lambda^2] = 1``. Functions of the paper's
   theory accept an optional ``c`` (default 1: the paper verbatim).
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.logistic.exact`: Exact expected dynamics of the stated logistic-mode model (``p1 = q2 = 0``)
   at any context length ``N``: expected loss and gradients, mode loss and gradients, fixed point, the
   integrated mode flow, Monte Carlo loss and crossing times;

@@ -4,8 +4,8 @@ A prompt is a least-squares problem ``H β = c`` built from ``M`` noisy pairs ``
 ``β`` (main paper §1–§2). This subpackage holds what the families share about it; it imports only the utilities
 (:mod:`iclcore.validation`, :mod:`iclcore.linalg`, :mod:`iclcore.stats`).
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.lsq.dynamics`: Population gradient descent on quadratic objectives, in closed form;
 - :mod:`~iclcore.lsq.iterates`: Preconditioned Richardson iteration inside a prompt (inner time ℓ);
 - :mod:`~iclcore.lsq.lowrank`: The low-rank task model of the encoder+decoder experiments (main paper §1.2,

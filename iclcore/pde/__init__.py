@@ -1,7 +1,7 @@
 """A Galerkin PDE recast of the encoder–decoder problem (main paper §1.1, §10; MMNN report §5.4).
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.pde.galerkin`: P1 finite elements for ``−(a u′)′ + c₀ u = f`` on (0, 1), ``u(0) = u(1) = 0``,
   with an affine coefficient;
 - :mod:`~iclcore.pde.gp`: Matérn Gaussian-process forcing and the spectrum of its covariance operator (main

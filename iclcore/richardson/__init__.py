@@ -3,8 +3,8 @@ least-squares foundation :mod:`iclcore.lsq`: the encoder/decoder closure and its
 counterexample, certificates, the decoder, encoder and encoder-decoder experiments, baselines, order
 parameters and task diversity.
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.richardson.baselines`: Baseline preconditioners for the depth-``L`` Richardson decoder,
   compared on the same tasks;
 - :mod:`~iclcore.richardson.certificates`: Statistical certificate for held-out losses: the clipped

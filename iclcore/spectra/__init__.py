@@ -1,7 +1,7 @@
 """Spectra: the Marchenko-Pastur law and its quadrature, and the spectra of prompt statistics.
 
-Public modules
---------------
+Public modules:
+
 - :mod:`~iclcore.spectra.mp`: Marchenko–Pastur toolkit: density, atom, edges, Stieltjes transform, moments,
   quadrature;
 - :mod:`~iclcore.spectra.prompt`: Prompt spectra: whitened prompt covariance, non-asymptotic concentration,
