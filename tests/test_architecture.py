@@ -31,12 +31,39 @@ def _report(found: list) -> str:
     return "\n".join(map(str, found))
 
 
-def test_the_graph_sees_imports_inside_functions_and_relative_imports(imports):
-    """Sanity of the scanner: a lazy import in a function body and a relative import are both found."""
-    pairs = {(i.source, i.target) for i in imports}
-    assert ("iclcore._reference", "iclcore.lsq.tasks") in pairs
-    assert any(i.source.startswith("iclbook.") and i.target == "iclbook.notebooks" for i in imports)
-    assert any(i.source.startswith("notebooks.") for i in imports)
+def test_the_graph_sees_imports_inside_functions_and_relative_imports(tmp_path):
+    """The scanner on a small tree: a lazy import in a function body, relative imports, submodule imports."""
+    pkg = tmp_path / "iclcore" / "fam"
+    pkg.mkdir(parents=True)
+    (tmp_path / "iclcore" / "__init__.py").write_text("")
+    (tmp_path / "iclcore" / "util.py").write_text("def f():\n    pass\n")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def g():\n    from ..util import f\n    return f\n")
+    (pkg / "b.py").write_text("from . import a\nfrom iclcore.fam.a import _h\nimport numpy\n")
+    found = {(i.source, i.target, i.name) for i in arch.import_graph(tmp_path)}
+    assert found == {
+        ("iclcore.fam.a", "iclcore.util", "f"),
+        ("iclcore.fam.b", "iclcore.fam.a", None),
+        ("iclcore.fam.b", "iclcore.fam.a", "_h"),
+    }
+
+
+def test_the_checks_catch_what_they_should():
+    up = arch.Import("iclcore.lsq.tasks", "iclcore.richardson.decoder", "online_decoder_training", 3)
+    private = arch.Import("notebooks.x", "iclcore.lsq.iterates", "_as_batch", 5)
+    same_family = arch.Import("iclcore.lsq.moments", "iclcore.lsq.iterates", "_as_batch", 7)
+    reference = arch.Import("benchmarks.bench", "iclcore._reference", "run_encdec_naive", 9)
+    assert arch.upward_imports([up, private, same_family, reference]) == [
+        "iclcore.lsq.tasks:3 imports iclcore.richardson.decoder.online_decoder_training (upwards)"
+    ]
+    assert arch.private_imports([up, private, same_family, reference]) == [
+        "notebooks.x:5 imports iclcore.lsq.iterates._as_batch (private)"
+    ]
+    assert arch.tooling_imports([arch.Import("iclcore.lsq.tasks", "iclbook.pages", None, 1)])
+    assert arch.tooling_imports([arch.Import("iclbook.pages", "iclcore.lsq.tasks", None, 1)])
+    assert not arch.tooling_imports([arch.Import("iclbook.store", "iclcore.progress", None, 1)])
+    back = arch.Import("iclcore.richardson.decoder", "iclcore.lsq.tasks", None, 1)
+    assert arch.unit_cycles([up, back]) == [["iclcore.lsq", "iclcore.richardson"]]
 
 
 def test_every_unit_has_a_layer(imports):
