@@ -10,12 +10,16 @@ A notebook is a jupytext py:percent file ``notebooks/<name>.py`` with
 Both cells are read statically (``ast``), never executed, so listing the
 notebooks is instant and safe.
 
-Parameter values are ``int``, ``float``, ``bool``, ``str`` or ``None``. A
-value given on the command line is converted to the type of the default,
-exactly: integers of any size (never through ``float``), floats including
-``1e-5``, ``1e300``, ``nan`` and ``inf``; a value of the wrong type (``1.5``
-for an integer) is an error naming the parameter. A parameter whose default
-is ``None`` takes any such literal.
+Parameter values are ``int``, ``float``, ``bool``, ``str`` or ``None``, or a flat
+``list`` or ``tuple`` of ``int``, ``float``, ``bool`` or ``str`` (one element type; ints
+and floats mixed make a float list). A value given on the command line is converted to
+the type of the default, exactly: integers of any size (never through ``float``), floats
+including ``1e-5``, ``1e300``, ``nan`` and ``inf``; a value of the wrong type (``1.5``
+for an integer) is an error naming the parameter. A parameter whose default is ``None``
+takes any scalar literal. A list value is a Python literal (``-p warmups "[50, 200]"``,
+read with :func:`ast.literal_eval`, never evaluated), of the default's container type
+(a list given for a tuple default becomes a tuple); each element is checked like a
+scalar against the default's element type.
 
 Ranges
 ------
@@ -27,7 +31,12 @@ A parameter line may declare the values it accepts in its trailing comment::
 
 ``range: <lo>, <hi>`` uses ``[``/``]`` for closed and ``(``/``)`` for open
 ends; the bounds are numbers, ``-inf`` or ``inf``. ``choices: [...]`` is a
-literal list. The runner checks every resolved value (defaults, presets and
+literal list. For a list or tuple parameter they apply to each element, and
+``length: [lo, hi]`` (same brackets, integer bounds) bounds its number of elements::
+
+    warmups = [200]  # warm-up lengths; range: [0, 100000]; length: [1, 16]
+
+The runner checks every resolved value (defaults, presets and
 command-line overrides) before a kernel starts; ``nan`` is outside every
 range. Size parameters should always declare an upper bound, so that a typo
 such as ``-p K 1e9`` is refused instead of allocating gigabytes.
@@ -53,9 +62,13 @@ _TAGS_RE = re.compile(r"tags\s*=\s*(\[[^\]]*\])")
 
 _RANGE_RE = re.compile(r"range:\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])")
 _CHOICES_RE = re.compile(r"choices:\s*(?P<list>\[[^\]]*\])")
+_LENGTH_RE = re.compile(r"length:\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])")
 
-ParamValue = int | float | bool | str | None
+Scalar = int | float | bool | str | None
+ParamValue = Scalar | list | tuple
 _PARAM_TYPES = (int, float, bool, str, type(None))
+_ELEMENT_TYPES = (int, float, bool, str)
+_SEQUENCES = (list, tuple)
 
 
 class NotebookError(ValueError):
@@ -83,6 +96,7 @@ class Notebook:
     parameters: dict[str, ParamValue]
     presets: dict[str, dict[str, ParamValue]] = field(default_factory=dict)
     ranges: dict[str, Range] = field(default_factory=dict)
+    lengths: dict[str, Range] = field(default_factory=dict)
 
     @property
     def preset_names(self) -> list[str]:
@@ -100,7 +114,8 @@ class Notebook:
                 f"notebook {self.name!r} has no preset {preset!r}; available: {', '.join(self.preset_names)}"
             )
         params = dict(self.parameters)
-        params.update(self.presets.get(preset, {}))
+        for key, value in self.presets.get(preset, {}).items():  # a list preset of a tuple default: a tuple
+            params[key] = check_type(value, self.parameters[key], key) if is_sequence(value) else value
         for key, raw in (overrides or {}).items():
             if key not in self.parameters:
                 raise NotebookError(
@@ -112,9 +127,15 @@ class Notebook:
                 params[key] = coerce(raw, default, key)
             else:
                 params[key] = check_type(raw, default, key)
+        where = f"notebooks/{self.path.name}"
         for key, value in params.items():
+            if key in self.lengths and is_sequence(value) and not self.lengths[key].contains(len(value)):
+                raise NotebookError(
+                    f"parameter {key!r} = {value!r} has {len(value)} element(s); "
+                    f"its length must be in {self.lengths[key].describe()} (declared in {where})"
+                )
             if key in self.ranges:
-                self.ranges[key].check(key, value, f"notebooks/{self.path.name}")
+                self.ranges[key].check(key, value, where)
         return params
 
 
@@ -134,6 +155,9 @@ class Range:
         return f"{'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}{')' if self.hi_open else ']'}"
 
     def contains(self, value: Any) -> bool:
+        """Whether ``value`` is accepted (a list or tuple: each of its elements)."""
+        if is_sequence(value):
+            return all(self.contains(v) for v in value)
         if self.choices is not None:
             return any(type(value) is type(c) and value == c for c in self.choices)
         if (
@@ -147,10 +171,19 @@ class Range:
         return above and below
 
     def check(self, name: str, value: Any, where: str) -> None:
-        if not self.contains(value):
-            raise NotebookError(
-                f"parameter {name!r} = {value!r} is outside its range {self.describe()} (declared in {where})"
-            )
+        """A NotebookError naming ``name`` unless ``value`` (or each element of a list or tuple) is accepted."""
+        if not is_sequence(value):
+            if not self.contains(value):
+                raise NotebookError(
+                    f"parameter {name!r} = {value!r} is outside its range {self.describe()} (declared in {where})"
+                )
+            return
+        for i, item in enumerate(value):
+            if not self.contains(item):
+                raise NotebookError(
+                    f"parameter {name!r} = {value!r}: element {i} ({item!r}) is outside its range "
+                    f"{self.describe()} (declared in {where})"
+                )
 
 
 def _num(x: float) -> str:
@@ -174,14 +207,29 @@ def _bound(text: str, where: str) -> float:
     return value
 
 
+def _bounds(m: re.Match, where: str) -> Range:
+    """The numeric :class:`Range` of a ``range:`` or ``length:`` match."""
+    lo, hi = _bound(m.group("lo"), where), _bound(m.group("hi"), where)
+    if not lo <= hi:
+        raise NotebookError(f"{where}: empty range {m.group(0)!r}")
+    return Range(lo, hi, m.group("open") == "(", m.group("close") == ")")
+
+
+def parse_length(comment: str, where: str) -> Range | None:
+    """The accepted numbers of elements declared by ``length: [lo, hi]`` in ``comment`` (None if none)."""
+    m = _LENGTH_RE.search(comment)
+    if m:
+        return _bounds(m, where)
+    if "length:" in comment:
+        raise NotebookError(f"{where}: cannot read the length in {comment.strip()!r}; write e.g. `# length: [1, 16]`")
+    return None
+
+
 def parse_range(comment: str, where: str) -> Range | None:
     """The :class:`Range` declared in a parameter line's ``comment`` (None if it declares none)."""
     m = _RANGE_RE.search(comment)
     if m:
-        lo, hi = _bound(m.group("lo"), where), _bound(m.group("hi"), where)
-        if not lo <= hi:
-            raise NotebookError(f"{where}: empty range {m.group(0)!r}")
-        return Range(lo, hi, m.group("open") == "(", m.group("close") == ")")
+        return _bounds(m, where)
     m = _CHOICES_RE.search(comment)
     if m:
         try:
@@ -194,8 +242,66 @@ def parse_range(comment: str, where: str) -> Range | None:
     return None
 
 
+def is_sequence(value: Any) -> bool:
+    """Whether ``value`` is a list or tuple parameter value."""
+    return isinstance(value, _SEQUENCES)
+
+
+def element_default(default: list | tuple, name: str) -> int | float | bool | str:
+    """A representative of the element type of the list or tuple ``default`` (ints and floats mixed: a float).
+
+    The elements must be ``int``, ``float``, ``bool`` or ``str``, of one type; an empty default is refused
+    (its element type would be unknown).
+    """
+    if not default:
+        raise NotebookError(f"parameter {name!r}: an empty {type(default).__name__} default has no element type")
+    for item in default:
+        if isinstance(item, _SEQUENCES) or not isinstance(item, _ELEMENT_TYPES):
+            raise NotebookError(
+                f"parameter {name!r}: elements must be int, float, bool or str literals, "
+                f"not {type(item).__name__} ({item!r}); lists are flat"
+            )
+    kinds = {bool if isinstance(x, bool) else str if isinstance(x, str) else "number" for x in default}
+    if len(kinds) > 1:
+        raise NotebookError(f"parameter {name!r}: the elements of {default!r} mix types; use one type")
+    if kinds == {"number"}:
+        return 0.0 if any(isinstance(x, float) for x in default) else 0
+    return default[0]
+
+
+def _check_sequence(value: Any, default: list | tuple, name: str) -> list | tuple:
+    """``value`` as the container type of ``default``, each element checked against its element type."""
+    if not is_sequence(value):
+        raise NotebookError(
+            f"parameter {name!r}: {value!r} is a {type(value).__name__}, expected a {type(default).__name__} "
+            f"(default is {default!r})"
+        )
+    item_default = element_default(default, name)
+    items = []
+    for i, item in enumerate(value):
+        if is_sequence(item) or not isinstance(item, _ELEMENT_TYPES):
+            raise NotebookError(
+                f"parameter {name!r}: element {i} ({item!r}) is a {type(item).__name__}; "
+                f"expected a flat {type(default).__name__} of {type(item_default).__name__}"
+            )
+        try:
+            items.append(check_type(item, item_default, name))
+        except NotebookError:
+            raise NotebookError(
+                f"parameter {name!r}: element {i} ({item!r}) is a {type(item).__name__}, expected "
+                f"{type(item_default).__name__} (default is {default!r})"
+            ) from None
+    return type(default)(items)
+
+
 def check_type(value: Any, default: ParamValue, name: str) -> ParamValue:
-    """``value`` if it has the type of ``default`` (an int is accepted for a float); else a NotebookError."""
+    """``value`` if it has the type of ``default`` (an int is accepted for a float); else a NotebookError.
+
+    For a list or tuple ``default``, ``value`` must be a flat list or tuple whose elements have the
+    default's element type (:func:`element_default`); it is returned as the default's container type.
+    """
+    if is_sequence(default):
+        return _check_sequence(value, default, name)
     if default is None:
         if not isinstance(value, _PARAM_TYPES):
             raise NotebookError(f"parameter {name!r}: {value!r} is not an int, float, bool, str or None")
@@ -235,8 +341,18 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
     through ``float``; ``"1.5"`` for an integer is an error naming ``name``.
     Floats accept ``1e-5``, ``1e300``, ``nan``, ``inf``. For a ``None``
     default, ``raw`` is read as a Python literal (``None``, a number, a
-    quoted string), else kept as a string.
+    quoted string), else kept as a string. For a list or tuple ``default``, ``raw`` must be a
+    list or tuple literal (``"[50, 200]"``, :func:`ast.literal_eval`) of the default's element type.
     """
+    if is_sequence(default):
+        try:
+            value = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            raise NotebookError(
+                f"parameter {name!r}: cannot read {raw!r} as a {type(default).__name__} literal "
+                f"such as {python_literal(default)}"
+            ) from None
+        return check_type(value, default, name)
     if default is None:
         if raw.strip() in {"None", "none", "null"}:
             return None
@@ -353,14 +469,26 @@ def read_notebook(path: str | Path) -> Notebook:
     comments: dict[str, str] = {}
     parameters = _literal_assignments(param_cells[0], f"{path} (parameters cell)", comments)
     ranges: dict[str, Range] = {}
+    lengths: dict[str, Range] = {}
     for key, value in parameters.items():
-        if not isinstance(value, _PARAM_TYPES):
+        if is_sequence(value):
+            try:
+                parameters[key] = check_type(value, value, key)  # flat, one element type
+            except NotebookError as exc:
+                raise NotebookError(f"{path}: {exc}") from None
+        elif not isinstance(value, _PARAM_TYPES):
             raise NotebookError(
-                f"{path}: parameter {key!r} must be an int, float, bool, str or None, not {type(value).__name__}"
+                f"{path}: parameter {key!r} must be an int, float, bool, str or None, or a list or tuple of "
+                f"int, float, bool or str, not {type(value).__name__}"
             )
         declared = parse_range(comments.get(key, ""), f"{path}: parameter {key!r}")
         if declared is not None:
             ranges[key] = declared
+        length = parse_length(comments.get(key, ""), f"{path}: parameter {key!r}")
+        if length is not None:
+            if not is_sequence(value):
+                raise NotebookError(f"{path}: parameter {key!r}: `length:` is for a list or tuple parameter")
+            lengths[key] = length
     presets: dict[str, dict[str, Any]] = {}
     preset_cells = [body for tags, body in cells if "presets" in tags]
     if len(preset_cells) > 1:
@@ -383,7 +511,9 @@ def read_notebook(path: str | Path) -> Notebook:
                     check_type(value, parameters[key], key)
                 except NotebookError as exc:
                     raise NotebookError(f"{path}: preset {pname!r}: {exc}") from None
-    notebook = Notebook(name=path.stem, path=path, parameters=parameters, presets=presets, ranges=ranges)
+    notebook = Notebook(
+        name=path.stem, path=path, parameters=parameters, presets=presets, ranges=ranges, lengths=lengths
+    )
     for pname in notebook.preset_names:  # defaults and presets must respect the declared ranges
         notebook.resolve(pname)
     return notebook

@@ -39,8 +39,8 @@ gpt_steps = 1000
 gpt_lr = 1e-3
 batch = 64  # LSA training batch
 gpt_batch = 64  # GPT training batch (32 halves its cost but weakens the emergence: ER_rel 0.64 -> 0.28 at step 1000)
-warmups = "200"  # linear warm-up lengths, comma-separated (one run per value and seed)
-seeds = "0"  # training seeds, comma-separated
+warmups = [200]  # linear warm-up lengths (one run per value and seed); length: [1, 16]
+seeds = [0]  # training seeds; length: [1, 16]
 checkpoint_base = 4  # checkpoints at 0, 1, base, base^2, ... and the last step
 n_probe = 256  # prompts for the readout statistics
 n_rich = 64  # contexts for the implicit weights (Richardson fit)
@@ -56,8 +56,8 @@ PRESETS = {
         "gpt_width": 64,
         "gpt_heads": 4,
         "gpt_steps": 8192,
-        "warmups": "50,200,1000",
-        "seeds": "0,1,2",
+        "warmups": [50, 200, 1000],
+        "seeds": [0, 1, 2],
         "checkpoint_base": 2,
         "n_probe": 2048,
         "n_rich": 128,
@@ -78,7 +78,7 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 use_style()
 torch.set_num_threads(1)
 t_start = time.process_time()
-sweep = ProbeSweep.from_parameters(globals())  # the parameters above; warmups, seeds parsed
+sweep = ProbeSweep.from_parameters(globals())  # the parameters above
 kernel_cpu = time.process_time()
 runs = probe_training_sweep(sweep, workers or thread_budget())  # (kind, warm-up, seed) -> ProbeRun
 kernel_cpu = time.process_time() - kernel_cpu  # the runs' own CPU when they ran in this process

@@ -458,15 +458,14 @@ class ProbeSweep:
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, object]) -> ProbeSweep:
-        """The sweep set by a notebook's parameters (``warmups``, ``seeds`` as comma-separated
-        strings, e.g. ``"50,200"``); names that are not fields (``workers``, ...) are ignored."""
+        """The sweep set by a notebook's parameters (``warmups``, ``seeds`` as lists or tuples of
+        integers, e.g. ``[50, 200]``); names that are not fields (``workers``, ...) are ignored."""
         kw = {f.name: params[f.name] for f in fields(cls) if f.name in params}
         for name in ("warmups", "seeds"):
-            if isinstance(kw.get(name), str):
-                try:
-                    kw[name] = tuple(int(x) for x in kw[name].split(","))
-                except ValueError:
-                    raise ValueError(f"{name}: expected comma-separated integers, got {kw[name]!r}") from None
+            if name in kw:
+                if not isinstance(kw[name], (list, tuple)):
+                    raise ValueError(f"{name}: expected a list of integers, got {kw[name]!r}")
+                kw[name] = tuple(kw[name])
         return cls(**kw)
 
     def keys(self) -> list[tuple[str, int, int]]:

@@ -11,8 +11,7 @@ from runner_project import make_project, run_icl
 
 from iclbook import cli
 from iclbook.imports import dependency_files
-from iclbook.notebooks import NotebookError, coerce, discover, discover_all, read_notebook
-from iclbook.notebooks import python_literal
+from iclbook.notebooks import NotebookError, coerce, discover, discover_all, python_literal, read_notebook
 from iclbook.runs import make_requests
 from iclbook.store import cache_key, check_metrics, verify_folder
 
