@@ -1,11 +1,15 @@
-"""Standard errors of Monte Carlo and training quantities (the error model of the claims ledger).
+"""Statistics of the book: standard errors, z-scores and confidence bounds (the ledger's error model).
+
+This is the package's one statistics module: the notebooks, the chapters' experiment functions and
+the decoder's statistical certificate take their standard errors and bounds from here.
 
 The ledger (``book/reported/*.yml``) grades a random quantity ``X`` against a reported number with
 ``|X - reported| <= z SE (+ a stated discretisation term)``; the notebooks emit ``SE`` with these
 functions. Conventions:
 
 * :func:`standard_error` is the standard error of a mean over independent draws (replicas, seeds,
-  held-out prompts): sample standard deviation (``ddof = 1``) over ``sqrt(n)``.
+  held-out prompts): sample standard deviation (``ddof = 1``) over ``sqrt(n)``
+  (:func:`scipy.stats.sem`).
 * :func:`replica_spread` is the standard deviation of *one* draw, estimated from independent replicas
   of it: the standard error of a single-run quantity (one training run) as an estimate of its mean.
 * :func:`paired_standard_error` is the standard error of a mean difference on the same draws.
@@ -17,16 +21,27 @@ functions. Conventions:
 * :func:`pooled_ks_distance` is the Kolmogorov distance of a sample pooled over independent draws
   (e.g. the eigenvalues of several random matrices) with the standard error of the pooled cdf at the
   point where the distance is attained.
+* :func:`clipped_empirical_bernstein` is a distribution-free upper confidence bound on the mean of
+  clipped held-out losses (the statistical certificate of the decoder chapter, MMNN report §2);
+  :func:`eb_coverage_from_pool` and :func:`eb_coverage` measure its coverage by simulation.
 * A correlated time series uses batch means (:func:`iclcore.models.probes.batch_means`).
+
+``scipy.stats`` is used where it computes the quantity itself (:func:`scipy.stats.sem`); each other
+function says in its docstring why it does not (scipy has no delta-method ratio, quadrature sum,
+empirical-Bernstein bound or pooled-draw Kolmogorov standard error).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import scipy.stats
 from numpy.typing import ArrayLike
+
+from iclcore.validation import positive_float, positive_int, probability
 
 __all__ = [
     "standard_error",
@@ -37,6 +52,10 @@ __all__ = [
     "pooled_ks_distance",
     "increment_z_scores",
     "paired_increment_z_scores",
+    "EBBound",
+    "clipped_empirical_bernstein",
+    "eb_coverage_from_pool",
+    "eb_coverage",
 ]
 
 
@@ -63,10 +82,15 @@ def standard_error(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
     Returns
     -------
     float or ndarray (the shape of ``x`` without ``axis``)
+
+    Notes
+    -----
+    Computed by :func:`scipy.stats.sem` (``ddof = 1``) after the checks: finite draws, ``n >= 2``
+    (scipy would return NaN for a non-finite draw and for ``n = 1``).
     """
     x = _draws(x, "x", axis)
-    se = x.std(axis=axis, ddof=1) / math.sqrt(x.shape[axis])
-    return float(se) if np.ndim(se) == 0 else se
+    se = scipy.stats.sem(x, axis=axis, ddof=1)
+    return float(se) if np.ndim(se) == 0 else np.asarray(se)
 
 
 def replica_spread(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
@@ -80,6 +104,11 @@ def replica_spread(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
     x : array_like, shape (..., n, ...)
         Independent replicas along ``axis``, one of which may be the run reported.
     axis : int
+
+    Notes
+    -----
+    numpy's ``std(ddof=1)``: :func:`scipy.stats.tstd` computes the same number but only through its
+    trimming interface, which adds nothing here.
     """
     x = _draws(x, "x", axis)
     sd = x.std(axis=axis, ddof=1)
@@ -108,6 +137,10 @@ def combined_standard_error(*se: float) -> float:
     ----------
     *se : float
         Non-negative finite standard errors (at least one).
+
+    Notes
+    -----
+    A quadrature sum: ``scipy.stats`` has no function for it.
     """
     if not se:
         raise ValueError("se: expected at least one standard error")
@@ -128,6 +161,11 @@ def increment_z_scores(values: ArrayLike, se: ArrayLike) -> np.ndarray:
     ----------
     values, se : array_like, shape ``(n,)``, ``n >= 2``
         Estimates measured on independent draws and their non-negative standard errors.
+
+    Notes
+    -----
+    Differences of estimates with *given* standard errors: no ``scipy.stats`` test takes that input
+    (:func:`scipy.stats.ttest_ind_from_stats` wants the sample sizes and gives p-values).
     """
     v = np.asarray(values, dtype=float)
     e = np.asarray(se, dtype=float)
@@ -148,7 +186,9 @@ def paired_increment_z_scores(draws: ArrayLike) -> np.ndarray:
 
     ``draws`` shape ``(n, k)``: ``n`` estimates (e.g. depths), each on the same ``k >= 2`` draws.
     ``z_i = mean(draws[i+1] - draws[i]) / paired_standard_error(draws[i+1], draws[i])``, shape
-    ``(n - 1,)``: the common part of the noise cancels.
+    ``(n - 1,)``: the common part of the noise cancels. This is the statistic of
+    :func:`scipy.stats.ttest_rel` on each consecutive pair, computed here for all pairs at once with
+    :func:`paired_standard_error` (no p-values needed).
     """
     x = np.asarray(draws, dtype=float)
     if x.ndim != 2 or x.shape[0] < 2:
@@ -171,6 +211,10 @@ def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: floa
         Their standard errors (``>= 0``).
     cov : float
         Covariance of the two estimates (0 for independent ones).
+
+    Notes
+    -----
+    The delta method has no ``scipy.stats`` function.
     """
     vals = (a, se_a, b, se_b, cov)
     if not all(math.isfinite(float(v)) for v in vals):
@@ -204,6 +248,13 @@ def pooled_ks_distance(samples: ArrayLike, cdf: Callable[[np.ndarray], np.ndarra
     -------
     (distance, standard_error) : floats
         ``distance`` equals ``scipy.stats.kstest(samples.ravel(), cdf).statistic``.
+
+    Notes
+    -----
+    Computed here rather than by :func:`scipy.stats.kstest`: the standard error needs the per-draw
+    empirical cdfs at the point of the distance and the side (``F_n - F`` largest or ``F - F_n``)
+    it is attained on, with ties resolved towards ``F_n - F`` (kstest resolves them the other way
+    and also computes a p-value the ledger does not use).
     """
     x = np.asarray(samples, dtype=float)
     if x.ndim != 2 or x.shape[1] < 1:
@@ -222,3 +273,163 @@ def pooled_ks_distance(samples: ArrayLike, cdf: Callable[[np.ndarray], np.ndarra
     else:
         dist, at = float(d_minus[i_m]), np.mean(x < pooled[i_m], axis=1)
     return dist, float(at.std(ddof=1) / math.sqrt(x.shape[0]))
+
+
+# ----------------------------------------------------------------------------- confidence bounds
+
+
+@dataclass(frozen=True)
+class EBBound:
+    """Result of :func:`clipped_empirical_bernstein` (arrays broadcast over leading axes).
+
+    Attributes
+    ----------
+    mean : float or ndarray
+        ``\\hat R_c``.
+    variance : float or ndarray
+        ``\\hat V_c`` (unbiased).
+    upper : float or ndarray
+        The upper confidence bound on ``R_c``.
+    n, clip, delta : the inputs.
+    """
+
+    mean: np.ndarray | float
+    variance: np.ndarray | float
+    upper: np.ndarray | float
+    n: int
+    clip: float
+    delta: float
+
+
+def clipped_empirical_bernstein(losses: ArrayLike, clip: float, delta: float = 0.05) -> EBBound:
+    """Clipped empirical-Bernstein upper confidence bound on a mean loss (MMNN report §2).
+
+    For a held-out loss ``ℓ ≥ 0`` clipped at ``c``, ``ℓ_c = min(ℓ, c) ∈ [0, c]``, with probability
+    at least ``1 − δ`` over ``n`` i.i.d. held-out draws
+
+    .. math::
+
+        R_c \\le \\hat R_c + \\sqrt{\\frac{2 \\hat V_c \\log(2/δ)}{n}} + \\frac{7 c \\log(2/δ)}{3 (n - 1)},
+
+    where ``R_c = E ℓ_c``, ``\\hat R_c`` is the sample mean and ``\\hat V_c`` the unbiased sample
+    variance of the clipped losses. This is Maurer & Pontil's (2009, Thm. 4) empirical-Bernstein
+    inequality rescaled from ``[0, 1]`` to ``[0, c]``; it is distribution-free after clipping. It
+    bounds the *clipped* risk ``R_c ≤ R``; it certifies ``R`` itself only when ``ℓ ≤ c`` almost
+    surely. (The deterministic per-prompt optimisation certificate is
+    :func:`iclcore.lsq.iterates.richardson_certificate`.)
+
+    Parameters
+    ----------
+    losses : array_like, shape (..., n)
+        Non-negative held-out losses; the bound is computed along the last axis
+        (leading axes = independent repetitions).
+    clip : float
+        Clipping level ``c > 0``.
+    delta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    EBBound
+
+    Notes
+    -----
+    ``scipy.stats`` has no empirical-Bernstein bound (its intervals, e.g.
+    :func:`scipy.stats.bootstrap`, are asymptotic, not finite-sample and distribution-free).
+    """
+    clip, delta = _eb_levels(clip, delta)
+    x = np.asarray(losses, dtype=float)
+    if x.ndim < 1 or x.shape[-1] < 2:
+        raise ValueError(f"losses: need at least 2 losses along the last axis, got shape {x.shape}")
+    if not np.all(np.isfinite(x)) or np.any(x < 0):
+        raise ValueError("losses: must be finite and non-negative")
+    n = x.shape[-1]
+    xc = np.minimum(x, clip)
+    mean = xc.mean(axis=-1)
+    var = xc.var(axis=-1, ddof=1)
+    log_term = np.log(2.0 / delta)
+    upper = mean + np.sqrt(2.0 * var * log_term / n) + 7.0 * clip * log_term / (3.0 * (n - 1))
+    if np.ndim(mean) == 0:
+        mean, var, upper = float(mean), float(var), float(upper)
+    return EBBound(mean=mean, variance=var, upper=upper, n=int(n), clip=clip, delta=delta)
+
+
+def _eb_levels(clip: object, delta: object) -> tuple[float, float]:
+    """The clipping level ``c`` (finite, ``> 0``) and the failure probability ``δ ∈ (0, 1)``."""
+    return positive_float(clip, "clip"), probability(delta, "delta")
+
+
+def eb_coverage_from_pool(
+    pool: ArrayLike, n: int, clip: float, delta: float, n_repeats: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Coverage of :func:`clipped_empirical_bernstein` when the law of the loss is the empirical law of ``pool``.
+
+    Draws ``n_repeats`` samples of size ``n`` with replacement from ``pool``; the true clipped risk
+    of that law is exactly ``mean(min(pool, c))``. The EB inequality holds for every law on
+    ``[0, c]``, so the coverage must be ``≥ 1 − δ`` up to Monte Carlo error ``O(n_repeats^{-1/2})``.
+
+    Parameters
+    ----------
+    pool : array_like, shape (m,)
+        ``m >= 2`` losses.
+    n, n_repeats : int
+        Sample size (``>= 2``) and number of repetitions (``>= 1``).
+    rng : numpy.random.Generator
+        Draws the indices, ``rng.integers(0, m, size=(n_repeats, n))``.
+
+    Returns
+    -------
+    coverage : float
+        Fraction of repetitions with ``R_c ≤ upper``.
+    true_clipped_risk : float
+
+    Notes
+    -----
+    A resampling *coverage* check, not a confidence interval, so not :func:`scipy.stats.bootstrap`;
+    the indices are drawn directly so that the result is a fixed function of ``rng``.
+    """
+    clip, delta = _eb_levels(clip, delta)
+    pool = np.asarray(pool, float)
+    if pool.ndim != 1 or pool.size < 2:
+        raise ValueError(f"pool: expected a 1-D array of >= 2 losses, got shape {pool.shape}")
+    n = positive_int(n, "n", minimum=2)
+    n_repeats = positive_int(n_repeats, "n_repeats")
+    true = float(np.minimum(pool, clip).mean())
+    idx = rng.integers(0, pool.size, size=(n_repeats, n))
+    b = clipped_empirical_bernstein(pool[idx], clip, delta)
+    return float(np.mean(true <= np.asarray(b.upper))), true
+
+
+def eb_coverage(
+    draw_losses: Callable[[int, int, np.random.Generator], ArrayLike],
+    true_clipped_risk: float,
+    n: int,
+    clip: float,
+    delta: float,
+    n_repeats: int,
+    rng: np.random.Generator,
+) -> float:
+    """Coverage of :func:`clipped_empirical_bernstein` over repeated fresh draws.
+
+    Parameters
+    ----------
+    draw_losses : callable
+        ``draw_losses(n_repeats, n, rng)`` returns losses of shape ``(n_repeats, n)``.
+    true_clipped_risk : float
+        ``R_c`` of the law ``draw_losses`` samples.
+
+    Returns
+    -------
+    float
+        The fraction of repetitions whose upper bound is ``≥ true_clipped_risk``.
+
+    Notes
+    -----
+    A simulation of coverage; ``scipy.stats`` has no counterpart.
+    """
+    clip, delta = _eb_levels(clip, delta)
+    x = np.asarray(draw_losses(n_repeats, n, rng), float)
+    if x.shape != (n_repeats, n):
+        raise ValueError(f"draw_losses: must return shape {(n_repeats, n)}, got {x.shape}")
+    b = clipped_empirical_bernstein(x, clip, delta)
+    return float(np.mean(true_clipped_risk <= np.asarray(b.upper)))

@@ -30,6 +30,7 @@ __all__ = [
     "positive_int",
     "positive_float",
     "nonnegative_float",
+    "probability",
     "check_depth",
     "finite_array",
     "square_matrix",
@@ -130,6 +131,17 @@ def positive_float(x: object, name: str, allow_inf: bool = False, allow_zero: bo
 def nonnegative_float(x: object, name: str) -> float:
     """Return ``x`` as ``float`` after checking it is a finite real number ``>= 0``."""
     return positive_float(x, name, allow_zero=True)
+
+
+def probability(x: object, name: str) -> float:
+    """Return ``x`` as ``float`` after checking it is a real number in the open interval ``(0, 1)``
+    (a failure probability ``δ``, a confidence level)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, _REAL):
+        raise ParameterTypeError(f"{name}: expected a probability in (0, 1), got {type(x).__name__}")
+    v = float(x)
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name}: expected a probability in (0, 1), got {x!r}")
+    return v
 
 
 def check_depth(L: object, name: str = "L", minimum: int = 1, allow_inf: bool = False) -> int | float:

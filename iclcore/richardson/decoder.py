@@ -33,7 +33,7 @@ from iclcore.lsq.moments import (
     oracle_risk,
 )
 from iclcore.lsq.tasks import Prompts, TaskConfig, sample_decoder_pairs
-from iclcore.richardson.certificates import clipped_empirical_bernstein
+from iclcore.stats import clipped_empirical_bernstein
 from iclcore.validation import positive_int
 
 __all__ = [

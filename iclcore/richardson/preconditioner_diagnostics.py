@@ -138,7 +138,7 @@ def decoder_diagnostics(
         Size of the small held-out subset for ``eb_upper_small`` (``2 ≤ n_small ≤ n``).
     """
     from iclcore.lsq.iterates import contraction_factor, iteration_matrix, richardson_certificate
-    from iclcore.richardson.certificates import clipped_empirical_bernstein
+    from iclcore.stats import clipped_empirical_bernstein
 
     L = check_depth(L)
     n, K = systems.n, systems.K

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from iclcore.stats import (
+    clipped_empirical_bernstein,
     combined_standard_error,
+    eb_coverage,
+    eb_coverage_from_pool,
     increment_z_scores,
     paired_standard_error,
     ratio_standard_error,
@@ -162,3 +165,98 @@ def test_paired_increment_z_scores_closed_form_and_bad_input() -> None:
     np.testing.assert_allclose(paired_increment_z_scores(d + np.array([10.0, -4.0, 7.0])), z, rtol=1e-12)
     with pytest.raises(ValueError, match="draws"):
         paired_increment_z_scores(np.ones(3))
+
+
+@pytest.mark.parametrize("shape, axis", [((7,), 0), ((5, 3), 0), ((5, 3), 1), ((4, 6, 3), 1), ((4, 6, 3), -1)])
+def test_standard_error_through_scipy_agrees_with_the_former_formula(shape, axis) -> None:
+    """``scipy.stats.sem`` (now behind :func:`standard_error`) against the former
+    ``std(ddof=1) / sqrt(n)`` and the notebooks' inline ``std(ddof=1) / np.sqrt(n)``: relative 1e-12."""
+    rng = np.random.default_rng(sum(shape) + axis)
+    for scale in (1e-8, 1.0, 1e6):
+        x = scale * rng.lognormal(size=shape)
+        new = np.asarray(standard_error(x, axis=axis))
+        old = x.std(axis=axis, ddof=1) / math.sqrt(x.shape[axis])
+        np.testing.assert_allclose(new, old, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(new, x.std(axis=axis, ddof=1) / np.sqrt(x.shape[axis]), rtol=1e-12, atol=0)
+    assert isinstance(standard_error(np.arange(4.0)), float)
+
+
+# ------------------------------------------------------------ the clipped empirical-Bernstein bound
+
+
+def test_eb_formula_by_hand() -> None:
+    """MMNN report §2: mean + sqrt(2 V log(2/δ) / n) + 7 c log(2/δ) / (3 (n - 1)) of the clipped losses."""
+    x = np.array([0.1, 0.5, 2.0, 0.3])  # clip at 1 -> [0.1, 0.5, 1.0, 0.3]
+    b = clipped_empirical_bernstein(x, clip=1.0, delta=0.1)
+    xc = np.array([0.1, 0.5, 1.0, 0.3])
+    m, v, lg = xc.mean(), xc.var(ddof=1), np.log(20.0)
+    assert np.isclose(b.mean, m, rtol=1e-14)
+    assert np.isclose(b.variance, v, rtol=1e-14)
+    assert np.isclose(b.upper, m + np.sqrt(2 * v * lg / 4) + 7 * lg / 9, rtol=1e-14)
+    assert (b.n, b.clip, b.delta) == (4, 1.0, 0.1)
+
+
+def test_eb_batched_equals_rowwise() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.exponential(size=(5, 30))
+    b = clipped_empirical_bernstein(x, 2.0, 0.05)
+    for i in range(5):
+        assert np.isclose(b.upper[i], clipped_empirical_bernstein(x[i], 2.0, 0.05).upper, rtol=1e-14)
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.2])
+def test_eb_coverage_bernoulli(delta) -> None:
+    """Coverage of the true mean over 4000 repetitions is >= 1 − δ − 3 s.e."""
+    rng = np.random.default_rng(1)
+    p = 0.3
+
+    def draw(reps, n, g):
+        return (g.random((reps, n)) < p).astype(float)
+
+    cov = eb_coverage(draw, p, 40, 1.0, delta, 4000, rng)
+    assert cov >= 1 - delta - 3 * np.sqrt(delta * (1 - delta) / 4000)
+
+
+def test_eb_coverage_heavy_tail_pool_and_clipping() -> None:
+    """Pool of lognormal losses clipped at c: coverage >= 1 − δ; the unclipped mean can exceed the bound."""
+    rng = np.random.default_rng(2)
+    pool = rng.lognormal(0.0, 2.0, size=20000)
+    cov, true = eb_coverage_from_pool(pool, 50, 3.0, 0.05, 4000, rng)
+    assert cov >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / 4000)
+    assert true < pool.mean()  # clipping lowers the target
+
+
+def test_eb_bound_is_not_trivially_loose() -> None:
+    """Sanity (can fail): with n = 10^5 the bound is within 2% + O(1/n) of the mean for a [0,1] law."""
+    rng = np.random.default_rng(3)
+    b = clipped_empirical_bernstein(rng.random(100_000), 1.0, 0.05)
+    assert b.upper - 0.5 < 0.01
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(losses=np.ones(5), clip=0.0), "^clip:"),
+        (dict(losses=np.ones(5), clip=math.inf), "^clip:"),
+        (dict(losses=np.ones(5), clip=1.0, delta=1.0), "^delta:"),
+        (dict(losses=np.ones(5), clip=1.0, delta=math.nan), "^delta:"),
+        (dict(losses=np.ones(1), clip=1.0), "^losses:"),
+        (dict(losses=-np.ones(5), clip=1.0), "^losses:"),
+        (dict(losses=np.array([1.0, np.nan]), clip=1.0), "^losses:"),
+    ],
+)
+def test_eb_bad_input(kwargs, name) -> None:
+    with pytest.raises(ValueError, match=name):
+        clipped_empirical_bernstein(**kwargs)
+
+
+def test_eb_bad_coverage_input() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="^pool:"):
+        eb_coverage_from_pool(np.ones(1), 5, 1.0, 0.1, 10, rng)
+    with pytest.raises(ValueError, match="^n:"):
+        eb_coverage_from_pool(np.ones(10), 1, 1.0, 0.1, 10, rng)
+    with pytest.raises(ValueError, match="^n_repeats:"):
+        eb_coverage_from_pool(np.ones(10), 5, 1.0, 0.1, 0, rng)
+    with pytest.raises(ValueError, match="^draw_losses:"):
+        eb_coverage(lambda r, n, g: np.ones((2, 2)), 0.5, 5, 1.0, 0.1, 10, rng)
