@@ -20,36 +20,43 @@ SCREENSHOTS ?= _build/screenshots
 
 ## make book: set up .venv, execute every notebook (cached), build the HTML
 book: $(STAMP)
-	$(BIN)/icl-book build -j $(JOBS) --preset $(PRESET)
+	t0=$$(date +%s); $(BIN)/icl-book build -j $(JOBS) --preset $(PRESET); rc=$$?; \
+	echo "== notebooks and HTML: $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 ## make test: set up .venv, execute the notebooks (quick preset), build the HTML while running all tests
-# nbval re-executes *copies* of the executed notebooks in a temporary folder, in parallel with the other
-# tests: a determinism check of the cells tagged nbval-check-output against the runner's outputs.
-# book/generated is never written by it. The copies are collected first, longest run first, so that no
-# pytest worker idles at the end while the other re-executes a long notebook. Their figures are thrown
-# away, so they are written as PNG only (ICL_FIGURE_FORMATS=png: the PDF is the slowest file to write).
-# The HTML is built (single-threaded Sphinx) in the background while the tests run; the tests marked
-# `build` wait for it (tests/conftest.py, ICL_BOOK_BUILD_STATUS) and fail if it failed, and so does make.
+# Each notebook is executed once per run, by the runner (cached in the store). The determinism check
+# re-executes only a few of them with nbval, chosen by iclbook/nbval_copies.py, which prints which and why:
+# the 2 cheapest, every notebook whose cells tagged nbval-check-output changed since HEAD~1, and one that
+# rotates with the commit among those that fit in a 60 CPU-second budget (NBVAL=all re-executes all of
+# them, NBVAL=a,b exactly these). Their copies live in a temporary folder (book/generated is never written),
+# longest run first so that no pytest worker idles at the end; their figures are thrown away, so they are
+# written as PNG only (ICL_FIGURE_FORMATS=png). Every other stored execution is checked without a kernel
+# (tests/book/test_stored_notebooks.py: manifest hashes, current cache key, no error output;
+# ICL_REQUIRE_GENERATED=1 makes a missing one fail). The HTML is built (single-threaded Sphinx) in the
+# background while the tests run; the tests marked `build` wait for it (tests/conftest.py,
+# ICL_BOOK_BUILD_STATUS) and fail if it failed, and so does make. Each phase prints its wall time.
+NBVAL ?=
 test: $(STAMP) lint
-	$(BIN)/icl-book run -j $(JOBS)
-	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT || exit 1; \
-	$(BIN)/python -m iclbook.nbval_copies book/generated "$$nb/copies" || exit 1; \
+	t0=$$(date +%s); $(BIN)/icl-book run -j $(JOBS) || exit 1; echo "== notebooks: $$(( $$(date +%s) - t0 )) s"
+	nb=$$(mktemp -d -t icl-nbval-XXXXXX) && trap 'rm -rf "$$nb"' EXIT || exit 1; t0=$$(date +%s); \
+	ICL_NBVAL="$(NBVAL)" $(BIN)/python -m iclbook.nbval_copies book/generated "$$nb/copies" || exit 1; \
 	( $(BIN)/icl-book build --no-run > "$$nb/book-build.log" 2>&1; echo $$? > "$$nb/status.part"; \
-	  mv "$$nb/status.part" "$$nb/book-build.status" ) & \
+	  mv "$$nb/status.part" "$$nb/book-build.status"; echo "== HTML build: $$(( $$(date +%s) - t0 )) s" >> "$$nb/book-build.log" ) & \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) ICL_FIGURE_FORMATS=png \
-	  ICL_BOOK_BUILD_STATUS="$$nb/book-build.status" \
+	  ICL_BOOK_BUILD_STATUS="$$nb/book-build.status" ICL_REQUIRE_GENERATED=1 \
 	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope $(PYTEST_ARGS) --nbval-lax "$$nb/copies" tests; \
-	rc=$$?; wait; echo "== HTML build (in the background during the tests):"; tail -n 3 "$$nb/book-build.log"; \
+	rc=$$?; echo "== tests: $$(( $$(date +%s) - t0 )) s"; wait; echo "== HTML build (in the background during the tests):"; \
+	tail -n 4 "$$nb/book-build.log"; \
 	[ "$$(cat "$$nb/book-build.status" 2>/dev/null)" = 0 ] || { tail -n 60 "$$nb/book-build.log"; exit 1; }; exit $$rc
 
 venv: $(STAMP)
 
 # The venv is created once, from the lock; it is re-installed when the project's files change.
 $(STAMP): pyproject.toml requirements.lock
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test,cluster]"
-	touch $(STAMP)
+	t0=$$(date +%s); { test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24" && \
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test,cluster]" && \
+	touch $(STAMP) && echo "== venv: $$(( $$(date +%s) - t0 )) s"
 
 ## make lock: re-pin requirements.lock from the current venv
 lock: $(STAMP)
