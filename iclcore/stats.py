@@ -24,7 +24,8 @@ functions. Conventions:
 * :func:`clipped_empirical_bernstein` is a distribution-free upper confidence bound on the mean of
   clipped held-out losses (the statistical certificate of the decoder chapter, MMNN report §2);
   :func:`eb_coverage_from_pool` and :func:`eb_coverage` measure its coverage by simulation.
-* A correlated time series uses batch means (:func:`iclcore.models.probes.batch_means`).
+* :func:`batch_means` is the mean of a correlated time series (a training loss, an order parameter
+  along one run) and its standard error from the means of consecutive blocks.
 
 ``scipy.stats`` is used where it computes the quantity itself (:func:`scipy.stats.sem`); each other
 function says in its docstring why it does not (scipy has no delta-method ratio, quadrature sum,
@@ -52,6 +53,7 @@ __all__ = [
     "pooled_ks_distance",
     "increment_z_scores",
     "paired_increment_z_scores",
+    "batch_means",
     "EBBound",
     "clipped_empirical_bernstein",
     "eb_coverage_from_pool",
@@ -113,6 +115,40 @@ def replica_spread(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
     x = _draws(x, "x", axis)
     sd = x.std(axis=axis, ddof=1)
     return float(sd) if np.ndim(sd) == 0 else sd
+
+
+def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
+    """Mean of a correlated series and its standard error by batch means.
+
+    The series (1-D, length ``T >= n_blocks``) is cut into ``n_blocks`` consecutive blocks of equal
+    length ``k = T // n_blocks`` (a remainder at the *start* is dropped, so the series' end, usually
+    the stationary part, is kept); the standard error is :func:`standard_error` of the block means.
+    Valid when a block is longer than the correlation time of the series.
+
+    Parameters
+    ----------
+    y : array_like, shape (T,)
+        Finite values.
+    n_blocks : int
+        Number of blocks, ``2 <= n_blocks <= T``.
+
+    Returns
+    -------
+    (mean, se) : floats
+        The mean of the block means and its standard error.
+
+    Notes
+    -----
+    ``scipy.stats`` has no batch-means estimator; the standard error of the block means is
+    :func:`scipy.stats.sem` through :func:`standard_error`.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1 or not np.all(np.isfinite(y)):
+        raise ValueError("y: expected a finite 1-D series")
+    n_blocks = positive_int(n_blocks, "n_blocks", minimum=2, maximum=y.size)
+    k = y.size // n_blocks
+    m = y[y.size - k * n_blocks :].reshape(n_blocks, k).mean(axis=1)
+    return float(m.mean()), float(standard_error(m))
 
 
 def paired_standard_error(a: ArrayLike, b: ArrayLike, axis: int = 0) -> np.ndarray | float:

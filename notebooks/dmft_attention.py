@@ -65,8 +65,9 @@ from iclcore.models.attention import (
     sample_rrs_contexts,
     train,
 )
-from iclcore.models.probes import batch_means, block_average
+from iclcore.models.probes import block_average
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.stats import batch_means
 
 use_style()
 t_start = time.time()

@@ -70,10 +70,9 @@ from iclcore.dmft.width_mc import (
     width_spectrum_mc,
 )
 from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
-from iclcore.models.probes import batch_means
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
-from iclcore.stats import increment_z_scores, paired_increment_z_scores, standard_error
+from iclcore.stats import batch_means, increment_z_scores, paired_increment_z_scores, standard_error
 
 use_style()
 rng = np.random.default_rng(seed)

@@ -52,7 +52,6 @@ import numpy as np
 
 from iclcore.lsq.dynamics import gd_iterate
 from iclcore.lsq.lowrank import make_lowrank_model, sample_lowrank_prompts
-from iclcore.models.probes import batch_means
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.encoder import (
     encoder_modal_risk,
@@ -74,7 +73,7 @@ from iclcore.richardson.subspace import (
     top_r_subspace,
     wedin_sin_bound,
 )
-from iclcore.stats import replica_spread
+from iclcore.stats import batch_means, replica_spread
 
 use_style()
 t_start = time.perf_counter()

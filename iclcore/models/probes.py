@@ -29,7 +29,6 @@ from iclcore.validation import positive_int
 Array = NDArray[np.float64]
 
 __all__ = [
-    "batch_means",
     "uniform_window_null_rate",
     "uniform_window_null_hits",
     "nearest_event_offset",
@@ -232,27 +231,6 @@ def block_average(y: ArrayLike, k: int) -> Array:
     k = positive_int(k, "k", maximum=y.shape[-1])  # the block length
     n = y.shape[-1] // k * k
     return y[..., :n].reshape(*y.shape[:-1], -1, k).mean(axis=-1)
-
-
-def batch_means(y: ArrayLike, n_blocks: int = 10) -> tuple[float, float]:
-    """Mean of a correlated series and its standard error by batch means.
-
-    The series (1-D, length ``T >= n_blocks``) is cut into ``n_blocks`` consecutive blocks of equal
-    length (a remainder at the start is dropped); the standard error is the standard deviation of
-    the block means over ``sqrt(n_blocks)`` (ddof 1). Valid when a block is longer than the
-    correlation time of the series.
-
-    Returns
-    -------
-    (mean, se) : floats
-    """
-    y = np.asarray(y, dtype=float)
-    if y.ndim != 1 or not np.all(np.isfinite(y)):
-        raise ValueError("y: expected a finite 1-D series")
-    n_blocks = positive_int(n_blocks, "n_blocks", minimum=2, maximum=y.size)
-    k = y.size // n_blocks
-    m = y[y.size - k * n_blocks :].reshape(n_blocks, k).mean(axis=1)
-    return float(m.mean()), float(m.std(ddof=1) / np.sqrt(n_blocks))
 
 
 def _nearest_distances(found: ArrayLike, targets: ArrayLike) -> Array:

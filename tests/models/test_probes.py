@@ -192,22 +192,6 @@ def test_trailing_average_matches_explicit_windows():
         pr.trailing_average(y, 0)
 
 
-def test_batch_means_se_of_iid_series():
-    """For iid noise the batch-means SE estimates sigma / sqrt(T) (within 40% for 20 blocks), and the
-    mean is the plain mean of the series used."""
-    from iclcore.models.probes import batch_means
-
-    rng = np.random.default_rng(3)
-    y = 2.0 + rng.standard_normal(4000)
-    m, se = batch_means(y, 20)
-    assert m == pytest.approx(y.mean(), abs=1e-12)
-    assert 0.6 < se * np.sqrt(y.size) < 1.4
-    with pytest.raises(ValueError, match="n_blocks"):
-        batch_means(y, 1)
-    with pytest.raises(ValueError, match="y"):
-        batch_means(np.array([1.0, np.nan, 2.0]), 2)
-
-
 def test_uniform_window_null_rate_matches_a_closed_form():
     """One event, one target window of total width 0.2 on [0, 1] (away from the edges): rate 0.2."""
     from iclcore.models.probes import uniform_window_null_rate, window_hits

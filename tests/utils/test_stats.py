@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from iclcore.stats import (
+    batch_means,
     clipped_empirical_bernstein,
     combined_standard_error,
     eb_coverage,
@@ -260,3 +261,33 @@ def test_eb_bad_coverage_input() -> None:
         eb_coverage_from_pool(np.ones(10), 5, 1.0, 0.1, 0, rng)
     with pytest.raises(ValueError, match="^draw_losses:"):
         eb_coverage(lambda r, n, g: np.ones((2, 2)), 0.5, 5, 1.0, 0.1, 10, rng)
+
+
+def test_batch_means_of_blocks_and_the_former_formula() -> None:
+    """Block means of a series (remainder dropped at the start); SE = std(ddof=1) / sqrt(n_blocks)."""
+    y = np.arange(11.0)  # n_blocks = 3, k = 3: drop y[0:2], blocks [2,3,4], [5,6,7], [8,9,10]
+    m, se = batch_means(y, 3)
+    assert m == 6.0 and se == pytest.approx(3.0 / math.sqrt(3), rel=1e-15)
+    rng = np.random.default_rng(8)
+    z = np.cumsum(rng.normal(size=5003)) * 1e-3  # correlated
+    m, se = batch_means(z, 10)
+    blocks = z[3:].reshape(10, 500).mean(axis=1)
+    assert m == pytest.approx(blocks.mean(), rel=1e-12)
+    assert se == pytest.approx(blocks.std(ddof=1) / np.sqrt(10), rel=1e-12)
+    for bad, match in ((([1.0, np.nan], 2), "^y:"), ((np.ones((2, 3)), 2), "^y:"), ((np.ones(5), 6), "^n_blocks:")):
+        with pytest.raises(ValueError, match=match):
+            batch_means(*bad)
+
+
+def test_batch_means_se_of_iid_series() -> None:
+    """For iid noise the batch-means SE estimates sigma / sqrt(T) (within 40% for 20 blocks), and the
+    mean is the plain mean of the series used."""
+    rng = np.random.default_rng(3)
+    y = 2.0 + rng.standard_normal(4000)
+    m, se = batch_means(y, 20)
+    assert m == pytest.approx(y.mean(), abs=1e-12)
+    assert 0.6 < se * np.sqrt(y.size) < 1.4
+    with pytest.raises(ValueError, match="n_blocks"):
+        batch_means(y, 1)
+    with pytest.raises(ValueError, match="y"):
+        batch_means(np.array([1.0, np.nan, 2.0]), 2)
