@@ -220,6 +220,7 @@ def server(request, tmp_path):
         srv.stop()
 
 
+@pytest.mark.slow
 def test_notebook_opens_runs_and_saves_clean(server):
     srv, root, folder = server
     path = f"/api/contents/{folder}{NOTEBOOK}.py"
