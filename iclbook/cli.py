@@ -27,7 +27,7 @@ from .execution import Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .runs import make_requests
 from .scheduling import run_notebooks
-from .store import STAMP, STORE, cache_key, store_dir, verify_folder
+from .store import STAMP, STORE, cache_key, import_scans, store_dir, verify_folder
 
 EXIT_USAGE = 2
 
@@ -218,8 +218,9 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
     out_root = Path(args.out).expanduser().resolve() if args.out else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
     stale = 0
+    scans = import_scans(root)
     for req in requests:
-        key = cache_key(req, root)
+        key = cache_key(req, root, scans)
         entry = store_dir(root) / "entries" / key
         problem = verify_folder(entry, key) if entry.exists() else "no stored run"
         if problem:

@@ -36,6 +36,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,6 +139,63 @@ def scan_source(source: str, current: str = "", is_package: bool = False) -> Imp
     return scan
 
 
+@dataclass
+class ScanCache:
+    """Import scans (:func:`scan_source`) of sources, by SHA-256 of their text, kept in a JSON file between runs.
+
+    A cached rebuild computes every notebook's key, which needs the import graph of ``iclcore``;
+    parsing every module with :mod:`ast` costs about a second, looking its scan up by content
+    costs a hash. The lookup is exact: an entry is found only for the very same text (and
+    module name), so a changed file is always parsed again. The file is advisory: a missing,
+    unreadable or foreign one is ignored (and rewritten), and at most :attr:`limit` entries are kept.
+    """
+
+    path: Path | None = None
+    scans: dict[str, list] = field(default_factory=dict)
+    limit: int = 4096
+    changed: bool = False
+
+    VERSION = 1
+
+    @classmethod
+    def load(cls, path: Path) -> ScanCache:
+        """The cache kept at ``path`` (empty if there is none or it is unreadable)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            scans = data["scans"] if data.get("version") == cls.VERSION else {}
+            if not isinstance(scans, dict):
+                scans = {}
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            scans = {}
+        return cls(path, scans)
+
+    def scan(self, source: str, current: str = "", is_package: bool = False) -> ImportScan:
+        """:func:`scan_source` of ``source``, from the cache when this exact text was scanned before."""
+        digest = hashlib.sha256(f"{current}\0{int(is_package)}\0{source}".encode()).hexdigest()
+        hit = self.scans.get(digest)
+        if isinstance(hit, list) and len(hit) == 4 and all(isinstance(x, list) for x in hit):
+            return ImportScan(set(hit[0]), set(hit[1]), set(hit[2]), list(hit[3]))
+        scan = scan_source(source, current, is_package)
+        self.scans[digest] = [sorted(scan.modules), sorted(scan.maybe_modules), sorted(scan.star), list(scan.dynamic)]
+        self.changed = True
+        return scan
+
+    def save(self) -> None:
+        """Write the cache back (atomically) if a scan was added; errors are ignored (the cache is advisory)."""
+        if not self.changed or self.path is None:
+            return
+        keep = dict(list(self.scans.items())[-self.limit :])
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"version": self.VERSION, "scans": keep}, fh)
+            os.replace(tmp, self.path)
+        except OSError:
+            return
+        self.changed = False
+
+
 def _literal_all(source: str) -> list[str] | None:
     """The names of a literal ``__all__`` in ``source`` ([] if there is none; None if it is computed)."""
     try:
@@ -195,10 +256,14 @@ def _all_files(package_dir: Path) -> list[Path]:
     )
 
 
-def dependency_files(notebook_source: str, package_dir: Path) -> Dependencies:
-    """The ``iclcore`` files (under ``package_dir``) a notebook depends on; see the module docstring."""
+def dependency_files(notebook_source: str, package_dir: Path, scans: ScanCache | None = None) -> Dependencies:
+    """The ``iclcore`` files (under ``package_dir``) a notebook depends on; see the module docstring.
+
+    ``scans`` looks up the import scans of unchanged sources instead of parsing them again (:class:`ScanCache`).
+    """
+    scan_of = scans.scan if scans is not None else scan_source
     modules: set[str] = set()
-    todo: list[tuple[str, ImportScan]] = [("", scan_source(notebook_source))]
+    todo: list[tuple[str, ImportScan]] = [("", scan_of(notebook_source))]
     reasons: list[str] = []
     while todo:
         where, scan = todo.pop()
@@ -227,7 +292,7 @@ def dependency_files(notebook_source: str, package_dir: Path) -> Dependencies:
                     continue
                 modules.add(name)
                 if path.is_file():
-                    todo.append((name, scan_source(path.read_text(), name, path.name == "__init__.py")))
+                    todo.append((name, scan_of(path.read_text(), name, path.name == "__init__.py")))
     if not package_dir.is_dir():
         return Dependencies([], sorted(modules), "")
     if reasons:

@@ -24,7 +24,7 @@ from .execution import Interrupts, execute
 from .notebooks import NotebookError
 from .progress import Progress
 from .runs import RunRequest, RunResult, RunSummary
-from .store import STAMP, acquire, cache_key, cleanup_stale_temp, fill, store_dir, verify_folder
+from .store import STAMP, acquire, cache_key, cleanup_stale_temp, fill, import_scans, store_dir, verify_folder
 
 __all__ = [
     "SECONDS_HINT",
@@ -155,7 +155,9 @@ def _run_all(
     launcher: Callable[..., int] | None,
 ) -> RunSummary:
     cleanup_stale_temp(root)
-    keys = {req.notebook.name: cache_key(req, root) for req in requests}
+    scans = import_scans(root)
+    keys = {req.notebook.name: cache_key(req, root, scans) for req in requests}
+    scans.save()
     order = longest_first(requests, expected_seconds(root))
     summary = RunSummary()
     with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:

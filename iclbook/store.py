@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .imports import dependency_files
+from .imports import ScanCache, dependency_files
 from .notebooks import python_literal
 from .runs import RunRequest
 from .worker_env import STAMP, output_files
@@ -52,6 +52,7 @@ __all__ = [
     "cleanup_stale_temp",
     "fill",
     "hash_files",
+    "import_scans",
     "json_value",
     "remove_tree",
     "sha256_file",
@@ -74,11 +75,19 @@ def store_dir(root: Path) -> Path:
     return root / STORE
 
 
+def import_scans(root: Path) -> ScanCache:
+    """The store's cache of ``iclcore`` import scans, by source content (:class:`iclbook.imports.ScanCache`)."""
+    return ScanCache.load(store_dir(root) / "import-scans.json")
+
+
 # --- key -----------------------------------------------------------------------------------------
 
 
-def cache_key(request: RunRequest, root: Path) -> str:
-    """SHA-256 over notebook source, typed parameters, preset, lock file and the ``iclcore`` files it imports."""
+def cache_key(request: RunRequest, root: Path, scans: ScanCache | None = None) -> str:
+    """SHA-256 over notebook source, typed parameters, preset, lock file and the ``iclcore`` files it imports.
+
+    ``scans`` (:func:`import_scans`) spares parsing unchanged ``iclcore`` modules again; the key is the same.
+    """
     h = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
@@ -93,7 +102,7 @@ def cache_key(request: RunRequest, root: Path) -> str:
     lock = root / "requirements.lock"
     add("lock", lock.read_bytes() if lock.exists() else b"")
     package = root / "iclcore"
-    deps = dependency_files(source.decode("utf-8", "replace"), package)
+    deps = dependency_files(source.decode("utf-8", "replace"), package, scans)
     add("whole-package", b"1" if deps.whole_package else b"0")
     for p in deps.files:
         add("iclcore/" + p.relative_to(package).as_posix(), p.read_bytes())

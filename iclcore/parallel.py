@@ -22,10 +22,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 __all__ = ["THREAD_VARIABLES", "map_configs", "thread_budget", "thread_settings"]
 
@@ -125,6 +126,9 @@ def map_configs(
     if executor is not None:
         futures = {i: executor.submit(fn, configs[i]) for i in order}
         return [futures[i].result() for i in range(len(configs))]
+    from concurrent.futures import ProcessPoolExecutor  # here: the tooling imports this module at start-up
+    from multiprocessing import get_context
+
     with ProcessPoolExecutor(
         max_workers=min(workers, len(configs)), mp_context=get_context("spawn"), initializer=_single_threaded
     ) as pool:
