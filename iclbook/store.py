@@ -6,7 +6,10 @@ The cache key of a run (:func:`cache_key`) is a SHA-256 over the notebook
 source, the resolved parameters (name, type and exact literal), the preset,
 ``requirements.lock`` and exactly the ``iclcore`` files the notebook imports,
 transitively (:mod:`iclbook.imports`). The tooling (``iclbook``) is not part
-of any key: editing the CLI re-executes nothing.
+of any key: editing the CLI re-executes nothing. The import graph is read from
+the store's cache of import scans (``.icl-store/import-scans.json``, by SHA-256
+of each module's text, :func:`import_scans`), so a cached rebuild parses only
+the modules that changed; the key reads and hashes every file as before.
 
 Store
 -----
