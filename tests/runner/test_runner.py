@@ -73,7 +73,8 @@ def test_coerce_rejects(raw: str, default) -> None:
     [
         ("n = 3\nm = n + 1\n", "not a literal"),
         ("n, m = 1, 2\n", "only `name = literal`"),
-        ("n = [1, 2]\n", "must be an int, float, bool, str or None"),
+        ("n = {1: 2}\n", "must be an int, float, bool, str or None"),
+        ("n = [1, [2]]\n", "lists are flat"),
     ],
 )
 def test_malformed_parameters_cell(tmp_path: Path, cell: str, message: str) -> None:
