@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from iclbook.notebooks import discover  # noqa: E402
-from iclbook.runner import STAMP  # noqa: E402
+from iclbook.store import STAMP  # noqa: E402
 
 
 def main() -> int:

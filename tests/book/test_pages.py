@@ -354,7 +354,8 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
 
     from iclbook.notebooks import discover_all
     from iclbook.pages import ledger_counts, paper_metrics, paper_rows, report_rows
-    from iclbook.runner import STAMP, cache_key, make_requests, store_dir
+    from iclbook.runs import make_requests
+    from iclbook.store import STAMP, cache_key, store_dir
 
     root = tmp_path / "proj"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "demo_project", root)

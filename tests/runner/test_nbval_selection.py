@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from iclbook.nbval_copies import checked_cells, main, select
-from iclbook.runner import STAMP
+from iclbook.store import STAMP
 
 COSTS = {"a": 2.0, "b": 3.0, "c": 10.0, "d": 20.0, "e": 40.0, "f": 90.0}
 

@@ -64,10 +64,11 @@ def test_runner_status_line_shows_the_notebook_counters(monkeypatch, tmp_path):
     """The runner's kernel env points the file into the run's private folder; the status line reads it."""
     import io
 
-    from iclbook.runner import PROGRESS_ENV as RUNNER_ENV
-    from iclbook.runner import PROGRESS_FILE, Progress
+    from iclbook.progress import Progress
+    from iclbook.worker_env import PROGRESS_ENV as RUNNER_ENV
+    from iclbook.worker_env import PROGRESS_FILE
 
-    assert RUNNER_ENV == PROGRESS_ENV
+    assert RUNNER_ENV is PROGRESS_ENV  # one definition, in iclcore.progress
     run_dir = tmp_path / f"dmft_softmax-{os.getpid()}-abc"
     run_dir.mkdir()
     monkeypatch.setenv(PROGRESS_ENV, str(run_dir / PROGRESS_FILE))
