@@ -103,6 +103,8 @@ def cmd_list(args: argparse.Namespace, root: Path) -> int:
                 row += f"  {nb.presets[p].get(key, value)!r:>12}"
             if key in nb.ranges:
                 row += f"  range {nb.ranges[key].describe()}"
+            if key in nb.lengths:
+                row += f"  length {nb.lengths[key].describe()}"
             print(row)
         print()
     _report_unusable(bad)
