@@ -60,9 +60,10 @@ QUICK = "quick"
 _CELL_RE = re.compile(r"^# %%(?P<rest>.*)$")
 _TAGS_RE = re.compile(r"tags\s*=\s*(\[[^\]]*\])")
 
-_RANGE_RE = re.compile(r"range:\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])")
+_INTERVAL = r"\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])"  # [lo, hi), ...
+_RANGE_RE = re.compile(r"range:" + _INTERVAL)
 _CHOICES_RE = re.compile(r"choices:\s*(?P<list>\[[^\]]*\])")
-_LENGTH_RE = re.compile(r"length:\s*(?P<open>[\[(])\s*(?P<lo>[^,\])]+?)\s*,\s*(?P<hi>[^,\])]+?)\s*(?P<close>[\])])")
+_LENGTH_RE = re.compile(r"length:" + _INTERVAL)
 
 Scalar = int | float | bool | str | None
 ParamValue = Scalar | list | tuple
