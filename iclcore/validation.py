@@ -39,6 +39,7 @@ __all__ = [
     "nonnegative_grid",
     "spectrum_pair",
     "positive_spectrum",
+    "symmetric_matrix",
     "symmetric_psd",
     "symmetric_psd_eigh",
 ]
@@ -265,8 +266,16 @@ def spectrum_pair(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
     return lam, omega
 
 
-def _symmetric_square(S: object, name: str, rtol: float) -> np.ndarray:
-    """``S`` as a finite non-empty square float matrix, symmetric to ``rtol max(1, max|S|)``."""
+def symmetric_matrix(S: object, name: str, rtol: float = 1e-10) -> np.ndarray:
+    """Return ``S`` as a float array after checking it is a finite, non-empty, square matrix,
+    symmetric to ``max|S - Sᵀ| <= rtol max(1, max|S|)`` (the symmetry test of :func:`symmetric_psd`).
+
+    Parameters
+    ----------
+    S : array_like, shape (K, K)
+    name : str
+        Parameter name used in error messages.
+    """
     S = finite_array(S, name)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
         raise ValueError(f"{name}: expected a non-empty square matrix, got shape {S.shape}")
@@ -299,7 +308,7 @@ def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = Fa
     name : str
         Parameter name used in error messages.
     """
-    S = _symmetric_square(S, name, rtol)
+    S = symmetric_matrix(S, name, rtol)
     _psd_eigenvalues(np.linalg.eigvalsh(0.5 * (S + S.T)), name, rtol, definite)
     return S
 
@@ -316,7 +325,7 @@ def symmetric_psd_eigh(
     Q : ndarray, shape (K, K)
         Orthonormal eigenvectors as columns, ``½(S + Sᵀ) = Q diag(lam) Qᵀ``.
     """
-    S = _symmetric_square(S, name, rtol)
+    S = symmetric_matrix(S, name, rtol)
     lam, Q = np.linalg.eigh(0.5 * (S + S.T))
     _psd_eigenvalues(lam, name, rtol, definite)
     return lam, Q

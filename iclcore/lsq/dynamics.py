@@ -96,7 +96,7 @@ class Spectrum:
         return float(self.lam[-1]) if self.lam.size else 0.0
 
 
-def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
+def psd_spectrum(C: np.ndarray, name: str = "C", definite: bool = False) -> Spectrum:
     """Validate a covariance and return its eigendecomposition.
 
     Parameters
@@ -106,6 +106,8 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
         (:func:`iclcore.validation.symmetric_psd_eigh`, the package's one PSD check).
     name : str
         Parameter name used in error messages.
+    definite : bool
+        Require ``C`` positive definite (smallest eigenvalue ``> 0``).
 
     Returns
     -------
@@ -123,7 +125,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C") -> Spectrum:
     >>> spec.lam, spec.Q.shape
     (array([1., 2.]), (2, 2))
     """
-    lam, Q = symmetric_psd_eigh(C, name, rtol=PSD_RTOL)
+    lam, Q = symmetric_psd_eigh(C, name, rtol=PSD_RTOL, definite=definite)
     return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
 
 

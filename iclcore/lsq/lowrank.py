@@ -54,9 +54,7 @@ class LowRankModel:
     lam: float
 
     def __post_init__(self) -> None:
-        sx = psd_spectrum(self.Sigma_x, "Sigma_x")
-        if sx.lam[0] <= 0:
-            raise ValueError("Sigma_x: must be positive definite")
+        sx = psd_spectrum(self.Sigma_x, "Sigma_x", definite=True)
         K = sx.Q.shape[0]
         U = np.asarray(self.U_star, float)
         if U.ndim != 2 or U.shape[0] != K or not 1 <= U.shape[1] <= K:

@@ -83,11 +83,9 @@ class EncoderProblem:
         G = np.asarray(self.G_star, dtype=float)
         if G.ndim != 2 or G.shape[1] < 1 or G.shape[0] < G.shape[1]:
             raise ValueError(f"G_star: must be a (q, r) matrix with q >= r >= 1, got shape {G.shape}")
-        spec = psd_spectrum(self.Sigma_z, "Sigma_z")
+        spec = psd_spectrum(self.Sigma_z, "Sigma_z", definite=True)
         if spec.Q.shape[0] != G.shape[1]:
             raise ValueError(f"Sigma_z: shape {np.shape(self.Sigma_z)} must be ({G.shape[1]}, {G.shape[1]})")
-        if spec.lam[0] <= 0:
-            raise ValueError("Sigma_z: must be positive definite")
         if not np.isfinite(self.sigma) or self.sigma < 0:
             raise ValueError(f"sigma: noise level must be finite and >= 0, got {self.sigma!r}")
 

@@ -78,12 +78,10 @@ class LatentModel:
     def __post_init__(self) -> None:
         H = square_matrix(self.H, "H")
         r = H.shape[0]
-        if psd_spectrum(H, "H").lam[0] <= 0:
-            raise ValueError("H: must be positive definite")
+        psd_spectrum(H, "H", definite=True)
         square_matrix(self.Gstar, "Gstar", r)
         square_matrix(self.Sigma_z, "Sigma_z", r)
-        if psd_spectrum(self.Sigma_z, "Sigma_z").lam[0] <= 0:
-            raise ValueError("Sigma_z: must be positive definite")
+        psd_spectrum(self.Sigma_z, "Sigma_z", definite=True)
         if not np.isfinite(self.noise_var) or self.noise_var < 0:
             raise ValueError(f"noise_var: must be a finite non-negative number, got {self.noise_var!r}")
 

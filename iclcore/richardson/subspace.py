@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from iclcore.linalg import principal_angles
-from iclcore.validation import positive_int
+from iclcore.validation import positive_int, symmetric_matrix, symmetric_psd
 
 __all__ = [
     "orthonormal_basis",
@@ -60,12 +60,7 @@ def _as_matrix(A: object, name: str) -> np.ndarray:
 
 
 def _as_symmetric(S: object, name: str) -> np.ndarray:
-    a = _as_matrix(S, name)
-    if a.shape[0] != a.shape[1]:
-        raise ValueError(f"{name}: must be square, got shape {a.shape}")
-    scale = max(float(np.max(np.abs(a))), np.finfo(float).tiny)
-    if float(np.max(np.abs(a - a.T))) > 1e-10 * scale:
-        raise ValueError(f"{name}: must be symmetric")
+    a = symmetric_matrix(S, name)
     return 0.5 * (a + a.T)
 
 
@@ -177,10 +172,8 @@ def eigengap(Sigma: np.ndarray, r: int) -> float:
 
 def effective_rank(Sigma: np.ndarray) -> float:
     """``r_eff(Σ) = Tr Σ / ||Σ||_2`` (main paper §5.2) of a PSD matrix."""
-    S = _as_symmetric(Sigma, "Sigma")
+    S = symmetric_psd(_as_symmetric(Sigma, "Sigma"), "Sigma")
     lam = np.linalg.eigvalsh(S)
-    if lam[0] < -1e-10 * max(abs(lam[-1]), np.finfo(float).tiny):
-        raise ValueError("Sigma: must be positive semi-definite")
     if lam[-1] <= 0:
         raise ValueError("Sigma: must be non-zero")
     return float(np.trace(S) / lam[-1])

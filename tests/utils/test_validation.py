@@ -19,6 +19,7 @@ from iclcore.validation import (
     positive_int,
     spectrum_pair,
     square_matrix,
+    symmetric_matrix,
     symmetric_psd,
     symmetric_psd_eigh,
 )
@@ -141,6 +142,25 @@ def test_symmetric_psd() -> None:
         symmetric_psd(np.full((2, 2), np.nan), "S")
     with pytest.raises(ValueError, match="^S: expected a non-empty square"):
         symmetric_psd(np.ones((2, 3)), "S")
+
+
+def test_symmetric_matrix_and_the_definite_covariances_built_on_it() -> None:
+    """The one symmetry test (symmetric_matrix) and the one PD test (psd_spectrum(definite=True))."""
+    from iclcore.lsq.dynamics import psd_spectrum
+    from iclcore.richardson.subspace import effective_rank
+
+    A = np.array([[2.0, 1.0], [1.0, -3.0]])  # symmetric, indefinite: accepted by symmetric_matrix
+    np.testing.assert_array_equal(symmetric_matrix(A, "S"), A)
+    with pytest.raises(ValueError, match="^S: matrix is not symmetric"):
+        symmetric_matrix(np.array([[1.0, 0.5], [0.0, 1.0]]), "S")
+    with pytest.raises(ValueError, match="^S: expected a non-empty square matrix"):
+        symmetric_matrix(np.ones((2, 3)), "S")
+    with pytest.raises(ValueError, match="^Sigma_z: matrix is not positive definite"):
+        psd_spectrum(np.diag([1.0, 0.0]), "Sigma_z", definite=True)
+    assert psd_spectrum(np.diag([1.0, 0.0]), "Sigma_z").lam.tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="^Sigma: matrix is not positive semi-definite"):
+        effective_rank(A)
+    assert effective_rank(np.diag([2.0, 1.0, 1.0])) == 2.0
 
 
 def test_symmetric_psd_eigh_is_the_same_check_with_the_eigendecomposition() -> None:
