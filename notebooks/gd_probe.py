@@ -25,27 +25,27 @@
 # layer-shuffled readout, and the closed-form iid-noise reference.
 
 # %% tags=["parameters"]
-d = 5
-n = 20
-s_lo = 0.5
-s_hi = 2.0
-lsa_layers = 4
-lsa_steps = 2000
-lsa_lr = 2e-4
-gpt_layers = 4
-gpt_width = 32
-gpt_heads = 2
-gpt_steps = 1000
-gpt_lr = 1e-3
-batch = 64  # LSA training batch
-gpt_batch = 64  # GPT training batch (32 halves its cost but weakens the emergence: ER_rel 0.64 -> 0.28 at step 1000)
-warmups = [200]  # linear warm-up lengths (one run per value and seed); length: [1, 16]
-seeds = [0]  # training seeds; length: [1, 16]
-checkpoint_base = 4  # checkpoints at 0, 1, base, base^2, ... and the last step
-n_probe = 256  # prompts for the readout statistics
-n_rich = 64  # contexts for the implicit weights (Richardson fit)
-m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries)
-workers = 0  # processes for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1)
+d = 5  # task dimension; range: [1, 64]
+n = 20  # context length (pairs per prompt); range: [1, 1024]
+s_lo = 0.5  # per-prompt input scale s ~ LogUniform(s_lo, s_hi); range: (0, inf)
+s_hi = 2.0  # upper end of the scale (s_hi >= s_lo); range: (0, inf)
+lsa_layers = 4  # depth of the untied LSA; range: [1, 32]
+lsa_steps = 2000  # LSA training steps; range: [1, 100000]
+lsa_lr = 2e-4  # LSA Adam learning rate; range: (0, inf)
+gpt_layers = 4  # depth of the GPT miniature; range: [1, 32]
+gpt_width = 32  # GPT embedding width (a multiple of gpt_heads); range: [1, 1024]
+gpt_heads = 2  # GPT attention heads; range: [1, 64]
+gpt_steps = 1000  # GPT training steps; range: [1, 100000]
+gpt_lr = 1e-3  # GPT Adam learning rate; range: (0, inf)
+batch = 64  # LSA training batch; range: [1, 65536]
+gpt_batch = 64  # GPT training batch (32 halves its cost but weakens the emergence: ER_rel 0.64 -> 0.28 at step 1000); range: [1, 65536]
+warmups = [200]  # linear warm-up lengths (one run per value and seed); range: [0, 100000]; length: [1, 16]
+seeds = [0]  # training seeds; range: [0, 4294967295]; length: [1, 16]
+checkpoint_base = 4  # checkpoints at 0, 1, base, base^2, ... and the last step; range: [2, 64]
+n_probe = 256  # prompts for the readout statistics; range: [1, 100000]
+n_rich = 64  # contexts for the implicit weights (Richardson fit); range: [1, 10000]
+m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries); range: [1, 1000]
+workers = 0  # processes for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1); range: [0, 256]
 
 # %% tags=["presets"]
 PRESETS = {

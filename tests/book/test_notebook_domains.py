@@ -19,34 +19,9 @@ from iclbook.notebooks import Notebook, NotebookError, discover_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Parameters known to lack a domain today, by notebook. gd_probe's parameter cell is being
-#: rewritten by another change (its domains come with it); this list only shrinks: a listed
-#: parameter that has a domain, or no longer exists, fails ``test_pending_list_is_not_stale``.
-PENDING: dict[str, set[str]] = {
-    "gd_probe": {
-        "d",
-        "n",
-        "s_lo",
-        "s_hi",
-        "lsa_layers",
-        "lsa_steps",
-        "lsa_lr",
-        "gpt_layers",
-        "gpt_width",
-        "gpt_heads",
-        "gpt_steps",
-        "gpt_lr",
-        "batch",
-        "gpt_batch",
-        "warmups",
-        "seeds",
-        "checkpoint_base",
-        "n_probe",
-        "n_rich",
-        "m_rich",
-        "workers",
-    },
-}
+#: Parameters allowed to lack a domain, by notebook: none. The list only shrinks: a listed parameter
+#: that has a domain, or no longer exists, fails ``test_pending_list_is_not_stale``.
+PENDING: dict[str, set[str]] = {}
 
 
 def _notebooks() -> dict[str, Notebook]:

@@ -190,11 +190,11 @@ def test_sweep_from_the_notebook_parameters():
     for preset in nb.preset_names:
         params = nb.resolve(preset)
         sw = ProbeSweep.from_parameters(params)
-        assert sw.warmups == tuple(int(x) for x in params["warmups"].split(","))
+        assert sw.warmups == tuple(params["warmups"]) and sw.seeds == tuple(params["seeds"])
         assert sw.gpt_steps == params["gpt_steps"] and sw.n_probe == params["n_probe"]
-    assert ProbeSweep.from_parameters({"warmups": "50,200", "seeds": "1", "workers": 2}).keys()[1] == ("lsa", 200, 1)
+    assert ProbeSweep.from_parameters({"warmups": [50, 200], "seeds": [1], "workers": 2}).keys()[1] == ("lsa", 200, 1)
     with pytest.raises(ValueError, match="^seeds:"):
-        ProbeSweep.from_parameters({"seeds": "0,x"})
+        ProbeSweep.from_parameters({"seeds": "0,1"})  # a string is no longer a list
 
 
 def test_thread_budget_reads_omp_num_threads(monkeypatch):
