@@ -91,7 +91,13 @@ def param_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 
 
 def format_param(value: Any, spec: str = "") -> str:
-    """Format a parameter: as written (``g`` for floats) unless ``spec`` is given."""
+    """Format a parameter: as written (``g`` for floats) unless ``spec`` is given.
+
+    A list or tuple parameter is its elements, each formatted so, joined by ", " (``[50, 200]`` reads
+    "50, 200" in a sentence).
+    """
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_param(v, spec) for v in value)
     if spec:
         return format(value, spec)
     if isinstance(value, float):

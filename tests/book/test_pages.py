@@ -327,7 +327,15 @@ def test_format_metric(value, spec, text) -> None:
 
 
 @pytest.mark.parametrize(
-    "value, spec, text", [(128, "", "128"), (0.1, "", "0.1"), (4096, ",", "4,096"), (0.5, ".2f", "0.50")]
+    "value, spec, text",
+    [
+        (128, "", "128"),
+        (0.1, "", "0.1"),
+        (4096, ",", "4,096"),
+        (0.5, ".2f", "0.50"),
+        ([50, 200], "", "50, 200"),
+        ((0.5, 2.0), ".1f", "0.5, 2.0"),
+    ],
 )
 def test_format_param(value, spec, text) -> None:
     assert format_param(value, spec) == text
