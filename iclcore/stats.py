@@ -1,7 +1,7 @@
 """Statistics of the book: standard errors, z-scores and confidence bounds (the ledger's error model).
 
-This is the package's one statistics module: the notebooks, the chapters' experiment functions and
-the decoder's statistical certificate take their standard errors and bounds from here.
+This is the package's one statistics module: the statistical helpers of the notebooks, of the
+chapters' experiment functions and of the decoder's statistical certificate are defined here.
 
 The ledger (``book/reported/*.yml``) grades a random quantity ``X`` against a reported number with
 ``|X - reported| <= z SE (+ a stated discretisation term)``; the notebooks emit ``SE`` with these
@@ -21,6 +21,8 @@ functions. Conventions:
 * :func:`pooled_ks_distance` is the Kolmogorov distance of a sample pooled over independent draws
   (e.g. the eigenvalues of several random matrices) with the standard error of the pooled cdf at the
   point where the distance is attained.
+* :func:`ks_two_sample` is the two-sample Kolmogorov distance and :func:`ks_critical_value` the
+  Dvoretzky–Kiefer–Wolfowitz–Massart level it is compared with.
 * :func:`clipped_empirical_bernstein` is a distribution-free upper confidence bound on the mean of
   clipped held-out losses (the statistical certificate of the decoder chapter, MMNN report §2);
   :func:`eb_coverage_from_pool` and :func:`eb_coverage` measure its coverage by simulation.
@@ -54,6 +56,8 @@ __all__ = [
     "increment_z_scores",
     "paired_increment_z_scores",
     "batch_means",
+    "ks_two_sample",
+    "ks_critical_value",
     "EBBound",
     "clipped_empirical_bernstein",
     "eb_coverage_from_pool",
@@ -312,6 +316,53 @@ def pooled_ks_distance(samples: ArrayLike, cdf: Callable[[np.ndarray], np.ndarra
 
 
 # ----------------------------------------------------------------------------- confidence bounds
+
+
+def ks_two_sample(a: ArrayLike, b: ArrayLike) -> float:
+    """Two-sample Kolmogorov–Smirnov distance ``sup_x |F_a(x) − F_b(x)|`` of the flattened samples.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Non-empty samples (any shapes; flattened).
+
+    Notes
+    -----
+    The statistic of :func:`scipy.stats.ks_2samp`.
+    """
+    a = np.asarray(a, float).ravel()
+    b = np.asarray(b, float).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ValueError("a, b: need non-empty samples")
+    return float(scipy.stats.ks_2samp(a, b).statistic)
+
+
+def ks_critical_value(n: int, m: int | None = None, alpha: float = 0.01) -> float:
+    """Dvoretzky–Kiefer–Wolfowitz level: ``sqrt(log(2/α)/2) · sqrt(1/n + 1/m)`` (``1/m`` dropped if ``m`` is None).
+
+    With probability at least ``1 − α`` an i.i.d. sample of size ``n`` has KS distance below
+    ``sqrt(log(2/α)/(2n))`` from its law (Massart's constant); the two-sample version uses
+    ``1/n + 1/m``. For pooled eigenvalues the sizes to pass are the numbers of independent
+    matrices (eigenvalues of one matrix repel, so this is conservative).
+
+    Parameters
+    ----------
+    n, m : int
+        Sample sizes (``>= 1``); ``m = None`` for the one-sample level.
+    alpha : float
+        Failure probability in ``(0, 1)``.
+
+    Notes
+    -----
+    A closed-form, finite-sample inequality; scipy's :data:`scipy.stats.kstwo` is the exact
+    one-sample null law, a different (smaller) number, so it is not used.
+    """
+    n = positive_int(n, "n")
+    if m is not None:
+        m = positive_int(m, "m")
+    alpha = probability(alpha, "alpha")
+    w = 1.0 / n + (0.0 if m is None else 1.0 / m)
+    return float(math.sqrt(math.log(2.0 / alpha) / 2.0 * w))
 
 
 @dataclass(frozen=True)

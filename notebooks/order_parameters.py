@@ -59,9 +59,7 @@ from iclcore.richardson.order_parameters import (
     condition_number,
     decoder_order_parameters,
     iteration_spectral_radius,
-    ks_critical_value,
     ks_distance_mp,
-    ks_two_sample,
     latent_order_parameters,
     latent_population_system,
     mp_condition_number,
@@ -71,6 +69,7 @@ from iclcore.richardson.order_parameters import (
     whitened_spectrum,
 )
 from iclcore.spectra.mp import mp_cdf, mp_density, mp_sample_eigenvalues
+from iclcore.stats import ks_critical_value, ks_two_sample
 from iclcore.stats import standard_error as se  # along axis 0: the seeds
 
 use_style()

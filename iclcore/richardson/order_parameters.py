@@ -46,7 +46,6 @@ from iclcore.linalg import stable_rank, top_energy
 from iclcore.lsq.dynamics import modal_entropy, psd_spectrum
 from iclcore.richardson.subspace import sin_theta
 from iclcore.spectra.mp import mp_cdf, mp_edges
-from iclcore.validation import positive_int
 
 __all__ = [
     "spectral_radius",
@@ -63,8 +62,6 @@ __all__ = [
     "mp_optimal_contraction",
     "mp_window",
     "ks_distance_mp",
-    "ks_two_sample",
-    "ks_critical_value",
     "DecoderOrderParameters",
     "decoder_order_parameters",
     "LatentOrderParameters",
@@ -335,34 +332,6 @@ def ks_distance_mp(eigenvalues: np.ndarray, gamma: float) -> float:
     upper = np.arange(1, n + 1) / n - F
     lower = F - np.arange(n) / n
     return float(max(upper.max(), lower.max()))
-
-
-def ks_two_sample(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sample Kolmogorov–Smirnov distance ``sup_x |F_a(x) − F_b(x)|`` (``scipy.stats.ks_2samp``)."""
-    from scipy.stats import ks_2samp
-
-    a = np.asarray(a, float).ravel()
-    b = np.asarray(b, float).ravel()
-    if a.size == 0 or b.size == 0:
-        raise ValueError("a, b: need non-empty samples")
-    return float(ks_2samp(a, b).statistic)
-
-
-def ks_critical_value(n: int, m: int | None = None, alpha: float = 0.01) -> float:
-    """Dvoretzky–Kiefer–Wolfowitz level: ``sqrt(log(2/α)/2) · sqrt(1/n + 1/m)`` (``1/m`` dropped if ``m`` is None).
-
-    With probability at least ``1 − α`` an i.i.d. sample of size ``n`` has KS distance below
-    ``sqrt(log(2/α)/(2n))`` from its law (Massart's constant); the two-sample version uses
-    ``1/n + 1/m``. For pooled eigenvalues the sizes to pass are the numbers of independent
-    matrices (eigenvalues of one matrix repel, so this is conservative).
-    """
-    for name, v in (("n", n), ("m", m)):
-        if v is not None:
-            positive_int(v, name)
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha: must lie in (0, 1), got {alpha!r}")
-    w = 1.0 / n + (0.0 if m is None else 1.0 / m)
-    return float(math.sqrt(math.log(2.0 / alpha) / 2.0 * w))
 
 
 def _stable_rank_and_top_energy(P: np.ndarray, k: int, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -9,9 +9,7 @@ from iclcore.richardson.order_parameters import (
     condition_number,
     decoder_order_parameters,
     iteration_spectral_radius,
-    ks_critical_value,
     ks_distance_mp,
-    ks_two_sample,
     latent_order_parameters,
     latent_population_contraction,
     latent_population_system,
@@ -25,6 +23,7 @@ from iclcore.richardson.order_parameters import (
     whitened_spectrum,
 )
 from iclcore.spectra.mp import mp_edges, mp_sample_eigenvalues
+from iclcore.stats import ks_critical_value, ks_two_sample
 
 
 def _spd(K, rng, cond=10.0):

@@ -291,3 +291,23 @@ def test_batch_means_se_of_iid_series() -> None:
         batch_means(y, 1)
     with pytest.raises(ValueError, match="y"):
         batch_means(np.array([1.0, np.nan, 2.0]), 2)
+
+
+def test_ks_critical_value_closed_form_and_ks_two_sample_is_scipys() -> None:
+    from scipy import stats as sps
+
+    from iclcore.stats import ks_critical_value, ks_two_sample
+
+    assert ks_critical_value(50, alpha=0.05) == pytest.approx(math.sqrt(math.log(40.0) / 100), rel=1e-15)
+    assert ks_critical_value(50, 50, alpha=0.05) == pytest.approx(math.sqrt(math.log(40.0) / 50), rel=1e-15)
+    rng = np.random.default_rng(9)
+    a, b = rng.normal(size=(30, 4)), rng.normal(size=70)
+    assert ks_two_sample(a, b) == sps.ks_2samp(a.ravel(), b).statistic
+    for call, match in (
+        (lambda: ks_critical_value(0), "^n:"),
+        (lambda: ks_critical_value(5, 0), "^m:"),
+        (lambda: ks_critical_value(5, alpha=0.0), "^alpha:"),
+        (lambda: ks_two_sample([], [1.0]), "^a, b:"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            call()
