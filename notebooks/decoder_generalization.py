@@ -30,7 +30,7 @@ cond = 10.0            # condition number for the finite-task study; range: [1, 
 sigma = 0.1            # label noise for the finite-task study; range: [0, inf)
 N_factor_max = 64      # largest N is N_factor_max * K; range: [1, 1000]
 n_N = 13               # number of N values (log grid from K/2); range: [1, 200]
-n_repeats = 20         # task draws per N; range: [1, 200]
+n_repeats = 20         # task draws per N (a standard error needs two draws); range: [2, 200]
 seed = 0               # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
@@ -47,6 +47,7 @@ from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
+from iclcore.stats import standard_error
 
 use_style()
 t_start = time.perf_counter()
@@ -90,14 +91,14 @@ mom = closed_form_moments(cfg)
 N_grid = np.unique(np.geomspace(K // 2, N_factor_max * K, n_N).round().astype(int))
 res = finite_task_experiment(cfg, mom, N_grid, n_repeats, rng)
 exc_mean = res.excess.mean(1)
-exc_se = res.excess.std(1, ddof=1) / np.sqrt(n_repeats)
+exc_se = standard_error(res.excess, axis=1)
 ref_deff = res.oracle_risk * res.d_eff / N_grid                       # (sigma_task^2/K) d_eff/N
 ref_exact = np.where(N_grid > K + 1, res.oracle_risk * K / np.maximum(N_grid - K - 1, 1), np.nan)
 big = N_grid >= 8 * K
 ratio_deff = exc_mean[big] / ref_deff[big]
 slope = float(np.polyfit(np.log(N_grid[big]), np.log(exc_mean[big]), 1)[0])
 # standard error of the slope over the task draws (one fitted slope per draw)
-slope_se = float(np.polyfit(np.log(N_grid[big]), np.log(res.excess[big]), 1)[0].std(ddof=1) / np.sqrt(n_repeats))
+slope_se = float(standard_error(np.polyfit(np.log(N_grid[big]), np.log(res.excess[big]), 1)[0]))
 gap = res.oracle_risk + exc_mean - res.train_risk.mean(1)              # population minus training risk
 
 # %%

@@ -32,7 +32,7 @@ L_small = 5          # a shallow depth for the baseline comparison; range: [1, 5
 s_transient = 20     # first checkpoint counted after the initial transient (s = 0 has R_pred = 1 exactly); range: [1, 200]
 n_baseline_train = 512  # training prompts on which the unlearned baselines fit their step size; range: [1, 5000]
 n_checkpoints = 41   # checkpoints (including s = 0); range: [1, 500]
-n_eval = 32768       # held-out pairs (d, z*) for the direct risk; range: [1, 1000000]
+n_eval = 32768       # held-out pairs (d, z*) for the direct risk (a standard error needs two draws); range: [2, 1000000]
 n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates; range: [1, 10000]
 n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed; range: [1, 100]
 clip = 1.0           # clipping level c of the empirical-Bernstein bound; range: (0, inf)
@@ -128,7 +128,7 @@ abs_disc = np.abs(R_obs - R_pred)
 rel_disc = abs_disc / R_pred
 # standard error of each held-out risk: std of the per-pair losses / sqrt(n_eval)
 loss_ev = np.sum((np.einsum("tij,nj->tni", run.P, d_ev) - z_ev[None]) ** 2, axis=-1) / K
-se_obs = loss_ev.std(axis=1, ddof=1) / np.sqrt(n_eval)
+se_obs = standard_error(loss_ev, axis=1)
 after = ckpt >= s_transient
 print(f"training: {t_train:.1f} s for {steps} steps x {batch} prompts")
 

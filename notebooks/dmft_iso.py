@@ -25,7 +25,7 @@ eta0 = 0.3             # step size eta = eta0 / a0 with a0 = 1 + 1/alpha (depth-
 anneal_frac = 0.25     # last fraction of steps at eta/10 (reduces the SGD noise floor for Fig. 1c); range: [0, 1]
 batch_ratio = 4.0      # tau = B/D; range: (0, inf)
 kappa = 1.0            # K/D evaluation points per context; range: (0, inf)
-eval_contexts = 600    # Monte Carlo contexts for the final population loss; range: [1, 20000]
+eval_contexts = 600    # Monte Carlo contexts for the final population loss (a standard error needs two draws); range: [2, 20000]
 mc_draws = 100         # Wishart draws for the finite-D optimum; range: [1, 2000]
 fig7_D = 32            # dimension for Figure 7 (depth-1 SGD); range: [1, 1000]
 fig7_steps = 80        # SGD steps for Figure 7; range: [1, 1000]
@@ -47,6 +47,7 @@ from iclcore.dmft import reduced_sgd as dr_reduced_sgd
 from iclcore.dmft import shallow_sgd as dr_shallow_sgd
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
+from iclcore.stats import standard_error
 
 use_style()
 t_start = time.time()
@@ -256,7 +257,7 @@ for j, (name, lst) in enumerate(settings.items()):
         dev7_loss = max(dev7_loss, abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev))
         # error model: SE over seeds of the per-seed plateau, plus the exact finite-D correction of the theory
         lvl_seeds = pe_seeds[:, 19:].mean(axis=1)
-        se_lvl = float(lvl_seeds.std(ddof=1) / np.sqrt(fig7_seeds))
+        se_lvl = float(standard_error(lvl_seeds))
         se7_max = max(se7_max, se_lvl)
         excess7_z.append((abs(lvl(pe) - lvl(th.param_error)) - abs(lvl(th_fd.param_error) - lvl(th.param_error))) / se_lvl)
         plateau7.setdefault(name, []).append(lvl(lo))
@@ -264,7 +265,7 @@ for j, (name, lst) in enumerate(settings.items()):
         dev7_first5_paper = max(dev7_first5_paper, np.max(np.abs(pe[:5] - th_paper.param_error[:5]) / th_paper.param_error[:5]))
         if name == "tau" and st["tau"] == 1.0:
             E5_sim, E5_corr, E5_paper = pe[4], th.param_error[4], th_paper.param_error[4]
-            E5_se = float(pe_seeds[:, 4].std(ddof=1) / np.sqrt(fig7_seeds))
+            E5_se = float(standard_error(pe_seeds[:, 4]))
     ax[0, j].set(title=f"(7{'abc'[j]}) varying {name}", yscale="log")
     ax[1, j].set(xlabel="SGD step t", yscale="log")
     ax[0, j].legend()

@@ -26,7 +26,7 @@ n = 32              # residual-stream width; range: [1, 1000]
 B = 64              # contexts per Adam step; range: [1, 2000]
 lr = 2e-3           # Adam learning rate (the same at every depth); range: (0, inf)
 steps = 400         # Adam steps; range: [1, 20000]
-eval_contexts = 2000  # held-out contexts for the final loss; range: [1, 50000]
+eval_contexts = 2000  # held-out contexts for the final loss (a standard error needs two draws); range: [2, 50000]
 seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
@@ -43,6 +43,7 @@ from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts, train
 from iclcore.models.probes import block_average
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.stats import standard_error
 
 use_style()
 t_start = time.time()
@@ -69,7 +70,7 @@ for mlp in (False, True):
         with torch.no_grad():
             per_context = ((model(test.X, test.y, test.Xs) - test.ys) ** 2).reshape(eval_contexts, -1).mean(1).double().numpy()
         final = float(per_context.mean())
-        final_se = float(per_context.std(ddof=1) / np.sqrt(eval_contexts))  # Monte Carlo SE over held-out contexts
+        final_se = float(standard_error(per_context))  # Monte Carlo SE over held-out contexts
         results[(mlp, L)] = (res, final, final_se)
 
 # %%

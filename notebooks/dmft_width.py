@@ -219,7 +219,7 @@ for i, N in enumerate([D_de // 8, D_de // 4, D_de // 2]):
     ax.plot(gp[::2], tp, "x", color="k", ms=7)
     de_err.append(np.max(np.abs(de / width_loss(gp, sp, L_de) - 1)))
     draws = np.array([width_loss(gp, width_spectrum_mc(lam_d, om_d, N, rng, n_draws=1), L_de) for _ in range(6)])
-    mc_mean, mc_rel_se = draws.mean(0), draws.std(0, ddof=1) / np.sqrt(len(draws)) / draws.mean(0)
+    mc_mean, mc_rel_se = draws.mean(0), standard_error(draws, axis=0) / draws.mean(0)
     de_z.append(np.max((np.abs(de / mc_mean - 1) - 1.0 / N) / mc_rel_se))
     de_se.append(np.max(mc_rel_se))
     tp_err.append(np.max(np.abs(tp / de[::2] - 1)))
@@ -237,7 +237,7 @@ for i, alpha in enumerate([0.5, 2.0]):
     grid = np.linspace(0.1, 2.0 * L_de * 0.9, 40)
     mc_runs = np.array([width_landscape_mc(grid, lam_d, om_d, D_de, L_de, rng, P=P, n_draws=1)[0] for _ in range(6)])
     mc = mc_runs.mean(0)
-    mc_rel_se = (mc_runs.std(0, ddof=1) / np.sqrt(len(mc_runs)) / mc)[::8]
+    mc_rel_se = (standard_error(mc_runs, axis=0) / mc)[::8]
     Z = rng.standard_normal((P, D_de)) * np.sqrt(lam_d)
     kmax = 1.3 * np.linalg.eigvalsh(Z.T @ Z / P).max()
     gp = grid[::8]

@@ -24,7 +24,7 @@ sigma = 0.1        # label noise; range: [0, inf)
 cond = 10.0        # condition number of Sigma_x; range: [1, inf)
 L = 8              # depth; range: [1, 200]
 n_train = 2048     # training tasks of the baselines; range: [1, 100000]
-n_test = 2048      # held-out tasks; range: [1, 100000]
+n_test = 2048      # held-out tasks (a standard error needs two draws); range: [2, 100000]
 rank_P = 3         # rank of the Flexformer's static part; range: [1, 50]
 n_heads = 2        # kernel-attention heads; range: [1, 20]
 d_k = 4            # query/key dimension; range: [1, 50]
@@ -64,7 +64,7 @@ from iclcore.richardson.baselines import (
     depth_risk_curve,
 )
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
-from iclcore.stats import ratio_standard_error, standard_error
+from iclcore.stats import paired_standard_error, ratio_standard_error, standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -224,7 +224,7 @@ for m in methods:
     metrics.update(diag[m].as_dict(prefix=f"{m}_"))
 for m in methods + ["exact"]:
     metrics[f"{m}_risk_beta"] = float(loss_beta[m].mean())
-    metrics[f"{m}_risk_beta_se"] = float(loss_beta[m].std(ddof=1) / np.sqrt(n_test))
+    metrics[f"{m}_risk_beta_se"] = float(standard_error(loss_beta[m]))
 learned = methods
 risks = {m: diag[m].risk_dagger for m in learned}
 best = min(risks, key=risks.get)
@@ -244,7 +244,7 @@ Pf = P_tasks["flex"]
 loss_dag = {m: np.sum((depth_error(P_tasks[m], test, L)[:, -1]) ** 2, axis=1) / K for m in ("flex", "free")}
 diff = loss_dag["flex"] - loss_dag["free"]
 metrics["flex_minus_free"] = float(diff.mean())
-metrics["flex_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
+metrics["flex_minus_free_se"] = float(paired_standard_error(loss_dag["flex"], loss_dag["free"]))
 metrics["flex_task_variation"] = float(np.mean(np.linalg.norm(Pf - Pf.mean(0), axis=(1, 2))) / np.linalg.norm(Pf.mean(0)))
 metrics["flex_head_weights_abs_max"] = float(models["flex"].c.detach().abs().max())
 metrics["flex_risk_over_zero"] = risks["flex"] / zero_risk

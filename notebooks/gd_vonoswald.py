@@ -22,7 +22,7 @@
 d = 10  # range: [1, 100]
 N = 10  # context length; range: [1, 100]
 n_eta = 20000  # prompts used to choose the optimal single step; range: [1, 1000000]
-n_test = 10000  # test prompts (losses and standard errors); range: [1, 500000]
+n_test = 10000  # test prompts (losses and standard errors; a standard error needs two draws); range: [2, 500000]
 train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
@@ -47,6 +47,7 @@ from iclcore.gd.construction import (
     von_oswald_layers,
 )
 from iclcore.plotting import save_figure, use_style, write_metrics
+from iclcore.stats import standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -111,7 +112,7 @@ write_metrics(
         "loss_zero": L_zero,
         "loss_zero_se": se_zero,
         "trained_minus_gd": float(diff.mean()),
-        "trained_minus_gd_se": float(diff.std(ddof=1) / np.sqrt(diff.size)),
+        "trained_minus_gd_se": float(standard_error(diff)),
         "constructed_minus_gd_abs": abs(L_lsa - L_gd),
         "prediction_cosine_trained_gd": pred_cos,
         "d": d,

@@ -25,7 +25,7 @@
 seed = 0               # random seed; range: [0, 4294967295]
 P = 64                 # tasks (antithetic: P/2 draws and their negatives); range: [1, 5000]
 B = 32                 # contexts per SGD step (mean gradient); range: [1, 500]
-replicas = 3           # independent data streams (same tasks and init); range: [1, 100]
+replicas = 3           # independent data streams (same tasks and init; a standard error needs two draws); range: [2, 100]
 init_scale = 0.01      # p2(0) = q1(0) = init_scale * I, so a_alpha(0) = 1e-4; range: (0, inf)
 log_every = 4          # SGD steps per log point; range: [1, 50]
 probe_avg_steps = 64   # running mean before the curvature probes (= one epoch when P = 64); range: [1, 1000]
@@ -39,7 +39,7 @@ epochs_B = 200  # range: [1, 2000]
 N_C = 16               # regime C: S = diag(1, .6, .35, .2); range: [1, 200]
 eta_C = 0.02           # SGD step size, regime C; range: (0, inf)
 epochs_C = 220  # range: [1, 2000]
-replicas_BC = 2  # range: [1, 50]
+replicas_BC = 2  # replicas in regimes B and C (a standard error needs two draws); range: [2, 50]
 null_epochs = 220      # null-parameter runs (regime C spectrum, 1 replica each); range: [1, 2000]
 null_small = 0.0005    # std of p1(0), q2(0) entries: well below the active init; range: [0, inf)
 null_large = 0.05      # std of p1(0), q2(0) entries: above the active init; range: [0, inf)
@@ -143,7 +143,7 @@ for row, name in enumerate(["A", "C"]):
     exact = lm_exact.exact_fixed_point(r["s"], r["N"], r["prob"].c)
     sim = np.diag(M_end)
     per_replica = np.diagonal(M[tail].mean(axis=0), axis1=-2, axis2=-1)  # (R, d): tail mean of each replica
-    se_rel = float(np.max(per_replica.std(axis=0, ddof=1) / np.sqrt(per_replica.shape[0]) / paper))
+    se_rel = float(np.max(standard_error(per_replica, axis=0) / paper))
     fp[name] = dict(sim=sim, paper=paper, exact=exact, offdiag=np.max(np.abs(M_end - np.diag(sim))), se_rel=se_rel)
     vmax = max(sim.max(), paper.max(), exact.max())
     for ax, mat, title in ((axes[row, 0], M_end, "simulation"), (axes[row, 1], np.diag(paper), "paper 1/s_inf")):
@@ -220,9 +220,9 @@ for row, name in enumerate(["A", "C"]):
     th_exact = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
     th_paper = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
     th_paper1 = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P)
-    a_se = a.std(axis=1, ddof=1) / np.sqrt(a.shape[1])
+    a_se = standard_error(a, axis=1)
     traj[name] = dict(
-        rms_se=float(np.sqrt(np.mean((a_se / scale) ** 2))), C_end_se=float(C[-1].std(ddof=1) / np.sqrt(C.shape[1])),
+        rms_se=float(np.sqrt(np.mean((a_se / scale) ** 2))), C_end_se=float(standard_error(C[-1])),
         C_flow=C_flow,
         rms_exact=float(np.sqrt(np.mean(((a_mean - r["a_exact"]) / scale) ** 2))),
         rms_paper=float(np.sqrt(np.mean(((a_mean - r["a_paper"]) / scale) ** 2))),
@@ -279,8 +279,7 @@ axes[1].set_title("grey lines: predicted cliff times t_cliff,alpha")
 save_figure(fig, "fig3_loss_plateaus")
 tail = slice(-max(1, len(t) // 10), None)
 loss_end = {name: float(runs[name]["res"].loss[tail].mean()) for name in runs}
-loss_end_se = {name: float(runs[name]["res"].loss_replicas[tail].mean(0).std(ddof=1) / np.sqrt(runs[name]["res"].loss_replicas.shape[1]))
-               for name in runs}
+loss_end_se = {name: float(standard_error(runs[name]["res"].loss_replicas[tail].mean(0))) for name in runs}
 # plateaus and cliffs in regime B: measured cliff (a at 1/3 of the paper's fixed point) against t_cliff of (13)
 aB = r["mp"]["a"]
 lvlB = lm_theory.paper_fixed_point(sB, NB)

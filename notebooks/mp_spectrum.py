@@ -29,7 +29,7 @@ lam = 0.5             # ridge lambda in H_M = Sigma_hat + lambda I; range: [0, i
 n_pert_draws = 50     # prompts per M for the resolvent identity and bound; range: [1, 2000]
 sigma = 0.5           # label noise for the excess risk; range: [0, inf)
 task_rank = 5         # rank r of the task covariance for the excess risk; range: [1, 50]
-n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo); range: [1, 2000000]
+n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo; a standard error needs two draws); range: [2, 2000000]
 seed = 0              # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]

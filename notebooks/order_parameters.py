@@ -34,7 +34,7 @@ K_aspect = 32        # prompt-aspect sweep: dimension; range: [1, 1000]
 gamma_min = 0.05     # prompt aspects K/M: n_gammas values from gamma_min to gamma_max (geometric); range: (0, 1)
 gamma_max = 0.6      # range: (0, 1)
 n_gammas = 6  # range: [1, 50]
-n_aspect_prompts = 200  # range: [1, 5000]
+n_aspect_prompts = 200  # prompts per aspect ratio (a standard error needs two draws); range: [2, 5000]
 ks_alpha = 0.01      # level of the DKW band used as the KS error model; range: (0, 1)
 seed = 0             # random seed; range: [0, 4294967295]
 
@@ -262,8 +262,7 @@ def aspect_row(gamma, cnd):
     pr = sample_prompt_statistics(c, n_aspect_prompts, rng)
     kap = condition_number(pr.H_M)
     rh = iteration_spectral_radius(Pm, pr.H_M)
-    sq = np.sqrt(n_aspect_prompts)
-    return (kap.mean(), kap.std(ddof=1) / sq, rh.mean(), rh.std(ddof=1) / sq,
+    return (kap.mean(), se(kap), rh.mean(), se(rh),
             iteration_spectral_radius(Pm, c.H_infinity), K_aspect / Mg)
 
 rows = {cnd: np.array([aspect_row(g, cnd) for g in gammas]) for cnd in (1.0, cond)}

@@ -28,7 +28,7 @@ sigma_u = 5e-8     # noise on the nodal values of the prompt solutions; range: [
 lam_z = 1e-12      # encoder ridge; range: [0, inf)
 L = 16             # query-decoder depth; range: [1, 200]
 n_train = 256      # training prompts of the fitted baselines (scalar, Jacobi, free); range: [1, 20000]
-n_test = 512       # held-out prompts; range: [1, 50000]
+n_test = 512       # held-out prompts (a standard error needs two draws); range: [2, 50000]
 free_iter = 60     # L-BFGS iterations of the free linear P; range: [1, 5000]
 n_heads = 2        # Flexformer heads; range: [1, 20]
 d_k = 8  # range: [1, 100]
@@ -77,7 +77,7 @@ from iclcore.richardson.baselines import (
     scalar_baseline,
 )
 from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
-from iclcore.stats import clipped_empirical_bernstein, ratio_standard_error
+from iclcore.stats import clipped_empirical_bernstein, paired_standard_error, ratio_standard_error, standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -239,7 +239,7 @@ metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_st
            "d_eff_gp_1e-6": float(gp_effective_dimension(lam_f, 1e-6)),
            "gp_trace": float(lam_f.sum()), "gp_lambda_1": float(lam_f[0])}
 for m in methods:
-    metrics.update({f"{m}_e2e": e2e[m], f"{m}_e2e_se": float(e2e_losses[m].std(ddof=1) / np.sqrt(n_test)),
+    metrics.update({f"{m}_e2e": e2e[m], f"{m}_e2e_se": float(standard_error(e2e_losses[m])),
                     f"{m}_eb_upper": eb[m].upper, f"{m}_eb_upper_small": eb_small[m].upper,
                     f"{m}_violation_rate": diag[m].violation_rate, f"{m}_rho_mean": diag[m].rho_mean,
                     f"{m}_frac_rho_lt1": diag[m].frac_rho_lt1, f"{m}_risk_dagger": diag[m].risk_dagger})
@@ -249,7 +249,7 @@ metrics["best_e2e_se"] = metrics[f"{best}_e2e_se"]
 metrics["best_eb_upper"] = eb[best].upper
 metrics["best_eb_upper_small"] = eb_small[best].upper
 metrics["best_over_floor"] = e2e[best] / enc.floor
-metrics["best_over_floor_se"] = ratio_standard_error(e2e[best], float(e2e_losses[best].std(ddof=1) / np.sqrt(n_test)),
+metrics["best_over_floor_se"] = ratio_standard_error(e2e[best], float(standard_error(e2e_losses[best])),
                                                      enc.floor, enc.floor_se)  # delta method, covariance neglected
 metrics["free_over_floor"] = e2e["free"] / enc.floor
 metrics["free_over_flex"] = e2e["free"] / e2e["flex"]
@@ -258,10 +258,10 @@ metrics["free_lbfgs_over_flex"] = e2e["free_lbfgs"] / e2e["flex"]
 metrics["max_violation_rate"] = max(diag[m].violation_rate for m in methods)
 diff = e2e_losses["flex"] - e2e_losses["free"]  # paired on the same held-out prompts
 metrics["flex_minus_free"] = float(diff.mean())
-metrics["flex_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
+metrics["flex_minus_free_se"] = float(paired_standard_error(e2e_losses["flex"], e2e_losses["free"]))
 diff = e2e_losses["flex_static"] - e2e_losses["free"]
 metrics["flex_static_minus_free"] = float(diff.mean())
-metrics["flex_static_minus_free_se"] = float(diff.std(ddof=1) / np.sqrt(n_test))
+metrics["flex_static_minus_free_se"] = float(paired_standard_error(e2e_losses["flex_static"], e2e_losses["free"]))
 metrics["static_theta_green"] = float(static.theta.detach()[1])
 metrics["h_inf_over_floor"] = e2e["h_inf"] / enc.floor
 metrics["oracle_over_floor"] = e2e["oracle"] / enc.floor

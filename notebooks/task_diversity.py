@@ -27,7 +27,7 @@ r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric
 r_eff_mid = 3.0      # the second effective rank (the third is K, flat); range: (1, inf)
 N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K; range: [16, 5000]
 n_repeats = 300      # independent training sets per (spectrum, N); range: [2, 20000]
-n_sandwich = 100_000 # Monte Carlo pairs for d_sand; range: [1, 10000000]
+n_sandwich = 100_000 # Monte Carlo pairs for d_sand (a standard error needs two draws); range: [2, 10000000]
 min_ratio_review = 4     # the review's check uses N >= 4 d_eff; range: [1, 50]
 min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K; range: [1, 16]
 K_diff = 16          # difficulty sweeps: dimension; range: [1, 200]
@@ -39,7 +39,7 @@ lam_max = 0.3        # lambda sweep: 0, lam_max/10, lam_max/3, lam_max; range: [
 sigma_min = 0.01     # sigma sweep: n_sigma values, geometric from sigma_min to sigma_max; range: (0, inf)
 sigma_max = 1.0      # range: (0, inf)
 n_sigma = 4  # range: [1, 50]
-n_diff_prompts = 128  # range: [1, 5000]
+n_diff_prompts = 128  # prompts per difficulty point (a standard error needs two draws); range: [2, 5000]
 target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag||^2; range: (0, 1)
 L_max = 600  # range: [1, 5000]
 seed = 0             # random seed; range: [0, 4294967295]

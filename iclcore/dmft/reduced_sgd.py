@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
+from iclcore.stats import standard_error
 from iclcore.validation import (
     as_generator,
     check_depth,
@@ -269,7 +270,7 @@ def reduced_gamma_loss_mc(
     """
     import dataclasses
 
-    n_contexts = positive_int(n_contexts, "n_contexts")
+    n_contexts = positive_int(n_contexts, "n_contexts", minimum=2)  # a standard error needs two draws
     chunk = positive_int(chunk, "chunk")
     rng = as_generator(rng)
     ev_cfg = dataclasses.replace(cfg, K=None, test_label_noise=True, B=min(chunk, n_contexts), steps=1, eta=1.0)
@@ -285,4 +286,4 @@ def reduced_gamma_loss_mc(
         vals.append(loss)
         done += loss.size
     v = np.concatenate(vals)[:n_contexts]
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+    return float(v.mean()), float(standard_error(v))

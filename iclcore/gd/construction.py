@@ -30,6 +30,7 @@ import torch
 from iclcore.lsq.iterates import richardson_iterates
 from iclcore.models.lsa import LSAWeights, TrainedLSA
 from iclcore.models.training import TrainConfig, train_loop
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_int
 
 __all__ = [
@@ -169,7 +170,7 @@ def sample_regression(
 def squared_loss_half(pred: np.ndarray, target: np.ndarray) -> tuple[float, float]:
     """Mean of ``(pred - target)^2 / 2`` over prompts and its standard error."""
     r = 0.5 * (np.asarray(pred) - np.asarray(target)) ** 2
-    return float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
+    return float(r.mean()), float(standard_error(r.ravel()))
 
 
 def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray) -> float:

@@ -26,6 +26,7 @@ import numpy as np
 
 from iclcore.pde.galerkin import AffineOperator, affine_operator, assemble, load_vector, sample_coefficients, solve
 from iclcore.pde.gp import matern_covariance, sample_gp
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, positive_int
 
 __all__ = [
@@ -195,7 +196,6 @@ class EncoderQuality:
 
 def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) -> EncoderQuality:
     """The encoder rows of Table 5 on a batch of prompts (definitions in :class:`EncoderQuality`)."""
-    n = prompts.n
     zl = np.sum((z_enc - prompts.z) ** 2, axis=1) / op.n_pieces
     A_true = assemble(op, prompts.z)
     A_enc = assemble(op, z_enc)
@@ -203,11 +203,11 @@ def encoder_quality(op: AffineOperator, prompts: PDEPrompts, z_enc: np.ndarray) 
     fl = np.sum((solve(A_enc, prompts.F_query) - prompts.u_query) ** 2, axis=1) / op.n_h
     return EncoderQuality(
         z_mse=float(zl.mean()),
-        z_mse_se=float(zl.std(ddof=1) / np.sqrt(n)),
+        z_mse_se=float(standard_error(zl)),
         A_rel_err=float(rel.mean()),
         floor=float(fl.mean()),
-        floor_se=float(fl.std(ddof=1) / np.sqrt(n)),
-        A_rel_err_se=float(rel.std(ddof=1) / np.sqrt(n)),
+        floor_se=float(standard_error(fl)),
+        A_rel_err_se=float(standard_error(rel)),
     )
 
 

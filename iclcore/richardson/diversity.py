@@ -40,6 +40,7 @@ from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_st
 from iclcore.richardson.decoder import finite_task_experiment
 from iclcore.richardson.order_parameters import condition_number, iteration_spectral_radius, preconditioned_spectrum
 from iclcore.richardson.subspace import effective_rank
+from iclcore.stats import standard_error
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -161,7 +162,7 @@ def sandwich_dimension(
     b = np.concatenate(den)
     ratio = a.mean() / b.mean()
     resid = (a - ratio * b) / b.mean()
-    se = resid.std(ddof=1) / math.sqrt(n_samples)
+    se = standard_error(resid)
     return SandwichDimension(
         value=float(ratio), se=float(se), n_samples=n_samples, kurtosis_ratio=float(ratio / config.K)
     )
@@ -235,7 +236,7 @@ def diversity_sweep(
         H_z=spectral_entropy(Sz),
         N=res.N,
         excess_mean=res.excess.mean(axis=1),
-        excess_se=res.excess.std(axis=1, ddof=1) / math.sqrt(res.excess.shape[1]),
+        excess_se=standard_error(res.excess, axis=1),
         R_star=res.oracle_risk,
         d_eff=res.d_eff,
         d_sand=ds,
@@ -316,7 +317,7 @@ def difficulty_point(
     config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int
 ) -> DifficultyPoint:
     """Operator and decoder difficulty (main paper §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
-    n_prompts = positive_int(n_prompts, "n_prompts")
+    n_prompts = positive_int(n_prompts, "n_prompts", minimum=2)  # a standard error needs two draws
     cfg = config.replace(target="beta")
     mom = closed_form_moments(cfg)
     P = oracle_preconditioner(mom)
@@ -325,7 +326,6 @@ def difficulty_point(
     spec = preconditioned_spectrum(P, pr.H_M)
     kPH = spec[:, -1] / spec[:, 0]
     rho = np.atleast_1d(iteration_spectral_radius(P, pr.H_M))
-    sq = math.sqrt(n_prompts)
     try:
         depth = depth_to_target(P, pr.H_M, pr.z_dagger, target, L_max)
     except ValueError:
@@ -333,11 +333,11 @@ def difficulty_point(
     rho_m = float(rho.mean())
     return DifficultyPoint(
         kappa_H=float(kH.mean()),
-        kappa_H_se=float(kH.std(ddof=1) / sq),
+        kappa_H_se=float(standard_error(kH)),
         kappa_PH=float(kPH.mean()),
-        kappa_PH_se=float(kPH.std(ddof=1) / sq),
+        kappa_PH_se=float(standard_error(kPH)),
         rho=rho_m,
-        rho_se=float(rho.std(ddof=1) / sq),
+        rho_se=float(standard_error(rho)),
         rho_pop=float(iteration_spectral_radius(P, cfg.H_infinity)),
         depth=depth,
         depth_pred=depth_from_contraction(rho_m, target) if rho_m < 1 else -1,

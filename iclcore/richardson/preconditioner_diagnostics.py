@@ -166,9 +166,9 @@ def decoder_diagnostics(
     loss_star = np.sum(e**2, axis=1) / K
     return DecoderDiagnostics(
         risk_dagger=float(loss.mean()),
-        risk_dagger_se=float(loss.std(ddof=1) / np.sqrt(n)),
+        risk_dagger_se=float(standard_error(loss)),
         risk_star=float(loss_star.mean()),
-        risk_star_se=float(loss_star.std(ddof=1) / np.sqrt(n)),
+        risk_star_se=float(standard_error(loss_star)),
         eb_upper=float(eb.upper),
         eb_mean=float(eb.mean),
         eb_n=int(n),
@@ -270,7 +270,7 @@ def latent_decomposition(
     L = check_depth(L)
     U = np.asarray(U, dtype=float)
     sys_ = LinearSystems(H=A, d=d, x_star=np.zeros_like(np.asarray(d, dtype=float)))
-    n, r = sys_.n, sys_.K
+    r = sys_.K
     if U.ndim != 2 or U.shape[1] != r:
         raise ValueError(f"U: expected shape (K, {r}), got {U.shape}")
     Ps = np.ascontiguousarray(sys_.preconditioner_stack(P))
@@ -295,7 +295,7 @@ def latent_decomposition(
         ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), 0.0)
     return LatentDecomposition(
         e2e=float(losses.mean()),
-        e2e_se=float(losses.std(ddof=1) / np.sqrt(n)),
+        e2e_se=float(standard_error(losses)),
         floor=float(floor),
         dec=float(dec),
         cross=float(cross),

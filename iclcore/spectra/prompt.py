@@ -33,6 +33,7 @@ import numpy as np
 
 from iclcore.linalg import haar_orthogonal
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
@@ -457,4 +458,4 @@ def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Gen
         e_inf = pr.beta @ (B @ S).T - pr.beta
         out[done : done + b] = np.einsum("ni,ij,nj->n", e_M, S, e_M) - np.einsum("ni,ij,nj->n", e_inf, S, e_inf)
         done += b
-    return float(out.mean()), float(out.std(ddof=1) / math.sqrt(n_prompts))
+    return float(out.mean()), float(standard_error(out))
