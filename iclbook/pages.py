@@ -419,12 +419,12 @@ def evaluate(claim: Claim, metrics: dict[str, Any] | None) -> Row:
             return Row(claim, value, "no standard error" if value is not None else "", "missing")
         if not (_number(value) and _number(se) and se >= 0):
             return Row(claim, None, f"value {value!r} or standard error {se!r} is not a number", "differs")
-        diff = float(value) - float(claim.reported)
-        allowed = claim.z * se + claim.discretisation
-        zscore = diff / se if se > 0 else (0.0 if diff == 0 else math.inf)
-        text = f"{diff:+.3g} = {zscore:+.2f} SE (SE {se:.3g}); margin {allowed - abs(diff):+.3g}"
+        from iclcore.stats import agreement_within_se  # the rule lives with the package's statistics
+
+        a = agreement_within_se(float(value), float(claim.reported), float(se), claim.z, claim.discretisation)
+        text = f"{a.difference:+.3g} = {a.z:+.2f} SE (SE {se:.3g}); margin {a.margin:+.3g}"
         used = ((claim.metric, value), (claim.se[0], se))
-        return Row(claim, float(value), text, "reproduced" if abs(diff) <= allowed else "differs", used)
+        return Row(claim, float(value), text, "reproduced" if a.holds else "differs", used)
     return compare(claim, metrics.get(claim.metric))
 
 

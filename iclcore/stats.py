@@ -7,6 +7,7 @@ The ledger (``book/reported/*.yml``) grades a random quantity ``X`` against a re
 ``|X - reported| <= z SE (+ a stated discretisation term)``; the notebooks emit ``SE`` with these
 functions. Conventions:
 
+* :func:`agreement_within_se` is that rule itself, as the report applies it to a ledger row.
 * :func:`standard_error` is the standard error of a mean over independent draws (replicas, seeds,
   held-out prompts): sample standard deviation (``ddof = 1``) over ``sqrt(n)``
   (:func:`scipy.stats.sem`).
@@ -47,6 +48,8 @@ from numpy.typing import ArrayLike
 from iclcore.validation import positive_float, positive_int, probability
 
 __all__ = [
+    "SEAgreement",
+    "agreement_within_se",
     "standard_error",
     "replica_spread",
     "paired_standard_error",
@@ -520,3 +523,61 @@ def eb_coverage(
         raise ValueError(f"draw_losses: must return shape {(n_repeats, n)}, got {x.shape}")
     b = clipped_empirical_bernstein(x, clip, delta)
     return float(np.mean(true_clipped_risk <= np.asarray(b.upper)))
+
+
+@dataclass(frozen=True)
+class SEAgreement:
+    """The ledger's ``within_se`` rule applied to one value (see :func:`agreement_within_se`)."""
+
+    difference: float  #: value - reported
+    z: float  #: difference / SE, signed; ±inf (or 0 for no difference) when SE = 0
+    allowed: float  #: z_max SE + discretisation
+    holds: bool  #: |difference| <= allowed
+
+    @property
+    def margin(self) -> float:
+        """allowed - |difference|: how far inside (> 0) or outside (< 0) the band the value lies."""
+        return self.allowed - abs(self.difference)
+
+
+def agreement_within_se(
+    value: float, reported: float, se: float, z: float = 3.0, discretisation: float = 0.0
+) -> SEAgreement:
+    """Whether ``value`` agrees with ``reported`` within ``z`` standard errors plus a discretisation term.
+
+    The rule of the ledger's ``within_se`` rows (``book/reported/*.yml``, graded by the report):
+    ``|value - reported| <= z SE + discretisation``, with ``SE`` the standard error the notebook
+    computed for ``value`` and ``discretisation`` a stated, non-statistical error term (a grid, a
+    rounding of the reported number). ``scipy.stats`` has no such rule: it is a two-line comparison.
+
+    Parameters
+    ----------
+    value, reported : float
+        The computed and the paper's number.
+    se : float
+        Standard error of ``value`` (>= 0).
+    z : float
+        Allowed number of standard errors (> 0).
+    discretisation : float
+        Additional allowed absolute difference (>= 0).
+
+    Examples
+    --------
+    >>> a = agreement_within_se(1.05, 1.0, se=0.02)
+    >>> round(a.z, 6), a.holds
+    (2.5, True)
+    >>> agreement_within_se(0.9, 1.0, se=0.0).z
+    -inf
+    """
+    for name, x in (("value", value), ("reported", reported), ("se", se)):
+        if not math.isfinite(x):
+            raise ValueError(f"{name}: expected a finite number, got {x!r}")
+    if se < 0:
+        raise ValueError(f"se: expected a standard error >= 0, got {se!r}")
+    positive_float(z, "z")
+    if not (math.isfinite(discretisation) and discretisation >= 0):
+        raise ValueError(f"discretisation: expected a finite number >= 0, got {discretisation!r}")
+    diff = float(value) - float(reported)
+    zscore = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    allowed = z * se + discretisation
+    return SEAgreement(diff, zscore, allowed, abs(diff) <= allowed)

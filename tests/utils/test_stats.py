@@ -311,3 +311,32 @@ def test_ks_critical_value_closed_form_and_ks_two_sample_is_scipys() -> None:
     ):
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_agreement_within_se_is_the_ledger_rule() -> None:
+    from iclcore.stats import agreement_within_se
+
+    a = agreement_within_se(1.05, 1.0, se=0.02, z=3.0)
+    assert a.holds and a.z == pytest.approx(2.5) and a.margin == pytest.approx(0.01)
+    assert not agreement_within_se(1.07, 1.0, se=0.02).holds  # 3.5 SE
+    assert agreement_within_se(1.07, 1.0, se=0.02, discretisation=0.02).holds  # 0.07 <= 0.06 + 0.02
+    assert agreement_within_se(0.9, 1.0, se=0.0).z == -np.inf  # signed, also without an SE
+    assert agreement_within_se(1.0, 1.0, se=0.0).z == 0.0 and agreement_within_se(1.0, 1.0, se=0.0).holds
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"se": -1.0}, "se"),
+        ({"se": np.nan}, "se"),
+        ({"value": np.inf}, "value"),
+        ({"z": 0.0}, "z"),
+        ({"discretisation": -0.1}, "discretisation"),
+    ],
+)
+def test_agreement_within_se_refuses_bad_input_by_name(kwargs, name) -> None:
+    from iclcore.stats import agreement_within_se
+
+    args = {"value": 1.0, "reported": 1.0, "se": 0.1, **kwargs}
+    with pytest.raises(ValueError, match=f"^{name}"):
+        agreement_within_se(**args)
