@@ -26,7 +26,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from iclcore.lsq.iterates import symmetric_pd_spectral_radius, iteration_matrix  # noqa: E402
+from iclcore.lsq.iterates import iteration_matrix, symmetric_pd_spectral_radius  # noqa: E402
 from iclcore.richardson.baselines import LinearSystems, depth_error, free_linear_risk_and_grad  # noqa: E402
 
 
