@@ -514,6 +514,12 @@ def train_attention(
 ) -> TrainHistory:
     """Train ``model`` in place (online, fresh prompts each step) and checkpoint kernel statistics.
 
+    The loss is ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero
+    iterate, the decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` of main paper §3.1 when attention
+    is linear) and ``z⋆ = β``, on a fresh batch of prompts at every step. Checkpoints at every
+    ``log_every``-th step and the last record the loss of the batch about to be trained on
+    (the last one on one more batch, without update) and :func:`kernel_stats`.
+
     Parameters
     ----------
     model : ProbeQueryAttention
@@ -528,12 +534,6 @@ def train_attention(
         Source of all prompts.
     topk : int
         ``k`` of the top-k energy statistic.
-
-    The loss is ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero
-    iterate, the decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` of main paper §3.1 when attention
-    is linear) and ``z⋆ = β``, on a fresh batch of prompts at every step. Checkpoints at every
-    ``log_every``-th step and the last record the loss of the batch about to be trained on
-    (the last one on one more batch, without update) and :func:`kernel_stats`.
     """
     if not isinstance(task, TaskConfig):
         raise TypeError("task: expected an iclcore.lsq.tasks.TaskConfig")
