@@ -50,7 +50,6 @@ import math
 import re
 import tokenize
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -324,22 +323,44 @@ def check_type(value: Any, default: ParamValue, name: str) -> ParamValue:
     return value
 
 
+#: The only spelling of an integer on the command line: optional sign, ASCII decimal digits.
+_PLAIN_INT_RE = re.compile(r"[+-]?[0-9]+")
+#: What the error for a badly spelled integer says is accepted.
+INT_ACCEPTED = "plain decimal digits with an optional sign, such as 16 or -3 (no 16.0, 1e1, 0x10, 1_000)"
+
+
 def _exact_int(raw: str) -> int:
-    text = raw.strip().replace("_", "")
-    try:
-        d = Decimal(text)
-    except InvalidOperation:
-        return int(text, 0)  # 0x.., 0o.., 0b..; raises ValueError otherwise
-    if not d.is_finite() or d != d.to_integral_value():
+    """``raw`` (surrounding spaces allowed) as an int if it is ``[+-]?[0-9]+``; else a ValueError."""
+    text = raw.strip()
+    if not _PLAIN_INT_RE.fullmatch(text):
         raise ValueError(raw)
-    return int(d)  # exact: Decimal -> int never goes through float
+    return int(text)
+
+
+def _check_plain_ints(raw: str, name: str) -> None:
+    """Refuse an integer element of the list literal ``raw`` not spelled ``[+-]?[0-9]+`` (``0x10``, ``1_000``)."""
+    try:
+        tree = ast.parse(raw.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return  # literal_eval has accepted it, so this does not happen
+    if not isinstance(tree, (ast.List, ast.Tuple)):
+        return
+    for i, node in enumerate(tree.elts):
+        value = node.operand if isinstance(node, ast.UnaryOp) else node
+        if isinstance(value, ast.Constant) and type(value.value) is int:
+            text = ast.get_source_segment(raw.strip(), node) or ""
+            if not _PLAIN_INT_RE.fullmatch(text.replace(" ", "")):
+                raise NotebookError(
+                    f"parameter {name!r}: element {i} ({text}) is not a plain decimal integer; use {INT_ACCEPTED}"
+                )
 
 
 def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
     """Convert the command-line string ``raw`` to the type of ``default``, exactly.
 
-    Integers are read exactly (``"12345678901234567891"``, ``"3e2"``), never
-    through ``float``; ``"1.5"`` for an integer is an error naming ``name``.
+    Integers are read exactly (``"12345678901234567891"``), never through ``float``, and only
+    as plain decimal digits with an optional sign (:data:`INT_ACCEPTED`): ``"1.5"``, ``"16.0"``,
+    ``"1e1"``, ``"0x10"`` or full-width digits for an integer are an error naming ``name``.
     Floats accept ``1e-5``, ``1e300``, ``nan``, ``inf``. For a ``None``
     default, ``raw`` is read as a Python literal (``None``, a number, a
     quoted string), else kept as a string. For a list or tuple ``default``, ``raw`` must be a
@@ -353,6 +374,7 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
                 f"parameter {name!r}: cannot read {raw!r} as a {type(default).__name__} literal "
                 f"such as {python_literal(default)}"
             ) from None
+        _check_plain_ints(raw, name)
         return check_type(value, default, name)
     if default is None:
         if raw.strip() in {"None", "none", "null"}:
@@ -375,8 +397,9 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
         if isinstance(default, float):
             return float(raw.strip())
     except ValueError:
+        accepted = f"; use {INT_ACCEPTED}" if type(default) is int else ""
         raise NotebookError(
-            f"parameter {name!r}: cannot read {raw!r} as {type(default).__name__} (default is {default!r})"
+            f"parameter {name!r}: cannot read {raw!r} as {type(default).__name__} (default is {default!r}){accepted}"
         ) from None
     return raw
 

@@ -55,14 +55,14 @@ def test_unknown_preset(demo_project: Path) -> None:
 
 @pytest.mark.parametrize(
     "raw, default, expected",
-    [("3", 1, 3), ("3e2", 1, 300), ("0.5", 1.0, 0.5), ("false", True, False), ("x", "y", "x")],
+    [("3", 1, 3), (" -3 ", 1, -3), ("0.5", 1.0, 0.5), ("false", True, False), ("x", "y", "x")],
 )
 def test_coerce(raw: str, default, expected) -> None:
     assert coerce(raw, default, "p") == expected
     assert type(coerce(raw, default, "p")) is type(expected)
 
 
-@pytest.mark.parametrize("raw, default", [("2.5", 1), ("abc", 1.0), ("maybe", True)])
+@pytest.mark.parametrize("raw, default", [("2.5", 1), ("3e2", 1), ("abc", 1.0), ("maybe", True)])
 def test_coerce_rejects(raw: str, default) -> None:
     with pytest.raises(NotebookError, match="parameter 'p'"):
         coerce(raw, default, "p")

@@ -279,7 +279,7 @@ def test_d10_a_repeated_name_runs_once(project: Path) -> None:
 
 
 def test_d11_size_out_of_declared_range_is_refused_before_a_kernel_starts(project: Path) -> None:
-    proc = run_icl(project, "run", "sized", "-p", "K", "1e9")
+    proc = run_icl(project, "run", "sized", "-p", "K", "1000000000")
     assert proc.returncode == 2
     _no_traceback(proc)
     assert "'K'" in proc.stderr and "[1, 4096]" in proc.stderr

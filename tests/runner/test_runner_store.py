@@ -151,7 +151,7 @@ def test_nan_round_trips() -> None:
     [
         ("12345678901234567891", 1, 12345678901234567891),
         ("9007199254740993", 1, 9007199254740993),
-        ("3e2", 1, 300),
+        ("+300", 1, 300),
         ("1e-5", 1.0, 1e-5),
         ("1e300", 1.0, 1e300),
         ("-0.5", 1.0, -0.5),
@@ -165,6 +165,20 @@ def test_nan_round_trips() -> None:
 def test_coerce_is_exact(raw: str, default, expected) -> None:
     got = coerce(raw, default, "p")
     assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize("raw", ["16.0", "1e1", "0x10", "0o20", "1_6", "\uff11\uff16", "16 0", "", "- 3"])
+def test_integers_are_plain_decimal_digits_only(raw: str) -> None:
+    """Issue 24 (11): an int is ``[+-]?[0-9]+`` (ASCII); the error names the parameter and what is accepted."""
+    with pytest.raises(NotebookError, match=r"parameter 'K': .*plain decimal digits"):
+        coerce(raw, 8, "K")
+
+
+@pytest.mark.parametrize("raw", ["[0x10]", "[1_000]", "[16, 0b1]"])
+def test_list_integers_are_plain_decimal_digits_only(raw: str) -> None:
+    with pytest.raises(NotebookError, match=r"parameter 'L': element \d .*plain decimal"):
+        coerce(raw, [1], "L")
+    assert coerce("[16, -3, +2]", [1], "L") == [16, -3, 2]
 
 
 def test_wrong_type_names_the_parameter(tmp_path: Path) -> None:
