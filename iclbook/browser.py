@@ -11,7 +11,10 @@ needed. For every page, :func:`inspect_book` reports
 - ``broken_images``: images that did not load (``naturalWidth == 0``);
 - layout at the requested width: ``page_overflow`` (the page scrolls sideways), ``math_beyond``
   (display equations sticking out of the text column) and ``math_scrolls`` (display equations wider
-  than the column, contained in their own scrolling box).
+  than the column, contained in their own scrolling box);
+- tables: ``tables_clipped`` (a table wider than its box with no scrolling box to hold it, or a cell
+  hiding its content behind ``overflow: hidden``) and ``tables_scroll`` (wide tables that scroll inside
+  their own box).
 
 Command line (``make screenshots``)::
 
@@ -91,8 +94,40 @@ _CHECK_JS = r"""
     }
     if (wide) scrolls.push({width: Math.max(m.scrollWidth, Math.round(right - box.left)), box: m.clientWidth, math: label});
   });
+  // Tables: a table wider than its box must be inside a scroll container (or be one); no cell may hide
+  // its content behind overflow: hidden.
+  const tablesClipped = [], tablesScroll = [];
+  document.querySelectorAll('table').forEach((t) => {
+    if (!t.getClientRects().length) return;  // not displayed (a collapsed block)
+    const head = (t.querySelector('th, td') ? t.querySelector('th, td').textContent : '').trim().slice(0, 60);
+    let box = null;
+    for (let a = t; a && a !== document.body && a !== document.documentElement; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') { box = a; break; }
+    }
+    const r = t.getBoundingClientRect();
+    const limit = box ? box.getBoundingClientRect().right : Math.min(colRight, window.innerWidth);
+    const wide = t.scrollWidth > t.clientWidth + 1 || r.right > limit + 1 || (box && box.scrollWidth > box.clientWidth + 1);
+    if (wide) {
+      if (scrollable(box)) {
+        const boxRight = box.getBoundingClientRect().right;
+        if (boxRight > Math.max(colRight, window.innerWidth) + 1) tablesClipped.push({table: head, why: `its scrolling box ends at ${Math.round(boxRight)} px, beyond the column`});
+        else tablesScroll.push({table: head, width: Math.max(t.scrollWidth, box.scrollWidth), box: box.clientWidth});
+      } else {
+        tablesClipped.push({table: head, why: `${Math.round(r.right)} px wide past ${Math.round(limit)} px, with no scrolling box`});
+      }
+    }
+    t.querySelectorAll('td, th').forEach((c) => {
+      const o = getComputedStyle(c).overflowX;
+      if (['hidden', 'clip'].includes(o) && c.scrollWidth > c.clientWidth + 1) {
+        tablesClipped.push({table: head, why: `cell ${JSON.stringify(c.textContent.trim().slice(0, 40))} hides ${c.scrollWidth - c.clientWidth} px (overflow ${o})`});
+      }
+    });
+  });
   return {
     resources: performance.getEntriesByType('resource').map((e) => e.name),
+    tables_clipped: tablesClipped.slice(0, 20),
+    tables_scroll: tablesScroll.slice(0, 20),
+    n_tables: document.querySelectorAll('table').length,
     mathjax: mathjax,
     raw_tex: rawTex.slice(0, 20),
     math_errors: errors.slice(0, 20),
@@ -444,6 +479,8 @@ def summarize(reports: list[PageReport]) -> list[str]:
             lines.append(f"{where}: MathJax error: {e}")
         if c.get("page_overflow"):
             lines.append(f"{where}: the page scrolls sideways ({c['page_overflow']} px wide)")
+        for tb in c.get("tables_clipped", []):
+            lines.append(f"{where}: table cell cut off ({tb['why']}): {tb['table']}")
         for m in c.get("math_beyond", []):
             lines.append(
                 f"{where}: display equation beyond the column (right {m['right']} > {m['column']}): {m['math']}"

@@ -8,7 +8,9 @@ settled, and checks that
   and there is no MathJax error node;
 - every image loaded (``naturalWidth > 0``);
 - the page requested nothing outside the book (no CDN, no web font, no tracker);
-- no display equation sticks out of the text column, and no page scrolls sideways.
+- no display equation sticks out of the text column, and no page scrolls sideways;
+- no table cell is cut off: a table wider than its column scrolls inside its own box, and no cell
+  hides its content behind ``overflow: hidden``.
 
 A first test feeds the inspector a page with each defect, so that these checks can fail. Without
 Chromium (Debian: ``apt-get install chromium``; `.ci/run` installs it) the tests are skipped, and
@@ -56,6 +58,9 @@ def test_inspector_catches_each_defect(tmp_path: Path) -> None:
         <img src="missing.png"><script src="https://cdn.example.invalid/x.js"></script>
         <pre>\\(inside code: not a defect\\)</pre>
         <mjx-container display="true" style="display:block;width:900px">wide</mjx-container>
+        <div style="overflow:hidden;width:300px"><table style="width:800px"><tr><td>cut table</td></tr></table></div>
+        <div style="overflow-x:auto;width:300px"><table style="width:800px"><tr><td>scrolling table</td></tr></table></div>
+        <table style="table-layout:fixed;width:100px"><tr><td style="overflow:hidden;white-space:nowrap;width:50px">hidden cell content here</td><td>x</td></tr></table>
         </article></body></html>"""
     )
     found = summarize(inspect_book(tmp_path, (1280,)))
@@ -64,6 +69,9 @@ def test_inspector_catches_each_defect(tmp_path: Path) -> None:
     assert any("raw TeX left" in f and "x^2" in f for f in found), found
     assert not any("inside code" in f for f in found), found
     assert any("display equation beyond the column" in f for f in found), found
+    assert any("table cell cut off" in f and "cut table" in f for f in found), found
+    assert any("table cell cut off" in f and "hidden cell content" in f for f in found), found
+    assert not any("scrolling table" in f for f in found), found
 
 
 def test_every_page_was_loaded(reports) -> None:
@@ -102,3 +110,13 @@ def test_no_display_equation_overflows(reports) -> None:
         if m["width"] > m["box"] + 2
     ]
     assert not wide, f"display equations wider than their column (page, px, width, box, maths): {wide}"
+
+
+def test_no_table_cell_is_cut_off(reports) -> None:
+    """At 1280 px and 390 px every table fits its column or scrolls inside its own box (book/_static/icl.css)."""
+    assert not _problems(reports, "table cell cut off")
+    assert sum(r.checks.get("n_tables", 0) for r in reports) > 0
+    # The identity table of the ICL = GD chapter (its statements are inline maths, which cannot wrap) is
+    # wider than the column at both widths: it must be one of the tables that scroll in their box.
+    gd = [r for r in reports if r.page == "book/icl_gd.html"]
+    assert gd and all(any(s["width"] > s["box"] for s in r.checks["tables_scroll"]) for r in gd), gd
