@@ -26,14 +26,46 @@ from pathlib import Path
 from .execution import Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .runs import make_requests
-from .scheduling import run_notebooks
-from .store import STAMP, STORE, cache_key, import_scans, store_dir, verify_folder
+from .scheduling import describe_seconds, run_notebooks, timed_seconds
+from .store import STAMP, STORE, cache_key, import_scans, os_reason, store_dir, verify_folder
 
 EXIT_USAGE = 2
 
 
 class UsageError(NotebookError):
     """A bad command line: one line on stderr, exit code 2."""
+
+
+class PathError(UsageError):
+    """A filesystem problem: ``<what> <path>: <reason>``, printed as one line ``icl-book: ...``, exit code 2."""
+
+    def __init__(self, path: object, reason: str, what: str = "") -> None:
+        super().__init__(f"{what + ' ' if what else ''}{path}: {reason}")
+
+
+def resolve_path(raw: str, what: str) -> Path:
+    """``raw`` (``~`` expanded) as an absolute path; a :class:`PathError` naming ``what`` if it cannot be resolved."""
+    if not raw.strip():
+        raise PathError(repr(raw), "is empty; give a folder", what)
+    try:
+        return Path(raw).expanduser().resolve()
+    except RuntimeError as exc:  # "Could not determine home directory", a symbolic link loop (older Pythons)
+        raise PathError(raw, f"cannot be resolved ({exc})", what) from None
+    except OSError as exc:
+        raise PathError(exc.filename or raw, os_reason(exc), what) from None
+
+
+def check_writable(folder: Path, what: str) -> Path:
+    """Create ``folder`` if needed and check that a file can be written in it; a :class:`PathError` otherwise."""
+    if folder.exists() and not folder.is_dir():
+        raise PathError(folder, "exists and is not a folder", what)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise PathError(exc.filename or folder, os_reason(exc), what) from None
+    return folder
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -46,8 +78,11 @@ def find_root(start: Path | None = None) -> Path:
 
 
 def check_root(raw: str) -> Path:
-    root = Path(raw).expanduser().resolve()
-    if not raw.strip() or not root.is_dir():
+    """``--root DIR``: an existing folder holding ``notebooks/``."""
+    if not raw.strip():
+        raise UsageError(f"--root {raw!r} is not an existing folder")
+    root = resolve_path(raw, "--root")
+    if not root.is_dir():
         raise UsageError(f"--root {raw!r} is not an existing folder")
     if not (root / "notebooks").is_dir():
         raise UsageError(f"--root {raw!r} has no notebooks/ folder")
@@ -58,16 +93,12 @@ def check_out(raw: str) -> Path:
     """``--out DIR``: a folder that exists or can be created, and is writable."""
     if not raw.strip():
         raise UsageError("--out is empty; give a folder")
-    out = Path(raw).expanduser().resolve()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {raw!r} exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as exc:
-        raise UsageError(f"--out {raw!r} is not a writable folder ({exc.strerror or exc})") from None
-    return out
+    return check_writable(resolve_path(raw, "--out"), "--out")
+
+
+def check_store(root: Path) -> Path:
+    """The store folder, created if needed and writable; a :class:`PathError` naming it otherwise."""
+    return check_writable(store_dir(root), "store")
 
 
 def select(notebooks: list[Notebook], names: list[str], bad: dict[str, NotebookError] | None = None) -> list[Notebook]:
@@ -89,18 +120,25 @@ def _report_unusable(bad: dict[str, NotebookError]) -> None:
         print(f"icl-book: error: {exc} (skipped; the other notebooks are unaffected)", file=sys.stderr)
 
 
+TIME_ROW = "run time"
+
+
 def cmd_list(args: argparse.Namespace, root: Path) -> int:
+    """Each notebook, its parameters per preset, and the expected run time per preset (store or hint)."""
     notebooks, bad = discover_all(root)
+    timed = timed_seconds(root)
     for nb in notebooks:
         print(f"{nb.name}  ({nb.path.relative_to(root)})")
-        width = max((len(k) for k in nb.parameters), default=0)
+        width = max((len(k) for k in [*nb.parameters, TIME_ROW]), default=0)
         presets = sorted(nb.presets)
-        header = f"    {'parameter':<{width}}  {QUICK:>12}" + "".join(f"  {p:>12}" for p in presets)
+        header = f"    {'parameter':<{width}}  {QUICK:>15}" + "".join(f"  {p:>15}" for p in presets)
         print(header)
+        times = [describe_seconds(timed.get((nb.name, p))) for p in [QUICK, *presets]]
+        print(f"    {TIME_ROW:<{width}}" + "".join(f"  {t:>15}" for t in times))
         for key, value in nb.parameters.items():
-            row = f"    {key:<{width}}  {value!r:>12}"
+            row = f"    {key:<{width}}  {value!r:>15}"
             for p in presets:
-                row += f"  {nb.presets[p].get(key, value)!r:>12}"
+                row += f"  {nb.presets[p].get(key, value)!r:>15}"
             if key in nb.ranges:
                 row += f"  range {nb.ranges[key].describe()}"
             if key in nb.lengths:
@@ -120,6 +158,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     notebooks = select(good, args.names, bad)
     out_root = check_out(args.out) if args.out is not None else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
+    check_store(root)
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts
     summary = run_notebooks(
@@ -173,7 +212,7 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
             f"icl-book: report entry {r.claim.notebook}:{r.claim.metric} ({r.claim.source}) has no computed value",
             file=sys.stderr,
         )
-    out = Path(args.path_output).resolve() if args.path_output else root
+    out = resolve_path(args.path_output, "--path-output") if args.path_output else root
     cmd = [
         sys.executable,
         "-c",
@@ -217,7 +256,7 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
     """What `run` with the same arguments would do, without executing anything."""
     good, bad = discover_all(root)
     notebooks = select(good, args.names, bad)
-    out_root = Path(args.out).expanduser().resolve() if args.out else root / "book" / "generated"
+    out_root = resolve_path(args.out, "--out") if args.out else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
     stale = 0
     scans = import_scans(root)
@@ -307,8 +346,17 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"-j/--jobs must be at least 1, got {args.jobs}")
         root = check_root(args.root) if args.root is not None else find_root()
         return args.func(args, root)
+    except PathError as exc:
+        print(f"icl-book: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except NotebookError as exc:
         print(f"icl-book: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `icl-book list | head`: the reader has gone; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as exc:  # any other filesystem problem (store, output folder, log): one line naming the path
+        print(f"icl-book: {exc.filename or 'error'}: {os_reason(exc)}", file=sys.stderr)
         return EXIT_USAGE
     finally:
         for sig, handler in previous.items():

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,10 +34,20 @@ from typing import Any
 
 from .notebooks import QUICK, python_literal
 from .runs import RunRequest, RunResult
-from .store import add_entry, check_metrics, hash_files, json_value, remove_tree, store_dir
+from .store import add_entry, check_metrics, hash_files, json_value, keep_failed, remove_tree, store_dir
 from .worker_env import PROGRESS_ENV, PROGRESS_FILE, thread_env
 
-__all__ = ["Interrupts", "execute", "failing_cell", "parameter_source", "parameter_table"]
+__all__ = [
+    "LOOPBACK_HINT",
+    "Interrupts",
+    "execute",
+    "failing_cell",
+    "failing_line",
+    "kernel_hint",
+    "loopback_problem",
+    "parameter_source",
+    "parameter_table",
+]
 
 
 # --- parameters as exact Python literals --------------------------------------------------------
@@ -75,8 +87,27 @@ def parameter_table(request: RunRequest) -> str:
     return "\n".join(lines)
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CELL_LINE_RE = re.compile(r"Cell In\[\d+\], line (\d+)")
+_ARROW_RE = re.compile(r"^-+>\s*(\d+)\s?(.*)$")
+
+
+def failing_line(cell_source: str, traceback: list[str]) -> str:
+    """The source line of the cell that ``traceback`` (IPython's, ANSI-coloured) points to, else its first line."""
+    lines = cell_source.strip("\n").splitlines()
+    text = _ANSI_RE.sub("", "\n".join(traceback))
+    where = _CELL_LINE_RE.search(text)
+    if where and 1 <= int(where.group(1)) <= len(lines):
+        return lines[int(where.group(1)) - 1].strip()
+    for line in text.splitlines():
+        arrow = _ARROW_RE.match(line.strip())
+        if arrow and 1 <= int(arrow.group(1)) <= len(lines):
+            return lines[int(arrow.group(1)) - 1].strip()
+    return next((ln.strip() for ln in lines if ln.strip()), "")
+
+
 def failing_cell(executed: Path) -> str:
-    """Describe the first error output in an executed notebook ('' if none)."""
+    """Describe the first error output in an executed notebook ('' if none): cell, failing line, error."""
     try:
         nb = json.loads(executed.read_text())
     except (OSError, json.JSONDecodeError):
@@ -85,10 +116,43 @@ def failing_cell(executed: Path) -> str:
     for index, cell in enumerate(code_cells, start=1):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                src = "".join(cell.get("source", "")).strip().splitlines()
-                first = src[0] if src else ""
-                return f"code cell {index} (`{first[:80]}`): {out.get('ename')}: {out.get('evalue')}"
+                line = failing_line("".join(cell.get("source", "")), out.get("traceback") or [])
+                return f"code cell {index}, `{line[:120]}`: {out.get('ename')}: {out.get('evalue')}"
     return ""
+
+
+#: Added to a failure whose papermill error says the kernel did not respond or died.
+LOOPBACK_HINT = (
+    "the Jupyter kernel talks to papermill over loopback TCP; check that 127.0.0.1 is reachable "
+    "(a network namespace without 'lo' up makes every kernel time out)"
+)
+
+
+def loopback_problem(timeout: float = 0.05) -> str:
+    """'' if a TCP socket can bind, listen and connect on 127.0.0.1 (well under 50 ms); else why not.
+
+    Papermill talks to its Jupyter kernel over loopback TCP: without it (a network namespace whose
+    ``lo`` is down) every kernel start times out after a minute instead of failing at once.
+    """
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+            server.settimeout(timeout)
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            with socket.create_connection(server.getsockname()[:2], timeout=timeout):
+                conn, _ = server.accept()
+                conn.close()
+    except OSError as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
+def kernel_hint(detail: str) -> str:
+    """``detail`` with :data:`LOOPBACK_HINT` added when it says the kernel didn't respond or died."""
+    low = detail.lower()
+    if any(s in low for s in ("kernel didn't respond", "kernel died", "deadkernel", "kernel did not respond")):
+        return f"{detail} (hint: {LOOPBACK_HINT})"
+    return detail
 
 
 # --- interrupts ----------------------------------------------------------------------------------
@@ -204,6 +268,14 @@ def _run_child_here(tmp: Path, root: Path, threads: int, interrupts: Interrupts)
             interrupts.release(proc)
 
 
+def _failed(request: RunRequest, root: Path, executed: Path, seconds: float, detail: str) -> RunResult:
+    """A failed result; the executed notebook (with its traceback) is kept by :func:`iclbook.store.keep_failed`."""
+    kept = keep_failed(root, request.notebook.name, executed)
+    if kept is not None:
+        detail += f"; executed notebook kept in {kept}"
+    return RunResult(request.notebook.name, "failed", seconds, detail, request.out_dir)
+
+
 def execute(
     request: RunRequest,
     root: Path,
@@ -214,7 +286,8 @@ def execute(
 ) -> RunResult:
     """Execute one notebook in a private folder; on success move it into the store as entry ``key``.
 
-    Never raises for a failing notebook; a failed or interrupted run stores nothing.
+    Never raises for a failing notebook; a failed or interrupted run stores nothing (the executed notebook
+    of a failed run is kept aside, :func:`iclbook.store.keep_failed`, and its path is in the error).
     ``launcher(name, spec, tmp, work, threads, interrupts) -> exit code`` runs the child
     elsewhere (:class:`iclbook.distributed.DaskLauncher`) and writes its output files into
     ``work`` and its log into ``tmp/log.txt``; everything after (checks, manifest, store) is the same.
@@ -263,11 +336,11 @@ def execute(
             detail = failing_cell(executed)
             if not detail:
                 tail = [ln for ln in log.read_text(errors="replace").strip().splitlines() if ln.strip()]
-                detail = tail[-1] if tail else f"papermill exited with code {rc}"
-            return RunResult(name, "failed", seconds, detail, request.out_dir)
+                detail = kernel_hint(tail[-1] if tail else f"papermill exited with code {rc}")
+            return _failed(request, root, executed, seconds, detail)
         problem = failing_cell(executed) or check_metrics(work / "metrics.json")
         if problem:
-            return RunResult(name, "failed", seconds, problem, request.out_dir)
+            return _failed(request, root, executed, seconds, problem)
         try:
             files = hash_files(work)
         except OSError as exc:

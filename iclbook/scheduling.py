@@ -20,19 +20,32 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .execution import Interrupts, execute
+from .execution import LOOPBACK_HINT, Interrupts, execute, loopback_problem
 from .notebooks import NotebookError
 from .progress import Progress
 from .runs import RunRequest, RunResult, RunSummary
-from .store import STAMP, acquire, cache_key, cleanup_stale_temp, fill, import_scans, store_dir, verify_folder
+from .store import (
+    STAMP,
+    acquire,
+    cache_key,
+    cleanup_stale_temp,
+    fill,
+    import_scans,
+    os_reason,
+    store_dir,
+    verify_folder,
+)
 
 __all__ = [
     "SECONDS_HINT",
+    "check_loopback",
     "cpu_seconds",
+    "describe_seconds",
     "expected_seconds",
     "longest_first",
     "run_notebooks",
     "run_one",
+    "timed_seconds",
 ]
 
 #: Committed hint for scheduling a fresh clone: seconds of each notebook's quick preset on one thread.
@@ -88,7 +101,8 @@ def run_one(
                 out_lock.release()
         return RunResult(name, status, seconds, "", req.out_dir, note)
     except OSError as exc:
-        return RunResult(name, "failed", 0.0, f"cannot write the outputs: {exc}", req.out_dir)
+        where = exc.filename or req.out_dir
+        return RunResult(name, "failed", 0.0, f"cannot write the outputs: {where}: {os_reason(exc)}", req.out_dir)
     finally:
         entry_lock.release()
 
@@ -158,6 +172,8 @@ def _run_all(
     scans = import_scans(root)
     keys = {req.notebook.name: cache_key(req, root, scans) for req in requests}
     scans.save()
+    if launcher is None and (force or any(not (store_dir(root) / "entries" / k).exists() for k in keys.values())):
+        check_loopback()
     order = longest_first(requests, expected_seconds(root))
     summary = RunSummary()
     with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
@@ -178,23 +194,38 @@ def _run_all(
     return summary
 
 
+def check_loopback() -> None:
+    """Before starting kernels: a :class:`NotebookError` (one line) if 127.0.0.1 cannot be reached over TCP."""
+    problem = loopback_problem()
+    if problem:
+        raise NotebookError(
+            f"cannot start a Jupyter kernel: {LOOPBACK_HINT.split(';')[0]}; 127.0.0.1 is not reachable here: {problem}"
+        )
+
+
 def cpu_seconds(manifest: dict) -> float:
     """CPU seconds of a recorded run: its wall time times its threads (a manifest's ``seconds``, ``threads``)."""
     return float(manifest["seconds"]) * max(1, int(manifest.get("threads", 1)))
 
 
 def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
-    """Expected execution time per ``(notebook, preset)``, for scheduling only.
+    """Expected execution time per ``(notebook, preset)``, for scheduling only (:func:`timed_seconds`)."""
+    return {k: sec for k, (sec, _) in timed_seconds(root).items()}
 
-    The newest run in the store wins; otherwise the committed hint ``notebooks/seconds.json``
-    (``{"quick": {name: seconds}}``; a stale or missing hint only changes the order of execution).
+
+def timed_seconds(root: Path) -> dict[tuple[str, str], tuple[float, str]]:
+    """``(seconds, source)`` per ``(notebook, preset)``; ``source`` is ``"store"`` or ``"hint"``.
+
+    The newest run in the store wins (its CPU seconds, :func:`cpu_seconds`); otherwise the committed
+    hint ``notebooks/seconds.json`` (``{"quick": {name: seconds}}``; a stale or missing hint only
+    changes the order of execution and what ``icl-book list`` shows).
     """
-    seconds: dict[tuple[str, str], float] = {}
+    seconds: dict[tuple[str, str], tuple[float, str]] = {}
     try:
         hint = json.loads((root / SECONDS_HINT).read_text())
         for preset, table in hint.items():
             for name, sec in table.items():
-                seconds[(str(name), str(preset))] = float(sec)
+                seconds[(str(name), str(preset))] = (float(sec), "hint")
     except (OSError, ValueError, AttributeError, TypeError):
         pass
     newest: dict[tuple[str, str], float] = {}
@@ -203,10 +234,19 @@ def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
             m = json.loads(manifest.read_text())
             when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
             if when > newest.get(k, -1.0):
-                newest[k], seconds[k] = when, cpu_seconds(m)
+                newest[k], seconds[k] = when, (cpu_seconds(m), "store")
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return seconds
+
+
+def describe_seconds(timed: tuple[float, str] | None) -> str:
+    """``"~12 s (hint)"``, ``"~3 min (store)"``, or ``"—"`` when there is no time."""
+    if timed is None:
+        return "—"
+    sec, source = timed
+    text = f"~{sec:.1f} s" if sec < 10 else f"~{sec:.0f} s" if sec < 600 else f"~{sec / 60:.0f} min"
+    return f"{text} ({source})"
 
 
 def longest_first(requests: Sequence[RunRequest], seconds: dict[tuple[str, str], float]) -> list[int]:

@@ -28,6 +28,7 @@ folder (two runners writing the same folder take turns).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -57,6 +58,8 @@ __all__ = [
     "hash_files",
     "import_scans",
     "json_value",
+    "keep_failed",
+    "os_reason",
     "remove_tree",
     "sha256_file",
     "store_dir",
@@ -64,6 +67,10 @@ __all__ = [
 ]
 
 STORE = ".icl-store"
+#: Executed notebooks of failed runs (with their tracebacks), outside ``entries/``: never a store entry.
+FAILED = "failed"
+#: How many failed executed notebooks are kept per notebook (the newest).
+KEEP_FAILED = 3
 KEY_VERSION = b"icl-book store 2"
 
 #: What ``metrics.json`` must hold (checked before a run is stored).
@@ -71,6 +78,29 @@ METRICS_SCHEMA = (
     "a flat JSON object; keys are non-empty strings; values are finite numbers "
     "(int or float; no NaN or Infinity), strings or booleans (no null, list or object)"
 )
+
+
+#: Plain words for the filesystem errors a run can meet (:func:`os_reason`).
+_REASONS = {
+    errno.ENOENT: "does not exist (or a parent folder is missing)",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "is a folder, expected a file",
+    errno.EEXIST: "already exists (a file or a broken symbolic link is in the way)",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.ELOOP: "too many levels of symbolic links (a symbolic link loop?)",
+    errno.ENAMETOOLONG: "file name too long",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """A short plain reason for ``exc`` (without its path): ``"permission denied"``, ``"no space left on the device"``."""
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 def store_dir(root: Path) -> Path:
@@ -209,6 +239,36 @@ def add_entry(root: Path, key: str, work: Path, manifest: dict[str, Any], aside:
     return entry
 
 
+def keep_failed(root: Path, name: str, executed: Path, keep: int = KEEP_FAILED) -> Path | None:
+    """Copy a failed run's executed notebook to ``<store>/failed/<name>-<UTC time>.ipynb``; its path.
+
+    Written to a temporary name and renamed (never half-written); only the newest ``keep`` of
+    ``name`` are kept. None if there is no executed notebook or it cannot be copied.
+    """
+    import time
+
+    if not executed.is_file():
+        return None
+    folder = store_dir(root) / FAILED
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
+    target = folder / f"{name}-{stamp}.ipynb"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".part", dir=folder)
+        os.close(fd)
+        try:
+            shutil.copyfile(executed, tmp)
+            os.replace(tmp, target)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        runs = sorted(p for p in folder.glob(f"{name}-*.ipynb") if p.name[len(name) + 1 : len(name) + 2].isdigit())
+        for old in runs[:-keep]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return target
+
+
 def remove_tree(path: Path) -> None:
     """Remove the folder ``path`` and everything in it (no error if it is gone)."""
     shutil.rmtree(path, ignore_errors=True)
@@ -256,7 +316,13 @@ def fill(entry: Path, out_dir: Path) -> None:
         if out_dir.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
             os.rename(out_dir, old / "x")
-        os.rename(new, out_dir)
+        try:
+            os.rename(new, out_dir)
+        except OSError:
+            if old is not None:  # put the previous folder back: never leave out_dir missing or half-written
+                os.rename(old / "x", out_dir)
+                remove_tree(old)
+            raise
         if old is not None:
             remove_tree(old)
     finally:
