@@ -159,3 +159,10 @@ write_metrics({
     "runtime_seconds": runtime,
 })
 print(f"runtime {runtime:.1f} s")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("decoder_generalization")

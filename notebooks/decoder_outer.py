@@ -458,3 +458,10 @@ metrics = {
 }
 write_metrics(metrics)
 print(f"runtime {runtime:.1f} s")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("decoder_outer")

@@ -286,3 +286,10 @@ write_metrics({
     "untied_min_over_balanced_min_L8_Dsim": instab[8][3] / instab[8][2],
     "runtime_s": time.time() - t_start,
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("dmft_attention")

@@ -286,3 +286,10 @@ for key, ((fit, drift), pr, co, _) in fits.items():
     metrics[f"exp_{key}_corrected"] = co
 metrics["runtime_s"] = time.time() - t_start
 write_metrics(metrics)
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("dmft_fs")

@@ -316,3 +316,10 @@ write_metrics({
     "fig7_plateau_loss_max_increment": float(max(np.max(np.diff(v)) for v in plateau7.values())),
     "runtime_s": runtime,
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("dmft_iso")

@@ -101,3 +101,10 @@ write_metrics({
     **{f"softmax_mlp_final_se_L{L}": fin_se[(True, L)] for L in depths},
     "runtime_s": time.time() - t_start,
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("dmft_softmax")

@@ -350,3 +350,10 @@ write_metrics({
     "depth_exponent_beta15_drift": expo[1.5][4],
     "runtime_s": time.time() - t_start,
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("dmft_width")

@@ -342,3 +342,10 @@ write_metrics({
     "run_seconds": t_run,
     "elapsed_seconds": elapsed,
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("encdec_coupled")

@@ -259,3 +259,10 @@ metrics["flex_risk_over_zero_se"] = ratio_standard_error(
     cov=float(np.cov(loss_dag["flex"], zero_loss)[0, 1]) / n_test)
 write_metrics(metrics)
 print(f"best learned method: {best}; runtime {elapsed:.1f} s (training {t_train:.1f} s)")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("flexformer_decoder")

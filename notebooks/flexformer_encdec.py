@@ -207,3 +207,10 @@ metrics["max_decomposition_gap_rel"] = max(dec[m].decomposition_gap / dec[m].e2e
 metrics["paper_floor_plus_dec_over_e2e"] = (2.4169e-3 + 1.7448e-3) / 5.8931e-3
 write_metrics(metrics)
 print(f"best latent decoder: {best}; runtime {elapsed:.1f} s")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("flexformer_encdec")

@@ -105,3 +105,10 @@ print(
 print(
     f"hypothesis-carrying: {metrics['n_hypothesis_carrying']}, reconstructed: {metrics['n_reconstructed']}, ours: {metrics['n_ours']}"
 )
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("gd_identities")

@@ -229,3 +229,10 @@ for kind in ("lsa", "gpt"):
         f"alpha {metrics[f'{kind}_alpha']:.1f} (shuffled {metrics[f'{kind}_shuffled_alpha']:.1f}); "
         f"Richardson R2 aware {metrics[f'{kind}_rich_r2_aware']:.1f} / blind {metrics[f'{kind}_rich_r2_blind']:.1f}"
     )
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("gd_probe")

@@ -92,3 +92,10 @@ print(f"bridge: t {m['bridge_t']:.2f}, p {m['bridge_p']:.2f}, n for 80% power {m
 print(
     f"ablation recovered share: {m['ablation_recovered_share_d4']:.2f}, {m['ablation_recovered_share_d8']:.2f}, {m['ablation_recovered_share_d16']:.2f}"
 )
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("gd_reported")

@@ -107,3 +107,10 @@ print(
     f"(b) factors at eta*: lambda_min {panel.factors[0]:.4f}, lambda_max {panel.factors[-1]:.4f}, "
     f"fastest lambda {panel.lam[mid]:.2f} ({panel.factors[mid]:.4f})"
 )
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("gd_synthetic")

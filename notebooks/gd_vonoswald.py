@@ -127,3 +127,10 @@ print(f"construction error {construction_err:.1e}; eta* = {eta_star:.3f}")
 print(
     f"losses (halved): GD {L_gd:.3f} ± {se_gd:.3f}, constructed {L_lsa:.3f}, trained {L_tr:.3f} ± {se_tr:.3f}, zero {L_zero:.3f}"
 )
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("gd_vonoswald")

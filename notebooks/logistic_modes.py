@@ -500,3 +500,10 @@ write_metrics(metrics)
 for k in sorted(metrics):
     if not k.startswith("seconds"):
         print(k, metrics[k] if isinstance(metrics[k], bool) else round(float(metrics[k]), 4))
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("logistic_modes")

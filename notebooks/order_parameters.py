@@ -357,3 +357,10 @@ print(f"fraction of whitened latent eigenvalues in the MP window: {frac_lat:.2f}
 metrics["time_total"] = time.perf_counter() - t_start
 write_metrics(metrics)
 print(f"total time {metrics['time_total']:.0f} s (training {t_train:.0f} s)")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("order_parameters")

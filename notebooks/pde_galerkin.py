@@ -272,3 +272,10 @@ metrics["best_learned_e2e"] = e2e[best_learned]
 metrics["best_learned_over_floor"] = e2e[best_learned] / enc.floor
 write_metrics(metrics)
 print(f"runtime {elapsed:.1f} s, CPU {metrics['cpu_seconds']:.1f} s")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("pde_galerkin")

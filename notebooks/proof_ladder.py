@@ -366,3 +366,10 @@ write_metrics({
     "eta_d_commuting": float(eta_d_c),
     "eta_d_noncommuting": float(eta_d_nc),
 })
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("proof_ladder")

@@ -304,3 +304,10 @@ metrics = {
 }
 write_metrics(metrics)
 print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()})
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("softmax_qk")

@@ -233,3 +233,10 @@ print(f"depth L against M: {metrics['depth_M_first']:.0f} (M = {M_values[0]}) ->
 metrics["time_total"] = time.perf_counter() - t_start
 write_metrics(metrics)
 print(f"total time {metrics['time_total']:.0f} s (sweep {t_sweep:.0f} s, difficulty {t_diff:.0f} s)")
+
+# %%
+# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
+# same metrics.json): rerun with other parameters to see which claims hold at your setting.
+from iclbook.verdicts import show_ledger_verdicts
+
+show_ledger_verdicts("task_diversity")
