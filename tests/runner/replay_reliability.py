@@ -4,8 +4,8 @@ Usage::
 
     .venv/bin/python tests/runner/replay_reliability.py [--keep] [-k ID]
 
-The review's rows (CLI rows c01-c41, fault rows F1-F20, defects D1-D12, as the review of 851d829 saw them)
-are data in this repository, ``tests/runner/fixtures/reliability_cases.yml``; this script reads nothing
+The review's rows (CLI rows c01-c41, fault rows F1-F20, defects D1-D12, as the review of 851d829 saw them;
+and rows c42-c49, issue 24's measurements, defects I2-I12) are data in this repository, ``tests/runner/fixtures/reliability_cases.yml``; this script reads nothing
 outside the repository. Each row is replayed on a throw-away project (``tests/runner/runner_project.py``:
 tiny notebooks with integer, float, string, sized and slow parameters, so that a run costs a kernel start,
 not a computation). Rows the fixture marks ``not_replayed`` say why (the content of a science notebook,
@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runner_project import icl_cmd, icl_env, make_project  # noqa: E402
+from runner_project import HEADER, icl_cmd, icl_env, make_project  # noqa: E402
 
 CASES = Path(__file__).resolve().parent / "fixtures" / "reliability_cases.yml"
 ROWS: list[tuple[str, str, Callable[[Path], str]]] = []
@@ -513,6 +513,147 @@ def _(root: Path) -> str:
     if proc.returncode != 1 or "wrote no metrics.json" not in proc.stderr:
         return f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
     return "" if not (folder / ".icl-run.json").exists() else "the folder was stamped"
+
+
+# --- issue 24 ------------------------------------------------------------------------------------------------
+
+BROKEN = '# %% tags=["parameters"]\nx = 1\n\n# %%\na = 1\nb = 2\nraise ValueError("line three")\n'
+
+
+@row("c42", "a failed run keeps its executed notebook and names the failing line (I9)")
+def _(root: Path) -> str:
+    path = root / "notebooks" / "broken.py"
+    path.write_text(HEADER + BROKEN)
+    try:
+        proc = icl(root, "run", "broken")
+    finally:
+        path.unlink()
+    kept = sorted((root / ".icl-store" / "failed").glob("broken-*.ipynb"))
+    if proc.returncode != 1 or not kept or str(kept[-1]) not in proc.stderr:
+        return f"exit {proc.returncode}, kept {[p.name for p in kept]}: {proc.stderr[-300:]!r}"
+    if 'raise ValueError("line three")' not in proc.stderr or "Traceback" not in kept[-1].read_text():
+        return f"the failing line or the traceback is missing: {proc.stderr[-300:]!r}"
+    return ""
+
+
+@row("c43", "-p K 16.0 / 1e1 / 0x10 / full-width 16, and [0x10] in a list, are refused (I11)")
+def _(root: Path) -> str:
+    from iclbook.notebooks import NotebookError, coerce
+
+    for raw in ("16.0", "1e1", "0x10", "\uff11\uff16"):
+        problem = one_line_error(icl(root, "run", "sized", "-p", "K", raw), "'K'", "plain decimal digits")
+        if problem:
+            return f"{raw}: {problem}"
+    try:
+        coerce("[0x10]", [1], "L")
+    except NotebookError as exc:
+        return "" if "'L'" in str(exc) and "plain decimal" in str(exc) else str(exc)
+    return "[0x10] was accepted"
+
+
+def _no_loopback(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``icl-book args`` without loopback: in a network namespace (``unshare -n``) if this machine allows one,
+    else in this process with a socket that cannot connect."""
+    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        cmd = ["unshare", "-n", *icl_cmd(root, *args)]
+        return subprocess.run(cmd, capture_output=True, text=True, env=icl_env(), timeout=120, cwd=root)
+    import contextlib
+    import io
+    import socket
+    from unittest import mock
+
+    from iclbook import cli
+
+    def unreachable(*a: object, **kw: object) -> None:
+        raise OSError(101, "Network is unreachable")
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(socket, "create_connection", unreachable):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(args, rc, out.getvalue(), err.getvalue())
+
+
+@row("c44", "no loopback: one line within seconds, before a kernel starts (I12)")
+def _(root: Path) -> str:
+    t0 = time.monotonic()
+    proc = _no_loopback(root, "run", "second", "--force")
+    problem = one_line_error(proc, "loopback TCP", "127.0.0.1 is not reachable")
+    return problem or ("" if time.monotonic() - t0 < 30 else f"took {time.monotonic() - t0:.0f}s")
+
+
+@row("c45", "--out under a file: one line naming the path (I2)")
+def _(root: Path) -> str:
+    blocker = root / "c45_file"
+    blocker.write_text("x")
+    return one_line_error(icl(root, "run", "second", "--out", str(blocker / "sub")), "--out", str(blocker))
+
+
+@row("c46", "--out through a symbolic link loop: one line naming the path (I2)")
+def _(root: Path) -> str:
+    a, b = root / "loop_a", root / "loop_b"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    try:
+        return one_line_error(icl(root, "run", "second", "--out", str(a / "x")), "--out", str(root / "loop_"))
+    finally:
+        a.unlink()
+        b.unlink()
+
+
+@row("c47", "a file where the store should be: one line naming the store (I2)")
+def _(root: Path) -> str:
+    other = make_project(root.parent / "c47", ["second"])
+    (other / ".icl-store").write_text("not a folder")
+    return one_line_error(icl(other, "run", "second"), "store", str(other / ".icl-store"), "not a folder")
+
+
+@row("c48", "no space or no permission in --out, clean that cannot remove: one line naming the path (I2)")
+def _(root: Path) -> str:
+    import contextlib
+    import errno
+    import io
+    from unittest import mock
+
+    from iclbook import cli
+
+    def in_process(patch: object, *args: str) -> subprocess.CompletedProcess:
+        err = io.StringIO()
+        with patch, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = cli.main(["--root", str(root), *args])
+        return subprocess.CompletedProcess(args, rc, "", err.getvalue())
+
+    out = root / "c48"
+    for code, words in ((errno.ENOSPC, "no space left"), (errno.EACCES, "permission denied")):
+
+        def refuse(*a: object, dir: object = None, _code: int = code, **kw: object) -> None:  # noqa: A002
+            raise OSError(_code, os.strerror(_code), str(dir))
+
+        proc = in_process(mock.patch.object(cli.tempfile, "TemporaryFile", refuse), "run", "second", "--out", str(out))
+        problem = one_line_error(proc, f"--out {out}: {words}")
+        if problem:
+            return problem
+    (root / "_build").mkdir(exist_ok=True)
+
+    def cannot(path: object, *a: object, **kw: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    proc = in_process(mock.patch.object(cli.shutil, "rmtree", cannot), "clean")
+    return one_line_error(proc, f"{root / '_build'}: permission denied")
+
+
+@row("c49", "list shows each preset's run time, from the store or the hint (I6)")
+def _(root: Path) -> str:
+    icl(root, "run", "second")
+    (root / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"second": 12.0}}))
+    try:
+        proc = icl(root, "list")
+    finally:
+        (root / "notebooks" / "seconds.json").unlink()
+    lines = proc.stdout[proc.stdout.index("second  (") :].splitlines()
+    times = next((ln for ln in lines if ln.strip().startswith("run time")), "")
+    ok = "(store)" in times and "~12 s (hint)" in times
+    return "" if ok else f"run time row {times!r}"
 
 
 def main(argv: list[str] | None = None) -> int:
