@@ -49,8 +49,10 @@ def resolve_path(raw: str, what: str) -> Path:
         raise PathError(repr(raw), "is empty; give a folder", what)
     try:
         return Path(raw).expanduser().resolve()
-    except RuntimeError as exc:  # "Could not determine home directory", a symbolic link loop (older Pythons)
-        raise PathError(raw, f"cannot be resolved ({exc})", what) from None
+    except RuntimeError as exc:  # "Could not determine home directory", or a symbolic link loop (Python < 3.13)
+        if "loop" in str(exc).lower():
+            raise PathError(os.path.abspath(raw), "cannot be resolved: a symbolic link loop", what) from None
+        raise PathError(raw, f"cannot be resolved: {exc}", what) from None
     except OSError as exc:
         raise PathError(exc.filename or raw, os_reason(exc), what) from None
 
@@ -63,6 +65,11 @@ def check_writable(folder: Path, what: str) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
+    except NotADirectoryError as exc:
+        blocker = next((p for p in folder.parents if p.exists() and not p.is_dir()), None)
+        if blocker is None:
+            raise PathError(exc.filename or folder, os_reason(exc), what) from None
+        raise PathError(folder, f"{blocker} is a file, not a folder", what) from None
     except OSError as exc:
         raise PathError(exc.filename or folder, os_reason(exc), what) from None
     return folder

@@ -9,7 +9,13 @@ A run (:func:`execute`)
 2. succeeds only if the child exits 0, the executed notebook has no error
    output (:func:`failing_cell`), and ``metrics.json`` follows
    :data:`iclbook.store.METRICS_SCHEMA`;
-3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`).
+3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`); a failed run
+   stores nothing, but its executed notebook is kept in ``.icl-store/failed/`` and the error names it,
+   with the source line the traceback points to (:func:`failing_cell`, :func:`failing_line`).
+
+Papermill talks to the kernel over loopback TCP: :func:`loopback_problem` checks it before kernels
+start (:func:`iclbook.scheduling.check_loopback`), and :func:`kernel_hint` adds the reason to a
+"kernel didn't respond" or "kernel died" failure.
 
 Interrupts: :class:`Interrupts` ends every running child's process group and
 its kernel (which jupyter starts in a session of its own); the temporary

@@ -20,6 +20,10 @@ itself is :func:`iclbook.execution.execute`). ``book/generated/<name>/`` (or
 ``DIR/<name>/`` with ``--out``) is a copy of the entry (:func:`fill`), written
 to a sibling temporary folder and swapped in, so stale files never survive.
 :func:`verify_folder` checks an entry or an output folder against its manifest.
+A failed run stores nothing; its executed notebook (with the traceback) is kept in
+``<root>/.icl-store/failed/<name>-<UTC time>.ipynb``, the newest :data:`KEEP_FAILED` per notebook
+(:func:`keep_failed`), outside ``entries/``. :func:`os_reason` words a filesystem error for the
+CLI's one-line messages (``icl-book: <path>: <reason>``).
 
 Locks (``filelock``, :func:`acquire`): one per store entry (identical runs
 execute once; the other waits and then hits the cache) and one per output

@@ -639,7 +639,7 @@ def _(root: Path) -> str:
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
     proc = in_process(mock.patch.object(cli.shutil, "rmtree", cannot), "clean")
-    return one_line_error(proc, f"{root / '_build'}: permission denied")
+    return one_line_error(proc, f"icl-book: {root}/", ": permission denied")  # the first folder it cannot remove
 
 
 @row("c49", "list shows each preset's run time, from the store or the hint (I6)")
