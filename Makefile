@@ -1,14 +1,17 @@
 # The ICL companion. Two commands: `make book` and `make test`.
 SHELL := /bin/bash
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PRESET ?= quick
 PYTEST_ARGS ?=
-# Each parallel worker gets cores/jobs BLAS and torch threads (no oversubscription).
-THREADS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) / $(JOBS) > 0 ? $$(nproc 2>/dev/null || echo 2) / $(JOBS) : 1 )))
+# Each parallel worker gets cores/jobs BLAS and torch threads (no oversubscription). A JOBS that is not a
+# positive integer gives 1 here; `icl-book` itself then refuses it with its own message.
+THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); j='$(JOBS)'; \
+  if [ "$$j" -eq "$$j" ] 2>/dev/null && [ "$$j" -gt 0 ] && [ $$((n / j)) -gt 0 ]; then echo $$((n / j)); else echo 1; fi)
+LAB_ARGS ?=
 
 export MPLBACKEND := Agg
 
@@ -52,7 +55,16 @@ test: $(STAMP) lint
 venv: $(STAMP)
 
 # The venv is created once, from the lock; it is re-installed when the project's files change.
+# The project needs Python 3.11 (requires-python): a .venv of another version (left by a failed install)
+# is recreated, and a PYTHON that is not 3.11 is refused before anything is created.
 $(STAMP): pyproject.toml requirements.lock
+	@py311() { "$$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; }; \
+	if [ -e $(BIN)/python ] && ! py311 $(BIN)/python; then \
+	  echo "== $(VENV) was made with $$($(BIN)/python -V 2>&1 || echo 'a broken Python'), not Python 3.11: recreating it"; \
+	  rm -rf $(VENV); fi; \
+	if [ ! -e $(BIN)/python ] && ! py311 "$(PYTHON)"; then \
+	  echo "make: PYTHON=$(PYTHON) is not Python 3.11 ($$("$(PYTHON)" -V 2>/dev/null || echo 'not found')); choose an interpreter with, for example, make book PYTHON=python3.11" >&2; \
+	  exit 1; fi
 	t0=$$(date +%s); { test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24" && \
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e ".[book,test,cluster]" && \
@@ -74,9 +86,10 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-## make lab: JupyterLab on notebooks/ (py:percent files open as notebooks through jupytext)
+## make lab: JupyterLab on notebooks/ (py:percent files open as notebooks through jupytext); options for
+## headless or SSH use go in LAB_ARGS, e.g. make lab LAB_ARGS="--no-browser --port 8899 --ip 127.0.0.1"
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## make screenshots: every built page at 1280 px and 390 px (headless Chromium) into $(SCREENSHOTS)/
 screenshots: $(STAMP)
