@@ -258,7 +258,8 @@ def keep_failed(root: Path, name: str, executed: Path, keep: int = KEEP_FAILED) 
     if not executed.is_file():
         return None
     folder = store_dir(root) / FAILED
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
+    now = time.time_ns()  # one reading: the name sorts by time (seconds, then nanoseconds)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9)) + f"-{now % 10**9:09d}"
     target = folder / f"{name}-{stamp}.ipynb"
     try:
         folder.mkdir(parents=True, exist_ok=True)
