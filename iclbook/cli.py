@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -233,16 +234,34 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
         cmd += ["-W", "-n", "--keep-going"]
     if args.all:
         cmd.append("--all")
-    print("icl-book: building HTML: jupyter-book", " ".join(cmd[3:]))
+    # jupyter-book prints hundreds of lines (configuration dumps, colour codes): they go to a log file,
+    # whose tail is shown if the build fails; --verbose streams them as before.
+    log = out / "_build" / "book-build.log"
     env = dict(os.environ, MPLBACKEND="Agg")
+    if args.verbose:
+        print("icl-book: building HTML: jupyter-book", " ".join(cmd[3:]))
+        sink = None
+    else:
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            sink = open(log, "w", encoding="utf-8")  # noqa: SIM115 (closed below, after the child ends)
+        except OSError as exc:
+            print(f"icl-book: {log}: {os_reason(exc)}", file=sys.stderr)
+            return 2
+        print(f"icl-book: building HTML (jupyter-book's output: {log})", flush=True)
     try:
-        proc = args.interrupts.popen(cmd, cwd=root, env=env)
-    except InterruptedError:
-        return 128 + args.interrupts.signum
-    try:
-        returncode = proc.wait()
+        try:
+            kw = {} if sink is None else {"stdout": sink, "stderr": subprocess.STDOUT}
+            proc = args.interrupts.popen(cmd, cwd=root, env=dict(env, NO_COLOR="1") if sink else env, **kw)
+        except InterruptedError:
+            return 128 + args.interrupts.signum
+        try:
+            returncode = proc.wait()
+        finally:
+            args.interrupts.release(proc)
     finally:
-        args.interrupts.release(proc)
+        if sink is not None:
+            sink.close()
     if args.interrupts.stopping:
         print(
             f"icl-book: interrupted by {signal.Signals(args.interrupts.signum).name}; HTML build stopped",
@@ -251,7 +270,11 @@ def cmd_build(args: argparse.Namespace, root: Path) -> int:
         return 128 + args.interrupts.signum
     index = out / "_build" / "html" / "index.html"
     if returncode != 0:
-        print(f"icl-book: jupyter-book build failed (exit {returncode})", file=sys.stderr)
+        if sink is not None:
+            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+            print("\n".join(tail), file=sys.stderr)
+        where = f"; its full output is in {log}" if sink is not None else ""
+        print(f"icl-book: jupyter-book build failed (exit {returncode}){where}", file=sys.stderr)
         return returncode
     if missing:
         return 1
@@ -330,6 +353,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--path-output", metavar="DIR", help="write _build/ under DIR (default: the project root)")
     b.add_argument("--lenient", action="store_true", help="do not turn warnings into errors")
     b.add_argument("--all", action="store_true", help="rebuild every page (jupyter-book --all)")
+    b.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show jupyter-book's output instead of writing it to _build/book-build.log",
+    )
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("clean", help=f"remove book/generated/ and _build/ (and the store {STORE}/ with --store)")

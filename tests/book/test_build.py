@@ -136,3 +136,70 @@ def test_report_has_no_missing_values(html_root: Path) -> None:
     assert int(m.group(8)) > 0, "the report has no claims"
     assert "## Paper 000" in text and "| basis |" in text, "the report does not open with the basis x status tables"
     assert (html_root / "book" / "generated" / "report.html").exists()
+
+
+def _provenance_lines(html: str) -> list[str]:
+    return re.findall(r'<p class="icl-provenance">(.*?)</p>', html, flags=re.S)
+
+
+def test_every_figure_has_its_provenance_line(html_root: Path) -> None:
+    """Under every figure of a chapter, and after every cell of a notebook page that saves one: the notebook,
+    its setting, the command that regenerates it, links to its PNG and PDF, and the store key."""
+    generated_pngs = {p.name for p in GENERATED.glob("*/*.png")}
+    lacking, n_figures = [], 0
+    for page in html_pages(html_root):
+        html = page.read_text(errors="replace")
+        for figure in re.findall(r"<figure\b.*?</figure>", html, flags=re.S):
+            src = re.search(r'<img[^>]+src="([^"]+)"', figure)
+            if not src or Path(src.group(1)).name not in generated_pngs:
+                continue
+            n_figures += 1
+            lines = _provenance_lines(figure)
+            ok = len(lines) == 1 and "icl-book run" in lines[0] and ">PNG<" in lines[0] and ">PDF<" in lines[0]
+            if not ok or not re.search(r"key <code[^>]*><span[^>]*>[0-9a-f]{8}</span>", lines[0]):
+                lacking.append(f"{page.relative_to(html_root)}: {Path(src.group(1)).name}")
+    assert n_figures >= 40, f"only {n_figures} figures from book/generated found in the chapters"
+    for folder in sorted(p for p in GENERATED.iterdir() if (p / f"{p.name}.ipynb").exists()):
+        page = html_root / "book" / "generated" / folder.name / f"{folder.name}.html"
+        lines = _provenance_lines(page.read_text(errors="replace"))
+        for png in sorted(folder.glob("*.png")):
+            mine = [line for line in lines if f"<strong>{png.stem}</strong>" in line]
+            if not (len(mine) == 1 and "icl-book run" in mine[0] and ">PNG<" in mine[0] and ">PDF<" in mine[0]):
+                lacking.append(f"{page.relative_to(html_root)}: {png.name}")
+    assert not lacking, f"figures without their provenance line: {lacking[:10]}"
+
+
+def test_verdict_table_of_each_notebook_agrees_with_the_report() -> None:
+    """The last cell of each executed notebook shows its ledger rows with the report's statuses."""
+    from iclbook.pages import report_rows
+
+    report: dict[str, dict[str, str]] = {}
+    for row in report_rows(ROOT, GENERATED):
+        if row.claim.notebook:
+            report.setdefault(row.claim.notebook, {})[row.claim.id or row.claim.label] = row.status
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
+    disagree = []
+    for name in names:
+        cells = json.loads((GENERATED / name / f"{name}.ipynb").read_text())["cells"]
+        last = [c for c in cells if c["cell_type"] == "code"][-1]
+        assert "show_ledger_verdicts" in "".join(last["source"]), f"{name}: the last cell does not show the verdicts"
+        html = "".join(
+            "".join(o["data"]["text/html"]) for o in last.get("outputs", []) if "text/html" in o.get("data", {})
+        )
+        if name not in report:
+            assert "No row of the ledger names" in html, f"{name}: {html[:200]}"
+            continue
+        assert f'data-notebook="{name}"' in html, f"{name}: no verdict table in its last cell"
+        shown = dict(re.findall(r'<tr data-id="([^"]+)" data-status="([^"]+)">', html))
+        if shown != report[name]:
+            diff = {k: (shown.get(k), report[name].get(k)) for k in shown.keys() | report[name].keys()}
+            disagree.append(f"{name}: { ({k: v for k, v in diff.items() if v[0] != v[1]}) }")
+    assert not disagree, "verdict tables (notebook, report):\n" + "\n".join(disagree)
+
+
+def test_jupyter_books_output_goes_to_a_log_file(html_root: Path) -> None:
+    """`icl-book build` keeps its own progress and the final path on the terminal; jupyter-book's hundreds of
+    lines (configuration dumps, colour codes) go to ``_build/book-build.log``, whose tail is printed on failure."""
+    log = ROOT / "_build" / "book-build.log"
+    assert log.exists(), f"{log} is missing: the build did not write jupyter-book's output there"
+    assert "build succeeded" in log.read_text(errors="replace")
