@@ -22,7 +22,7 @@
 D_sim = 16             # dimension of the FS/RRS SGD simulations; range: [1, 500]
 nu = 1.0               # capacity exponent for Figures 3-4; range: (0, inf)
 beta = 1.0             # source exponent for Figures 3-4; range: (0, inf)
-fs_steps = 4000        # FS SGD steps (eta = fs_eta_frac / max_k omega_k lambda_k^3); range: [1, 100000]
+fs_steps = 4000        # FS SGD steps (step size fs_eta_frac / max_k omega_k lambda_k^3); range: [1, 100000]
 fs_eta_frac = 0.5      # SGD step as a fraction of 1 / max_k omega_k lambda_k^3; range: (0, inf)
 rrs_steps = 500        # RRS SGD steps per depth; range: [1, 10000]
 rrs_eta = 0.5          # RRS SGD step size (times min(1, L/4)); range: (0, inf)

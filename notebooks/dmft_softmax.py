@@ -20,8 +20,8 @@
 
 # %% tags=["parameters"]
 D = 8               # input dimension; range: [1, 200]
-alpha = 2.0         # context length P = alpha * D; range: (0, inf)
-K_frac = 1.0        # queries per context K = K_frac * D; range: (0, inf)
+alpha = 2.0         # context length P as a multiple of D; range: (0, inf)
+K_frac = 1.0        # queries per context K as a multiple of D; range: (0, inf)
 n = 32              # residual-stream width; range: [1, 1000]
 B = 64              # contexts per Adam step; range: [1, 2000]
 lr = 2e-3           # Adam learning rate (the same at every depth); range: (0, inf)

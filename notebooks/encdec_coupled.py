@@ -25,18 +25,18 @@ r = 3               # task rank (latent dimension; one eigenvalue mu_1..mu_3 eac
 M = 64              # prompt length; range: [1, 1000]
 sigma = 0.3         # label noise; range: [0, inf)
 lam = 0.01          # ridge in H_M; range: [0, inf)
-cond_x = 8.0        # condition number of Sigma_x (geometric spectrum, Tr = K); range: [1, inf)
+cond_x = 8.0        # condition number of Sigma_x (geometric spectrum with trace K); range: [1, inf)
 mu_1 = 0.2          # eigenvalues of Sigma_z ...; range: (0, inf)
 mu_2 = 0.08         # range: (0, inf)
 mu_3 = 0.03         # range: (0, inf)
 n_train = 64        # pool of training prompts (encoder and decoder moments); range: [1, 1000]
 n_eval = 2048       # held-out prompts for the risks; range: [1, 200000]
 L = 7               # Richardson depth of the latent decoder; range: [1, 100]
-steps = 420         # outer steps (main paper §11 reports s = 420); range: [1, 5000]
+steps = 420         # outer steps (main paper §11 reports 420); range: [1, 5000]
 eta_e_rel = 0.5     # encoder step times lambda_max(Sigma_z hat); range: (0, 2)
 eta_d_rel = 0.2     # decoder step times max_s lambda_max(C_s); range: (0, 2)
 eval_every = 4      # held-out risks every this many steps (and at the last); range: [1, 50]
-refine_max = 4      # continuous-time check: step sizes eta/k for k = 1, 2, ..., refine_max (powers of 2); range: [1, 100]
+refine_max = 4      # continuous-time check: step sizes eta/k for k in 1, 2, ..., refine_max (powers of 2); range: [1, 100]
 seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]

@@ -21,12 +21,12 @@
 
 # %% tags=["parameters"]
 q = 32              # measurements per task (rows of G); range: [1, 500]
-mu_1 = 1.0          # eigenvalues of Sigma_z (r = 4), largest ...; range: (0, inf)
+mu_1 = 1.0          # eigenvalues of Sigma_z (rank 4), largest ...; range: (0, inf)
 mu_2 = 0.6          # range: (0, inf)
 mu_3 = 0.35         # range: (0, inf)
 mu_4 = 0.2          # ... smallest; range: (0, inf)
-steps = 800         # outer steps of both online runs (MMNN report §3.3 and main paper §12.6 report s = 800); range: [1, 10000]
-sigma = 0.02        # noise of the noisy run: floor sigma^2 = 4e-4 (MMNN report Table 1); range: [0, inf)
+steps = 800         # outer steps of both online runs (MMNN report §3.3 and main paper §12.6 report 800); range: [1, 10000]
+sigma = 0.02        # noise of the noisy run: floor sigma^2 of 4e-4 (MMNN report Table 1); range: [0, inf)
 eta_noisy = 0.5     # step of the noisy run (stability window (0, 2/mu_1)); range: (0, inf)
 batch_noisy = 2000  # fresh samples per step, noisy run; range: [1, 20000]
 eta_clean = 0.07    # step of the noise-free run (chosen so the final risk is O(1e-11), like main paper §11); range: (0, inf)

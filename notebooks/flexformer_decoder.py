@@ -19,7 +19,7 @@
 # %% tags=["parameters"]
 K = 8              # system size; range: [1, 200]
 M = 32             # prompt size; range: [1, 1000]
-r = 3              # task rank (beta = U* z, z in R^r); range: [1, 50]
+r = 3              # task rank (beta is U* z with z in R^r); range: [1, 50]
 sigma = 0.1        # label noise; range: [0, inf)
 cond = 10.0        # condition number of Sigma_x; range: [1, inf)
 L = 8              # depth; range: [1, 200]

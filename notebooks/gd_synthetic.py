@@ -21,7 +21,7 @@ d = 5  # range: [1, 50]
 lam_min = 0.9  # smallest eigenvalue of X^T X; range: (0, inf)
 lam_max = 108.0  # largest eigenvalue of X^T X; range: (0, inf)
 steps = 20  # range: [1, 200]
-eta_scalar = 1.0  # scalar GD step (stable for eta < 2 / max a = 4/3); range: (0, 1.3333333333333333)
+eta_scalar = 1.0  # scalar GD step (stable below 2 / max a, that is 4/3); range: (0, 1.3333333333333333)
 Lstar_nonrealizable = 0.5  # minimum loss of the non-realizable variant of panel (a); range: (0, inf)
 seed = 42  # random seed; range: [0, 4294967295]
 

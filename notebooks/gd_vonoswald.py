@@ -26,7 +26,7 @@ n_test = 10000  # test prompts (losses and standard errors; a standard error nee
 train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
-max_layers = 5  # construction check for k = 1..max_layers layers; range: [1, 50]
+max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]

@@ -25,7 +25,7 @@ cond = 100.0          # condition number of Sigma_x (geometric spectrum, random 
 K_conc = 40           # dimension for the concentration experiment; range: [1, 1000]
 n_conc_draws = 1000   # prompts per gamma for the violation frequencies; range: [1, 50000]
 K_pert = 20           # dimension for the perturbation and excess-risk checks; range: [1, 200]
-lam = 0.5             # ridge lambda in H_M = Sigma_hat + lambda I; range: [0, inf)
+lam = 0.5             # ridge lambda of H_M (Sigma_hat + lambda I); range: [0, inf)
 n_pert_draws = 50     # prompts per M for the resolvent identity and bound; range: [1, 2000]
 sigma = 0.5           # label noise for the excess risk; range: [0, inf)
 task_rank = 5         # rank r of the task covariance for the excess risk; range: [1, 50]

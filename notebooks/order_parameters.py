@@ -24,10 +24,10 @@ cond = 10.0          # condition number of Sigma_x (geometric, trace K); range: 
 sigma = 0.1          # label noise; range: [0, inf)
 steps = 800          # outer steps s; range: [1, 10000]
 batch = 1024         # fresh prompts per outer step; range: [1, 50000]
-eta_frac = 0.5       # eta = eta_frac / lambda_max(C); range: (0, 2)
-n_checkpoints = 41   # checkpoints including s = 0; range: [1, 500]
+eta_frac = 0.5       # step size eta_frac / lambda_max(C); range: (0, 2)
+n_checkpoints = 41   # checkpoints including step 0; range: [1, 500]
 n_seeds = 4          # independent online runs (standard errors across seeds); range: [2, 100]
-transient_frac = 0.1 # "after the transient" = s >= transient_frac * steps; range: [0, 1)
+transient_frac = 0.1 # "after the transient" means s at least transient_frac * steps; range: [0, 1)
 n_eval_prompts = 256 # held-out prompts for the spectra of P_s H_M; range: [1, 5000]
 encdec_n_eval = 2048 # encoder+decoder held-out prompts (latent spectra); range: [1, 100000]
 K_aspect = 32        # prompt-aspect sweep: dimension; range: [1, 1000]

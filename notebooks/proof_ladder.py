@@ -22,7 +22,7 @@
 # %% tags=["parameters"]
 K = 8               # decoder dimension (panel a): P is K x K; range: [1, 1000]
 r = 6               # latent / encoder dimension (panels b, c, e); range: [1, 200]
-steps = 200         # outer (pretraining) gradient steps s = 0..steps; range: [1, 10000]
+steps = 200         # outer (pretraining) gradient steps s in 0..steps; range: [1, 10000]
 cond = 30.0         # condition number of the decoder operator H (panel a); range: [1, inf)
 noise_var = 0.1     # noise variance (sigma^2 in a, b; tau^2 in c, e); range: [0, inf)
 eta_d_frac = 0.25   # decoder step as a fraction of the stability bound 2/lambda_max; range: (0, 1)

@@ -23,7 +23,7 @@
 # %% tags=["parameters"]
 K = 8                 # dimension of x, beta and the iterate z; range: [1, 200]
 M = 32                # prompt size; range: [1, 1000]
-task_rank = 1         # rank r of the task subspace (beta = U* z, z ~ N(0, I_r)); range: [1, 10]
+task_rank = 1         # rank r of the task subspace (beta is U* z with z ~ N(0, I_r)); range: [1, 10]
 cond = 10.0           # condition number of Sigma_x (geometric spectrum, diagonal); range: [1, inf)
 sigma = 0.1           # label noise; range: [0, inf)
 n_heads = 4           # attention heads; range: [1, 100]
