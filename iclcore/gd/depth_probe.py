@@ -31,6 +31,24 @@ Statistics (:func:`readout_statistics`; ``r_l = y* - yhat_l``, ``Delta_l = yhat_
   ``curvature_corr``: Pearson correlation across prompts of that slope with ``log tr H`` (GD predicts
   a negative value: higher curvature, faster contraction).
 
+Robust versions (prefix ``med_``; :data:`ROBUST_KEYS`): the statistics above are means over prompts
+(``mae_l``) or pooled least-squares fits, in which a prompt weighs by its squared residual, so one
+prompt whose readout explodes (the LSA's training loss is heavy-tailed) decides them. The robust
+versions give every prompt one vote and take the median over prompts:
+
+* ``med_l{l} = median_p |r_l|``; ``med_er_abs``, ``med_er_rel``, ``med_rate``, ``med_geo_r2`` and
+  ``med_monotone_fraction`` are ``er_abs``, ... with ``mae_l`` replaced by ``med_l``;
+  ``med_ratio = median_p |r_L|/|r_0|`` (the per-prompt error ratio).
+* ``med_alpha = median_p alpha_p`` with the per-prompt least-squares slope
+  ``alpha_p = sum_l Delta_l r_l / sum_l r_l^2`` (``l < L``; the pooled slope through the origin is the
+  ``sum_l r_l^2``-weighted mean of these); ``med_rho_pred = 1 - med_alpha``;
+  ``med_rho_obs = exp(median_p slope_p)`` with ``slope_p`` the prompt's own slope of ``log|r_l|`` on
+  ``l``; ``med_rel_err_rho``, ``med_rel_err_rate`` as above.
+
+With a bootstrap generator (``rng`` of :func:`readout_statistics`), each robust statistic ``k`` also
+gets ``k_se``: its bootstrap standard error over prompts (:func:`iclcore.stats.bootstrap_standard_error`,
+the prompts resampled with all their layers).
+
 Nulls: the step-0 model (checkpoint 0), :func:`layer_shuffled` (each prompt's readouts in a random
 layer order) and :func:`iid_noise_reference` (closed form for ``yhat_l = y* + mu + eps_l``).
 
@@ -56,6 +74,7 @@ from iclcore.models.gpt_mini import GPTMini
 from iclcore.models.lsa import UntiedLSA
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.parallel import map_configs, thread_budget
+from iclcore.stats import bootstrap_standard_error
 from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
@@ -66,6 +85,8 @@ __all__ = [
     "checkpoint_steps",
     "train_with_checkpoints",
     "readout_statistics",
+    "robust_readout_statistics",
+    "ROBUST_KEYS",
     "layer_shuffled",
     "iid_noise_reference",
     "implicit_weights",
@@ -255,8 +276,98 @@ def _log_abs(r: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(np.abs(r), 1e-300))
 
 
-def readout_statistics(yhat: np.ndarray, ystar: np.ndarray, trH: np.ndarray | None = None) -> dict[str, float]:
-    """Every statistic of the module docstring from readouts ``yhat (L+1, P)`` and targets ``ystar (P,)``."""
+#: The robust statistics (module docstring) other than the per-layer ``med_l{l}``, in the order of
+#: :func:`robust_readout_statistics`.
+ROBUST_KEYS = (
+    "med_er_abs",
+    "med_er_rel",
+    "med_rate",
+    "med_geo_r2",
+    "med_monotone_fraction",
+    "med_ratio",
+    "med_alpha",
+    "med_rho_pred",
+    "med_rho_obs",
+    "med_rel_err_rho",
+    "med_rel_err_rate",
+)
+
+
+def _prompt_features(r: np.ndarray) -> np.ndarray:
+    """Per-prompt quantities ``(P, L+3)``: ``|r_0|, ..., |r_L|``, ``alpha_p``, ``slope_p`` (module docstring)."""
+    L = r.shape[0] - 1
+    dr = -np.diff(r, axis=0)  # Delta_l = yhat_{l+1} - yhat_l = r_l - r_{l+1}
+    with np.errstate(all="ignore"):
+        num, den = (dr * r[:-1]).sum(0), (r[:-1] ** 2).sum(0)
+        alpha_p = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        lr = _log_abs(r)
+        ellc = np.arange(L + 1) - L / 2
+        slope_p = (ellc @ (lr - lr.mean(0))) / (ellc @ ellc)
+    return np.concatenate([np.abs(r).T, alpha_p[:, None], slope_p[:, None]], 1)
+
+
+def _robust_vector(F: np.ndarray) -> np.ndarray:
+    """``med_l{l}`` for ``l = 0..L`` followed by :data:`ROBUST_KEYS` from prompt features ``F (..., P, L+3)``
+    (:func:`_prompt_features`; leading axes are bootstrap resamples): ``(..., L+1+len(ROBUST_KEYS))``."""
+    L = F.shape[-1] - 3
+    with np.errstate(all="ignore"):
+        med = np.median(F, axis=-2)
+        m, a, s = med[..., : L + 1], med[..., L + 1], med[..., L + 2]
+        lm = _log_abs(m)
+        ellc = np.arange(L + 1) - L / 2
+        lmc = lm - lm.mean(-1, keepdims=True)
+        cov, vl = lmc @ ellc, (lmc**2).sum(-1)
+        gr2 = np.where(vl > 0, cov**2 / ((ellc @ ellc) * np.where(vl > 0, vl, 1.0)), 0.0)
+        rho_pred, rho_obs = 1 - a, np.exp(s)
+        robust = [
+            m[..., 0] - m[..., -1],
+            1 - m[..., -1] / m[..., 0],
+            (m[..., -1] / m[..., 0]) ** (1 / L),
+            gr2,
+            (np.diff(m, axis=-1) < 0).mean(-1),
+            np.median(F[..., L] / F[..., 0], axis=-1),
+            a,
+            rho_pred,
+            rho_obs,
+            np.abs(rho_pred - rho_obs) / rho_obs,
+            np.abs(rho_pred - rho_obs) / np.abs(1 - rho_obs),
+        ]
+    return np.concatenate([m, np.stack(robust, -1)], -1).astype(float)
+
+
+def robust_readout_statistics(
+    yhat: np.ndarray, ystar: np.ndarray, rng: np.random.Generator | int | None = None, n_resamples: int = 1000
+) -> dict[str, float]:
+    """The robust (median over prompts) statistics of the module docstring, with bootstrap SEs if ``rng``.
+
+    ``yhat (L+1, P)``, ``ystar (P,)`` as in :func:`readout_statistics`. Returns ``med_l{l}`` and
+    :data:`ROBUST_KEYS`; with ``rng`` (a generator or a seed) also ``<key>_se`` for each of them, the
+    bootstrap standard error over prompts from ``n_resamples`` resamples.
+    """
+    yhat, ystar = np.asarray(yhat, float), np.asarray(ystar, float)
+    if yhat.ndim != 2 or yhat.shape[1] != ystar.shape[0] or yhat.shape[0] < 2:
+        raise ValueError("yhat, ystar: expected shapes (L+1, P) with L >= 1 and (P,)")
+    L = yhat.shape[0] - 1
+    F = _prompt_features(ystar[None] - yhat)
+    names = [f"med_l{l}" for l in range(L + 1)] + list(ROBUST_KEYS)
+    out = {k: float(v) for k, v in zip(names, _robust_vector(F))}
+    if rng is not None:
+        se = bootstrap_standard_error(F, _robust_vector, as_generator(rng), n_resamples, vectorized=True)
+        out.update({f"{k}_se": float(v) for k, v in zip(names, se)})
+    return out
+
+
+def readout_statistics(
+    yhat: np.ndarray,
+    ystar: np.ndarray,
+    trH: np.ndarray | None = None,
+    rng: np.random.Generator | int | None = None,
+    n_resamples: int = 1000,
+) -> dict[str, float]:
+    """Every statistic of the module docstring from readouts ``yhat (L+1, P)`` and targets ``ystar (P,)``.
+
+    The robust ones come from :func:`robust_readout_statistics` (``rng``, ``n_resamples``: their bootstrap).
+    """
     yhat, ystar = np.asarray(yhat, float), np.asarray(ystar, float)
     if yhat.ndim != 2 or yhat.shape[1] != ystar.shape[0] or yhat.shape[0] < 2:
         raise ValueError("yhat, ystar: expected shapes (L+1, P) with L >= 1 and (P,)")
@@ -296,6 +407,7 @@ def readout_statistics(yhat: np.ndarray, ystar: np.ndarray, trH: np.ndarray | No
         out[f"mae_l{l}"] = float(v)
     if trH is not None:
         out["curvature_corr"] = float(stats.pearsonr(per_prompt, np.log(trH))[0])
+    out.update(robust_readout_statistics(yhat, ystar, rng, n_resamples))
     return out
 
 
@@ -392,11 +504,17 @@ def late_early_ratio(profile: np.ndarray) -> float:
 
 
 def probe_checkpoint(
-    model: nn.Module, probe: ProbeTasks, rich: ProbeTasks, rng: np.random.Generator
+    model: nn.Module,
+    probe: ProbeTasks,
+    rich: ProbeTasks,
+    rng: np.random.Generator,
+    boot: np.random.Generator | None = None,
+    n_resamples: int = 1000,
 ) -> dict[str, float]:
     """All statistics for one checkpoint: the readout statistics, their layer-shuffled null, the
     Richardson fit and (GPT only) the BOS profile. ``probe`` has one query per prompt; ``rich`` has
-    the probe queries for the implicit weights."""
+    the probe queries for the implicit weights; ``rng`` shuffles the layers; ``boot`` (optional) draws
+    the bootstrap resamples of the robust statistics' standard errors."""
     gpt = isinstance(model, GPTMini)
     if gpt:  # one forward pass gives the lens readouts (as GPTMini.readouts with m = 1) and the BOS profile
         hs, att = model.hidden(probe.X, probe.y, probe.xq[:, 0], need_attn=True)
@@ -404,9 +522,10 @@ def probe_checkpoint(
     else:
         yh = model.readouts(probe.X, probe.y, probe.xq).double().numpy()[:, :, 0]
     ys = probe.yq.double().numpy()[:, 0]
-    rec = readout_statistics(yh, ys, probe.trH)
-    sh = readout_statistics(layer_shuffled(yh, rng), ys)
-    rec.update({f"shuffled_{k}": sh[k] for k in ("alpha", "r2", "sign_agreement", "rel_err_rho")})
+    rec = readout_statistics(yh, ys, probe.trH, boot, n_resamples)
+    sh = readout_statistics(layer_shuffled(yh, rng), ys, None, boot, n_resamples)
+    kept = ("alpha", "r2", "sign_agreement", "rel_err_rho", "med_alpha") + (("med_alpha_se",) if boot else ())
+    rec.update({f"shuffled_{k}": sh[k] for k in kept})
     exact = isinstance(model, UntiedLSA)
     rec.update(richardson_fit(implicit_weights(model, rich, exact), rich.w.double().numpy(), rich.X.double().numpy()))
     if gpt:
@@ -445,6 +564,8 @@ class ProbeSweep:
     n_probe: int = 256
     n_rich: int = 64
     m_rich: int = 12
+    probe_seed: int = 0
+    n_boot: int = 1000
 
     def __post_init__(self) -> None:
         if not self.warmups or not self.seeds:
@@ -455,6 +576,8 @@ class ProbeSweep:
             positive_int(s, "seeds", minimum=0)
         for name in ("n_probe", "n_rich", "m_rich", "lsa_layers", "gpt_layers"):
             positive_int(getattr(self, name), name)
+        positive_int(self.probe_seed, "probe_seed", minimum=0)
+        positive_int(self.n_boot, "n_boot", minimum=2)
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, object]) -> ProbeSweep:
@@ -502,9 +625,10 @@ class ProbeRun:
 def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> ProbeRun:
     """Train one model of the sweep and probe it at every checkpoint (:func:`probe_checkpoint`).
 
-    Seeds: ``1000 seed + 1`` (initialisation and training batches), ``+ 2`` (probe prompts),
-    ``+ 3`` (Richardson prompts), ``+ 4`` (layer shuffles). The LSA runs in float64, the GPT in
-    float32. The result depends only on the arguments (and the BLAS build), not on the process
+    Seeds: ``1000 seed + 1`` (initialisation and training batches); the evaluation draws from
+    ``SeedSequence([seed, sweep.probe_seed, k])`` with ``k = 2`` (probe prompts), ``3`` (Richardson
+    prompts), ``4`` (layer shuffles), ``5`` (bootstrap resamples), so ``probe_seed`` resamples every
+    probe set without touching training. The LSA runs in float64, the GPT in float32. The result depends only on the arguments (and the BLAS build), not on the process
     that runs it.
     """
     if kind not in ("lsa", "gpt"):
@@ -513,8 +637,11 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
     g = torch.Generator().manual_seed(1000 * seed + 1)
     dtype = torch.float64 if kind == "lsa" else torch.float32  # tasks are drawn in float64, then cast
 
+    def eval_seed(offset: int) -> int:
+        return int(np.random.SeedSequence([seed, sweep.probe_seed, offset]).generate_state(1, np.uint64)[0])
+
     def tasks(B: int, m: int, offset: int) -> ProbeTasks:
-        gen = torch.Generator().manual_seed(1000 * seed + offset)
+        gen = torch.Generator().manual_seed(eval_seed(offset))
         return sample_probe_tasks(B, sweep.n, sweep.d, gen, m, sweep.s_lo, sweep.s_hi, dtype)
 
     probe, rich = tasks(sweep.n_probe, 1, 2), tasks(sweep.n_rich, sweep.m_rich, 3)
@@ -522,12 +649,12 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
         model: nn.Module = UntiedLSA(sweep.d, sweep.lsa_layers, g)
     else:
         model = GPTMini(sweep.d, sweep.n, sweep.gpt_layers, sweep.gpt_width, sweep.gpt_heads, g).float()
-    rng = np.random.default_rng(1000 * seed + 4)
+    rng, boot = np.random.default_rng(eval_seed(4)), np.random.default_rng(eval_seed(5))
     recs, curve, skipped = train_with_checkpoints(
         model,
         sweep.config(kind, warmup),
         g,
-        lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng)},
+        lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng, boot, sweep.n_boot)},
         label=f"{kind} warm-up {warmup} seed {seed}",
     )
     return ProbeRun(recs, curve, skipped, time.process_time() - t0)

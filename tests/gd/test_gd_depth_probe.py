@@ -19,9 +19,11 @@ from iclcore.gd.depth_probe import (
     late_early_ratio,
     layer_shuffled,
     probe_train_config,
+    probe_training_run,
     probe_training_sweep,
     readout_statistics,
     richardson_fit,
+    robust_readout_statistics,
     sample_probe_tasks,
     thread_budget,
     train_with_checkpoints,
@@ -49,6 +51,52 @@ def test_exact_geometric_sequence_gives_the_ideal_statistics():
     assert s["sign_agreement"] == 1.0 and s["monotone_fraction"] == 1.0 and s["frac_contracting"] == 1.0
     assert s["rho_obs"] == pytest.approx(rho, rel=1e-12) and s["rel_err_rho"] < 1e-12
     assert s["geo_r2"] == pytest.approx(1.0, abs=1e-12) and s["mae_rate"] == pytest.approx(rho, rel=1e-12)
+
+
+def test_robust_statistics_of_an_exact_geometric_sequence():
+    """r_l = rho^l r_0: every prompt has alpha_p = 1 - rho and slope log rho, so the medians are exact."""
+    rng = np.random.default_rng(0)
+    ys = rng.standard_normal(300)
+    rho, L = 0.7, 6
+    yhat = ys[None] - rho ** np.arange(L + 1)[:, None] * ys[None]
+    s = robust_readout_statistics(yhat, ys, rng=1, n_resamples=50)
+    assert s["med_alpha"] == pytest.approx(1 - rho, abs=1e-12) and s["med_alpha_se"] < 1e-12
+    assert s["med_rho_obs"] == pytest.approx(rho, rel=1e-12) and s["med_rel_err_rho"] < 1e-12
+    assert s["med_ratio"] == pytest.approx(rho**L, rel=1e-12) and s["med_rate"] == pytest.approx(rho, rel=1e-12)
+    assert s["med_er_rel"] == pytest.approx(1 - rho**L, rel=1e-12) and s["med_geo_r2"] == pytest.approx(1.0)
+    assert s["med_l0"] == pytest.approx(np.median(np.abs(ys)), rel=1e-12) and s["med_monotone_fraction"] == 1.0
+    assert "med_alpha_se" not in robust_readout_statistics(yhat, ys)  # no generator, no bootstrap
+
+
+def test_one_exploding_prompt_moves_the_medians_by_less_than_their_se_and_flips_the_means():
+    """Issue 27 item 2: a prompt whose final readout is off by 1e9 (as the LSA's at the paper preset)
+    flips the mean-based error reduction, slope and rate; the median-based ones move by less than
+    their bootstrap standard error over prompts."""
+    rng = np.random.default_rng(3)
+    P, L, rho = 256, 4, 0.8
+    ys = rng.standard_normal(P) * 2
+    r0 = rng.standard_normal(P) * 2
+    noise = 1 + 0.3 * rng.standard_normal((L + 1, P))
+    yhat = ys[None] - rho ** np.arange(L + 1)[:, None] * r0[None] * noise
+    bad = yhat.copy()
+    bad[-1, 0] = ys[0] - 1e9
+    clean, hit = readout_statistics(yhat, ys, None, 7, 400), readout_statistics(bad, ys, None, 7, 400)
+    assert clean["er_rel"] > 0.3 and hit["er_rel"] < -1e5  # the mean flips
+    assert clean["alpha"] > 0 and abs(hit["alpha"] - clean["alpha"]) > 1  # the pooled slope is decided by one prompt
+    assert hit["mae_rate"] > 1 > clean["mae_rate"]
+    for k in ("med_er_rel", "med_er_abs", "med_alpha", "med_rho_obs", "med_rel_err_rho", "med_rate", "med_ratio"):
+        assert abs(hit[k] - clean[k]) < clean[f"{k}_se"], k
+        assert 0 < clean[f"{k}_se"] < np.inf and hit[f"{k}_se"] < 2 * clean[f"{k}_se"], k
+
+
+def test_probe_seed_resamples_the_probe_set_not_the_training():
+    """Same training seed, two probe seeds: identical loss curves, different probe statistics."""
+    sw = ProbeSweep(d=2, n=4, lsa_layers=2, lsa_steps=4, batch=8, checkpoint_base=2, n_probe=16, n_rich=4, n_boot=20)
+    a = probe_training_run(sw, "lsa", 2, 0)
+    b = probe_training_run(ProbeSweep(**{**sw.__dict__, "probe_seed": 1}), "lsa", 2, 0)
+    np.testing.assert_array_equal(a.curve, b.curve)
+    assert a.records[-1]["med_l0"] != b.records[-1]["med_l0"] and "med_er_rel_se" in a.records[-1]
+    assert probe_training_run(sw, "lsa", 2, 0).records == a.records  # and it is reproducible
 
 
 @pytest.mark.parametrize("offset, reported", [(0.0, 0.75), (0.5, 0.713), (1.0, 0.633), (2.0, 0.522)])
@@ -225,5 +273,9 @@ def test_bad_input():
         layer_shuffled(np.zeros((3, 4)), None)
     with pytest.raises(ValueError, match="^warmups"):
         ProbeSweep(warmups=())
+    with pytest.raises(ValueError, match="^probe_seed:"):
+        ProbeSweep(probe_seed=-1)
+    with pytest.raises(ValueError, match="^n_resamples:"):
+        robust_readout_statistics(np.zeros((2, 4)), np.ones(4), rng=0, n_resamples=1)
     with pytest.raises(ValueError, match="^workers:"):
         probe_training_sweep(ProbeSweep(), 0)

@@ -340,3 +340,35 @@ def test_agreement_within_se_refuses_bad_input_by_name(kwargs, name) -> None:
     args = {"value": 1.0, "reported": 1.0, "se": 0.1, **kwargs}
     with pytest.raises(ValueError, match=f"^{name}"):
         agreement_within_se(**args)
+
+
+def test_bootstrap_standard_error_of_a_mean_and_a_median() -> None:
+    """The bootstrap SE of a mean is close to s/sqrt(n); the one of a median to the asymptotic
+    sqrt(pi/2) sigma/sqrt(n) for a Gaussian; vectorized and one-call-per-resample agree exactly."""
+    from iclcore.stats import bootstrap_standard_error
+
+    x = np.random.default_rng(0).standard_normal(400)
+    se_mean = bootstrap_standard_error(x, np.mean, np.random.default_rng(1), 2000)
+    assert se_mean == pytest.approx(x.std(ddof=1) / 20, rel=0.1)
+    se_med = bootstrap_standard_error(x, np.median, 2, 2000)
+    assert se_med == pytest.approx(math.sqrt(math.pi / 2) / 20, rel=0.25)
+    both = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, 0), 3, 300)
+    assert both.shape == (2,) and both[1] == pytest.approx(2 * both[0])
+    vec = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, -2), 3, 300, vectorized=True)
+    np.testing.assert_allclose(vec, both, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "args, name, error",
+    [
+        ((np.ones(1), np.mean, 0), "x", ValueError),
+        ((np.ones(5), "mean", 0), "statistic", TypeError),
+        ((np.ones(5), np.mean, 0, 1), "n_resamples", ValueError),
+        ((np.ones(5), np.mean, -1), "rng", ValueError),
+    ],
+)
+def test_bootstrap_standard_error_refuses_bad_input_by_name(args, name, error) -> None:
+    from iclcore.stats import bootstrap_standard_error
+
+    with pytest.raises(error, match=f"^{name}"):
+        bootstrap_standard_error(*args)
