@@ -455,3 +455,28 @@ def test_ids_and_diagnoses_are_shown_in_the_report() -> None:
     text = render_report([r])
     assert "| x-07 | ✗ differs · finite-size |" in text
     assert "- **x-07.**" in text and "*Diagnosis (finite-size):* the gap halves" in text
+
+
+def test_figure_provenance_line() -> None:
+    """The line under each figure (iclbook.sphinx_figures): notebook, setting, regenerate command, key."""
+    from iclbook.sphinx_figures import provenance, saved_stems
+
+    quick = {"K": 16, "M": 128, "name": "a", "warmups": (50, 200), "tol": 1e-5}
+    manifest = {"notebook": "decoder_outer", "preset": "quick", "key": "3f9a1c2e" + "0" * 56, "params": dict(quick)}
+    manifest["params"]["warmups"] = [50, 200]  # a JSON manifest holds a tuple default as a list: not a change
+    p = provenance(manifest, quick, quick)
+    assert p.text("fig1") == (
+        "notebook decoder_outer · preset quick · regenerate: .venv/bin/icl-book run decoder_outer"
+        " · PNG · PDF · key 3f9a1c2e"
+    )
+    changed = dict(manifest, params=dict(manifest["params"], K=64, M=480, name="b c", warmups=[1, 2]))
+    p = provenance(changed, quick, quick)
+    assert p.setting() == "preset quick (K = 64, M = 480, name = b c, warmups = 1, 2 differ from quick)"
+    assert p.command == (".venv/bin/icl-book run decoder_outer -p K 64 -p M 480 -p name 'b c' -p warmups '[1, 2]'")
+    # the paper preset: the command names the preset, and -p only what differs from it
+    paper = dict(quick, K=64, M=480)
+    p = provenance(dict(manifest, preset="paper", params=dict(manifest["params"], K=64, M=480, tol=1e-6)), quick, paper)
+    assert p.command == ".venv/bin/icl-book run decoder_outer --preset paper -p tol 1e-06"
+    assert p.setting() == "preset paper (K = 64, M = 480, tol = 1e-06 differ from quick)"
+    assert provenance(dict(manifest, params={"K": 64}), None).command == ".venv/bin/icl-book run decoder_outer"
+    assert saved_stems('save_figure(fig, "fig1_a")\nsave_figure(fig, stem)') == (["fig1_a"], True)
