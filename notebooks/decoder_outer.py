@@ -146,6 +146,9 @@ R_L_target = depth_risk(run.P, ev, L, "target")       # (1/K) E||z_L - z*||^2  (
 R_L_solution = depth_risk(run.P, ev, L, "solution")   # (1/K) E||z_L - z^dagger||^2 (MMNN report R_dec(L))
 R_L_star = depth_risk(P_star, ev, L, "target")
 R_ridge_floor = float(np.mean(np.sum((ev.z_dagger - ev.z_star) ** 2, 1)) / K)  # L -> infinity limit vs z*
+# its expectation for Gaussian design, lam = 0 and M > K + 1 (inverse-Wishart mean): sigma^2 tr(Sigma_x^{-1})/(K(M-K-1))
+floor_closed = {"R_floor_closed_form": float(sigma**2 * np.trace(np.linalg.inv(cfg.Sigma_x)) / (K * (M - K - 1)))
+                } if lam == 0 and M > K + 1 else {}
 R_1_eval = empirical_decoder_risk(run.P, ev.d, ev.z_star)
 
 idx_c = np.unique(np.linspace(0, len(ckpt) - 1, n_contraction_checkpoints).round().astype(int))
@@ -417,6 +420,7 @@ metrics = {
     "R_depth_solution_final": R_L_solution[-1],
     "R_depth_oracle": R_L_star,
     "R_ridge_floor": R_ridge_floor,
+    **floor_closed,
     "direct_over_depth": R_obs[-1] / R_L_target[-1],
     "mean_contraction_final": con_mean[-1],
     "max_contraction_final": con_max[-1],

@@ -40,6 +40,7 @@ N_C = 16               # regime C: S = diag(1, .6, .35, .2); range: [1, 200]
 eta_C = 0.02           # SGD step size, regime C; range: (0, inf)
 epochs_C = 220  # range: [1, 2000]
 replicas_BC = 2  # replicas in regimes B and C (a standard error needs two draws); range: [2, 50]
+probe_R_max = 12  # logistic-10 finite-size check: extrema counts at probe_R_max/4, /2 and all replicas of one extra regime-A run; range: [4, 100]
 null_epochs = 220      # null-parameter runs (regime C spectrum, 1 replica each); range: [1, 2000]
 null_small = 0.0005    # std of p1(0), q2(0) entries: well below the active init; range: [0, inf)
 null_large = 0.05      # std of p1(0), q2(0) entries: above the active init; range: [0, inf)
@@ -333,6 +334,29 @@ n2_sim = pr.smoothed_derivative(nrm_sim, dt, window=win)
 n2_th = pr.smoothed_derivative(nrm_th, dt, window=win)
 pk_n_sim = pr.find_extrema(n2_sim, t_n, prominence=0.05)
 tr_n_sim = pr.find_extrema(n2_sim, t_n, sign=-1, prominence=0.05)
+# the same counts on the noise-free theory curves (same smoothing, window and prominence)
+n_pk_A_th = len(pr.find_extrema(A2_th[body], lag[body], prominence=0.01))
+n_ext_n_th = len(pr.find_extrema(n2_th, t_n, prominence=0.05)) + len(pr.find_extrema(n2_th, t_n, sign=-1, prominence=0.05))
+# finite-size check of those counts: the same probes on the replica mean of R = probe_R_max/4, /2 and
+# probe_R_max independent data streams (nested subsets of one extra regime-A run, same tasks and init), and
+# the log-log slope of the count's excess over the theory curve's against R (an excess of 0 counted as 0.5)
+cfg_fs = lm_sgd.SGDConfig(eta=r["eta"], B=B, epochs=epochs_A, init_scale=init_scale, replicas=probe_R_max,
+                          log_every=log_every)
+res_fs = lm_sgd.run_sgd(probA, cfg_fs, np.random.default_rng(seed + 4))
+R_fs = [max(1, probe_R_max // 4), max(2, probe_R_max // 2), probe_R_max]
+fs_counts = []
+for R_ in R_fs:
+    L_ = pr.moving_average(res_fs.loss_replicas[1:, :R_].mean(1), ep)
+    A2_ = pr.smoothed_derivative(pr.lag_autocorrelation(L_), dt, window=win)
+    n_ = pr.moving_average(np.sqrt(np.sum(res_fs.pT[:, :R_, :, 4:] ** 2, axis=(-2, -1))).mean(1), ep)
+    n2_ = pr.smoothed_derivative(n_, dt, window=win)
+    fs_counts.append((len(pr.find_extrema(A2_[body], lag[body], prominence=0.01)),
+                      len(pr.find_extrema(n2_, t_n, prominence=0.05)) + len(pr.find_extrema(n2_, t_n, sign=-1, prominence=0.05))))
+fs_counts = np.array(fs_counts)  # (3, 2): A'' peaks, norm extrema
+fs_slopes = [np.polyfit(np.log(R_fs), np.log(np.maximum(fs_counts[:, j] - th, 0.5)), 1)[0]
+             for j, th in enumerate((n_pk_A_th, n_ext_n_th))]
+print("replicas", R_fs, "A'' peaks", fs_counts[:, 0], "norm extrema", fs_counts[:, 1],
+      "theory", n_pk_A_th, n_ext_n_th, "excess slopes", np.round(fs_slopes, 2))
 mer_sim = pr.marginalized_effective_rank(np.abs(r["mp"]["a"].mean(1)), 3, drop_order=np.arange(4))
 mer_th = pr.marginalized_effective_rank(r["a_paper"], 3, drop_order=np.arange(4))
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -469,6 +493,13 @@ metrics.update({
     "probe_norm_trough_max_offset_tau": float(np.max(off_n_down)),
     "probe_norm_modes_found": int(np.sum((off_n_up <= mode_window) & (off_n_down <= mode_window))),
     "probe_norm_n_extrema": int(len(pk_n_sim) + len(tr_n_sim)),
+    "probe_A2_n_peaks_theory": int(n_pk_A_th),
+    "probe_norm_n_extrema_theory": int(n_ext_n_th),
+    **{f"probe_fs_R_{i}": int(R_) for i, R_ in enumerate(R_fs)},
+    **{f"probe_fs_A2_n_peaks_{i}": int(c) for i, c in enumerate(fs_counts[:, 0])},
+    **{f"probe_fs_norm_n_extrema_{i}": int(c) for i, c in enumerate(fs_counts[:, 1])},
+    "probe_fs_A2_excess_slope": float(fs_slopes[0]),
+    "probe_fs_norm_excess_slope": float(fs_slopes[1]),
     "probe_mer_max_offset_tau": float(np.max(off_mer)),
     "probe_mer_max_offset_tau_paper": float(np.max(off_mer_paper)),
     # 95% quantiles (smallest k with P(count <= k) >= 0.95) of the null counts: a count above it is

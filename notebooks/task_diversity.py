@@ -139,6 +139,15 @@ for i in range(len(pts)):
 k_worst = int(np.argmax(np.abs(np.array(slopes) + 1) - 3 * np.array(slope_se)))
 metrics.update(rate_slope_worst=slopes[k_worst], rate_slope_worst_se=slope_se[k_worst],
                rate_slope_bias_bound=(K + 1) / (Ns[sel16].min() - K - 1))
+# §3.2 read as written, an order statement: c(N) = N E[excess] / (R* d_eff) tends to a constant
+# (which may depend on the spectrum). Per spectrum, the spread max_N c / min_N c over N >= 16 K; the
+# spectrum with the largest spread in SE units is reported (SE: sqrt(2) x its largest relative SE).
+c_order = Ns[sel16] * mean[:, sel16] / (np.array([p.R_star for p in pts]) * pts[0].d_eff)[:, None]
+spread_N = c_order.max(axis=1) / c_order.min(axis=1)
+spread_N_se = np.sqrt(2) * rse[:, sel16].max(axis=1)
+k_order = int(np.argmax((spread_N - 1) / spread_N_se))
+metrics.update(order_spread_N16=spread_N[k_order], order_spread_N16_se=spread_N_se[k_order],
+               order_const_min=c_order.min(), order_const_max=c_order.max())
 
 # %% tags=["nbval-check-output"]
 print("excess / Gaussian formula, N >= 4K:", np.round((mean / gauss)[:, sel4], 1))
