@@ -38,6 +38,8 @@ eta_untied = 0.5    # theory time step; range: (0, inf)
 steps_untied = 200  # SGD steps; range: [1, 5000]
 D_exp = 100000      # dimension of the w^5 exponent fit (panel e); range: [1, 5000000]
 D_untied_large = 20000  # dimension of the untied-vs-balanced optimum (close to the D -> infinity spectrum); range: [1, 200000]
+mc_tables = 4       # independent Wishart tables per depth for the Monte Carlo error of the Figure-6 theory (>= 2); range: [2, 100]
+untied_seeds = 4    # independent SGD runs per batch size in the Figure-8 batch sweep (>= 2); range: [2, 100]
 seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
@@ -50,10 +52,11 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
-from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent
+from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent, fit_power_law_weighted
 from iclcore.dmft.untied import untied_balanced_hessian, untied_loss, untied_optimum
 from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import (
@@ -67,7 +70,7 @@ from iclcore.models.attention import (
 )
 from iclcore.models.probes import block_average
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.stats import batch_means
+from iclcore.stats import batch_means, standard_error
 
 use_style()
 t_start = time.time()
@@ -103,10 +106,18 @@ def run_fig6(kind: str):
         grid = np.linspace(0.0, 2.0 * L / top, 400)
         ls, ds = width_landscape_mc(grid, lam, om, D, L, np.random.default_rng(seed + L), P=P, n_draws=mc_draws)
         s, gam = power_five_flow(t, lambda x: np.interp(x, grid, ds), c, s0)
+        # Monte Carlo error of this theory: the same flow on mc_tables independent tables of mc_draws
+        # draws each; the spread of their late-window means is the SD of the table used above
+        late_th = []
+        for j in range(mc_tables):
+            _, ds_j = width_landscape_mc(grid, lam, om, D, L, np.random.default_rng(seed + 1000 * (j + 1) + L),
+                                         P=P, n_draws=mc_draws)
+            late_th.append(np.mean(power_five_flow(t, lambda x, d=ds_j: np.interp(x, grid, d), c, s0)[1][steps // 2:]))
+        th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th))
         model = LinearAttention(D, L, s0, "block", dtype=torch.float32)
         res = train(model, sampler, steps, eta, torch.Generator().manual_seed(seed + 10 * L + (kind == "rrs")),
                     schedule=schedule)
-        out[L] = dict(gam_th=gam, loss_th=np.interp(gam, grid, ls), res=res, min_loss=ls.min())
+        out[L] = dict(gam_th=gam, loss_th=np.interp(gam, grid, ls), res=res, min_loss=ls.min(), th_mc_sd=th_mc_sd)
     return out
 
 
@@ -115,9 +126,10 @@ fig6 = {k: run_fig6(k) for k in ("iso", "rrs")}
 # %%
 fig, axs = plt.subplots(1, 4, figsize=(17, 3.8))
 err6, bias6_z, bias6_se = {}, {}, {}
+bias6_zth, th6_sd = {}, {}  # the same z with the theory's Monte Carlo SD in quadrature; that SD
 for j, kind in enumerate(("iso", "rrs")):
     ax, axg = axs[2 * j], axs[2 * j + 1]
-    errs, zs, ses = [], [], []
+    errs, zs, ses, zth = [], [], [], []
     for i, L in enumerate(depths):
         d = fig6[kind][L]
         ax.plot(t, d["loss_th"], color=PALETTE[i], label=f"L={L} theory")
@@ -129,7 +141,9 @@ for j, kind in enumerate(("iso", "rrs")):
         bias, bias_se = batch_means(d["res"].gamma[late, 0] / d["gam_th"][late] - 1, 10)  # SE by batch means
         zs.append(abs(bias) / bias_se)
         ses.append(bias_se)
+        zth.append(abs(bias) / np.hypot(bias_se, d["th_mc_sd"]))
     err6[kind], bias6_z[kind], bias6_se[kind] = max(errs), max(zs), max(ses)
+    bias6_zth[kind], th6_sd[kind] = max(zth), max(fig6[kind][L]["th_mc_sd"] for L in depths)
     name = "isotropic" if kind == "iso" else f"RRS power law (ν={nu}, β={beta})"
     ax.set(xlabel="t = Σ η_k", ylabel="loss", yscale="log", title=f"({'ab'[j]}) {name}, D={D}, α={alpha}")
     axg.set(xlabel="t = Σ η_k", ylabel="γ = tr Γ", title="γ(t): SGD (dots) vs c s⁵ theory")
@@ -161,6 +175,21 @@ for name, gam in (("w5", gam_w5), ("gamma", gam_g)):
 sel = (gam_w5 > 100) & (gam_w5 < 1e-2 * D_exp**nu)
 w_growth = -fit_power_law_exponent(te[sel], s_w5[sel])
 w_growth_drift = fit_power_law_drift(te[sel], s_w5[sel])
+# finite-D trend of the w^5 exponent fit (ledger row on Eq. 22): the same fit at D_exp / 8, / 4, / 2 and
+# D_exp (the window's upper end 10^-2 D^nu grows with D), fitted as fit(D) = a + b D^-q
+D_fs = np.array([D_exp // 8, D_exp // 4, D_exp // 2, D_exp])
+fit_fs = []
+for D_k in D_fs[:-1]:
+    lam_k, om_k = power_law_spectrum(int(D_k), nu, beta)
+    gam_k = power_five_flow(te, lambda x, a=lam_k, b=om_k: rrs_loss_grad(x, a, b, np.inf), 1.0, 0.3)[1]
+    sel_k = (gam_k > 100) & (gam_k < 1e-2 * D_k**nu)
+    fit_fs.append(fit_power_law_exponent(te[sel_k], rrs_loss(gam_k, lam_k, om_k, np.inf)[sel_k]))
+fit_fs = np.array(fit_fs + [fits["w5"]])
+trend_fs, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs.astype(float), fit_fs,
+                        p0=[fit_fs[-1], fit_fs[0] - fit_fs[-1], 0.5], maxfev=20000)
+# extrapolation error: the same extrapolation from the three smallest sizes (one size fewer)
+trend_fs3, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs[:-1].astype(float), fit_fs[:-1],
+                         p0=trend_fs, maxfev=20000)
 fig_e, ax = plt.subplots(figsize=(5, 3.6))
 ax.loglog(te, rrs_loss(gam_w5, lam_e, om_e, np.inf), label=f"γ = s⁵ flow: fit {fits['w5']:.3f}, Eq. 22 {5 * beta / (5 * beta + 2):.3f}")
 ax.loglog(te, rrs_loss(gam_g, lam_e, om_e, np.inf), label=f"γ flow: fit {fits['gamma']:.3f}, Eq. 97 {beta / (2 + beta):.3f}")
@@ -228,6 +257,37 @@ axs8[2].legend(fontsize=7)
 fig8.tight_layout()
 save_figure(fig8, "fig8_untied_layers")
 
+# The untied-vs-recurrent bias against the batch size (ledger row on Figure 8a): the flow is the
+# eta/B -> 0 limit of SGD. At L = 2 (the largest bias), B in {B/4, B, 4B}, untied_seeds independent
+# runs each; the late relative bias of the mean layer trace net of the deterministic discretisation
+# bias (the expected dynamics in the same discrete steps, signed), SE over runs
+L_sw = 2
+g2_th = untied[L_sw][1]
+g2_disc = np.zeros(tu.size)
+for k in range(steps_untied):
+    g2_disc[k + 1] = g2_disc[k] - 0.5 * eta_untied * float(rrs_loss_grad(g2_disc[k], lam_u, om_u, L_sw))
+disc8 = float(np.mean(g2_disc[late] / g2_th[late] - 1))
+B_sw = [max(1, B_untied // 4), B_untied, 4 * B_untied]
+sw8 = []
+for B_k in B_sw:
+    runs = []
+    for r in range(untied_seeds):
+        model = ReducedGammaStack(D_untied, L_sw, tied=False)
+        res_k = train(model, lambda g, B_k=B_k: sample_rrs_contexts(B_k, 1, 1, lam_u, om_u, g), steps_untied,
+                      eta_untied * D_untied * L_sw / 2, torch.Generator().manual_seed(seed + 5000 + 100 * r + B_k),
+                      population=True)
+        runs.append(np.mean(res_k.gamma[late].mean(axis=1) / g2_th[late] - 1))
+    sw8.append((float(np.mean(runs)) - disc8, float(standard_error(np.array(runs)))))
+ex8, se8 = np.array([v[0] for v in sw8]), np.array([v[1] for v in sw8])
+_, p8, p8_se = fit_power_law_weighted(1.0 / np.array(B_sw, float), ex8, se8)
+fig8s, ax = plt.subplots(figsize=(5, 3.6))
+ax.errorbar(B_sw, ex8, yerr=se8, fmt="o", capsize=2, label=f"L={L_sw}, η={eta_untied:g}: fit ∝ B^-{p8:.2f}")
+ax.axhline(0.0, color="grey", lw=0.5)
+ax.set(xscale="log", xlabel="contexts per step B", ylabel="late bias of mean γ^ℓ − discretisation",
+       title=f"(a) untied SGD vs recurrent flow, D={D_untied}")
+ax.legend(fontsize=7)
+save_figure(fig8s, "fig8a_bias_batch")
+
 # Hessian at the balanced optimum, layer gradients there (equal by symmetry), and the global untied
 # optimum against the balanced one: at the SGD size D_untied and at D_untied_large
 lam_big, om_big = power_law_spectrum(D_untied_large, nu, beta)
@@ -271,6 +331,26 @@ write_metrics({
     "fig6a_iso_gamma_late_bias_se_max": bias6_se["iso"],
     "fig6b_rrs_gamma_late_bias_max_z": bias6_z["rrs"],
     "fig6b_rrs_gamma_late_bias_se_max": bias6_se["rrs"],
+    "fig6a_iso_gamma_late_bias_max_z_theory_mc": bias6_zth["iso"],
+    "fig6a_iso_theory_mc_rel_sd_max": th6_sd["iso"],
+    "fig6b_rrs_gamma_late_bias_max_z_theory_mc": bias6_zth["rrs"],
+    "fig6b_rrs_theory_mc_rel_sd_max": th6_sd["rrs"],
+    "w5_time_exponent_fit_D8th": fit_fs[0],
+    "w5_time_exponent_fit_D4th": fit_fs[1],
+    "w5_time_exponent_fit_D2nd": fit_fs[2],
+    "w5_time_exponent_size_q": trend_fs[2],
+    "w5_time_exponent_extrapolated": trend_fs[0],
+    "w5_time_exponent_extrapolation_err": abs(trend_fs[0] - trend_fs3[0]),
+    "fig8_bias_batch_exponent": p8,
+    "fig8_bias_batch_exponent_se": p8_se,
+    "fig8_bias_small_batch": ex8[0],
+    "fig8_bias_small_batch_se": se8[0],
+    "fig8_bias_quick_batch": ex8[1],
+    "fig8_bias_quick_batch_se": se8[1],
+    "fig8_bias_large_batch": ex8[2],
+    "fig8_bias_large_batch_se": se8[2],
+    "fig8_bias_large_batch_z": abs(ex8[2]) / se8[2],
+    "fig8_bias_large_batch_B": B_sw[2],
     "fig8_gamma_late_bias_max_z": float(max(bias8_z)),
     "fig8_gamma_late_bias_se_max": float(max(bias8_se)),
     "fig8_untied_gamma_max_rel_err": max(err8),

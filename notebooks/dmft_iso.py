@@ -31,6 +31,7 @@ fig7_D = 32            # dimension for Figure 7 (depth-1 SGD); range: [1, 1000]
 fig7_steps = 80        # SGD steps for Figure 7; range: [1, 1000]
 fig7_eta = 0.1         # step size for Figure 7; range: (0, inf)
 fig7_seeds = 3         # seeds averaged in Figure 7; range: [2, 100]
+fig7_size_seeds = 6    # seeds per dimension in the Figure-7 finite-size sweep (D/2, D, 2D at tau = 1/2); range: [2, 100]
 seed = 0               # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
@@ -45,6 +46,7 @@ import numpy as np
 from iclcore.dmft import iso as dr_iso
 from iclcore.dmft import reduced_sgd as dr_reduced_sgd
 from iclcore.dmft import shallow_sgd as dr_shallow_sgd
+from iclcore.dmft.scaling import fit_power_law_weighted
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
 from iclcore.stats import standard_error
@@ -277,6 +279,42 @@ save_figure(fig, "fig7_shallow_sgd")
 # %% tags=["nbval-check-output"]
 print(f"Fig 7 (alpha=kappa=tau=1, step 5): sim {E5_sim:.2f}, corrected {E5_corr:.2f}, printed {E5_paper:.2f}")
 
+# %% [markdown]
+# ### Figure 7: the plateau gap against $D$
+# The asymptotic theory is the $D\to\infty$ limit at fixed $\alpha,\kappa,\tau$. At the setting with the
+# largest gap ($\tau=1/2$, $\alpha=\kappa=1$) we rerun the simulation at $D\in\{D/2, D, 2D\}$
+# (`fig7_size_seeds` seeds each; SE over seeds) and fit the relative plateau gap of the parameter error
+# to the asymptotic theory as $\propto D^{-q}$ (weighted by the seed SEs).
+
+# %%
+size_D = [max(2, fig7_D // 2), fig7_D, 2 * fig7_D]
+st7 = dict(alpha=1.0, kappa=1.0, tau=0.5)
+th7 = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st7["alpha"], st7["kappa"], st7["tau"])
+lvl_th7 = float(np.mean(th7.param_error[19:]))
+gap7, gap7_se = [], []
+for D_k in size_D:
+    Pn, Kn, Bn = (max(1, int(round(st7[k] * D_k))) for k in ("alpha", "kappa", "tau"))
+    lv = []
+    for _ in range(fig7_size_seeds):
+        cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=D_k, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
+        res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
+        lv.append(np.mean((res.gamma_sq_mean - 2 * res.gamma_mean + 1)[19:]))
+    gap7.append(np.mean(lv) / lvl_th7 - 1)
+    gap7_se.append(float(standard_error(np.array(lv))) / lvl_th7)
+gap7, gap7_se = np.array(gap7), np.array(gap7_se)
+_, q7, q7_se = fit_power_law_weighted(np.array(size_D, float), gap7, gap7_se)
+fig7s, ax = plt.subplots(figsize=(4.5, 3.4))
+ax.errorbar(size_D, gap7, yerr=gap7_se, fmt="o", capsize=2, label="SGD plateau / theory − 1")
+dd = np.geomspace(size_D[0], 4 * size_D[-1], 50)
+ax.plot(dd, gap7[1] * (dd / size_D[1]) ** q7, "k--", lw=1, label=f"fit ∝ D^{q7:.2f}")
+ax.set(xscale="log", yscale="log", xlabel="D", ylabel="relative plateau gap", title="Fig. 7, τ = 1/2: gap vs D")
+ax.legend(fontsize=7)
+save_figure(fig7s, "fig7_gap_vs_D")
+
+# %% tags=["nbval-check-output"]
+print("Fig 7 plateau gap vs D:", ", ".join(f"D={d}: {g:.3f} +- {e:.3f}" for d, g, e in zip(size_D, gap7, gap7_se)),
+      "; exponent %.2f +- %.2f" % (q7, q7_se))
+
 # %%
 runtime = time.time() - t_start
 write_metrics({
@@ -314,6 +352,11 @@ write_metrics({
     "fig7_plateau_max_excess_z": float(max(excess7_z)),
     "fig7_plateau_se_max": se7_max,
     "fig7_plateau_loss_max_increment": float(max(np.max(np.diff(v)) for v in plateau7.values())),
+    "fig7_gap_size_exponent": q7,
+    "fig7_gap_size_exponent_se": q7_se,
+    "fig7_gap_half_D": gap7[0],
+    "fig7_gap_double_D": gap7[2],
+    "fig7_gap_double_D_se": gap7_se[2],
     "runtime_s": runtime,
 })
 

@@ -33,6 +33,8 @@ L_sim = 4           # depth of the SGD simulations; range: [1, 50]
 B_sim = 32          # contexts per SGD step; range: [1, 500]
 eta_sim = 0.5       # SGD time step (theory time t = eta_sim * steps); range: (0, inf)
 steps_sim = 160     # SGD steps per width; range: [1, 5000]
+N_sweep = 16        # width of the eta / batch sweep of the late SGD bias (panel d); range: [1, 1000]
+seeds_sweep = 4     # independent SGD runs per (eta, B) of the sweep (>= 2: their spread is the SE); range: [2, 100]
 D_de = 600          # dimension of the deterministic-equivalent checks; range: [1, 20000]
 n_nodes = 240       # contour nodes; range: [1, 5000]
 D_exp = 100000      # dimension of the bottleneck-exponent fits; range: [1, 5000000]
@@ -54,6 +56,7 @@ from iclcore.dmft.rrs import rrs_optimum
 from iclcore.dmft.scaling import (
     fit_power_law_drift,
     fit_power_law_exponent,
+    fit_power_law_weighted,
     width_bottleneck,
     width_bottleneck_paper,
 )
@@ -188,6 +191,84 @@ print("depth bottleneck (L=%d): %.4f" % (L_fixed, depth_bn))
 print("width bottleneck (N=%d): MC %.4f, corrected DE %.4f, Eq. 113 printed %.4f"
       % (N_fixed, width_bn_mc, width_bn_de, width_bn_paper))
 print("max relative gamma error SGD vs theory: %.3f" % max(sim_err))
+
+# %% [markdown]
+# ### Panel (d): the late SGD bias against $\eta$ and the batch $B$
+# The scalar flow is the $\eta/B\to0$ limit of SGD (App. C.1: "the gradient flow limit can be
+# accessed simply by controlling the scale of η/τ"). At width `N_sweep` and the same horizon
+# $t_{\max}=\eta\cdot$`steps_sim`, we rerun SGD at $B\in\{B/4, B, 4B\}$ (step $\eta$) and at
+# $\eta\in\{\eta/2,\eta/4\}$ (batch $B/4$), `seeds_sweep` independent runs each (the SE is over runs).
+# The metric is the late relative bias of $\gamma$ (mean over $t\ge t_{\max}/10$, as in the ledger row)
+# net of the deterministic discretisation bias (the expected dynamics in the same discrete steps,
+# signed), plotted against $x=\eta/B$ with a weighted fit $\propto x^p$.
+
+# %%
+spec_w = width_spectrum_mc(lam_s, om_s, N_sweep, np.random.default_rng(seed + 7), n_draws=2000)
+sweep_cfg = [(eta_sim, max(1, B_sim // 4)), (eta_sim, B_sim), (eta_sim, 4 * B_sim),
+             (eta_sim / 2, max(1, B_sim // 4)), (eta_sim / 4, max(1, B_sim // 4))]
+sweep = []
+for eta_k, B_k in sweep_cfg:
+    n_k = int(round(eta_sim * steps_sim / eta_k))
+    t_k = eta_k * np.arange(n_k + 1)
+    th_k = width_gradient_flow(spec_w, L_sim, t_k).gamma
+    g_k = np.zeros(n_k + 1)  # expected dynamics in the discrete steps: the discretisation bias
+    for k in range(n_k):
+        g_k[k + 1] = g_k[k] - 0.5 * eta_k * float(width_loss_grad(g_k[k], spec_w, L_sim))
+    late_k = slice(n_k // 10, None)
+    disc_k = float(np.mean(g_k[late_k] / th_k[late_k] - 1))
+    runs = []
+    for r in range(seeds_sweep):
+        U = haar_columns(D_sim, N_sweep, np.random.default_rng(seed + 1000 * (r + 1) + N_sweep))
+        model = ReducedGammaStack(D_sim, L_sim, tied=True, frame=torch.as_tensor(U))
+        gen = torch.Generator().manual_seed(seed + 1000 * (r + 1) + 100 + N_sweep)
+        res = train(model, lambda g, B_k=B_k: sample_rrs_contexts(B_k, 1, 1, lam_s, om_s, g), n_k,
+                    eta_k * N_sweep / 2, gen, population=True)
+        runs.append(np.mean(res.gamma[late_k, 0] / th_k[late_k] - 1))
+    sweep.append((float(np.mean(runs)) - disc_k, float(standard_error(np.array(runs))), disc_k))
+
+x_sw = np.array([e / b for e, b in sweep_cfg])
+ex_sw = np.array([v[0] for v in sweep])
+se_sw = np.array([v[1] for v in sweep])
+_, p_all, p_all_se = fit_power_law_weighted(x_sw, ex_sw, se_sw)
+b_idx, e_idx = [0, 1, 2], [0, 3, 4]  # the batch sweep (eta fixed) and the eta sweep (B fixed)
+_, p_B, p_B_se = fit_power_law_weighted(x_sw[b_idx], ex_sw[b_idx], se_sw[b_idx])
+_, p_eta, p_eta_se = fit_power_law_weighted(x_sw[e_idx], ex_sw[e_idx], se_sw[e_idx])
+small = int(np.argmin(x_sw))  # eta_sim with 4 B_sim
+fig_sw, ax = plt.subplots(figsize=(5, 3.6))
+for idx, lab, mk in ((b_idx, f"B varied (η={eta_sim:g})", "o"), (e_idx[1:], f"η varied (B={max(1, B_sim // 4)})", "s")):
+    ax.errorbar(x_sw[idx], ex_sw[idx], yerr=se_sw[idx], fmt=mk, ms=4, capsize=2, label=lab)
+xx = np.geomspace(x_sw.min(), x_sw.max(), 50)
+a_all = fit_power_law_weighted(x_sw, ex_sw, se_sw)[0]
+ax.plot(xx, a_all * xx**p_all, "k--", lw=1, label=f"fit ∝ (η/B)^{p_all:.2f}")
+ax.axhline(0.0, color="grey", lw=0.5)
+ax.set(xscale="log", xlabel="η / B", ylabel="late bias of γ − discretisation",
+       title=f"(d) SGD vs flow: N={N_sweep}, D={D_sim}, L={L_sim}")
+ax.legend(fontsize=7)
+save_figure(fig_sw, "fig5d_bias_eta_batch")
+fig5d_sweep_metrics = {
+    "fig5d_bias_noise_exponent": p_all,
+    "fig5d_bias_noise_exponent_se": p_all_se,
+    "fig5d_bias_batch_exponent": p_B,
+    "fig5d_bias_batch_exponent_se": p_B_se,
+    "fig5d_bias_eta_exponent": p_eta,
+    "fig5d_bias_eta_exponent_se": p_eta_se,
+    "fig5d_bias_large_batch": ex_sw[small],
+    "fig5d_bias_large_batch_se": se_sw[small],
+    "fig5d_bias_large_batch_z": abs(ex_sw[small]) / se_sw[small],
+    "fig5d_bias_quick_batch": ex_sw[1],
+    "fig5d_bias_quick_batch_se": se_sw[1],
+    "fig5d_bias_small_batch": ex_sw[0],
+    "fig5d_bias_small_batch_se": se_sw[0],
+    "fig5d_bias_large_batch_B": 4 * B_sim,
+    "fig5d_bias_sweep_N": N_sweep,
+    # x = eta/B at (eta/4, B/4) equals x at (eta, B): the noise drift depends on eta/B only
+    "fig5d_bias_collapse_z": abs(ex_sw[4] - ex_sw[1]) / np.hypot(se_sw[4], se_sw[1]),
+}
+
+# %% tags=["nbval-check-output"]
+for (e, b), (v, se_v, d) in zip(sweep_cfg, sweep):
+    print(f"eta={e:g} B={b}: late bias - discretisation = {v:+.4f} +- {se_v:.4f} (discretisation {d:+.4f})")
+print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f" % (p_all, p_all_se, p_B, p_B_se, p_eta, p_eta_se))
 
 # %% [markdown]
 # ## Deterministic equivalents against Monte Carlo
@@ -329,6 +410,7 @@ write_metrics({
     "fig5d_sgd_gamma_max_rel_err": max(sim_err),
     "fig5d_gamma_late_bias_max_z": float(max(sim_bias_z)),
     "fig5d_gamma_late_bias_se_max": float(max(sim_bias_se)),
+    **fig5d_sweep_metrics,
     "de_one_point_vs_mc_max_rel": max(de_err),
     "de_one_point_vs_mc_max_excess_z": float(max(de_z)),
     "de_one_point_mc_rel_se_max": float(max(de_se)),

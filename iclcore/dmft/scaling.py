@@ -31,6 +31,7 @@ __all__ = [
     "scaling_exponents",
     "fit_power_law_exponent",
     "fit_power_law_drift",
+    "fit_power_law_weighted",
     "EXPONENT_RESOURCES",
     "FittedExponent",
     "fitted_scaling_exponent",
@@ -213,6 +214,39 @@ def fit_power_law_drift(x: np.ndarray, y: np.ndarray) -> float:
     x, y = x[order], y[order]
     h = x.size // 2
     return abs(fit_power_law_exponent(x[:h], y[:h]) - fit_power_law_exponent(x[h:], y[h:]))
+
+
+def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
+    """Weighted least-squares fit ``y = A x^p`` of noisy samples, with the standard error of ``p``.
+
+    Unlike :func:`fit_power_law_exponent` (a log-log slope of exact theory values), the samples
+    may be noisy and even of either sign (e.g. a small simulated bias): the fit is done on ``y``
+    itself, each sample weighted by its standard error ``se`` (e.g. over independent seeds), and
+    the SE of ``p`` is the square root of its diagonal entry in the covariance of the weighted
+    Gauss-Newton fit (``absolute_sigma``: the SEs are taken as given, not rescaled by chi^2).
+
+    Parameters
+    ----------
+    x : array ``(n,)``, positive; ``n >= 3``
+    y : array ``(n,)``
+    se : array ``(n,)``, positive standard errors of ``y``
+
+    Returns
+    -------
+    amplitude A, exponent p (growth: ``y ~ x^p``), standard error of p
+    """
+    from scipy.optimize import curve_fit
+
+    x, y, se = (np.asarray(v, dtype=float) for v in (x, y, se))
+    if not (x.shape == y.shape == se.shape and x.ndim == 1 and x.size >= 3):
+        raise ValueError("x, y, se: expected three 1-D arrays of the same length >= 3")
+    if np.any(x <= 0) or np.any(se <= 0) or not np.all(np.isfinite(np.concatenate([x, y, se]))):
+        raise ValueError("x, se: expected finite positive values (y finite)")
+    pos = y > 0  # starting point: log-log slope of the positive samples (or 1)
+    p0 = -fit_power_law_exponent(x[pos], y[pos]) if pos.sum() >= 2 and np.ptp(x[pos]) > 0 else 1.0
+    a0 = float(np.exp(np.mean(np.log(np.abs(y[pos]) if pos.any() else se) - p0 * np.log(x[pos] if pos.any() else x))))
+    popt, pcov = curve_fit(lambda u, a, p: a * u**p, x, y, p0=[a0, p0], sigma=se, absolute_sigma=True, maxfev=20000)
+    return float(popt[0]), float(popt[1]), float(np.sqrt(pcov[1, 1]))
 
 
 @dataclass(frozen=True)
