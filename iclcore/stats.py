@@ -536,11 +536,11 @@ class SEAgreement:
     difference: float  #: value - reported
     z: float  #: difference / SE, signed; ±inf (or 0 for no difference) when SE = 0
     allowed: float  #: z_max SE + discretisation
-    holds: bool  #: |difference| <= allowed
+    holds: bool  #: ``|difference| <= allowed``
 
     @property
     def margin(self) -> float:
-        """allowed - |difference|: how far inside (> 0) or outside (< 0) the band the value lies."""
+        """``allowed - |difference|``: how far inside (> 0) or outside (< 0) the band the value lies."""
         return self.allowed - abs(self.difference)
 
 
