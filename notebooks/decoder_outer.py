@@ -26,12 +26,12 @@ sigma = 0.1          # label noise standard deviation; range: [0, inf)
 lam = 0.0            # ridge in H_M; range: [0, inf)
 steps = 800          # outer (pretraining) steps s (paper: 800); range: [1, 10000]
 batch = 4096         # fresh prompts per outer step; range: [1, 50000]
-eta_frac = 0.5       # step size eta = eta_frac / lambda_max(C); range: (0, 2)
+eta_frac = 0.5       # step size eta_frac / lambda_max(C); range: (0, 2)
 L = 20               # Richardson depth; range: [1, 200]
 L_small = 5          # a shallow depth for the baseline comparison; range: [1, 50]
-s_transient = 20     # first checkpoint counted after the initial transient (s = 0 has R_pred = 1 exactly); range: [1, 200]
+s_transient = 20     # first checkpoint counted after the initial transient (at step 0 R_pred is exactly 1); range: [1, 200]
 n_baseline_train = 512  # training prompts on which the unlearned baselines fit their step size; range: [1, 5000]
-n_checkpoints = 41   # checkpoints (including s = 0); range: [1, 500]
+n_checkpoints = 41   # checkpoints (including step 0); range: [1, 500]
 n_eval = 32768       # held-out pairs (d, z*) for the direct risk (a standard error needs two draws); range: [2, 1000000]
 n_eval_prompts = 512 # held-out prompts (with H_M) for Richardson, contraction, certificates; range: [1, 10000]
 n_contraction_checkpoints = 11  # checkpoints at which contraction statistics are computed; range: [1, 100]

@@ -33,7 +33,7 @@
 d = 5  # task dimension; range: [1, 64]
 n = 20  # context length (pairs per prompt); range: [1, 1024]
 s_lo = 0.5  # per-prompt input scale s ~ LogUniform(s_lo, s_hi); range: (0, inf)
-s_hi = 2.0  # upper end of the scale (s_hi >= s_lo); range: (0, inf)
+s_hi = 2.0  # upper end of the scale (at least s_lo); range: (0, inf)
 lsa_layers = 4  # depth of the untied LSA; range: [1, 32]
 lsa_steps = 2000  # LSA training steps; range: [1, 100000]
 lsa_lr = 2e-4  # LSA Adam learning rate; range: (0, inf)

@@ -26,17 +26,17 @@ seed = 0               # random seed; range: [0, 4294967295]
 P = 64                 # tasks (antithetic: P/2 draws and their negatives); range: [1, 5000]
 B = 32                 # contexts per SGD step (mean gradient); range: [1, 500]
 replicas = 3           # independent data streams (same tasks and init; a standard error needs two draws); range: [2, 100]
-init_scale = 0.01      # p2(0) = q1(0) = init_scale * I, so a_alpha(0) = 1e-4; range: (0, inf)
+init_scale = 0.01      # p2(0) and q1(0) are init_scale * I, so a_alpha(0) is 1e-4; range: (0, inf)
 log_every = 4          # SGD steps per log point; range: [1, 50]
-probe_avg_steps = 64   # running mean before the curvature probes (= one epoch when P = 64); range: [1, 1000]
+probe_avg_steps = 64   # running mean before the curvature probes (one epoch when P is 64); range: [1, 1000]
 mode_window = 0.5      # a probe finds a mode if its extremum lies within mode_window * tau of the predicted time; range: (0, 10)
-N_A = 64               # regime A: S = diag(2^{-k/2}), k = 0..3; range: [1, 1000]
+N_A = 64               # regime A: S is diag(2^{-k/2}), k in 0..3; range: [1, 1000]
 eta_A = 0.02           # SGD step size, regime A; range: (0, inf)
 epochs_A = 70  # range: [1, 1000]
-N_B = 64               # regime B: S = diag(2^{-k}), k = 0..3; range: [1, 1000]
+N_B = 64               # regime B: S is diag(2^{-k}), k in 0..3; range: [1, 1000]
 eta_B = 0.05           # SGD step size, regime B; range: (0, inf)
 epochs_B = 200  # range: [1, 2000]
-N_C = 16               # regime C: S = diag(1, .6, .35, .2); range: [1, 200]
+N_C = 16               # regime C: S is diag(1, .6, .35, .2); range: [1, 200]
 eta_C = 0.02           # SGD step size, regime C; range: (0, inf)
 epochs_C = 220  # range: [1, 2000]
 replicas_BC = 2  # replicas in regimes B and C (a standard error needs two draws); range: [2, 50]

@@ -17,10 +17,10 @@
 # ({py:mod}`iclcore.pde.prompts`). Every method is scored on the same held-out prompts at the same $L$.
 
 # %% tags=["parameters"]
-n_el = 64          # P1 elements (n_h = 63 unknowns); range: [1, 1000]
+n_el = 64          # P1 elements (63 unknowns); range: [1, 1000]
 c0 = 1.0           # reaction coefficient; range: [0, inf)
 z_scale = 0.15     # z ~ N(0, z_scale^2 I), rejected unless min a > a_min; range: [0, inf)
-a_min = 0.2        # lower bound of the coefficient a (a = 1 at z = 0; coercive for a_min >= 0); range: [0, 1)
+a_min = 0.2        # lower bound of the coefficient a (a is 1 at z 0; coercive for a_min at least 0); range: [0, 1)
 ell_f = 0.1        # Matérn-5/2 length scale of the forcing; range: (0, inf)
 M = 4              # solution/forcing pairs per prompt; range: [1, 50]
 q = 8              # hat test functions of the encoder; range: [1, 100]
@@ -34,7 +34,7 @@ n_heads = 2        # Flexformer heads; range: [1, 20]
 d_k = 8  # range: [1, 100]
 steps = 60         # Adam steps of the Flexformer and of the kernel-dictionary ablation; range: [1, 10000]
 batch = 32  # range: [1, 1000]
-lr = 1e-2          # Adam step of the kernel dictionary (theta = O(1)); range: (0, inf)
+lr = 1e-2          # Adam step of the kernel dictionary (theta of order 1); range: (0, inf)
 lr_flex = 1e-5     # Adam step of the Flexformer (P entries are O(h); larger steps diverge); range: (0, inf)
 clip = 1.0         # EB clipping level c; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)

@@ -19,17 +19,17 @@
 # `book/reported/order_parameters.yml`.
 
 # %% tags=["parameters"]
-K = 8                # dimension (r = K: the latent spectrum fills the space); range: [1, 100]
+K = 8                # dimension (r is K: the latent spectrum fills the space); range: [1, 100]
 M = 32               # prompt size; range: [1, 500]
 cond = 10.0          # condition number of Sigma_x; range: [1, inf)
 sigma = 0.1          # label noise; range: [0, inf)
-r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, Tr = r); range: (1, inf)
+r_eff_low = 1.2      # effective ranks Tr/||.|| of the latent spectra (geometric family, trace r); range: (1, inf)
 r_eff_mid = 3.0      # the second effective rank (the third is K, flat); range: (1, inf)
 N_max_ratio = 64     # numbers of tasks N: K + 4, 2K, 3K, 4K, 8K, ... up to N_max_ratio * K; range: [16, 5000]
 n_repeats = 300      # independent training sets per (spectrum, N); range: [2, 20000]
 n_sandwich = 100_000 # Monte Carlo pairs for d_sand (a standard error needs two draws); range: [2, 10000000]
-min_ratio_review = 4     # the review's check uses N >= 4 d_eff; range: [1, 50]
-min_ratio_asymptotic = 16  # the leading-order check uses N >= 16 K; range: [1, 16]
+min_ratio_review = 4     # the review's check uses N of at least 4 d_eff; range: [1, 50]
+min_ratio_asymptotic = 16  # the leading-order check uses N of at least 16 K; range: [1, 16]
 K_diff = 16          # difficulty sweeps: dimension; range: [1, 200]
 M_diff = 128         # base prompt size; range: [1, 2000]
 M_min = 24           # M sweep: n_M values, geometric from M_min to M_max; range: [1, 200]
