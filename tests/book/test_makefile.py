@@ -73,3 +73,24 @@ def test_bad_jobs_do_not_break_the_shell_arithmetic(tmp_path: Path, jobs: str) -
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
     assert "division" not in proc.stderr and "syntax error" not in proc.stderr
+
+
+def test_make_lab_passes_lab_args_for_headless_use(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            "make",
+            "-n",
+            "-C",
+            str(ROOT),
+            "lab",
+            "LAB_ARGS=--no-browser --port 8899 --ip 127.0.0.1",
+            "-o",
+            ".venv/.installed",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "jupyter lab" in x)
+    assert "--notebook-dir=notebooks" in line and line.rstrip().endswith("--no-browser --port 8899 --ip 127.0.0.1")
