@@ -22,12 +22,12 @@
 
 # %% tags=["parameters"]
 D = 8               # input dimension of the full-attention runs (Figure 6); range: [1, 200]
-alpha = 2.0         # context length P = alpha * D; range: (0, inf)
-K_frac = 1.0        # query tokens per context K = K_frac * D; range: (0, inf)
+alpha = 2.0         # context length P as a multiple of D; range: (0, inf)
+K_frac = 1.0        # query tokens per context K as a multiple of D; range: (0, inf)
 B = 64              # contexts per SGD step; range: [1, 1000]
-s0 = 1.2            # balanced initial scale; gamma(0) = (2/D^2) s0^5; range: (0, inf)
+s0 = 1.2            # balanced initial scale; gamma(0) is (2/D^2) s0^5; range: (0, inf)
 eta = 0.1           # initial SGD learning rate; step k uses eta / (1 + k / decay); range: (0, inf)
-decay = 100.0       # learning-rate decay scale (steps); theory time t = sum of the step sizes; range: (0, inf)
+decay = 100.0       # learning-rate decay scale (steps); theory time t is the sum of the step sizes; range: (0, inf)
 steps = 500         # SGD steps per depth; range: [1, 20000]
 nu = 1.0            # power-law capacity exponent (panel b, Figure 8); range: (0, inf)
 beta = 1.0          # power-law source exponent; range: (0, inf)
@@ -38,8 +38,8 @@ eta_untied = 0.5    # theory time step; range: (0, inf)
 steps_untied = 200  # SGD steps; range: [1, 5000]
 D_exp = 100000      # dimension of the w^5 exponent fit (panel e); range: [1, 5000000]
 D_untied_large = 20000  # dimension of the untied-vs-balanced optimum (close to the D -> infinity spectrum); range: [1, 200000]
-mc_tables = 4       # independent Wishart tables per depth for the Monte Carlo error of the Figure-6 theory (>= 2); range: [2, 100]
-untied_seeds = 4    # independent SGD runs per batch size in the Figure-8 batch sweep (>= 2); range: [2, 100]
+mc_tables = 4       # independent Wishart tables per depth for the Monte Carlo error of the Figure-6 theory (at least 2); range: [2, 100]
+untied_seeds = 4    # independent SGD runs per batch size in the Figure-8 batch sweep (at least 2); range: [2, 100]
 seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]

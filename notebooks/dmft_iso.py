@@ -19,11 +19,11 @@
 # τ = B/D, context length α = P/D and evaluation points κ = K/D.
 
 # %% tags=["parameters"]
-D = 16                 # input dimension for Figure 1 (the paper states D = 32: see the paper preset); range: [1, 500]
+D = 16                 # input dimension for Figure 1 (the paper states 32: see the paper preset); range: [1, 500]
 steps = 400            # SGD steps per Figure-1 run; range: [1, 10000]
-eta0 = 0.3             # step size eta = eta0 / a0 with a0 = 1 + 1/alpha (depth-1 curvature); t = sum of eta; range: (0, inf)
+eta0 = 0.3             # step size eta0 / a0 with a0 the depth-1 curvature 1 + 1/alpha; time t is the sum of the steps; range: (0, inf)
 anneal_frac = 0.25     # last fraction of steps at eta/10 (reduces the SGD noise floor for Fig. 1c); range: [0, 1]
-batch_ratio = 4.0      # tau = B/D; range: (0, inf)
+batch_ratio = 4.0      # batch over dimension, tau is B/D; range: (0, inf)
 kappa = 1.0            # K/D evaluation points per context; range: (0, inf)
 eval_contexts = 600    # Monte Carlo contexts for the final population loss (a standard error needs two draws); range: [2, 20000]
 mc_draws = 100         # Wishart draws for the finite-D optimum; range: [1, 2000]
@@ -31,7 +31,7 @@ fig7_D = 32            # dimension for Figure 7 (depth-1 SGD); range: [1, 1000]
 fig7_steps = 80        # SGD steps for Figure 7; range: [1, 1000]
 fig7_eta = 0.1         # step size for Figure 7; range: (0, inf)
 fig7_seeds = 3         # seeds averaged in Figure 7; range: [2, 100]
-fig7_size_seeds = 6    # seeds per dimension in the Figure-7 finite-size sweep (D/2, D, 2D at tau = 1/2); range: [2, 100]
+fig7_size_seeds = 6    # seeds per dimension in the Figure-7 finite-size sweep (D/2, D, 2D at tau 1/2); range: [2, 100]
 seed = 0               # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]

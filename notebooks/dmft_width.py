@@ -22,19 +22,19 @@
 
 # %% tags=["parameters"]
 D = 1024            # dimension of the theory curves (Figure 5 a-c); range: [1, 50000]
-nu = 1.0            # capacity exponent: lambda_k = k^-nu; range: (0, inf)
+nu = 1.0            # capacity exponent: lambda_k is k^-nu; range: (0, inf)
 beta = 1.0          # source exponent; range: (0, inf)
 L_fixed = 8         # depth of panel (a); range: [1, 100]
 N_fixed = 64        # width of panel (b); range: [1, 1000]
-n_draws = 4         # Monte Carlo projections pooled per width (>= 2: their spread is the standard error); range: [2, 50]
+n_draws = 4         # Monte Carlo projections pooled per width (at least 2: their spread is the standard error); range: [2, 50]
 t_max = 1.0e6       # longest gradient-flow time; range: (0.01, inf)
 D_sim = 32          # dimension of the SGD simulations (panel d); range: [1, 1000]
 L_sim = 4           # depth of the SGD simulations; range: [1, 50]
 B_sim = 32          # contexts per SGD step; range: [1, 500]
-eta_sim = 0.5       # SGD time step (theory time t = eta_sim * steps); range: (0, inf)
+eta_sim = 0.5       # SGD time step (theory time t is eta_sim * steps); range: (0, inf)
 steps_sim = 160     # SGD steps per width; range: [1, 5000]
 N_sweep = 16        # width of the eta / batch sweep of the late SGD bias (panel d); range: [1, 1000]
-seeds_sweep = 4     # independent SGD runs per (eta, B) of the sweep (>= 2: their spread is the SE); range: [2, 100]
+seeds_sweep = 4     # independent SGD runs per (eta, B) of the sweep (at least 2: their spread is the SE); range: [2, 100]
 D_de = 600          # dimension of the deterministic-equivalent checks; range: [1, 20000]
 n_nodes = 240       # contour nodes; range: [1, 5000]
 D_exp = 100000      # dimension of the bottleneck-exponent fits; range: [1, 5000000]

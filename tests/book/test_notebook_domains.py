@@ -10,6 +10,7 @@ condition number 2; ``nan``, ``-1``, ``inf`` failed deep inside numpy) are refus
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -89,3 +90,17 @@ def test_proof_ladder_accepts_the_edge_of_its_condition_domain() -> None:
     assert nb.resolve(overrides={"cond": "1"})["cond"] == 1.0
     assert nb.resolve(overrides={"cond": "1e6"})["cond"] == 1e6
     assert math.isinf(nb.ranges["cond"].hi) and nb.ranges["cond"].hi_open
+
+
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_papermill_reads_every_parameter_line(name: str, caplog) -> None:
+    """Plain papermill infers each parameter from its line; a second '=' (in the comment) makes it warn
+    'Unable to parse line' and skip the parameter, so parameter comments avoid '='."""
+    jupytext = pytest.importorskip("jupytext")
+    translators = pytest.importorskip("papermill.translators")
+    nb = jupytext.read(NOTEBOOKS[name].path)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        found = {p.name for p in translators.PythonTranslator.inspect(cell)}
+    assert not [r.getMessage() for r in caplog.records if "Unable to parse" in r.getMessage()]
+    assert set(NOTEBOOKS[name].parameters) <= found
