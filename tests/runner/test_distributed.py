@@ -231,9 +231,16 @@ def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
         == 1
     )
     err_remote = capsys.readouterr().err
-    line = [ln for ln in err_local.splitlines() if ln.startswith("  demo:")]
+    kept = "; executed notebook kept in "
+
+    def summary(err: str) -> list[str]:
+        return [ln for ln in err.splitlines() if ln.startswith("  demo:")]
+
+    line, remote_line = summary(err_local), summary(err_remote)
     assert line and "RuntimeError: asked to fail" in line[0]
-    assert line[0] in err_remote.splitlines()
+    # The same report, each run keeping its executed notebook in its own project's store.
+    assert remote_line and line[0].split(kept)[0] == remote_line[0].split(kept)[0]
+    assert str(local / ".icl-store" / "failed") in line[0] and str(remote / ".icl-store" / "failed") in remote_line[0]
     assert not (tmp_path / "b" / "demo").exists() or not (tmp_path / "b" / "demo" / "metrics.json").exists()
 
 
