@@ -38,7 +38,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runner import SECONDS_HINT, STAMP, cpu_seconds
+from .scheduling import SECONDS_HINT, cpu_seconds
+from .store import STAMP
 
 TAG = "nbval-check-output"
 BUDGET_ENV, SELECT_ENV, BASE_ENV = "ICL_NBVAL_BUDGET", "ICL_NBVAL", "ICL_NBVAL_BASE"

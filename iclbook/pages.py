@@ -463,7 +463,8 @@ def paper_metrics(root: Path, generated: Path, notebooks: list[str]) -> dict[str
     lock and ``iclcore`` files). Nothing is executed.
     """
     from .notebooks import NotebookError, discover_all
-    from .runner import STAMP, cache_key, make_requests, store_dir, verify_folder
+    from .runs import make_requests
+    from .store import STAMP, cache_key, store_dir, verify_folder
 
     wanted = set(notebooks)
     entries = store_dir(root) / "entries"

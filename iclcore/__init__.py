@@ -9,7 +9,7 @@ each other in a cycle (``tests/test_architecture.py`` checks it; the table of la
 2. :mod:`iclcore._reference` (naive loop references of vectorised functions, for tests and benchmarks)
    and :mod:`iclcore.pde` (a Galerkin PDE recast of the encoder-decoder problem);
 3. the paper families :mod:`iclcore.richardson` (linear attention as a Richardson solver: closure,
-   certificates, decoder, encoder, encoder-decoder) and :mod:`iclcore.dmft` (DMFT scaling laws of the
+   decoder, encoder, encoder-decoder) and :mod:`iclcore.dmft` (DMFT scaling laws of the
    reduced-Gamma model and of finite width);
 4. :mod:`iclcore.models` (torch models trained by backprop, and probes), :mod:`iclcore.spectra`
    (Marchenko-Pastur law, prompt spectra), :mod:`iclcore.gd` (Nagy's identities and the von Oswald

@@ -56,7 +56,12 @@ from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
-from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent, fit_power_law_weighted
+from iclcore.dmft.scaling import (
+    fit_power_law_drift,
+    fit_power_law_exponent,
+    fit_power_law_weighted,
+    scalar_descent_path,
+)
 from iclcore.dmft.untied import untied_balanced_hessian, untied_loss, untied_optimum
 from iclcore.dmft.width_mc import width_landscape_mc
 from iclcore.models.attention import (
@@ -263,9 +268,7 @@ save_figure(fig8, "fig8_untied_layers")
 # bias (the expected dynamics in the same discrete steps, signed), SE over runs
 L_sw = 2
 g2_th = untied[L_sw][1]
-g2_disc = np.zeros(tu.size)
-for k in range(steps_untied):
-    g2_disc[k + 1] = g2_disc[k] - 0.5 * eta_untied * float(rrs_loss_grad(g2_disc[k], lam_u, om_u, L_sw))
+g2_disc = scalar_descent_path(lambda g: rrs_loss_grad(g, lam_u, om_u, L_sw), 0.5 * eta_untied, steps_untied)
 disc8 = float(np.mean(g2_disc[late] / g2_th[late] - 1))
 B_sw = [max(1, B_untied // 4), B_untied, 4 * B_untied]
 sw8 = []

@@ -57,6 +57,7 @@ from iclcore.dmft.scaling import (
     fit_power_law_drift,
     fit_power_law_exponent,
     fit_power_law_weighted,
+    scalar_descent_path,
     width_bottleneck,
     width_bottleneck_paper,
 )
@@ -160,9 +161,7 @@ for N in (4, 8, 16, D_sim):
     th = width_gradient_flow(spec_s, L_sim, t_sim)
     # the same expected dynamics with the SGD's discrete steps, gamma <- gamma - (eta/2) L'(gamma):
     # the difference to the flow is the discretisation term of the error model
-    g_disc = np.zeros(t_sim.size)
-    for k in range(steps_sim):
-        g_disc[k + 1] = g_disc[k] - 0.5 * eta_sim * float(width_loss_grad(g_disc[k], spec_s, L_sim))
+    g_disc = scalar_descent_path(lambda g: width_loss_grad(g, spec_s, L_sim), 0.5 * eta_sim, steps_sim)
     sim[N] = (res, th, g_disc)
 
 ax = axs[3]
@@ -211,9 +210,8 @@ for eta_k, B_k in sweep_cfg:
     n_k = int(round(eta_sim * steps_sim / eta_k))
     t_k = eta_k * np.arange(n_k + 1)
     th_k = width_gradient_flow(spec_w, L_sim, t_k).gamma
-    g_k = np.zeros(n_k + 1)  # expected dynamics in the discrete steps: the discretisation bias
-    for k in range(n_k):
-        g_k[k + 1] = g_k[k] - 0.5 * eta_k * float(width_loss_grad(g_k[k], spec_w, L_sim))
+    # expected dynamics in the discrete steps: the discretisation bias
+    g_k = scalar_descent_path(lambda g: width_loss_grad(g, spec_w, L_sim), 0.5 * eta_k, n_k)
     late_k = slice(n_k // 10, None)
     disc_k = float(np.mean(g_k[late_k] / th_k[late_k] - 1))
     runs = []

@@ -78,7 +78,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.gd.depth_probe import ROBUST_KEYS, ProbeSweep, iid_noise_reference, probe_training_sweep, thread_budget
+from iclcore.gd.depth_probe import ROBUST_KEYS, ProbeSweep, iid_noise_reference, probe_training_sweep
+from iclcore.parallel import thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 
 use_style()

@@ -6,6 +6,7 @@ Conventions (normalised trace, theory time, power-law data) in :mod:`iclcore.dmf
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from iclcore.validation import (
 )
 
 __all__ = [
+    "scalar_descent_path",
     "width_bottleneck",
     "width_bottleneck_paper",
     "width_bottleneck_mc",
@@ -325,3 +327,41 @@ def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> Fi
         y = np.array([fn(lam, om, int(n)) for n in x])
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     return FittedExponent(fit_power_law_exponent(x, y), fit_power_law_drift(x, y), x, y)
+
+
+def scalar_descent_path(grad: Callable[[float], float], step: float, steps: int, gamma0: float = 0.0) -> np.ndarray:
+    """The expected dynamics of a scalar order parameter in discrete steps: ``γ_{k+1} = γ_k − step · L'(γ_k)``.
+
+    The SGD runs of the width and untied-layer chapters (Bordelon et al. §4, Figs. 5 and 8) move ``γ``
+    by ``(η/2) L'(γ)`` per step in expectation; the difference between this path and the gradient flow
+    at the same times ``t_k = η k`` is the discretisation term of their error model (``step = η/2``).
+    A loop, not a closed form: ``L'`` is nonlinear in ``γ``.
+
+    Parameters
+    ----------
+    grad : callable
+        ``L'(γ)`` for a scalar ``γ`` (e.g. :func:`iclcore.dmft.rrs.rrs_loss_grad` with its spectrum bound).
+    step : float, > 0
+        Step multiplying the gradient.
+    steps : int, >= 0
+        Number of steps.
+    gamma0 : float
+        Start.
+
+    Returns
+    -------
+    ndarray, shape (steps + 1,)
+        ``γ_0, …, γ_steps``.
+
+    Examples
+    --------
+    >>> scalar_descent_path(lambda g: g - 1.0, 0.5, 3)
+    array([0.   , 0.5  , 0.75 , 0.875])
+    """
+    step = positive_float(step, "step")
+    steps = positive_int(steps, "steps", minimum=0)
+    path = np.empty(steps + 1)
+    path[0] = gamma0
+    for k in range(steps):
+        path[k + 1] = path[k] - step * float(grad(path[k]))
+    return path

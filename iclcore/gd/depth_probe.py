@@ -73,7 +73,7 @@ from torch import nn
 from iclcore.models.gpt_mini import GPTMini
 from iclcore.models.lsa import UntiedLSA
 from iclcore.models.training import TrainConfig, train_loop
-from iclcore.parallel import map_configs, thread_budget
+from iclcore.parallel import map_configs
 from iclcore.stats import bootstrap_standard_error
 from iclcore.validation import as_generator, positive_float, positive_int
 
@@ -98,7 +98,6 @@ __all__ = [
     "ProbeRun",
     "probe_training_run",
     "probe_training_sweep",
-    "thread_budget",
 ]
 
 
@@ -675,7 +674,7 @@ def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str,
     sequential ones (tested) and the wall time falls by up to ``workers``. A process pool rather
     than threads or ``torch.func.vmap``: a run of the small GPT already keeps one core's GEMMs near
     their peak, so only more cores help. ``workers`` defaults, in the notebook, to
-    :func:`iclcore.parallel.thread_budget` (re-exported here).
+    :func:`iclcore.parallel.thread_budget`.
     """
     workers = positive_int(workers, "workers")
     keys = sweep.keys()

@@ -1,14 +1,12 @@
 """Linear attention as a Richardson solver (the main paper and its experiment report), built on the
 least-squares foundation :mod:`iclcore.lsq`: the encoder/decoder closure and its latent model, the §7
-counterexample, certificates, the decoder, encoder and encoder-decoder experiments, baselines, order
+counterexample, the decoder, encoder and encoder-decoder experiments, baselines, order
 parameters and task diversity.
 
 Public modules:
 
 - :mod:`~iclcore.richardson.baselines`: Baseline preconditioners for the depth-``L`` Richardson decoder,
   compared on the same tasks;
-- :mod:`~iclcore.richardson.certificates`: Statistical certificate for held-out losses: the clipped
-  empirical-Bernstein bound;
 - :mod:`~iclcore.richardson.closure`: Coupled encoder/decoder dynamics: exact scalar closure and matrix
   dynamics;
 - :mod:`~iclcore.richardson.counterexample`: The §7 counterexample of the main paper: the scalar risk is not a
@@ -36,7 +34,6 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 
 __all__ = [
     "baselines",
-    "certificates",
     "closure",
     "counterexample",
     "decoder",

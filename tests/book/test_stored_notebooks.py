@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from iclbook.execution import failing_cell
 from iclbook.nbval_copies import TAG
 from iclbook.notebooks import discover
-from iclbook.runner import cache_key, failing_cell, make_requests, verify_folder
+from iclbook.runs import make_requests
+from iclbook.store import cache_key, verify_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "book" / "generated"

@@ -568,3 +568,19 @@ def test_fitted_scaling_exponent_bad_inputs():
         scaling_.fitted_scaling_exponent("N", 1.0, 1.0, 1000)
     with pytest.raises(ValueError, match="nu"):
         scaling_.fitted_scaling_exponent("L", -1.0, 1.0, 100)
+
+
+def test_scalar_descent_path_is_the_discrete_recursion() -> None:
+    from iclcore.dmft.rrs import rrs_loss_grad
+    from iclcore.dmft.scaling import scalar_descent_path
+
+    lam, om = np.array([1.0, 0.5, 0.25]), np.array([0.5, 0.3, 0.2])
+    path = scalar_descent_path(lambda g: rrs_loss_grad(g, lam, om, 2), 0.05, 40)
+    ref = [0.0]
+    for _ in range(40):
+        ref.append(ref[-1] - 0.05 * float(rrs_loss_grad(ref[-1], lam, om, 2)))
+    assert path.shape == (41,) and np.array_equal(path, ref)
+    with pytest.raises(ValueError, match="^step"):
+        scalar_descent_path(lambda g: g, 0.0, 3)
+    with pytest.raises(ValueError, match="^steps"):
+        scalar_descent_path(lambda g: g, 0.1, -1)

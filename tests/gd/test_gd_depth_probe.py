@@ -25,11 +25,11 @@ from iclcore.gd.depth_probe import (
     richardson_fit,
     robust_readout_statistics,
     sample_probe_tasks,
-    thread_budget,
     train_with_checkpoints,
 )
 from iclcore.models.gpt_mini import GPTMini
 from iclcore.models.lsa import UntiedLSA
+from iclcore.parallel import thread_budget
 
 torch.set_num_threads(1)
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "gd_probe.py"
