@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .archive import add_commands
 from .execution import Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .runs import make_requests
@@ -363,6 +364,7 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("clean", help=f"remove book/generated/ and _build/ (and the store {STORE}/ with --store)")
     c.add_argument("--store", action="store_true", help=f"also remove the store of executed runs, {STORE}/")
     c.set_defaults(func=cmd_clean)
+    add_commands(sub)  # export, import: a verified archive of store entries (iclbook/archive.py)
     return p
 
 
