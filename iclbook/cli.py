@@ -361,6 +361,19 @@ def parser() -> argparse.ArgumentParser:
     )
     b.set_defaults(func=cmd_build)
 
+    sw = sub.add_parser("sweep", help="run notebooks over their unstated settings (notebooks/sweeps.yml), cached")
+    sw.add_argument("names", nargs="*", metavar="NAME", help="notebooks to sweep")
+    sw.add_argument("--all", action="store_true", help="sweep every notebook declared in notebooks/sweeps.yml")
+    sw.add_argument(
+        "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"), help='a grid: -p M "[64, 128]"'
+    )
+    sw.add_argument("--full", action="store_true", help="the product grid instead of one setting at a time")
+    sw.add_argument("-j", "--jobs", type=int, default=None, help="parallel points (default: number of cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS", default=None, help="execute on Dask (as for `run`)")
+    from .sweep import cmd_sweep
+
+    sw.set_defaults(func=cmd_sweep)
+
     c = sub.add_parser("clean", help=f"remove book/generated/ and _build/ (and the store {STORE}/ with --store)")
     c.add_argument("--store", action="store_true", help=f"also remove the store of executed runs, {STORE}/")
     c.set_defaults(func=cmd_clean)
