@@ -358,10 +358,14 @@ def _extract(tar: tarfile.TarFile, manifest: dict[str, Any], tmp: Path, where: s
         for rel, digest in e["files"].items():
             expected[f"entries/{e['key']}/{rel}"] = (e["notebook"], digest)
     seen: set[str] = set()
-    current = MANIFEST
+    at = f"after {MANIFEST}"  # where the stream broke, for the message
     try:
-        for member in tar:
-            current = member.name
+        while (member := tar.next()) is not None:  # after the manifest, which _read_manifest took
+            at = (
+                f"in entry {expected[member.name][0]}, {member.name.split('/', 2)[2]}"
+                if member.name in expected
+                else at
+            )
             if member.name not in expected or member.name in seen or not member.isfile():
                 raise ArchiveError(f"{where}: refused: member {member.name} is not listed in {MANIFEST} (tampered)")
             notebook, digest = expected[member.name]
@@ -375,11 +379,9 @@ def _extract(tar: tarfile.TarFile, manifest: dict[str, Any], tmp: Path, where: s
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             seen.add(member.name)
+            at = f"after {member.name.split('/', 2)[2]} of entry {notebook}"
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        entry = expected.get(current, ("?", ""))[0]
-        raise ArchiveError(
-            f"{where}: refused: truncated or damaged while reading entry {entry} ({current}: {exc or 'unexpected end'})"
-        ) from None
+        raise ArchiveError(f"{where}: refused: truncated or damaged {at} ({exc or 'unexpected end'})") from None
     lost = [m for m in expected if m not in seen]
     if lost:
         notebook = expected[lost[0]][0]

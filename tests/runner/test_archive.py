@@ -1,0 +1,182 @@
+"""``icl-book export`` / ``import`` (:mod:`iclbook.archive`): a verified archive of store entries.
+
+The store entries are written directly (:func:`iclbook.store.add_entry` under the key the runner would
+use), so no kernel starts and the whole file runs in about a second.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+from runner_project import make_project
+
+from iclbook import cli
+from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
+from iclbook.notebooks import discover_all
+from iclbook.pages import paper_metrics
+from iclbook.runs import make_requests
+from iclbook.store import STAMP, add_entry, cache_key, hash_files, store_dir, verify_folder
+
+NAMES = ["second", "types"]
+
+
+def _store_run(root: Path, name: str, preset: str) -> str:
+    """Put a verified store entry for ``name`` at ``preset`` under this checkout's key; the key."""
+    nb = next(n for n in discover_all(root)[0] if n.name == name)
+    req = make_requests([nb], root / "book" / "generated", preset)[0]
+    key = cache_key(req, root)
+    work = store_dir(root) / "tmp" / f"w-{name}-{preset}"
+    (work / "figures").mkdir(parents=True)
+    (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
+    (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
+    (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
+    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "files": hash_files(work)}
+    (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
+    add_entry(root, key, work, manifest, work.parent)
+    return key
+
+
+def _entry_bytes(root: Path, key: str) -> dict[str, bytes]:
+    folder = store_dir(root) / "entries" / key
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A project with paper runs of two notebooks in its store, exported; (project, archive, name -> key)."""
+    src = make_project(tmp_path / "src", NAMES)
+    keys = {n: _store_run(src, n, "paper") for n in NAMES}
+    _store_run(src, "second", "quick")  # another preset: never in a paper archive
+    archive = tmp_path / "paper.tar"
+    export_archive(src, "paper", archive, say=lambda s: None)
+    return src, archive, keys
+
+
+def _clone(tmp_path: Path, src: Path, name: str = "dst") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".icl-store"))
+    return dst
+
+
+def _rewrite(archive: Path, out: Path, change) -> None:
+    """Copy ``archive`` to ``out`` member by member, passing each (name, bytes) through ``change``."""
+    with tarfile.open(archive) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
+        for m in tin:
+            data = change(m.name, tin.extractfile(m).read())
+            m.size = len(data)
+            tout.addfile(m, io.BytesIO(data))
+
+
+def test_round_trip_gives_identical_entries_and_records_the_origin(exported, tmp_path: Path) -> None:
+    src, archive, keys = exported
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert names[0] == MANIFEST
+    first = names.index(f"entries/{keys['second']}/{STAMP}")
+    assert names[first : first + 4] == [  # the manifest first, then the files sorted
+        f"entries/{keys['second']}/{n}" for n in (STAMP, "figures/fig.png", "metrics.json", "second.ipynb")
+    ]
+    dst = _clone(tmp_path, src)
+    res = import_archive(dst, archive, say=lambda s: None)
+    assert sorted(res.imported) == NAMES and not res.refused
+    for key in keys.values():
+        assert _entry_bytes(dst, key) == _entry_bytes(src, key)
+        assert verify_folder(store_dir(dst) / "entries" / key, key) == ""
+        origin = entry_origin(dst, key)
+        assert origin is not None and origin["archive_sha256"] == res.archive_sha256
+        assert f"`{res.archive_sha256[:16]}`" in origin_note(origin)
+    assert len(list((store_dir(dst) / "entries").iterdir())) == 2  # nothing else entered
+    # the report's paper column now reads these runs, and the second import finds them stored
+    assert set(paper_metrics(dst, dst / "book" / "generated", NAMES)) == set(NAMES)
+    again = import_archive(dst, archive, say=lambda s: None)
+    assert sorted(again.present) == NAMES and not again.imported
+    # re-exporting the imported entries carries the original computation's origin, not the new machine's
+    re_archive = tmp_path / "again.tar.gz"
+    manifest = export_archive(dst, "paper", re_archive, say=lambda s: None)
+    with tarfile.open(archive) as tar:
+        original = json.loads(tar.extractfile(MANIFEST).read())
+    assert [e["computed"] for e in manifest["entries"]] == [e["computed"] for e in original["entries"]]
+
+
+@pytest.mark.parametrize("member", ["metrics.json", "figures/fig.png", STAMP])
+def test_a_tampered_member_is_refused_naming_the_entry(exported, tmp_path: Path, member: str) -> None:
+    src, archive, keys = exported
+    bad = tmp_path / "bad.tar"
+    target = f"entries/{keys['types']}/{member}"
+    _rewrite(archive, bad, lambda n, d: d[:-2] + b"00" if n == target else d)
+    dst = _clone(tmp_path, src)
+    with pytest.raises(ArchiveError, match=rf"refused: entry types: {member}.*tampered"):
+        import_archive(dst, bad, say=lambda s: None)
+    assert not any((store_dir(dst) / "entries").iterdir())  # not even the untouched entry
+
+
+def test_a_rehashed_listing_is_refused(exported, tmp_path: Path) -> None:
+    """Changing a file and its hash in the listing breaks the entry and archive hashes."""
+    src, archive, keys = exported
+
+    def change(name: str, data: bytes) -> bytes:
+        if name == MANIFEST:
+            m = json.loads(data)
+            m["entries"][0]["files"]["metrics.json"] = "0" * 64
+            return json.dumps(m).encode()
+        return data
+
+    bad = tmp_path / "bad.tar"
+    _rewrite(archive, bad, change)
+    with pytest.raises(ArchiveError, match="does not match its archive_sha256"):
+        import_archive(_clone(tmp_path, src), bad, say=lambda s: None)
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.7, 0.97])
+def test_a_truncated_file_is_refused(exported, tmp_path: Path, fraction: float) -> None:
+    src, archive, _ = exported
+    with tarfile.open(archive) as tar:
+        end = max(m.offset_data + m.size for m in tar.getmembers())  # after it: only the zero padding
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(archive.read_bytes()[: int(end * fraction)])
+    dst = _clone(tmp_path, src)
+    with pytest.raises(ArchiveError, match=r"refused: .*(truncated|missing)") as info:
+        import_archive(dst, cut, say=lambda s: None)
+    assert "\n" not in str(info.value)
+    assert not any((store_dir(dst) / "entries").iterdir())
+    assert not any((store_dir(dst) / "tmp").iterdir())  # the private folder is gone too
+
+
+def test_an_entry_of_another_checkout_is_refused_and_the_current_one_imported(exported, tmp_path: Path) -> None:
+    src, archive, keys = exported
+    dst = _clone(tmp_path, src)
+    nb = dst / "notebooks" / "types.py"
+    nb.write_text(nb.read_text().replace("i = 3", "i = 5"))  # the notebook changed since the export
+    said: list[str] = []
+    res = import_archive(dst, archive, say=said.append)
+    assert res.imported == ["second"]
+    assert len(res.refused) == 1 and len(said) == 1
+    assert "refused entry types" in said[0] and "key does not match this checkout" in said[0]
+    assert "source differs" in said[0]
+    assert not (store_dir(dst) / "entries" / keys["types"]).exists()
+    # a changed lock file: every entry is stale, none enters
+    other = _clone(tmp_path, src, "other")
+    (other / "requirements.lock").write_text("numpy==1\n")
+    res = import_archive(other, archive, say=lambda s: None)
+    assert not res.imported and len(res.refused) == 2 and "requirements.lock differs" in res.refused[0]
+    assert not any((store_dir(other) / "entries").iterdir())
+
+
+def test_cli_unknown_preset_empty_store_and_exit_codes(exported, tmp_path: Path, capsys) -> None:
+    src, archive, _ = exported
+    assert cli.main(["--root", str(src), "export", "--preset", "bogus", str(tmp_path / "x.tar")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "icl-book: error: unknown preset 'bogus'; the notebooks define: paper, quick"
+    empty = _clone(tmp_path, src, "empty")
+    assert cli.main(["--root", str(empty), "export", "--preset", "paper", str(tmp_path / "y.tar")]) == 1
+    assert "no stored run of preset 'paper'" in capsys.readouterr().err
+    assert not (tmp_path / "y.tar").exists()
+    assert cli.main(["--root", str(empty), "import", str(archive)]) == 0
+    assert "2 imported, 0 already stored, 0 refused" in capsys.readouterr().out
+    assert cli.main(["--root", str(empty), "import", str(tmp_path / "none.tar")]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
