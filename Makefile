@@ -22,7 +22,12 @@ SCREENSHOTS ?= _build/screenshots
 .PHONY: book test venv lock lint format lab screenshots bench clean distclean
 
 ## make book: set up .venv, execute every notebook (cached), build the HTML
+## make book ARCHIVE=FILE: first import the verified runs of an archive written by `icl-book export`
+## (refused, and make stops, if it is truncated, tampered or from another checkout); the report then has
+## the paper column of its paper-preset runs, with their origin
+ARCHIVE ?=
 book: $(STAMP)
+	@if [ -n "$(ARCHIVE)" ]; then $(BIN)/icl-book import "$(ARCHIVE)" || exit 1; fi
 	t0=$$(date +%s); $(BIN)/icl-book build -j $(JOBS) --preset $(PRESET); rc=$$?; \
 	echo "== notebooks and HTML: $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
