@@ -586,17 +586,67 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
     }
 
 
+#: Diagnoses that explain a `predicted` row that differs (issue 27: erratum / finite-size / setting).
+EXPLAINED = ("erratum", "finite-size", "setting")
+
+
+def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict[str, int]:
+    """The headline of issue 27: `predicted` rows reproduced / explained (a differing row whose diagnosis is
+    erratum, finite-size or setting) / open (any other differing row) / missing, rows absent and out of
+    scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
+    pred = [r for r in rows if r.claim.basis == "predicted"]
+    bands = bands or {}
+    return {
+        "predicted": len(pred),
+        "reproduced": sum(r.status == "reproduced" for r in pred),
+        "robust": sum(r.status == "reproduced" and getattr(bands.get(id(r)), "label", "") == "robust" for r in pred),
+        "explained": sum(r.status == "differs" and r.claim.diagnosis in EXPLAINED for r in pred),
+        "open": sum(r.status == "differs" and r.claim.diagnosis not in EXPLAINED for r in pred),
+        "missing": sum(r.status == "missing" for r in pred),
+        "absent": sum(r.status == "absent" and r.claim.basis != "out-of-scope" for r in rows),
+        "out_of_scope": sum(r.claim.basis == "out-of-scope" for r in rows),
+    }
+
+
+def headline_table(rows: list[Row], paper: list[Row | None], bands: dict[int, Any] | None = None) -> list[str]:
+    """Markdown lines: per paper and overall, the outcome counts (:func:`outcome_counts`) at the preset the
+    book was built with and, for the rows with a stored paper-preset run, at the paper preset."""
+    head = (
+        "| paper | preset | predicted | reproduced | of which robust | explained | open | missing | absent "
+        "| out of scope |"
+    )
+    lines = [head, "|---" * 10 + "|"]
+    keys = ("predicted", "reproduced", "robust", "explained", "open", "missing", "absent", "out_of_scope")
+    for seed in (*SEEDS, "all"):
+        idx = [i for i, r in enumerate(rows) if seed == "all" or r.claim.seed == seed]
+        if not idx:
+            continue
+        name = "**all**" if seed == "all" else seed
+        c = outcome_counts([rows[i] for i in idx], bands)
+        lines.append(f"| {name} | quick | " + " | ".join(str(c[k]) for k in keys) + " |")
+        with_paper = [paper[i] for i in idx if paper[i] is not None]
+        if with_paper:
+            pc = outcome_counts(with_paper)
+            cells = [str(pc[k]) if k != "robust" else "—" for k in keys[:6]] + ["—", "—"]
+            lines.append(f"| {name} | paper ({len(with_paper)} rows) | " + " | ".join(cells) + " |")
+    return lines
+
+
 #: Pseudo-notebook whose ``metrics.json`` holds the ledger's counts, so that chapters can state coverage
 #: with the ``{metric}`` role (``{metric}`ledger:predicted```) instead of typing numbers.
 LEDGER = "ledger"
 
 
-def ledger_counts(rows: list[Row], paper: list[Row | None] | None = None) -> dict[str, int]:
+def ledger_counts(
+    rows: list[Row], paper: list[Row | None] | None = None, bands: dict[int, Any] | None = None
+) -> dict[str, int]:
     """Counts for the ``ledger`` pseudo-notebook: headline counts, rows per basis, per paper and per status.
 
     ``paper`` (from :func:`paper_rows`) adds ``paper_<count>`` for the rows that have a paper-preset value.
     """
     counts: dict[str, int] = dict(summary_counts(rows))
+    for k, v in outcome_counts(rows, bands).items():
+        counts[f"outcome_{k}"] = v
     for k, v in summary_counts([r for r in paper or [] if r is not None]).items():
         counts[f"paper_{k}"] = v
     for b in BASES:
@@ -650,7 +700,13 @@ def _uncomputed_table(rows: list[Row], why: str) -> list[str]:
     return [*lines, ""]
 
 
-def render_report(rows: list[Row], order: list[str] | None = None, paper: list[Row | None] | None = None) -> str:
+def render_report(
+    rows: list[Row],
+    order: list[str] | None = None,
+    paper: list[Row | None] | None = None,
+    bands: dict[int, Any] | None = None,
+    sweeps: list[str] | None = None,
+) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
     ``order`` lists notebook names in book order; notebooks not in it come last, by name.
@@ -662,6 +718,7 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
     if len(paper) != len(rows):
         raise ValueError("paper: must be aligned with rows")
     paper_of = {id(r): p for r, p in zip(rows, paper)}
+    bands = bands or {}
     c = summary_counts(rows)
     lines = [
         "# Reproduction report",
@@ -692,6 +749,15 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
     ]
     if _paper_summary(rows, paper):
         lines += [_paper_summary(rows, paper), ""]
+    lines += [
+        "Outcome of the *predicted* rows, per paper: reproduced (of which **robust**: the rule holds at every",
+        "swept setting the paper leaves unstated, see *Robustness across unstated settings* below), explained",
+        "(differs, with an erratum, finite-size or setting diagnosis), open (differs otherwise), missing; and",
+        "the rows not computed (absent, out of scope).",
+        "",
+        *headline_table(rows, paper, bands),
+        "",
+    ]
     seeds = sorted({r.claim.seed for r in rows})
     for seed in seeds:
         sub = [r for r in rows if r.claim.seed == seed]
@@ -773,7 +839,9 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
             cl = r.claim
             cells = [
                 cl.id or str(i),
-                status_label(r) + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else ""),
+                status_label(r)
+                + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
+                + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
                 cl.basis,
                 f"{cl.claim} ({cl.seed} {cl.section})",
                 _fmt(cl.reported),
@@ -791,6 +859,7 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
                     cl.note,
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
+                    f"*Robustness:* {bands[id(r)].describe()}." if id(r) in bands else "",
                 )
                 if t
             )
@@ -799,7 +868,145 @@ def render_report(rows: list[Row], order: list[str] | None = None, paper: list[R
         lines.append("")
         if notes:
             lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]
+    if bands:
+        lines += robustness_section(rows, bands, sweeps or [])
     return "\n".join(lines)
+
+
+#: Bases whose rows get a robustness band from the sweeps (issue 26).
+SWEPT_BASES = ("predicted", "calibrated")
+
+
+def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int, Any], list[str]]:
+    """The robustness band (:func:`iclbook.sweep.band`) of every `predicted` and `calibrated` row, by ``id(row)``,
+    from the sweep points the store holds (nothing is executed), and the report lines that describe the
+    declared settings with one specification-curve figure per swept notebook (written into
+    ``generated/sweeps/``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
+    from .notebooks import NotebookError, discover_all
+    from .store import import_scans
+    from .sweep import SWEEPS, band, load_plans, spec_curve, stored_points
+
+    try:
+        plans = load_plans(root, discover_all(root)[0])
+    except NotebookError as exc:
+        raise ReportError(str(exc)) from None
+    scans = import_scans(root)
+    stored = {name: stored_points(root, plan, scans) for name, plan in plans.items()}
+    bands = {
+        id(r): band(r.claim, stored.get(r.claim.notebook, []), evaluate)
+        for r in rows
+        if r.claim.basis in SWEPT_BASES and r.status != "absent"
+    }
+    lines = [
+        f"The settings each notebook sweeps, declared in `{SWEEPS.as_posix()}` with the reason for each range:",
+        "",
+        "| notebook | setting | values (quick preset in bold) | paper | why |",
+        "|---|---|---|---|---|",
+    ]
+    for name, plan in plans.items():
+        base = plan.notebook.resolve()
+        for st in plan.settings:
+            vals = ", ".join(f"**{v!r}**" if v == base[st.name] else repr(v) for v in st.values)
+            lines.append(f"| `{name}` | `{st.name}` | {vals} | {st.paper} | {_cell(st.why)} |")
+    lines.append("")
+    for name, plan in plans.items():
+        points = [(p, m) for p, m in stored[name] if m is not None]
+        target = _figure_row(rows, name, plan.figure)
+        if target is None or len(points) < 2:
+            continue
+        metric = target.claim.metric or predicate_names(target.claim.predicate)[0]
+        data = [
+            (p, float(m[metric]), evaluate(target.claim, m).status == "reproduced")
+            for p, m in points
+            if _number(m.get(metric))
+        ]
+        if len(data) < 2:
+            continue
+        lo, hi = _rule_band(target.claim, dict(points[0][1]) if not points[0][0].changed else {})
+        reported = float(target.claim.reported) if _number(target.claim.reported) else None
+        spec_curve(
+            f"{name}: {metric} ({target.claim.id}) over {len(data)} settings",
+            data,
+            reported,
+            lo,
+            hi,
+            generated / "sweeps" / name,
+        )
+        unrun = len(stored[name]) - len(points)
+        lines += [
+            f"```{{figure}} sweeps/{name}.png",
+            f":name: fig-sweep-{name.replace('_', '-')}",
+            "",
+            f"Specification curve of `{metric}` (row {target.claim.id}) in `{name}`: the value at each stored sweep "
+            f"point, sorted (red: the row's rule fails there), the reported value (dashed) and the rule's band "
+            f"(grey, at the preset's standard error where the rule has one); below, the setting that produced "
+            f"each point (*preset*: the quick preset)." + (f" {unrun} point(s) not run yet." if unrun else ""),
+            "```",
+            "",
+        ]
+    return bands, lines
+
+
+def _figure_row(rows: list[Row], notebook: str, row_id: str) -> Row | None:
+    """The row a notebook's sweep figure shows: ``row_id`` if given, else its first `predicted` numeric row."""
+    mine = [r for r in rows if r.claim.notebook == notebook and r.claim.basis in SWEPT_BASES]
+    if row_id:
+        return next((r for r in mine if r.claim.id == row_id), None)
+    numeric = [r for r in mine if r.claim.kind in ("within_se", "rel", "abs", "max", "min")]
+    return next(iter(numeric or [r for r in mine if r.claim.kind == "predicate"]), None)
+
+
+def _rule_band(c: Claim, metrics: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The interval of metric values the rule accepts (``None``: unbounded or not a single-metric rule)."""
+    r = float(c.reported) if _number(c.reported) else None
+    if c.kind == "rel" and r is not None:
+        return r - abs(r) * c.tolerance, r + abs(r) * c.tolerance
+    if c.kind == "abs" and r is not None:
+        return r - c.tolerance, r + c.tolerance
+    if c.kind == "max":
+        return None, c.tolerance
+    if c.kind == "min":
+        return c.tolerance, None
+    if c.kind == "within_se" and r is not None and _number(metrics.get(c.se[0])):
+        half = c.z * float(metrics[c.se[0]]) + c.discretisation
+        return r - half, r + half
+    return None, None
+
+
+def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str]) -> list[str]:
+    """The report's closing section: what the sweeps are, the band counts, every fragile row with its
+    explanation (its diagnosis or note), the declared settings and the figures (``extra``)."""
+    banded = [r for r in rows if id(r) in bands]
+    labels = ("robust", "fragile", "fails", "partial", "not swept")
+    count = {lab: sum(bands[id(r)].label == lab for r in banded) for lab in labels}
+    fragile = [r for r in banded if bands[id(r)].label == "fragile"]
+    lines = [
+        "## Robustness across unstated settings",
+        "",
+        "The papers leave most settings unstated (prompt length, noise, conditioning, batch, step size). Each",
+        "notebook declares a small range for each of those it uses, and `make sweep` runs the notebook at every",
+        "point of a one-at-a-time grid around the quick preset, each point a cached run in the store: a",
+        "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted* and *calibrated*",
+        "row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
+        "preset, fails at some setting), *fails* (fails at the preset), *partial* (holds where run; some points",
+        "not run yet), *not swept* (no point in the store). A calibrated row is expected to be fragile in the",
+        "setting it was calibrated on. The figures are specification curves {cite:p}`simonsohn2020specification`.",
+        "",
+        f"Of {len(banded)} predicted and calibrated rows: " + " · ".join(f"{count[k]} {k}" for k in labels) + ".",
+        "",
+    ]
+    if fragile:
+        lines += ["Fragile rows, with the setting where the rule fails and the ledger's explanation:", ""]
+        for r in fragile:
+            cl = r.claim
+            why = (
+                f"*{cl.diagnosis}:* {cl.diagnosis_note}"
+                if cl.diagnosis
+                else "no diagnosis in the ledger yet (the note does not name the setting)"
+            )
+            lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {bands[id(r)].describe()}. {why}")
+        lines.append("")
+    return [*lines, *extra]
 
 
 ERRATA_HEADER = """# Errata and decisions
@@ -876,10 +1083,14 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     paper = paper_rows(
         rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}))
     )
-    _write_if_changed(generated / "report.md", render_report(rows, toc_order(root / "_toc.yml"), paper))
+    bands, sweep_lines = sweep_bands(root, rows, generated)
+    _write_if_changed(
+        generated / "report.md", render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines)
+    )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(
-        generated / LEDGER / "metrics.json", json.dumps(ledger_counts(rows, paper), indent=2, sort_keys=True) + "\n"
+        generated / LEDGER / "metrics.json",
+        json.dumps(ledger_counts(rows, paper, bands), indent=2, sort_keys=True) + "\n",
     )
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").exists() else ""
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
