@@ -454,13 +454,15 @@ def report_rows(root: Path, generated: Path) -> list[Row]:
 PAPER_PRESET = "paper"
 
 
-def paper_metrics(root: Path, generated: Path, notebooks: list[str]) -> dict[str, dict[str, Any]]:
+def paper_metrics(
+    root: Path, generated: Path, notebooks: list[str], keys: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Metrics of the store's paper-preset run of each notebook, under the notebook's *current* key.
 
     A notebook contributes only if it defines a ``paper`` preset, the book was not itself built
     with that preset (``generated/<nb>/.icl-run.json``), and the store holds a verified entry for
     the key that ``icl-book run <nb> --preset paper`` would use now (same source, parameters,
-    lock and ``iclcore`` files). Nothing is executed.
+    lock and ``iclcore`` files). Nothing is executed. ``keys``, if given, receives each found run's key.
     """
     from .notebooks import NotebookError, discover_all
     from .runs import make_requests
@@ -487,6 +489,8 @@ def paper_metrics(root: Path, generated: Path, notebooks: list[str]) -> dict[str
             metrics = load_metrics(entries, key)
             if metrics is not None:
                 found[nb.name] = metrics
+                if keys is not None:
+                    keys[nb.name] = key
     return found
 
 
@@ -706,13 +710,15 @@ def render_report(
     paper: list[Row | None] | None = None,
     bands: dict[int, Any] | None = None,
     sweeps: list[str] | None = None,
+    origins: dict[str, str] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
     ``order`` lists notebook names in book order; notebooks not in it come last, by name.
     ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
     notebooks' paper-preset runs; where present, a second value and status appear beside the
-    quick ones and the summaries count both.
+    quick ones and the summaries count both. ``origins``: notebook -> where its paper run came from, when
+    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
@@ -830,7 +836,8 @@ def render_report(
         if with_paper:
             lines += [
                 "The first status and values are those of the preset the book was built with; the `paper`",
-                "columns evaluate the same rule on the stored run of the notebook's `paper` preset.",
+                "columns evaluate the same rule on the stored run of the notebook's `paper` preset"
+                + (f", {(origins or {})[nb]}." if nb in (origins or {}) else "."),
                 "",
             ]
         lines += [head + " rule |", "|---" * head.count("|") + "|"]
@@ -1080,12 +1087,17 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
+    keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
     paper = paper_rows(
-        rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}))
+        rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}), keys)
     )
+    from .archive import entry_origin, origin_note
+
+    origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
     bands, sweep_lines = sweep_bands(root, rows, generated)
     _write_if_changed(
-        generated / "report.md", render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines)
+        generated / "report.md",
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

@@ -180,3 +180,35 @@ def test_cli_unknown_preset_empty_store_and_exit_codes(exported, tmp_path: Path,
     assert "2 imported, 0 already stored, 0 refused" in capsys.readouterr().out
     assert cli.main(["--root", str(empty), "import", str(tmp_path / "none.tar")]) == 1
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) -> None:
+    """Export a paper run of the demo project, import it into a copy: the paper column says where it came from."""
+    from iclbook.pages import paper_rows, render_report, report_rows
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "demo_project", src)
+    (src / "book" / "reported").mkdir(parents=True)
+    (src / "book" / "reported" / "demo.yml").write_text(
+        "- notebook: demo\n  metric: value\n  claim: 'a value'\n  reported: 4\n  seed: '000'\n  section: '§1'\n"
+        "  kind: abs\n  tolerance: 0.5\n  basis: predicted\n  note: 'a test row'\n"
+    )
+    _store_run(src, "demo", "paper")  # metrics.json: value = len("demo") = 4
+    archive = tmp_path / "paper.tar.gz"
+    manifest = export_archive(src, "paper", archive, say=lambda s: None)
+    dst = _clone(tmp_path, src)
+    generated = dst / "book" / "generated"
+    (generated / "demo").mkdir(parents=True)
+    (generated / "demo" / "metrics.json").write_text(json.dumps({"value": 3}))
+    rows = report_rows(dst, generated)
+    assert paper_metrics(dst, generated, ["demo"]) == {}
+    import_archive(dst, archive, say=lambda s: None)
+    keys: dict[str, str] = {}
+    paper = paper_rows(rows, paper_metrics(dst, generated, ["demo"], keys))
+    assert [p.status for p in paper] == ["reproduced"] and [r.status for r in rows] == ["differs"]
+    origin = entry_origin(dst, keys["demo"])
+    assert origin is not None
+    text = render_report(rows, paper=paper, origins={"demo": origin_note(origin)})
+    assert f"imported from archive `{manifest['archive_sha256'][:16]}`; computed at commit `unknown`" in text
+    assert manifest["entries"][0]["computed"]["machine"]["host"] in text
+    assert entry_origin(src, keys["demo"]) is None  # the exporting store's own run has no import record
