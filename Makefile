@@ -19,7 +19,7 @@ export MPLBACKEND := Agg
 RUFF_FORMAT_PATHS ?= .
 SCREENSHOTS ?= _build/screenshots
 
-.PHONY: book test venv lock lint format lab screenshots bench clean distclean
+.PHONY: book test venv lock lint format lab screenshots bench sweep clean distclean
 
 ## make book: set up .venv, execute every notebook (cached), build the HTML
 ## make book ARCHIVE=FILE: first import the verified runs of an archive written by `icl-book export`
@@ -99,6 +99,11 @@ lab: $(STAMP)
 ## make screenshots: every built page at 1280 px and 390 px (headless Chromium) into $(SCREENSHOTS)/
 screenshots: $(STAMP)
 	$(BIN)/python -m iclbook.browser screenshots _build/html $(SCREENSHOTS)
+
+## make sweep: every notebook over the settings its paper leaves unstated (notebooks/sweeps.yml), quick preset,
+## each point a cached run in the store; the report (make book) then shows each row's robustness band
+sweep: $(STAMP)
+	t0=$$(date +%s); $(BIN)/icl-book sweep --all -j $(JOBS); rc=$$?; echo "== sweeps: $$(( $$(date +%s) - t0 )) s"; exit $$rc
 
 ## make bench: the benchmarks (timings as ratios against naive baselines)
 bench: $(STAMP)
