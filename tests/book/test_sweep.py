@@ -130,3 +130,63 @@ def test_sweep_end_to_end_cached_band_and_failing_point(tmp_path: Path, capsys) 
     assert "2 points, 0 executed, 1 cached, 1 failed" in out.out
     failed = [line for line in out.err.splitlines() if line.startswith("  toy (a=5): ")]
     assert len(failed) == 1 and "a = 5 is not supported" in failed[0]
+
+
+def _row(status_value: float, **extra):
+    from iclbook.pages import Claim, evaluate
+
+    d = {
+        "id": extra.pop("id", "toy-01"),
+        "notebook": "toy",
+        "metric": "y",
+        "claim": "y small",
+        "reported": 4.5,
+        "seed": extra.pop("seed", "000"),
+        "section": "§1",
+        "kind": "max",
+        "tolerance": 4.5,
+        "basis": extra.pop("basis", "predicted"),
+        **extra,
+    }
+    return evaluate(Claim.from_dict(d, "toy.yml"), {"y": status_value})
+
+
+def test_band_labels() -> None:
+    from iclbook.pages import evaluate
+    from iclbook.sweep import Point, band
+
+    row = _row(1.0)
+    pts = [Point("toy", {}, ()), Point("toy", {}, (("a", 1),)), Point("toy", {}, (("a", 3),))]
+    ok, bad = {"y": 1.0}, {"y": 9.0}
+    assert band(row.claim, [], evaluate).label == "not swept"
+    assert band(row.claim, [(p, None) for p in pts], evaluate).label == "not swept"
+    assert band(row.claim, [(p, ok) for p in pts], evaluate).describe() == "robust: holds at 3 of 3 settings"
+    fragile = band(row.claim, [(pts[0], ok), (pts[1], ok), (pts[2], bad)], evaluate)
+    assert fragile.describe() == "fragile: holds at 2 of 3 settings; fails at a=3"
+    assert band(row.claim, [(pts[0], bad), (pts[1], ok), (pts[2], ok)], evaluate).label == "fails"
+    assert band(row.claim, [(pts[0], ok), (pts[1], ok), (pts[2], None)], evaluate).label == "partial"
+    assert band(row.claim, [(pts[0], ok), (pts[1], {}), (pts[2], ok)], evaluate).label == "fragile"  # metric missing
+
+
+def test_headline_counts_and_bands_in_the_report() -> None:
+    from iclbook.pages import outcome_counts, render_report
+    from iclbook.sweep import Band
+
+    rows = [
+        _row(1.0, id="toy-01"),
+        _row(1.0, id="toy-02"),
+        _row(9.0, id="toy-03", diagnosis="setting", diagnosis_note="holds for M >= 128"),
+        _row(9.0, id="toy-04", diagnosis="open", diagnosis_note="tried two seeds", seed="002"),
+        _row(9.0, id="toy-05", seed="002"),
+    ]
+    bands = {id(rows[0]): Band("robust", 3, 3), id(rows[1]): Band("fragile", 2, 3, ("M=64",))}
+    c = outcome_counts(rows, bands)
+    assert (c["predicted"], c["reproduced"], c["robust"], c["explained"], c["open"]) == (5, 2, 1, 1, 2)
+    text = render_report(rows, bands=bands)
+    assert "| 000 | quick | 3 | 2 | 1 | 1 | 0 | 0 | 0 | 0 |" in text
+    assert "| **all** | quick | 5 | 2 | 1 | 1 | 2 | 0 | 0 | 0 |" in text
+    assert (
+        "✓ reproduced · fragile" in text and "*Robustness:* fragile: holds at 2 of 3 settings; fails at M=64." in text
+    )
+    closing = text.split("## Robustness across unstated settings", 1)[1]
+    assert "1 robust · 1 fragile" in closing and "**toy-02** (predicted, `toy`)" in closing
