@@ -54,6 +54,8 @@ Public modules:
   XᵀX/P``;
 - :mod:`~iclcore.dmft.fs`: FS setting of the reduced-Γ model (Bordelon et al. §3.2, App. D): ``α = ∞``, ``Σ =
   diag(λ)``, ``Ω = diag(ω)``; mode flows, loss curves and out-of-distribution loss under rotated covariances;
+- :mod:`~iclcore.dmft.isotropy`: Identities checked by code (Results 1 and 6, Eqs. 3–4, 52–58): gradient descent on a
+  Pauli-symmetrised sample stays isotropic, and the masked linear attention computes ``L`` steps of in-context GD;
 - :mod:`~iclcore.dmft.iso`: ISO setting of the reduced-Γ model (Bordelon et al. §3.1, App. C): loss, gradient,
   optimum (with the Catalan closed form), gradient flow and finite-``D`` Monte Carlo;
 - :mod:`~iclcore.dmft.reduced_sgd`: Reduced-Γ SGD simulation (Bordelon et al. §2.2 Eq. 4, App. B.2 Eqs. 54–55,
@@ -62,6 +64,8 @@ Public modules:
   Result 6, Eqs. 13, 94, 98): loss, gradient, optimum and gradient flow;
 - :mod:`~iclcore.dmft.scaling`: Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4): width and
   context bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and power-law fits;
+- :mod:`~iclcore.dmft.sgd_noise`: Depth-1 ISO online SGD vectorised over seeds (App. C.1, Result 10): the exact
+  finite-``D`` mean path, the SGD noise around it and its plateau ``b/(1 − a)``;
 - :mod:`~iclcore.dmft.shallow_sgd`: Shallow SGD theory of the reduced-Γ model (Bordelon et al. App. C.1,
   Result 10) with the corrected initial condition;
 - :mod:`~iclcore.dmft.untied`: Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App.
@@ -77,4 +81,4 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.dmft.iso import iso_loss``.
 """
 
-__all__ = ["data", "fs", "iso", "reduced_sgd", "rrs", "scaling", "shallow_sgd", "untied", "width_de", "width_mc"]
+__all__ = ["data", "fs", "iso", "isotropy", "reduced_sgd", "rrs", "scaling", "sgd_noise", "shallow_sgd", "untied", "width_de", "width_mc"]
