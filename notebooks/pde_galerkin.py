@@ -40,6 +40,8 @@ clip = 1.0         # EB clipping level c; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
 n_small = 128      # held-out subset for the EB bound at the paper's scale; range: [1, 2000]
 seed = 0           # random seed; range: [0, 4294967295]
+gp_prompts_max = 1024  # largest number of prompts (M forcings each) of the finite-prompt d_eff estimate; range: [16, 100000]
+gp_seeds = 40      # independent draws of the prompt set per size (the estimate's standard error); range: [2, 10000]
 
 # %% tags=["presets"]
 PRESETS = {"paper": {"n_train": 2048, "n_test": 4096, "free_iter": 500, "steps": 1000, "batch": 64}}
@@ -59,7 +61,13 @@ from iclcore.models.flexformer import (
     preconditioners_numpy,
     train_preconditioner,
 )
-from iclcore.pde.gp import covariance_operator_spectrum, gp_effective_dimension
+from iclcore.pde.gp import (
+    covariance_operator_spectrum,
+    finite_prompt_effective_dimension,
+    gp_effective_dimension,
+    gp_effective_dimension_bias,
+    matern_covariance,
+)
 from iclcore.pde.prompts import (
     PDEConfig,
     encoded_query_systems,
@@ -188,6 +196,28 @@ taus = np.geomspace(1e-8, 1e-1, 60)
 d_eff = gp_effective_dimension(lam_f, taus)
 
 # %% [markdown]
+# ### The finite-prompt estimate of $d_{\rm eff}^{GP}(\tau)$
+# $n$ prompts carry $nM$ forcings; their sample covariance at the nodes gives the empirical operator
+# $\hat T_n$ and the estimate $\operatorname{Tr}\hat T_n(\hat T_n+\tau I)^{-1}$, which is biased low by
+# $b(\tau)/(nM) + O(n^{-2})$ ($b$ from second-order perturbation of the trace function, Gaussian draws;
+# {py:func}`iclcore.pde.gp.gp_effective_dimension_bias`). Standard errors over `gp_seeds` independent draws.
+
+# %%
+gp_taus = np.array([1e-2, 1e-4, 1e-6])
+gp_prompts = np.unique(np.geomspace(16, gp_prompts_max, 4).round().astype(int))
+gp_n = gp_prompts * M
+K_f = matern_covariance(np.linspace(0.0, 1.0, n_el + 1), ell_f, cfg.f_var)
+gp_est = finite_prompt_effective_dimension(K_f, n_el, gp_n, gp_taus, gp_seeds, np.random.default_rng([seed, 10]))
+gp_d = gp_effective_dimension(lam_f, gp_taus)
+gp_b = np.array([gp_effective_dimension_bias(lam_f, t) for t in gp_taus])
+gp_mean = gp_est.mean(axis=1)
+gp_se = standard_error(gp_est, axis=1)
+gp_z = (gp_mean - gp_d - gp_b / gp_n[:, None]) / gp_se   # (sizes, taus): bias-corrected gap in SE
+gp_z_raw = (gp_mean - gp_d) / gp_se                        # the same without the 1/n term
+for t, col in zip(gp_taus, gp_z.T, strict=True):
+    print(f"tau {t:.0e}: z of (mean estimate - d_eff - b/n) at n = {gp_n.tolist()}:", np.round(col, 2))
+
+# %% [markdown]
 # ## Figure 5
 
 # %%
@@ -222,6 +252,22 @@ ax.legend()
 fig.tight_layout()
 save_figure(fig, "fig5_pde_galerkin")
 
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+for i, t in enumerate(gp_taus):
+    axes[0].errorbar(gp_n, gp_d[i] - gp_mean[:, i], yerr=gp_se[:, i], fmt="o", color=PALETTE[i],
+                     label=rf"$\tau$ = {t:.0e}: $d_{{\rm eff}} - $ mean estimate")
+    axes[0].loglog(gp_n, -gp_b[i] / gp_n, color=PALETTE[i], lw=1)
+    axes[1].semilogx(gp_n, gp_z[:, i], "o-", color=PALETTE[i], label=rf"$\tau$ = {t:.0e}")
+axes[0].set_xlabel("forcings $nM$")
+axes[0].set_title(r"gap to the Galerkin value (lines: $-b(\tau)/(nM)$)")
+axes[0].legend(fontsize=7)
+axes[1].axhspan(-3.5, 3.5, color="0.9", zorder=0)
+axes[1].set_xlabel("forcings $nM$")
+axes[1].set_title(r"(mean estimate $- d_{\rm eff} - b/(nM)$) / SE")
+axes[1].legend(fontsize=8)
+fig.tight_layout()
+save_figure(fig, "fig_gp_prompt_diversity")
+
 # %% tags=["nbval-check-output"]
 print("violation rate, every method:", max(diag[m].violation_rate for m in methods))
 print("floor below every method:", all(e2e[m] >= enc.floor * (1 - 1e-6) for m in methods))
@@ -238,7 +284,16 @@ metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_st
            "d_eff_gp_1e-2": float(gp_effective_dimension(lam_f, 1e-2)),
            "d_eff_gp_1e-4": float(gp_effective_dimension(lam_f, 1e-4)),
            "d_eff_gp_1e-6": float(gp_effective_dimension(lam_f, 1e-6)),
-           "gp_trace": float(lam_f.sum()), "gp_lambda_1": float(lam_f[0])}
+           "gp_trace": float(lam_f.sum()), "gp_lambda_1": float(lam_f[0]),
+           "gp_n_max": int(gp_n[-1]), "gp_seeds": gp_seeds,
+           "gp_z_max_abs": float(np.max(np.abs(gp_z[-1]))),
+           "gp_z_raw_max_abs": float(np.max(np.abs(gp_z_raw[-1]))),
+           "gp_rel_gap_max": float(np.max(np.abs(gp_mean[-1] - gp_d) / gp_d)),
+           "gp_rel_se_max": float(np.max(gp_se[-1] / gp_d))}
+for t, zc, zr, mn, se_, bb in zip(("1e-2", "1e-4", "1e-6"), gp_z[-1], gp_z_raw[-1], gp_mean[-1], gp_se[-1], gp_b,
+                                  strict=True):
+    metrics.update({f"gp_est_{t}": float(mn), f"gp_est_{t}_se": float(se_), f"gp_bias_coef_{t}": float(bb),
+                    f"gp_z_{t}": float(zc), f"gp_z_raw_{t}": float(zr)})
 for m in methods:
     metrics.update({f"{m}_e2e": e2e[m], f"{m}_e2e_se": float(standard_error(e2e_losses[m])),
                     f"{m}_eb_upper": eb[m].upper, f"{m}_eb_upper_small": eb_small[m].upper,

@@ -10,6 +10,11 @@ sampled at the mesh nodes. The covariance operator ``(T_{k_f} g)(x) = ∫ k_f(x,
 ``L²(0, 1)`` is approximated by its Galerkin (Nyström-type) matrix: the eigenvalues of
 ``M^{1/2} K_f M^{1/2}`` with ``K_f = [k_f(x_i, x_j)]`` and ``M`` the P1 mass matrix on all nodes.
 Main paper §10's GP prompt diversity is ``d_eff^{GP}(τ) = Tr T_{k_f}(T_{k_f} + τI)^{-1} = Σ_i λ_i/(λ_i + τ)``.
+
+Its finite-prompt estimate (:func:`empirical_gp_effective_dimension`) replaces ``K_f`` by the sample
+covariance ``F^T F / n`` of ``n`` forcings drawn at the nodes; :func:`gp_effective_dimension_bias`
+is the leading ``1/n`` term of its bias for Gaussian draws (second-order perturbation of the trace
+function ``Tr g(T)``, ``g(t) = t/(t + τ)``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ __all__ = [
     "covariance_operator_spectrum",
     "gp_effective_dimension",
     "full_mass_matrix",
+    "covariance_galerkin_spectrum",
+    "empirical_gp_effective_dimension",
+    "gp_effective_dimension_bias",
+    "finite_prompt_effective_dimension",
 ]
 
 
@@ -86,3 +95,87 @@ def gp_effective_dimension(eigenvalues: np.ndarray, tau: np.ndarray | float) -> 
         raise ValueError(f"tau: must be finite and > 0, got {tau!r}")
     out = np.sum(lam[None, :] / (lam[None, :] + t.reshape(-1, 1)), axis=1)
     return float(out[0]) if t.ndim == 0 else out.reshape(t.shape)
+
+
+def covariance_galerkin_spectrum(cov: np.ndarray, n_el: int) -> np.ndarray:
+    """Eigenvalues (descending, clipped at 0) of ``M^{1/2} C M^{1/2}`` for nodal covariances ``C``
+    (..., n_el + 1, n_el + 1), shape (..., n_el + 1), and the P1 mass matrix ``M`` (:func:`full_mass_matrix`), shape (n_el + 1,).
+
+    With ``C = K_f`` this is :func:`covariance_operator_spectrum`; with ``C`` a sample covariance it is
+    the spectrum of the empirical covariance operator (main paper §10)."""
+    Mm = full_mass_matrix(n_el)
+    C = np.asarray(cov, float)
+    if C.shape[-2:] != Mm.shape or not np.all(np.isfinite(C)):
+        raise ValueError(f"cov: expected finite {Mm.shape} matrices (..., n, n), got shape {C.shape}")
+    w, V = np.linalg.eigh(Mm)
+    Mh = (V * np.sqrt(w)) @ V.T
+    lam = np.linalg.eigvalsh(Mh @ (0.5 * (C + np.swapaxes(C, -1, -2))) @ Mh)
+    return np.clip(lam[..., ::-1], 0.0, None)
+
+
+def empirical_gp_effective_dimension(samples: np.ndarray, n_el: int, tau: np.ndarray | float) -> np.ndarray | float:
+    """Finite-prompt estimate of ``d_eff^{GP}(τ)`` (main paper §10) from ``n`` nodal forcings.
+
+    ``samples`` has shape (n, n_el + 1) (rows ``f_i`` at the nodes, mean zero by assumption); the
+    empirical operator is ``T̂_n = M^{1/2} (F^T F / n) M^{1/2}`` and the estimate is
+    ``Tr T̂_n (T̂_n + τ I)^{-1}``. Returns a float for scalar ``tau``, else an array of ``tau``'s shape.
+    Consistent (``T̂_n → T`` as ``n → ∞``) with bias ``gp_effective_dimension_bias(λ, τ) / n + O(n^-2)``.
+    """
+    F = np.asarray(samples, float)
+    if F.ndim != 2 or F.shape[1] != positive_int(n_el, "n_el") + 1 or not np.all(np.isfinite(F)):
+        raise ValueError(f"samples: expected a finite (n, {n_el + 1}) array, got shape {F.shape}")
+    lam = covariance_galerkin_spectrum(F.T @ F / F.shape[0], n_el)
+    return gp_effective_dimension(lam, tau)
+
+
+def gp_effective_dimension_bias(eigenvalues: np.ndarray, tau: float) -> float:
+    """Leading bias ``b`` in ``E[d̂_n] = d_eff^{GP}(τ) + b/n + O(n^-2)`` for ``n`` Gaussian draws.
+
+    With ``g(t) = t/(t + τ)`` and ``T̂ = T + Δ``, the second-order term of ``Tr g(T̂)`` is
+    ``½ Σ_ij Δ_ij² g'^{[1]}(λ_i, λ_j)`` (divided difference of ``g'``; ``g''(λ_i)`` on the diagonal),
+    and for Gaussian draws ``E Δ_ij² = (1 + δ_ij) λ_i λ_j / n``, so
+    ``b = ½ Σ_ij (1 + δ_ij) λ_i λ_j g'^{[1]}(λ_i, λ_j) ≤ 0`` (``g`` is operator concave).
+    ``eigenvalues``: the spectrum of ``T`` (any order, ``≥ 0``)."""
+    lam = np.asarray(eigenvalues, float)
+    t = float(tau)
+    if not np.isfinite(t) or t <= 0:
+        raise ValueError(f"tau: must be finite and > 0, got {tau!r}")
+    if lam.ndim != 1 or not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ValueError("eigenvalues: expected a finite 1-D array of values >= 0")
+    g1 = t / (lam + t) ** 2
+    a, b = lam[:, None], lam[None, :]
+    diff = a - b
+    close = np.abs(diff) <= 1e-12 * np.maximum(np.abs(a) + np.abs(b), t)
+    g2 = -2.0 * t / (0.5 * (a + b) + t) ** 3
+    dd = np.where(close, g2, (g1[:, None] - g1[None, :]) / np.where(close, 1.0, diff))
+    return float(0.5 * np.sum((1.0 + np.eye(lam.size)) * a * b * dd))
+
+
+def finite_prompt_effective_dimension(
+    cov: np.ndarray, n_el: int, n_forcings: np.ndarray, tau: np.ndarray, n_seeds: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Finite-prompt estimates of ``d_eff^{GP}(τ)`` (main paper §10) over independent seeds.
+
+    For each ``n`` in ``n_forcings`` and each of ``n_seeds`` independent draws of ``n`` forcings
+    ``f_i ~ N(0, cov)`` at the nodes (:func:`sample_gp`'s jitter), returns
+    :func:`empirical_gp_effective_dimension` at every ``τ``: shape (len(n_forcings), n_seeds, len(tau)).
+    Vectorised over seeds (batched sample covariances and eigenvalues)."""
+    rng = as_generator(rng)
+    n_seeds = positive_int(n_seeds, "n_seeds", minimum=2)
+    sizes = np.asarray(n_forcings)
+    if sizes.ndim != 1 or sizes.size == 0 or np.any(sizes < 1) or np.any(sizes != np.round(sizes)):
+        raise ValueError(f"n_forcings: expected a 1-D array of positive integers, got {n_forcings!r}")
+    taus = np.atleast_1d(np.asarray(tau, float))
+    if np.any(taus <= 0) or not np.all(np.isfinite(taus)):
+        raise ValueError(f"tau: must be finite and > 0, got {tau!r}")
+    C = np.asarray(cov, float)
+    N = positive_int(n_el, "n_el") + 1
+    if C.shape != (N, N):
+        raise ValueError(f"cov: expected shape {(N, N)}, got {C.shape}")
+    Lc = np.linalg.cholesky(C + 1e-10 * np.trace(C) / N * np.eye(N))
+    out = np.empty((sizes.size, n_seeds, taus.size))
+    for j, n in enumerate(sizes.astype(int)):  # sizes differ: one batch per size
+        F = rng.standard_normal((n_seeds, n, N)) @ Lc.T
+        lam = covariance_galerkin_spectrum(np.swapaxes(F, 1, 2) @ F / n, n_el)
+        out[j] = np.sum(lam[:, None, :] / (lam[:, None, :] + taus[None, :, None]), axis=-1)
+    return out
