@@ -64,7 +64,7 @@ import tarfile
 import tempfile
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
@@ -347,6 +347,18 @@ def _read_manifest(tar: tarfile.TarFile, where: str) -> dict[str, Any]:
             )
         if not all(c in "0123456789abcdef" for c in e["key"]) or len(e["key"]) != 64:
             raise ArchiveError(f"{where}: refused: entry {e.get('notebook')}: {e['key']!r} is not a store key")
+        for rel in e["files"]:
+            parts = PurePosixPath(rel).parts
+            if (
+                not parts
+                or rel.startswith("/")
+                or "\\" in rel
+                or {".", "..", STAMP} & set(parts)
+                or rel != "/".join(parts)
+            ):
+                raise ArchiveError(
+                    f"{where}: refused: entry {e.get('notebook')}: {rel!r} is not a path inside an entry"
+                )
     return manifest
 
 

@@ -6,6 +6,7 @@ use), so no kernel starts and the whole file runs in about a second.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shutil
@@ -212,3 +213,31 @@ def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) ->
     assert f"imported from archive `{manifest['archive_sha256'][:16]}`; computed at commit `unknown`" in text
     assert manifest["entries"][0]["computed"]["machine"]["host"] in text
     assert entry_origin(src, keys["demo"]) is None  # the exporting store's own run has no import record
+
+
+def test_a_path_outside_the_entry_is_refused_even_with_consistent_hashes(exported, tmp_path: Path) -> None:
+    """Hashes are no signature: a rewritten listing whose hashes all agree must still never write outside the entry."""
+    from iclbook.archive import _entry_hash, archive_hash
+
+    src, archive, keys = exported
+    evil = b"evil\n"
+    digest = hashlib.sha256(evil).hexdigest()
+    with tarfile.open(archive) as tar:
+        m = json.loads(tar.extractfile(MANIFEST).read())
+    e = m["entries"][0]
+    e["files"]["../../../escaped.txt"] = digest
+    e["entry_sha256"] = _entry_hash(e)
+    m["archive_sha256"] = archive_hash(m)
+    bad = tmp_path / "bad.tar"
+    with tarfile.open(archive) as tin, tarfile.open(bad, "w", format=tarfile.PAX_FORMAT) as tout:
+        for member in tin:
+            data = json.dumps(m).encode() if member.name == MANIFEST else tin.extractfile(member).read()
+            member.size = len(data)
+            tout.addfile(member, io.BytesIO(data))
+        info = tarfile.TarInfo(f"entries/{e['key']}/../../../escaped.txt")
+        info.size = len(evil)
+        tout.addfile(info, io.BytesIO(evil))
+    dst = _clone(tmp_path, src)
+    with pytest.raises(ArchiveError, match=r"entry \w+: '\.\./\.\./\.\./escaped\.txt' is not a path inside an entry"):
+        import_archive(dst, bad, say=lambda s: None)
+    assert not list(tmp_path.rglob("escaped.txt"))
