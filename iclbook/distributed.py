@@ -14,7 +14,13 @@ locked dependencies), but no shared filesystem:
   run (:func:`iclbook.execution.execute`): failing cell, metrics schema, manifest, store;
 * while the notebook runs, the worker relays its progress file (:mod:`iclcore.progress`) through a
   Dask ``Variable`` (:class:`ProgressRelay`), and the client copies it into the run's private
-  folder, so the progress line shows a remote notebook's counters as it does a local one's.
+  folder, so the progress line shows a remote notebook's counters as it does a local one's;
+* the notebook's inner tasks (:func:`iclcore.parallel.map_configs`) go to the same cluster: the
+  kernel gets the scheduler's address in :data:`iclcore.parallel.SCHEDULER_ENV` and submits each
+  configuration as a task of its own; while the kernel runs, its worker thread secedes from the
+  worker's thread pool (``distributed.secede``), so that a notebook waiting for its inner tasks never
+  holds the slot they need (no deadlock when every slot runs such a notebook); the durations of the
+  inner tasks come back with the outputs (``inner.json``) and go into the manifest.
 
 A worker that dies mid-task is handled by Dask: the scheduler reschedules the task on another
 worker (``distributed.scheduler.allowed-failures``); the result is the same because each run is
@@ -32,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .notebooks import NotebookError
-from .worker_env import PROGRESS_ENV, PROGRESS_FILE, output_files, thread_env
+from .worker_env import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, SCHEDULER_ENV, output_files, thread_env
 
 CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
 
@@ -72,6 +78,9 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = thread_env(payload["threads"], src)
         env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)
+        if payload.get("scheduler"):
+            env[SCHEDULER_ENV] = payload["scheduler"]
+        seceded = _secede()
         with open(tmp / "log.txt", "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
@@ -87,11 +96,28 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
                     proc.wait(timeout=RELAY_INTERVAL)
                 except subprocess.TimeoutExpired:
                     relay.publish()
+        if seceded:
+            from distributed import rejoin
+
+            rejoin()
+        inner = tmp / INNER_FILE
         return {
             "rc": proc.returncode,
             "log": (tmp / "log.txt").read_bytes(),
             "files": {rel: (work / rel).read_bytes() for rel in output_files(work)},
+            "inner": inner.read_bytes() if inner.is_file() else b"",
         }
+
+
+def _secede() -> bool:
+    """Leave this Dask worker's thread pool while the kernel runs (its inner tasks may need the slot); False outside a task."""
+    try:
+        from distributed import secede
+
+        secede()
+    except (ImportError, ValueError, KeyError, AttributeError):
+        return False
+    return True
 
 
 RELAY_INTERVAL = 0.5  # seconds between two looks at a running notebook's progress file
@@ -168,6 +194,7 @@ class DaskLauncher:
             address = self.cluster.scheduler_address
         else:
             address = scheduler
+        self.address = address
         try:
             self.client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
         except (OSError, TimeoutError) as exc:
@@ -195,6 +222,7 @@ class DaskLauncher:
             "package": self.package,
             "threads": threads,
             "progress": f"{key}-progress",
+            "scheduler": self.address,
         }
         progress, seen = Variable(payload["progress"], client=self.client), None
         future = self.client.submit(run_on_worker, payload, key=key, pure=False)
@@ -218,6 +246,8 @@ class DaskLauncher:
             except Exception:  # noqa: BLE001  (a closing client: nothing left to clean)
                 pass
         (tmp / "log.txt").write_bytes(result["log"])
+        if result.get("inner"):
+            (tmp / INNER_FILE).write_bytes(result["inner"])
         for rel, data in result["files"].items():
             path = work / rel
             if ".." in Path(rel).parts or Path(rel).is_absolute():

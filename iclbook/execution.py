@@ -9,7 +9,9 @@ A run (:func:`execute`)
 2. succeeds only if the child exits 0, the executed notebook has no error
    output (:func:`failing_cell`), and ``metrics.json`` follows
    :data:`iclbook.store.METRICS_SCHEMA`;
-3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`); a failed run
+3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`); its manifest
+   also records the durations of the notebook's inner tasks (:func:`iclcore.parallel.map_configs`)
+   under ``"inner"``, for ``icl-book plan``; a failed run
    stores nothing, but its executed notebook is kept in ``.icl-store/failed/`` and the error names it,
    with the source line the traceback points to (:func:`failing_cell`, :func:`failing_line`).
 
@@ -41,7 +43,7 @@ from typing import Any
 from .notebooks import QUICK, python_literal
 from .runs import RunRequest, RunResult
 from .store import add_entry, check_metrics, hash_files, json_value, keep_failed, remove_tree, store_dir
-from .worker_env import PROGRESS_ENV, PROGRESS_FILE, thread_env
+from .worker_env import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks, thread_env
 
 __all__ = [
     "LOOPBACK_HINT",
@@ -269,9 +271,24 @@ def _run_child_here(tmp: Path, root: Path, threads: int, interrupts: Interrupts)
         except InterruptedError:
             return None
         try:
-            return proc.wait()
+            return _wait_cpu(proc, tmp)
         finally:
             interrupts.release(proc)
+
+
+CPU_FILE = "cpu.txt"  # in a run's private folder: CPU seconds of the child and its descendants
+
+
+def _wait_cpu(proc: subprocess.Popen, tmp: Path) -> int:
+    """Wait for ``proc``; write the CPU seconds (user + system) of it and its reaped descendants
+    (papermill, the kernel, the kernel's process pool) to ``tmp/cpu.txt``; its exit code."""
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:  # reaped meanwhile (an interrupt polled it): no CPU time
+        return proc.wait()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    (tmp / CPU_FILE).write_text(f"{usage.ru_utime + usage.ru_stime:.2f}")
+    return proc.returncode
 
 
 def _failed(request: RunRequest, root: Path, executed: Path, seconds: float, detail: str) -> RunResult:
@@ -361,6 +378,13 @@ def execute(
             "threads": threads,
             "files": files,
         }
+        inner = read_inner_tasks(tmp / INNER_FILE)  # durations of its map_configs tasks (icl-book plan)
+        if inner:
+            manifest["inner"] = inner
+        try:  # CPU seconds of the whole run (local runs only; icl-book plan)
+            manifest["cpu"] = float((tmp / CPU_FILE).read_text())
+        except (OSError, ValueError):
+            pass
         add_entry(root, key, work, manifest, tmp)
         return RunResult(name, "executed", seconds, "", request.out_dir)
     finally:

@@ -3,8 +3,11 @@
 * :func:`thread_env`: its environment (its share of BLAS/OpenMP/torch threads, written by
   :func:`iclcore.parallel.thread_settings`, which the notebook reads back with
   :func:`iclcore.parallel.thread_budget`; headless matplotlib; the project first on the path);
-* :data:`PROGRESS_ENV`, :data:`PROGRESS_FILE`: where it reports progress (defined once, in
-  :mod:`iclcore.progress`, which the kernel writes through);
+* :data:`PROGRESS_ENV`, :data:`PROGRESS_FILE`: where it reports progress, and :data:`INNER_FILE`
+  beside it, where its inner tasks leave their durations (:func:`read_inner_tasks`; defined once,
+  in :mod:`iclcore.progress`, which the kernel writes through);
+* :data:`SCHEDULER_ENV`: the Dask scheduler of its inner tasks (:func:`iclcore.parallel.map_configs`),
+  set only for a notebook run on Dask;
 * :func:`output_files`: the files it wrote (everything but the manifest :data:`STAMP`).
 
 This module imports only the standard library and ``iclcore``'s dependency-free ``parallel`` and
@@ -16,10 +19,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from iclcore.parallel import thread_settings
-from iclcore.progress import PROGRESS_ENV, PROGRESS_FILE
+from iclcore.parallel import SCHEDULER_ENV, thread_settings
+from iclcore.progress import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks
 
-__all__ = ["PROGRESS_ENV", "PROGRESS_FILE", "STAMP", "output_files", "thread_env"]
+__all__ = [
+    "INNER_FILE",
+    "PROGRESS_ENV",
+    "PROGRESS_FILE",
+    "SCHEDULER_ENV",
+    "STAMP",
+    "output_files",
+    "read_inner_tasks",
+    "thread_env",
+]
 
 STAMP = ".icl-run.json"  # the manifest, in a store entry and in an output folder; never an output
 
@@ -30,7 +42,10 @@ def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
     env.update(thread_settings(threads))
     env["MPLBACKEND"] = "Agg"
     env["PYTHONHASHSEED"] = "0"
-    env.pop("ICL_FIGURE_FORMATS", None)  # a run's outputs always hold every figure format (PNG and PDF)
+    env.pop("ICL_FIGURE_FORMATS", None)
+    env.pop(
+        SCHEDULER_ENV, None
+    )  # inner tasks go to Dask only when the notebook itself runs there  # a run's outputs always hold every figure format (PNG and PDF)
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     if root is not None:  # the kernel imports the iclcore whose files are in the key
         env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])

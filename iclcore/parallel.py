@@ -1,4 +1,4 @@
-"""Independent work on several cores: a thread budget and one executor for a list of configurations.
+"""Independent work on several cores or a Dask cluster: a thread budget and one executor for a list of configurations.
 
 ``icl-book run`` gives each notebook it runs a number of BLAS/OpenMP/torch threads by setting
 :data:`THREAD_VARIABLES` in the notebook's environment (:func:`thread_settings`, the one place
@@ -7,28 +7,59 @@ spend it on independent computations with :func:`map_configs`::
 
     results = map_configs(train_one, configs, workers=thread_budget(), cost=expected_seconds)
 
-``map_configs`` maps a pure function over a list of configurations: in this process, one after
-another, for ``workers <= 1``; otherwise in ``workers`` fresh (spawned) single-threaded
-processes. Each result depends only on its configuration, so both give the same results (in the
-order of ``configs``), bit for bit; more processes only shorten the wall time. Any
-:class:`concurrent.futures.Executor` may be passed instead (``executor=``), for example a Dask
-client's ``client.get_executor()``, so a cluster backend plugs in without changing callers.
+``map_configs`` maps a pure function over a list of configurations (its *inner tasks*), on the
+first of these that applies:
 
-This module imports only the standard library: the book tooling imports it at start-up.
+1. ``executor=`` given: any :class:`concurrent.futures.Executor` runs the calls;
+2. the environment variable :data:`SCHEDULER_ENV` names a Dask scheduler (``icl-book run
+   --scheduler ADDRESS`` sets it in the notebook's kernel): each configuration is one Dask task of
+   that cluster, submitted through ``distributed.get_client()`` when this code already runs inside
+   a Dask task, else through a ``Client`` connected to the address (one per process). The worker
+   checks that its ``iclcore`` has the same source files as the caller's (:func:`package_fingerprint`)
+   before running the call, so a worker with another checkout fails loudly instead of computing
+   something else. A worker lost mid-task is Dask's to retry (``distributed.scheduler.allowed-failures``);
+3. ``workers > 1``: ``min(workers, n)`` fresh (spawned) processes of one BLAS/OpenMP/torch thread each;
+4. otherwise: in this process, one after another.
+
+Each result depends only on its configuration, so all four give the same results (in the order of
+``configs``), bit for bit (tested on a ``LocalCluster``); they differ only in wall time.
+
+Every call is timed where it runs (wall and thread CPU seconds); :func:`map_configs` publishes the
+count of finished tasks to the runner's progress line (:func:`iclcore.progress.report_progress`,
+``tasks 5/18``) and records the durations with :func:`iclcore.progress.record_inner_tasks`, from which
+``icl-book`` writes them into the run's manifest (used by ``icl-book plan``).
+
+This module imports only the standard library (and ``distributed`` only on path 2): the book
+tooling imports it at start-up.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from iclcore.progress import PROGRESS_ENV, record_inner_tasks, report_progress
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-__all__ = ["THREAD_VARIABLES", "map_configs", "thread_budget", "thread_settings"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "SCHEDULER_ENV",
+    "THREAD_VARIABLES",
+    "SchedulerUnreachable",
+    "map_configs",
+    "package_fingerprint",
+    "thread_budget",
+    "thread_settings",
+]
 
 #: Environment variables that set the threads of BLAS, OpenMP (torch) and numexpr; the first is read back.
 THREAD_VARIABLES = (
@@ -39,8 +70,16 @@ THREAD_VARIABLES = (
     "VECLIB_MAXIMUM_THREADS",
 )
 
+#: Environment variable naming the Dask scheduler of the inner tasks (set by ``icl-book run --scheduler``).
+SCHEDULER_ENV = "ICL_DASK_SCHEDULER"
+CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
+
 C = TypeVar("C")
 R = TypeVar("R")
+
+
+class SchedulerUnreachable(ConnectionError):
+    """The Dask scheduler named by :data:`SCHEDULER_ENV` cannot be reached (one-line message)."""
 
 
 def _count(value: object, name: str) -> int:
@@ -67,21 +106,98 @@ def thread_budget(default: int = 1) -> int:
 
 
 def _single_threaded() -> None:
-    """Initializer of a pool process: one BLAS/OpenMP thread for whatever it imports next."""
+    """Initializer of a pool process: one BLAS/OpenMP thread for whatever it imports next; no progress
+    file (the parent reports the tasks; children writing the same file would overwrite each other)."""
     os.environ.update(thread_settings(1))
+    os.environ.pop(PROGRESS_ENV, None)
+
+
+@lru_cache(maxsize=1)
+def package_fingerprint() -> str:
+    """SHA-256 over the relative paths and bytes of every ``*.py`` of the ``iclcore`` this process imported."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
-class _OneThread(Generic[C, R]):
-    """``fn`` called with torch limited to one thread, if the call's module imported torch (picklable)."""
+class _Timed(Generic[C, R]):
+    """``fn(config)`` timed where it runs; with ``one_thread``, torch limited to one thread first (if
+    ``fn``'s module imported torch: a pool process or a Dask worker, never the caller's own process).
+
+    Returns ``(result, wall seconds, thread CPU seconds)``. With ``fingerprint``, first checks that
+    this process's ``iclcore`` is the caller's (a Dask worker may hold another checkout).
+    """
 
     fn: Callable[[C], R]
+    fingerprint: str = ""
+    one_thread: bool = True
 
-    def __call__(self, config: C) -> R:
+    def __call__(self, config: C) -> tuple[R, float, float]:
+        if self.fingerprint and package_fingerprint() != self.fingerprint:
+            import socket
+
+            raise RuntimeError(
+                f"map_configs: the iclcore on worker {socket.gethostname()} pid {os.getpid()} differs from the "
+                "notebook's (another checkout): install this project's iclcore on every Dask worker"
+            )
         torch = sys.modules.get("torch")  # imported by fn's module, never by this one
-        if torch is not None:
+        if torch is not None and self.one_thread:
             torch.set_num_threads(1)
-        return self.fn(config)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        result = self.fn(config)
+        return result, time.perf_counter() - wall, time.thread_time() - cpu
+
+
+_CLIENTS: dict[str, Any] = {}
+
+
+def _dask_client(address: str) -> Any:
+    """The client of the current Dask task if there is one, else one ``Client`` per process to ``address``."""
+    try:
+        from distributed import Client, get_client
+    except ImportError:
+        raise SchedulerUnreachable(
+            f"{SCHEDULER_ENV}={address}: the inner tasks need dask and distributed: pip install -e '.[cluster]'"
+        ) from None
+    try:
+        return get_client()  # inside a Dask task (or a process that already holds a default client)
+    except ValueError:
+        pass
+    client = _CLIENTS.get(address)
+    if client is None or client.status not in ("running", "connecting", "newly-created"):
+        try:
+            client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise SchedulerUnreachable(
+                f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT:.0f} s "
+                f"(from {SCHEDULER_ENV}; {type(exc).__name__})"
+            ) from None
+        _CLIENTS[address] = client
+    return client
+
+
+def _on_dask(timed: _Timed, configs: list, order: list[int], costs: list[float] | None, label: str, address: str):
+    from distributed import as_completed
+
+    client = _dask_client(address)
+    futures = {}
+    for rank, i in enumerate(order):
+        priority = 0 if costs is None else -rank  # Dask runs higher priorities first: most expensive first
+        futures[i] = client.submit(
+            timed, configs[i], pure=False, priority=priority, key=f"{label or 'inner'}-{i}-{os.urandom(6).hex()}"
+        )
+    index = {f.key: i for i, f in futures.items()}
+    out: dict[int, Any] = {}
+    for done, future in enumerate(as_completed(list(futures.values()), loop=client.loop), start=1):
+        out[index[future.key]] = future.result()
+        report_progress(tasks=(done, len(configs)), force=True)
+    return out
 
 
 def map_configs(
@@ -90,47 +206,82 @@ def map_configs(
     workers: int = 1,
     cost: Callable[[C], float] | None = None,
     executor: Executor | None = None,
+    label: str = "",
 ) -> list[R]:
-    """``[fn(c) for c in configs]``, computed on up to ``workers`` processes.
+    """``[fn(c) for c in configs]``, computed as independent tasks (see the module docstring for where).
 
     Parameters
     ----------
     fn : callable
         A pure function of one configuration, defined at module level (it is pickled by name
-        when ``workers > 1``); its result must be picklable.
+        when it runs elsewhere); its result must be picklable.
     configs : sequence
-        The configurations, ``(n,)``; each must be picklable when ``workers > 1``.
+        The configurations, ``(n,)``; each must be picklable when the calls run elsewhere.
     workers : int
-        ``1``: in this process, one after another, with its threads as they are. ``> 1``: in
-        ``min(workers, n)`` spawned processes of one BLAS/OpenMP/torch thread each.
+        Without a Dask scheduler or ``executor``: ``1`` runs the calls in this process, one after
+        another, with its threads as they are; ``> 1`` in ``min(workers, n)`` spawned processes of one
+        BLAS/OpenMP/torch thread each. Ignored on Dask (the cluster's workers decide).
     cost : callable, optional
         Expected cost of a configuration; configurations are submitted most expensive first
         (ties keep their order), so that no process idles at the end while another finishes a long
         one. Only the order of submission changes, never the results or their order.
     executor : concurrent.futures.Executor, optional
-        Run the calls there instead (e.g. a Dask client's executor); ``workers`` is then ignored.
+        Run the calls there instead; ``workers`` and the scheduler are then ignored.
+    label : str
+        Names the tasks in the recorded durations (``icl-book plan``) and the Dask keys.
 
     Returns
     -------
     list
         ``(n,)`` results in the order of ``configs``.
+
+    Raises
+    ------
+    SchedulerUnreachable
+        :data:`SCHEDULER_ENV` is set but the scheduler does not answer within :data:`CONNECT_TIMEOUT` s.
     """
     workers = _count(workers, "workers")
     configs = list(configs)
-    order = list(range(len(configs)))
+    n = len(configs)
+    order = list(range(n))
+    costs = None
     if cost is not None:
         costs = [float(cost(c)) for c in configs]
         order.sort(key=lambda i: -costs[i])  # stable: equal costs keep the order of configs
-    if executor is None and (workers == 1 or len(configs) <= 1):
-        return [fn(c) for c in configs]
+    start = time.perf_counter()
+    address = os.environ.get(SCHEDULER_ENV, "")
+    where = "serial"
     if executor is not None:
-        futures = {i: executor.submit(fn, configs[i]) for i in order}
-        return [futures[i].result() for i in range(len(configs))]
-    from concurrent.futures import ProcessPoolExecutor  # here: the tooling imports this module at start-up
-    from multiprocessing import get_context
+        where = "executor"
+        futures = {i: executor.submit(_Timed(fn, one_thread=False), configs[i]) for i in order}
+        timed = {i: futures[i].result() for i in range(n)}
+    elif address and n:
+        where = "dask"
+        timed = _on_dask(_Timed(fn, package_fingerprint()), configs, order, costs, label, address)
+    elif workers == 1 or n <= 1:
+        timed = {}
+        for i in range(n):
+            report_progress(tasks=(i, n), force=True)
+            timed[i] = _Timed(fn, one_thread=False)(configs[i])
+    else:
+        where = "processes"
+        from concurrent.futures import ProcessPoolExecutor, as_completed  # lazily: the tooling imports this module
+        from multiprocessing import get_context
 
-    with ProcessPoolExecutor(
-        max_workers=min(workers, len(configs)), mp_context=get_context("spawn"), initializer=_single_threaded
-    ) as pool:
-        done = dict(zip(order, pool.map(_OneThread(fn), [configs[i] for i in order])))
-    return [done[i] for i in range(len(configs))]
+        timed = {}
+        with ProcessPoolExecutor(
+            max_workers=min(workers, n), mp_context=get_context("spawn"), initializer=_single_threaded
+        ) as pool:
+            futures = {pool.submit(_Timed(fn), configs[i]): i for i in order}
+            report_progress(tasks=(0, n), force=True)
+            for done, future in enumerate(as_completed(futures), start=1):
+                timed[futures[future]] = future.result()
+                report_progress(tasks=(done, n), force=True)
+    record_inner_tasks(
+        label or getattr(fn, "__qualname__", "tasks"),
+        wall=time.perf_counter() - start,
+        seconds=[timed[i][1] for i in range(n)],
+        cpu=[timed[i][2] for i in range(n)],
+        where=where,
+    )
+    return [timed[i][0] for i in range(n)]

@@ -10,6 +10,10 @@ there as JSON, atomically (temporary file + :func:`os.replace`), at most once ev
 ``min_interval`` seconds; the runner shows them as ``dmft_softmax 412s, depth 4/8, step
 1200/2000``. Without the variable the call returns at once (one dictionary lookup), so library
 code and tests pay nothing.
+
+Inner tasks (:func:`iclcore.parallel.map_configs`) also leave their durations beside the progress
+file, in :data:`INNER_FILE` (:func:`record_inner_tasks`, one record per call, appended); the runner
+copies them into the run's manifest (``"inner"``), where ``icl-book plan`` reads them.
 """
 
 from __future__ import annotations
@@ -18,12 +22,23 @@ import json
 import os
 import time
 
-__all__ = ["PROGRESS_ENV", "PROGRESS_FILE", "report_progress", "format_progress", "read_progress"]
+__all__ = [
+    "INNER_FILE",
+    "PROGRESS_ENV",
+    "PROGRESS_FILE",
+    "format_progress",
+    "read_inner_tasks",
+    "read_progress",
+    "record_inner_tasks",
+    "report_progress",
+]
 
 #: Environment variable naming the progress file (set by the runner, read here, in the kernel).
 PROGRESS_ENV = "ICL_PROGRESS_FILE"
 #: Name of that file in a run's private folder (``icl-book`` reads it there for its progress line).
 PROGRESS_FILE = "progress.json"
+#: Name of the file of inner-task durations, beside the progress file (a JSON list of records).
+INNER_FILE = "inner.json"
 
 
 def _counter(name: str, value: object) -> object:
@@ -91,3 +106,44 @@ def read_progress(path: str | os.PathLike) -> str:
     except (OSError, ValueError):
         return ""
     return format_progress(data) if isinstance(data, dict) else ""
+
+
+def record_inner_tasks(label: str, wall: float, seconds: list[float], cpu: list[float], where: str) -> bool:
+    """Append one ``map_configs`` call to :data:`INNER_FILE` beside the progress file (if one is set).
+
+    ``label``: what the tasks are; ``wall``: seconds of the whole call in the caller; ``seconds``,
+    ``cpu``: ``(n,)`` wall and thread-CPU seconds of each task where it ran; ``where``: ``"serial"``,
+    ``"processes"``, ``"dask"`` or ``"executor"``. Returns whether the file was written.
+    """
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return False
+    inner = os.path.join(os.path.dirname(path), INNER_FILE)
+    records = read_inner_tasks(inner)
+    records.append(
+        {
+            "label": str(label),
+            "wall": round(float(wall), 3),
+            "seconds": [round(float(s), 3) for s in seconds],
+            "cpu": [round(float(c), 3) for c in cpu],
+            "where": str(where),
+        }
+    )
+    tmp = f"{inner}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(records, fh)
+        os.replace(tmp, inner)
+    except OSError:  # advisory, like the progress file
+        return False
+    return True
+
+
+def read_inner_tasks(path: str | os.PathLike) -> list[dict]:
+    """The records of :func:`record_inner_tasks` in the file at ``path`` (``[]`` if absent or unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []

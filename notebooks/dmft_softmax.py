@@ -37,11 +37,11 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
 from iclcore.dmft.width_mc import width_landscape_mc
-from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts, train
+from iclcore.models.attention import SoftmaxRun, softmax_run
 from iclcore.models.probes import block_average
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.stats import standard_error
 
@@ -49,8 +49,6 @@ use_style()
 t_start = time.time()
 P, K = int(round(alpha * D)), max(1, int(round(K_frac * D)))
 depths = [1, 2, 4, 8]
-sampler = lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)  # noqa: E731
-test = sample_iso_contexts(eval_contexts, P, K, D, torch.Generator().manual_seed(seed + 999), dtype=torch.float32)
 
 
 # optimal L-step in-context GD at the same finite D and P (reduced linear model, Monte Carlo)
@@ -61,17 +59,14 @@ for L in depths:
     gd_opt[L] = float(ls.min())
 
 # %%
+# the 8 models are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
+keys = [(mlp, L) for mlp in (False, True) for L in depths]
+runs = [SoftmaxRun(D, P, K, n, L, mlp, B, lr, steps, eval_contexts, seed, (i + 1, len(keys))) for i, (mlp, L) in enumerate(keys)]
+trained = map_configs(softmax_run, runs, thread_budget(), cost=lambda r: r.L * (3 if r.mlp else 1), label="softmax models")
 results = {}
-for mlp in (False, True):
-    for i, L in enumerate(depths):
-        model = SoftmaxAttention(D, n, L, torch.Generator().manual_seed(seed + L), mlp=mlp)
-        res = train(model, sampler, steps, lr, torch.Generator().manual_seed(seed + 50 + L), optimizer="adam",
-                    progress={"model": (len(depths) * mlp + i + 1, 2 * len(depths))})
-        with torch.no_grad():
-            per_context = ((model(test.X, test.y, test.Xs) - test.ys) ** 2).reshape(eval_contexts, -1).mean(1).double().numpy()
-        final = float(per_context.mean())
-        final_se = float(standard_error(per_context))  # Monte Carlo SE over held-out contexts
-        results[(mlp, L)] = (res, final, final_se)
+for key, (loss, per_context) in zip(keys, trained):
+    # final loss and its Monte Carlo SE over held-out contexts
+    results[key] = (loss, float(per_context.mean()), float(standard_error(per_context)))
 
 # %%
 figs = {}
@@ -80,7 +75,7 @@ for mlp, stem, title in ((False, "fig6c_softmax", "(6c) softmax attention"),
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for i, L in enumerate(depths):
         res, final, _ = results[(mlp, L)]
-        ax.plot(block_average(np.arange(steps), 20), block_average(res.loss, 20), color=PALETTE[i], label=f"L={L}: held-out {final:.3f}")
+        ax.plot(block_average(np.arange(steps), 20), block_average(res, 20), color=PALETTE[i], label=f"L={L}: held-out {final:.3f}")
         ax.axhline(gd_opt[L], color=PALETTE[i], ls="--", lw=1)
     ax.set(xlabel="Adam step", ylabel="loss", yscale="log", title=f"{title}, D={D}, α={alpha}")
     ax.legend(fontsize=7, title="dashed: best L-step in-context GD", title_fontsize=7)

@@ -671,12 +671,15 @@ def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str,
     sets torch). ``workers > 1`` runs them in that many fresh (spawned) single-threaded processes
     (:func:`iclcore.parallel.map_configs`), longest first (GPT runs before LSA runs): the runs are
     independent and each is seeded by its own arguments, so the results are identical to the
-    sequential ones (tested) and the wall time falls by up to ``workers``. A process pool rather
+    sequential ones (tested) and the wall time falls by up to ``workers``. Under ``icl-book run
+    --scheduler`` each run is a task of the Dask cluster instead (``workers`` is then ignored). A process pool rather
     than threads or ``torch.func.vmap``: a run of the small GPT already keeps one core's GEMMs near
     their peak, so only more cores help. ``workers`` defaults, in the notebook, to
     :func:`iclcore.parallel.thread_budget`.
     """
     workers = positive_int(workers, "workers")
     keys = sweep.keys()
-    runs = map_configs(_probe_run, [(sweep, *k) for k in keys], workers, cost=lambda c: float(c[1] == "gpt"))
+    runs = map_configs(
+        _probe_run, [(sweep, *k) for k in keys], workers, cost=lambda c: float(c[1] == "gpt"), label="probe runs"
+    )
     return dict(zip(keys, runs))

@@ -49,7 +49,9 @@ __all__ = [
     "power_five_flow",
     "ReducedGammaStack",
     "SoftmaxAttention",
+    "SoftmaxRun",
     "TrainResult",
+    "softmax_run",
     "train",
 ]
 
@@ -540,3 +542,65 @@ def train(
         count_from=0,
     )
     return TrainResult(loss=log.loss, gamma=np.array(gam) if track else None, t=clock)
+
+
+# --------------------------------------------------------------------------------------------
+# one softmax model of the depth sweep, as an independent task
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SoftmaxRun:
+    """One model of the softmax depth sweep of Bordelon et al. §5.3, App. G.3 (Fig. 6c, 9).
+
+    ``D, P, K``: input dimension, labelled tokens and queries per context; ``n``: residual width;
+    ``L``: depth; ``mlp``: GELU MLP blocks; ``B, lr, steps``: Adam on ``B`` fresh isotropic contexts
+    per step; ``eval_contexts``: held-out contexts; ``seed``: initialisation ``seed + L``, training
+    contexts ``seed + 50 + L``, held-out contexts ``seed + 999`` (the same set for every depth);
+    ``index = (i, n)``: the model's place in the sweep, for the progress line.
+    """
+
+    D: int
+    P: int
+    K: int
+    n: int
+    L: int
+    mlp: bool
+    B: int
+    lr: float
+    steps: int
+    eval_contexts: int
+    seed: int
+    index: tuple[int, int] = (1, 1)
+
+
+def softmax_run(run: SoftmaxRun) -> tuple[np.ndarray, np.ndarray]:
+    """Train one :class:`SoftmaxAttention` of ``run`` (float32, Adam) and evaluate it on the held-out contexts.
+
+    Returns the training loss ``(steps,)`` (:attr:`TrainResult.loss`) and the held-out squared error
+    of every context averaged over its ``K`` queries, ``(eval_contexts,)`` (float64). A pure function
+    of ``run`` (a task of :func:`iclcore.parallel.map_configs`): the same bits in any process with
+    one torch thread.
+    """
+    if not isinstance(run, SoftmaxRun):
+        raise TypeError(f"run: expected a SoftmaxRun, got {type(run).__name__}")
+    model = SoftmaxAttention(run.D, run.n, run.L, torch.Generator().manual_seed(run.seed + run.L), mlp=run.mlp)
+
+    def sampler(g: torch.Generator) -> Contexts:
+        return sample_iso_contexts(run.B, run.P, run.K, run.D, g, dtype=torch.float32)
+
+    res = train(
+        model,
+        sampler,
+        run.steps,
+        run.lr,
+        torch.Generator().manual_seed(run.seed + 50 + run.L),
+        optimizer="adam",
+        progress={"model": run.index},
+    )
+    test = sample_iso_contexts(
+        run.eval_contexts, run.P, run.K, run.D, torch.Generator().manual_seed(run.seed + 999), dtype=torch.float32
+    )
+    with torch.no_grad():
+        err = ((model(test.X, test.y, test.Xs) - test.ys) ** 2).reshape(run.eval_contexts, -1).mean(1)
+    return res.loss, err.double().numpy()
