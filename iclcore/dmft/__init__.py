@@ -60,6 +60,9 @@ Public modules:
   optimum (with the Catalan closed form), gradient flow and finite-``D`` Monte Carlo;
 - :mod:`~iclcore.dmft.reduced_sgd`: Reduced-Γ SGD simulation (Bordelon et al. §2.2 Eq. 4, App. B.2 Eqs. 54–55,
   App. C.1 Eq. 62) and the Monte Carlo population loss of a fixed ``Γ``;
+- :mod:`~iclcore.dmft.nested`: Nested deterministic equivalent of the width-``N`` model at finite context
+  length ``P`` (Bordelon et al. Result 7, Eq. 15; App. A, F.3–F.4), its gradient flow, the Monte Carlo it is
+  checked against, the separable (Chinchilla) fit of Eq. 18 and the compute-optimal frontier (Result 8);
 - :mod:`~iclcore.dmft.rrs`: RRS setting of the reduced-Γ model at ``P = ∞``, ``N = D`` (Bordelon et al. §3.3,
   Result 6, Eqs. 13, 94, 98): loss, gradient, optimum and gradient flow;
 - :mod:`~iclcore.dmft.scaling`: Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4): width and
@@ -81,4 +84,4 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.dmft.iso import iso_loss``.
 """
 
-__all__ = ["data", "fs", "iso", "isotropy", "reduced_sgd", "rrs", "scaling", "sgd_noise", "shallow_sgd", "untied", "width_de", "width_mc"]
+__all__ = ["data", "fs", "iso", "isotropy", "nested", "reduced_sgd", "rrs", "scaling", "sgd_noise", "shallow_sgd", "untied", "width_de", "width_mc"]
