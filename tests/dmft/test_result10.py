@@ -97,3 +97,21 @@ def test_bad_inputs():
         sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 0.25, 1.5, 50, 2, np.random.default_rng(0))
     with pytest.raises(ValueError, match="seeds"):
         sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 1.0, 0.1, 5, 0, np.random.default_rng(0))
+
+
+def test_depth_gain_peaks_at_alpha_one():
+    """Errata 'Reading of “especially for α ≈ 1”' (row dmft_reduced-04): L*(α,1) − [1−α]_+ peaks at α = 1."""
+    from scipy.optimize import minimize_scalar
+
+    from iclcore.dmft import iso
+
+    res = minimize_scalar(
+        lambda a: -(iso.iso_optimum(a, 1)[1] - max(0.0, 1.0 - a)),
+        bounds=(0.2, 5.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    assert res.x == pytest.approx(1.0, abs=1e-6)
+    a = np.array([0.3, 0.7, 1.5, 3.0])
+    gain = np.array([iso.iso_optimum_closed_form(x, 1)[1] - iso.iso_optimum_closed_form(x, np.inf)[1] for x in a])
+    np.testing.assert_allclose(gain, np.where(a < 1, a**2 / (1 + a), 1 / (1 + a)), rtol=1e-12)
