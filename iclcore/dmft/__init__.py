@@ -52,12 +52,17 @@ Public modules:
 - :mod:`~iclcore.dmft.data`: Data of the reduced-Γ theory (Bordelon, Letey, Pehlevan): power-law covariance
   and task spectra under the source/capacity conditions, and the Marchenko–Pastur quadrature rule of ``Σ̂ =
   XᵀX/P``;
+- :mod:`~iclcore.dmft.finite_context`: Isotropic-layer losses at finite context length by Monte Carlo over
+  ``Σ̂``: the eigen-data of drawn empirical covariances shared by the App. G.1.2 and G.2 losses;
 - :mod:`~iclcore.dmft.fs`: FS setting of the reduced-Γ model (Bordelon et al. §3.2, App. D): ``α = ∞``, ``Σ =
   diag(λ)``, ``Ω = diag(ω)``; mode flows, loss curves and out-of-distribution loss under rotated covariances;
 - :mod:`~iclcore.dmft.isotropy`: Identities checked by code (Results 1 and 6, Eqs. 3–4, 52–58): gradient descent on a
   Pauli-symmetrised sample stays isotropic, and the masked linear attention computes ``L`` steps of in-context GD;
 - :mod:`~iclcore.dmft.iso`: ISO setting of the reduced-Γ model (Bordelon et al. §3.1, App. C): loss, gradient,
   optimum (with the Catalan closed form), gradient flow and finite-``D`` Monte Carlo;
+- :mod:`~iclcore.dmft.readout`: Full linear attention with trainable read-in and read-out (Bordelon et al.
+  §5.2, App. G.2, Eq. 124): the loss in ``(w_o w_y, γ)``, its gradient flow (transient blow-up and recovery
+  of the read-out scale) and the trainable network;
 - :mod:`~iclcore.dmft.reduced_sgd`: Reduced-Γ SGD simulation (Bordelon et al. §2.2 Eq. 4, App. B.2 Eqs. 54–55,
   App. C.1 Eq. 62) and the Monte Carlo population loss of a fixed ``Γ``;
 - :mod:`~iclcore.dmft.nested`: Nested deterministic equivalent of the width-``N`` model at finite context
@@ -72,7 +77,8 @@ Public modules:
 - :mod:`~iclcore.dmft.shallow_sgd`: Shallow SGD theory of the reduced-Γ model (Bordelon et al. App. C.1,
   Result 10) with the corrected initial condition;
 - :mod:`~iclcore.dmft.untied`: Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App.
-  G.1): the loss, the Hessian at the balanced point and the global untied optimum;
+  G.1): the loss, the Hessian at the balanced point and the global untied optimum; with label noise at finite
+  context length (App. G.1.2, Eq. 122);
 - :mod:`~iclcore.dmft.width_de`: Deterministic equivalents of the width-``N`` model (``N, D → ∞`` at fixed
   ``N/D``): the one-point function by contour integration, and the Appendix-A two-point deterministic
   equivalent (Eq. 15, 36–40) of a free product ``M = O B Oᵀ A`` with the double contour integral for the loss;
@@ -84,4 +90,20 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.dmft.iso import iso_loss``.
 """
 
-__all__ = ["data", "fs", "iso", "isotropy", "nested", "reduced_sgd", "rrs", "scaling", "sgd_noise", "shallow_sgd", "untied", "width_de", "width_mc"]
+__all__ = [
+    "data",
+    "finite_context",
+    "fs",
+    "iso",
+    "isotropy",
+    "nested",
+    "readout",
+    "reduced_sgd",
+    "rrs",
+    "scaling",
+    "sgd_noise",
+    "shallow_sgd",
+    "untied",
+    "width_de",
+    "width_mc",
+]

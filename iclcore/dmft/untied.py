@@ -1,5 +1,6 @@
 """Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App. G.1): the
-loss, the Hessian at the balanced point and the global untied optimum. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
+loss, the Hessian at the balanced point and the global untied optimum; with label noise at finite
+context length (App. G.1.2, Eq. 122) by Monte Carlo over the context covariance. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
 :mod:`iclcore.dmft`.
 """
 
@@ -7,12 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from iclcore.validation import positive_int, spectrum_pair
+from iclcore.dmft.finite_context import ContextDraws
+from iclcore.validation import nondecreasing_times, nonnegative_float, positive_int, spectrum_pair
 
 __all__ = [
     "untied_loss",
     "untied_balanced_hessian",
     "untied_optimum",
+    "untied_noisy_loss",
+    "untied_noisy_flow",
 ]
 
 
@@ -120,3 +124,106 @@ def untied_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[np.ndarr
     nodes = eigh_tridiagonal(radau, b[:L], eigvals_only=True)
     roots = nodes[np.argsort(np.abs(nodes))[1:]]  # drop the node at 0
     return np.sort(L / roots), loss
+
+
+# --------------------------------------------------------------------------------------------
+# Untied layers with label noise at finite context length (Bordelon et al. App. G.1.2, Eqs. 119-122)
+# --------------------------------------------------------------------------------------------
+
+
+def _untied_noisy_terms(layer_gammas: np.ndarray, draws: ContextDraws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-draw signal term and the two noise forms, each of shape ``(..., n)``.
+
+    ``u_ℓ = 1 - γ^ℓ s / L``, ``p = Π_ℓ u_ℓ`` and ``r = Σ_ℓ γ^ℓ Π_{k>ℓ} u_k`` (Horner: ``r ← u_ℓ r + γ^ℓ``).
+    """
+    g = np.asarray(layer_gammas, dtype=float)
+    if g.ndim < 1 or g.shape[-1] < 1 or not np.all(np.isfinite(g)):
+        raise ValueError("layer_gammas: expected a finite array (..., L) with one scale per layer")
+    L = g.shape[-1]
+    s = draws.s
+    p = np.ones(g.shape[:-1] + s.shape)
+    r = np.zeros_like(p)
+    for l in range(L):  # loop over layers only (L is small); draws and modes are array axes
+        u = 1.0 - g[..., l, None, None] * s / L
+        p = p * u
+        r = u * r + g[..., l, None, None]
+    D = draws.D
+    signal = np.sum(p * (draws.W_lo @ p[..., None])[..., 0], axis=-1) / D  # batched p^T W p
+    decoupled = np.sum(r * (draws.W_ll @ r[..., None])[..., 0], axis=-1) / D
+    coupled = np.sum(draws.w_l * s * r * r, axis=-1) / D
+    return signal, decoupled, coupled
+
+
+def untied_noisy_loss(
+    layer_gammas: np.ndarray, draws: ContextDraws, sigma: float, decoupled: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Excess loss of untied isotropic layers with label noise at context length ``P`` (App. G.1.2).
+
+    The weight error obeys ``v^ℓ = A^ℓ v^{ℓ-1} - γ^ℓ L^{-1} σ Xᵀε / P`` with ``A^ℓ = I - γ^ℓ Σ̂ / L``
+    (Eq. 119), so ``v^L = Π A^ℓ b_* - (σ/L) R Xᵀε/P`` with ``R = Σ_ℓ γ^ℓ Π_{k>ℓ} A^k`` (Eq. 120) and,
+    since ``Cov(Xᵀε/P | X) = Σ̂ / P``,
+
+    .. math::
+
+        \\mathcal L = \\Big\\langle \\mathrm{tr}\\,\\Lambda\\, p(\\hat\\Sigma)\\,\\Omega\\, p(\\hat\\Sigma)\\Big\\rangle
+        + \\frac{\\sigma^2}{L^2\\alpha}\\Big\\langle \\mathrm{tr}\\,\\Lambda R\\, \\hat\\Sigma\\, R\\Big\\rangle .
+
+    ``decoupled=True`` gives Eq. (122) as printed: ``⟨bbᵀ⟩ = σ² L^{-2} α^{-1} Λ`` replaces the
+    ``Σ̂`` between the two ``R`` by its mean ``Λ`` (exact as ``α → ∞`` at fixed ``σ²/α``; the
+    difference is ``O(σ²/α²)``); ``decoupled=False`` keeps ``Σ̂`` (exact at every ``α``). Both average
+    the ``A^ℓ`` over the same draws. The query label noise ``σ²`` of a mean-squared error on
+    noisy queries is not included.
+
+    Parameters
+    ----------
+    layer_gammas : array ``(..., L)``, layer scales ``γ^ℓ`` (leading axes: several settings at once)
+    draws : ContextDraws with finite ``P`` (from :func:`iclcore.dmft.finite_context.context_draws`)
+    sigma : float >= 0, label-noise standard deviation
+    decoupled : bool, Eq. (122) as printed (True) or the exact noise term (False)
+
+    Returns
+    -------
+    loss, se : arrays of shape ``(...)``: the Monte Carlo mean over draws and its standard error
+    """
+    if not isinstance(draws, ContextDraws) or draws.P is None:
+        raise ValueError("draws: expected ContextDraws at a finite context length P")
+    sigma = nonnegative_float(sigma, "sigma")
+    signal, dec, cou = _untied_noisy_terms(layer_gammas, draws)
+    L = np.asarray(layer_gammas).shape[-1]
+    per_draw = signal + sigma**2 * draws.D / (L**2 * draws.P) * (dec if decoupled else cou)
+    return per_draw.mean(-1), per_draw.std(-1, ddof=1) / np.sqrt(draws.n)
+
+
+def untied_noisy_flow(
+    t: np.ndarray, draws: ContextDraws, L: int, sigma: float, decoupled: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced gradient flow on :func:`untied_noisy_loss`: ``dγ/dt = -½ d𝓛(γ 1_L)/dγ`` from ``γ = 0``.
+
+    With learning rate ``η_0 L`` per layer the untied flow stays balanced (Eq. 118) and follows the
+    recurrent clock of :mod:`iclcore.dmft` (``t = η · steps``). The derivative is a central
+    difference of the Monte Carlo loss (step ``1e-6 (1 + γ)``), exact for the same draws up to ``~1e-9``.
+
+    Returns
+    -------
+    gamma, loss : arrays ``(len(t),)``: the flow and :func:`untied_noisy_loss` along it (excess loss)
+    """
+    from scipy.integrate import solve_ivp
+
+    L = positive_int(L, "L")
+    t = nondecreasing_times(t)
+    if t[0] < 0:
+        raise ValueError("t: times must be >= 0")
+
+    def loss(g: np.ndarray) -> np.ndarray:
+        return untied_noisy_loss(np.repeat(np.asarray(g, float)[:, None], L, axis=1), draws, sigma, decoupled)[0]
+
+    def rhs(_t: float, y: np.ndarray) -> list[float]:
+        h = 1e-6 * (1.0 + abs(y[0]))
+        lp, lm = loss(np.array([y[0] + h, y[0] - h]))
+        return [-0.5 * (lp - lm) / (2 * h)]
+
+    sol = solve_ivp(rhs, (0.0, float(t[-1])), [0.0], t_eval=t, method="LSODA", rtol=1e-7, atol=1e-9)
+    if not sol.success:
+        raise RuntimeError(f"untied_noisy_flow: the ODE solver failed ({sol.message})")
+    gam = sol.y[0]
+    return gam, loss(gam)

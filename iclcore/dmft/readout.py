@@ -1,0 +1,186 @@
+"""Full linear attention with trainable read-in and read-out (Bordelon et al. §5.2, App. G.2, Eqs. 123-124).
+
+With the block (aligned) structure of :class:`iclcore.models.attention.LinearAttention` and a
+trainable read-in ``w_y = a_y e_D`` and read-out ``w_o = a_o e_D``, the network predicts
+``f(x_*) = a_o a_y x_*ᵀ b_L`` with ``b_L = [I - (I - ΓΣ̂/L)^L] b_*`` (noise-free labels), so with
+isotropic ``Γ = γ I`` and ``m = a_o a_y`` the loss is
+
+.. math::
+
+    \\mathcal L(m, \\gamma) = \\big\\langle \\mathrm{tr}\\,\\Lambda\\,[I - m\\,q(\\hat\\Sigma)]\\,\\Omega\\,
+    [I - m\\,q(\\hat\\Sigma)]\\big\\rangle,\\qquad q(s) = 1 - (1 - \\gamma s/L)^L ,
+
+Eq. (124) with ``w_o w_y = m`` and ``w_v w_k w_q w_x^2 = γ`` (at ``P = ∞``, ``Σ̂ = Λ``, it is Eq. 124
+as printed). Gradient flow on the factors of a product keeps ``d(f_i^2)/dt = -2 n_i X ∂_X 𝓛`` for a
+factor entering ``X`` with power ``n_i``, so with the Frobenius-balanced scale ``s`` of
+``W_x, W_k, W_q, W_v`` (``γ = c s^5``, ``c = 2/D^2``, :func:`iclcore.models.attention.power_five_constant`):
+
+.. math:: \\dot a_o = -a_y\\,\\partial_m\\mathcal L,\\quad \\dot a_y = -a_o\\,\\partial_m\\mathcal L,\\quad
+          \\dot s = -c\\,s^4\\,\\partial_\\gamma\\mathcal L .
+
+From a small start ``m`` overshoots its final value while ``γ`` is still small (the read-out
+compensates the not-yet-learned in-context GD) and recovers as ``γ`` grows: the paper's
+"transient blowup and recovery in the scale of ``w_y`` and ``w_o``" (§5.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from iclcore.dmft.finite_context import ContextDraws
+from iclcore.models.attention import Contexts, LinearAttention
+from iclcore.models.training import TrainConfig, train_loop
+from iclcore.validation import nondecreasing_times, positive_float, positive_int, torch_generator
+
+__all__ = ["readout_loss", "readout_flow", "ReadoutFlow", "ReadoutAttention", "train_readout", "ReadoutRun"]
+
+
+def readout_loss(m: float, gamma: float, draws: ContextDraws, L: int) -> tuple[float, float, float]:
+    """Eq. (124) at finite context length and its two partial derivatives (Monte Carlo mean over ``draws``).
+
+    ``𝓛 = tr ΩΛ - 2m g_1(γ) + m² g_2(γ)`` with ``g_1 = ⟨tr Λ q Ω⟩``, ``g_2 = ⟨tr Λ q Ω q⟩``.
+
+    Returns
+    -------
+    (loss, dL/dm, dL/dgamma) : floats
+    """
+    L = positive_int(L, "L")
+    if not (np.isfinite(m) and np.isfinite(gamma)):
+        raise ValueError("m, gamma: expected finite values")
+    D = draws.D
+    u = 1.0 - gamma * draws.s / L
+    q = 1.0 - u**L
+    dq = draws.s * u ** (L - 1)
+    g1 = float(np.mean(np.sum(q * draws.w_ol, axis=1))) / D
+    Wq = (draws.W_lo @ q[..., None])[..., 0]
+    g2 = float(np.mean(np.sum(q * Wq, axis=1))) / D
+    d1 = float(np.mean(np.sum(dq * draws.w_ol, axis=1))) / D
+    d2 = 2.0 * float(np.mean(np.sum(dq * Wq, axis=1))) / D
+    return draws.base - 2 * m * g1 + m * m * g2, -2 * g1 + 2 * m * g2, -2 * m * d1 + m * m * d2
+
+
+@dataclass
+class ReadoutFlow:
+    """Gradient flow of Eq. (124): arrays ``(n_t,)`` of ``t``, ``a_o``, ``a_y``, ``s``, ``m = a_o a_y``,
+    ``gamma = c s^5`` and the loss."""
+
+    t: np.ndarray
+    a_o: np.ndarray
+    a_y: np.ndarray
+    s: np.ndarray
+    m: np.ndarray
+    gamma: np.ndarray
+    loss: np.ndarray
+
+
+def readout_flow(
+    t: np.ndarray, draws: ContextDraws, L: int, c: float, a_o0: float, a_y0: float, s0: float
+) -> ReadoutFlow:
+    """Gradient flow of the read-in/read-out scales and the balanced attention scale (module docstring).
+
+    Parameters
+    ----------
+    t : non-decreasing times ``>= 0`` (plain SGD with step ``η``: ``t = η · steps``)
+    draws : ContextDraws (``P = None`` for Eq. 124 as printed)
+    L : int, depth; c : float, ``γ = c s^5``; a_o0, a_y0, s0 : floats, the initial scales
+
+    Returns
+    -------
+    ReadoutFlow
+    """
+    from scipy.integrate import solve_ivp
+
+    t = nondecreasing_times(t)
+    L = positive_int(L, "L")
+    c = positive_float(c, "c")
+    s0 = positive_float(s0, "s0")
+    if not (np.isfinite(a_o0) and np.isfinite(a_y0)):
+        raise ValueError("a_o0, a_y0: expected finite initial read-out/read-in scales")
+
+    def rhs(_t: float, y: np.ndarray) -> list[float]:
+        ao, ay, s = y
+        _, dm, dg = readout_loss(ao * ay, c * s**5, draws, L)
+        return [-ay * dm, -ao * dm, -c * s**4 * dg]
+
+    sol = solve_ivp(
+        rhs, (0.0, float(t[-1])), [float(a_o0), float(a_y0), s0], t_eval=t, method="LSODA", rtol=1e-9, atol=1e-12
+    )
+    if not sol.success:
+        raise RuntimeError(f"readout_flow: the ODE solver failed ({sol.message})")
+    ao, ay, s = sol.y
+    m, g = ao * ay, c * s**5
+    loss = np.array([readout_loss(mi, gi, draws, L)[0] for mi, gi in zip(m, g)])
+    return ReadoutFlow(t=t, a_o=ao, a_y=ay, s=s, m=m, gamma=g, loss=loss)
+
+
+class ReadoutAttention(LinearAttention):
+    """:class:`~iclcore.models.attention.LinearAttention` (block structure, tied layers) with trainable
+    read-in ``w_y = a_y e_D`` and read-out ``w_o = a_o e_D`` (Bordelon et al. Eq. 3, §5.2, App. G.2).
+
+    Parameters
+    ----------
+    D, L : int; s0 : float, initial Frobenius scale of ``W_x, W_k, W_q, W_v`` (``γ(0) = c s0^5``)
+    a0 : float, initial ``a_o = a_y``
+    """
+
+    def __init__(self, D: int, L: int, s0: float, a0: float, dtype: torch.dtype = torch.float64):
+        super().__init__(D, L, s0, "block", dtype=dtype)
+        a0 = positive_float(a0, "a0")
+        self.a_y = nn.Parameter(torch.tensor(a0, dtype=dtype))
+        self.a_o = nn.Parameter(torch.tensor(a0, dtype=dtype))
+
+    def forward(self, X: torch.Tensor, y: torch.Tensor, Xs: torch.Tensor) -> torch.Tensor:
+        """Predictions ``a_o e_D · h^{L+1}`` on the ``K`` queries, shape ``(B, K)``.
+
+        In the block structure ``W_k, W_q`` read only the ``x`` channels and ``W_v`` only the label
+        channel, so the label channel of every token is linear in the read-in ``a_y y`` and the
+        prediction is ``a_o a_y`` times that of :class:`LinearAttention` with unit read-in/read-out.
+        """
+        return self.a_o * self.a_y * super().forward(X, y, Xs)
+
+
+@dataclass
+class ReadoutRun:
+    """Per-step records of :func:`train_readout`: ``loss (steps,)`` (batch loss before each update) and
+    ``gamma, a_o, a_y`` of shape ``(steps + 1,)``."""
+
+    loss: np.ndarray
+    gamma: np.ndarray
+    a_o: np.ndarray
+    a_y: np.ndarray
+
+
+def train_readout(model: ReadoutAttention, sampler, steps: int, lr: float, gen: torch.Generator) -> ReadoutRun:
+    """Plain online SGD ``W ← W - lr ∇`` on the query mean-squared error, fresh prompts every step.
+
+    ``sampler(gen)`` returns a :class:`~iclcore.models.attention.Contexts`; the flow of
+    :func:`readout_flow` is the ``lr → 0`` limit at ``t = lr · steps``.
+    """
+    if not isinstance(model, ReadoutAttention):
+        raise ValueError("model: expected a ReadoutAttention")
+    steps = positive_int(steps, "steps")
+    lr = positive_float(lr, "lr")
+    gen = torch_generator(gen)
+    rec: list[tuple[float, float, float]] = []
+
+    def batch_loss(_k: int) -> torch.Tensor:
+        ctx: Contexts = sampler(gen)
+        return ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
+
+    def record(_k: int) -> None:
+        rec.append((model.gamma(), float(model.a_o), float(model.a_y)))
+
+    log = train_loop(
+        model.parameters(),
+        batch_loss,
+        TrainConfig(steps=steps, lr=lr, nonfinite="raise"),
+        on_checkpoint=record,
+        checkpoints=range(steps + 1),
+        count_from=0,
+    )
+    g, ao, ay = (np.array(v) for v in zip(*rec))
+    return ReadoutRun(loss=log.loss, gamma=g, a_o=ao, a_y=ay)
