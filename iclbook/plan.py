@@ -1,0 +1,253 @@
+"""``icl-book plan``: predicted wall time of a build on ``N`` single-thread workers.
+
+The tasks of a build are the notebooks and their inner tasks (:func:`iclcore.parallel.map_configs`):
+notebook ``nb`` is a *serial* task (its own code, outside its ``map_configs`` calls) after which its
+inner tasks become ready (the kernel waits for them without holding a worker, as on Dask, where the
+notebook's task secedes from the worker's thread pool). Durations (seconds on one thread):
+
+* from the store: the newest manifest of ``(notebook, preset)``: CPU seconds of the run and of each
+  inner task where it ran (``"cpu"`` and ``"inner"``, :mod:`iclcore.progress`; CPU, not wall time,
+  so that a run on a loaded machine still predicts an idle one; :func:`tasks_from_manifest`);
+* else from the committed hint ``notebooks/seconds.json``: ``{preset: {notebook: seconds}}`` (the
+  notebook's single-thread total) and ``{"inner": {preset: {notebook: [seconds, ...]}}}`` (its inner
+  tasks; the serial part is the total minus their sum). The output says which source each came from.
+
+The simulation (:func:`simulate`) is list scheduling: whenever a worker is free it takes the ready
+task with the longest path to the end of its notebook (serial part: its own duration plus its
+longest inner task; inner task: its duration), ties in book order. The critical path is the longest
+notebook chain, ``serial + max(inner)``; no schedule on any number of workers beats it, nor the
+total work divided by ``N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .notebooks import NotebookError, discover_all
+from .scheduling import SECONDS_HINT
+from .store import STAMP, store_dir
+
+__all__ = ["Plan", "Task", "add_command", "cmd_plan", "load_tasks", "simulate"]
+
+INNER_KEY = "inner"  # in notebooks/seconds.json: {"inner": {preset: {notebook: [seconds, ...]}}}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: ``notebook``, its ``label`` (``""`` for the serial part), duration ``seconds``, ``source``."""
+
+    notebook: str
+    label: str
+    seconds: float
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.notebook if not self.label else f"{self.notebook}[{self.label}]"
+
+
+@dataclass
+class Plan:
+    """The outcome of :func:`simulate`: predicted wall time, critical path, total work, the tasks."""
+
+    workers: int
+    wall: float
+    critical: float
+    critical_notebook: str
+    total: float
+    tasks: list[Task] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def longest(self, k: int = 5) -> list[Task]:
+        return sorted(self.tasks, key=lambda t: -t.seconds)[:k]
+
+
+def _chains(tasks: list[Task]) -> dict[str, tuple[Task, list[Task]]]:
+    chains: dict[str, tuple[Task | None, list[Task]]] = {}
+    for t in tasks:
+        serial, inner = chains.get(t.notebook, (None, []))
+        if t.label:
+            inner.append(t)
+        else:
+            serial = t
+        chains[t.notebook] = (serial, inner)
+    return {nb: (serial or Task(nb, "", 0.0, "none"), inner) for nb, (serial, inner) in chains.items()}
+
+
+def simulate(tasks: list[Task], workers: int) -> Plan:
+    """List-schedule ``tasks`` on ``workers`` single-thread workers (see the module docstring)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise NotebookError(f"--workers: expected a number of workers >= 1, got {workers!r}")
+    chains = _chains(tasks)
+    order = {nb: i for i, nb in enumerate(chains)}
+    ready: list[tuple[float, int, int, str, Task]] = []
+    seq = 0
+    for nb, (serial, inner) in chains.items():
+        rank = serial.seconds + max((t.seconds for t in inner), default=0.0)
+        heapq.heappush(ready, (-rank, order[nb], seq, "serial", serial))
+        seq += 1
+    running: list[tuple[float, int, str, Task]] = []  # (end, seq, kind, task)
+    idle, now = workers, 0.0
+    while ready or running:
+        while idle and ready:
+            _, _, _, kind, task = heapq.heappop(ready)
+            heapq.heappush(running, (now + task.seconds, seq, kind, task))
+            seq, idle = seq + 1, idle - 1
+        now, _, kind, task = heapq.heappop(running)
+        idle += 1
+        if kind == "serial":  # the notebook's inner tasks become ready
+            for t in chains[task.notebook][1]:
+                heapq.heappush(ready, (-t.seconds, order[task.notebook], seq, "inner", t))
+                seq += 1
+    wall = now
+    lengths = {nb: s.seconds + max((t.seconds for t in inner), default=0.0) for nb, (s, inner) in chains.items()}
+    critical_nb = max(lengths, key=lambda nb: (lengths[nb], -order[nb]), default="")
+    return Plan(
+        workers=workers,
+        wall=wall,
+        critical=lengths.get(critical_nb, 0.0),
+        critical_notebook=critical_nb,
+        total=sum(t.seconds for t in tasks),
+        tasks=list(tasks),
+    )
+
+
+def _store_manifests(root: Path, preset: str) -> dict[str, dict]:
+    """The newest manifest of each notebook at ``preset`` in the store."""
+    newest: dict[str, tuple[float, dict]] = {}
+    for path in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
+        try:
+            m = json.loads(path.read_text())
+            when = path.stat().st_mtime
+            if m.get("preset") == preset and when > newest.get(m["notebook"], (-1.0, {}))[0]:
+                newest[str(m["notebook"])] = (when, m)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return {nb: m for nb, (_, m) in newest.items()}
+
+
+def tasks_from_manifest(m: dict) -> list[Task]:
+    """The serial part and inner tasks of one recorded run, in CPU seconds (one thread).
+
+    A task's duration is its thread-CPU seconds where it ran (``"cpu"`` of its ``map_configs``
+    record), else its wall seconds. The notebook's total is the run's CPU seconds (``"cpu"``: the
+    child and its descendants, which include the inner tasks run in the kernel or its process
+    pool), else its wall seconds times its threads; its serial part is the total minus the inner
+    tasks that ran locally (tasks that ran on Dask are not in the kernel's CPU time; without ``"cpu"``
+    the wall time of each ``map_configs`` call is subtracted instead).
+    """
+    nb, threads = str(m["notebook"]), max(1, int(m.get("threads", 1)))
+    records = [r for r in m.get(INNER_KEY, []) if isinstance(r, dict)]
+    tasks, local = [], 0.0
+    for r in records:
+        wall = [float(x) for x in r.get("seconds", [])]
+        cpu = [float(x) for x in r.get("cpu", [])]
+        secs = cpu if len(cpu) == len(wall) and all(c > 0 for c in cpu) else wall
+        label = str(r.get("label", "tasks"))
+        tasks += [Task(nb, f"{label} {i + 1}", x, "store") for i, x in enumerate(secs)]
+        if r.get("where") in ("serial", "processes"):
+            local += sum(secs)
+    if "cpu" in m:
+        serial = float(m["cpu"]) - local
+    else:
+        serial = (float(m["seconds"]) - sum(float(r.get("wall", 0.0)) for r in records)) * threads
+    return [Task(nb, "", max(0.0, serial), "store"), *tasks]
+
+
+def _hint(root: Path) -> dict:
+    try:
+        data = json.loads((root / SECONDS_HINT).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:
+    """The serial part and inner tasks of ``nb`` from the committed hint, or None if it has no time."""
+    table = hint.get(preset, {})
+    if not isinstance(table, dict) or not isinstance(table.get(nb), (int, float)):
+        return None
+    inner = hint.get(INNER_KEY, {}).get(preset, {}).get(nb, [])
+    inner = [float(s) for s in inner] if isinstance(inner, list) else []
+    serial = max(0.0, float(table[nb]) - sum(inner))
+    return [Task(nb, "", serial, "hint")] + [Task(nb, f"inner {i + 1}", s, "hint") for i, s in enumerate(inner)]
+
+
+def load_tasks(root: Path, preset: str, names: list[str] | None = None) -> tuple[list[Task], list[str]]:
+    """Tasks of every notebook (or of ``names``) at ``preset``, store first, then hint; and the notebooks without a time."""
+    notebooks, _ = discover_all(root)
+    wanted = [nb.name for nb in notebooks if preset in nb.presets or preset == "quick"]
+    if names:
+        unknown = sorted(set(names) - {nb.name for nb in notebooks})
+        if unknown:
+            raise NotebookError(f"plan: no notebook named {', '.join(unknown)}")
+        wanted = [n for n in wanted if n in names]
+    stored, hint = _store_manifests(root, preset), _hint(root)
+    tasks: list[Task] = []
+    missing = []
+    for nb in wanted:
+        if nb in stored:
+            try:
+                tasks += tasks_from_manifest(stored[nb])
+                continue
+            except (KeyError, TypeError, ValueError):
+                pass
+        from_hint = tasks_from_hint(hint, preset, nb)
+        if from_hint is None:
+            missing.append(nb)
+        else:
+            tasks += from_hint
+    return tasks, missing
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min ({seconds:.0f} s)"
+
+
+def format_plan(plan: Plan, preset: str) -> str:
+    notebooks = {t.notebook for t in plan.tasks}
+    sources = {}
+    for t in plan.tasks:
+        sources.setdefault(t.source, set()).add(t.notebook)
+    where = "; ".join(
+        f"{len(v)} notebook(s) from {'the store' if k == 'store' else SECONDS_HINT.as_posix() + ' (no ' + preset + ' run in the store)'}"
+        for k, v in sorted(sources.items())
+    )
+    inner = sum(1 for t in plan.tasks if t.label)
+    lines = [
+        f"plan: preset {preset}, {plan.workers} single-thread worker(s), {len(notebooks)} notebooks, "
+        f"{inner} inner tasks; durations: {where or 'none'}",
+        f"predicted wall time: {_minutes(plan.wall)}",
+        f"critical path: {_minutes(plan.critical)} ({plan.critical_notebook}: serial part and its longest inner task)",
+        f"total work: {_minutes(plan.total)} (at least {_minutes(plan.total / plan.workers)} on {plan.workers} workers)",
+        "five longest tasks:",
+    ]
+    lines += [f"  {t.seconds:8.0f} s  {t.name} ({t.source})" for t in plan.longest(5)]
+    if plan.missing:
+        lines.append(f"no recorded time (left out): {', '.join(plan.missing)}")
+    return "\n".join(lines)
+
+
+def cmd_plan(args: argparse.Namespace, root: Path) -> int:
+    if args.workers < 1:
+        raise NotebookError(f"--workers: expected a number of workers >= 1, got {args.workers}")
+    tasks, missing = load_tasks(root, args.preset, args.names or None)
+    plan = simulate(tasks, args.workers)
+    plan.missing = missing
+    print(format_plan(plan, args.preset))
+    return 0
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    """The ``plan`` subcommand."""
+    pl = sub.add_parser(
+        "plan", help="predict the wall time of a build on N single-thread workers (nothing is executed)"
+    )
+    pl.add_argument("names", nargs="*", metavar="NAME", help="notebooks to plan (default: all)")
+    pl.add_argument("--preset", default="paper", help="parameter preset (default: paper)")
+    pl.add_argument("--workers", type=int, default=16, help="single-thread workers (default: 16)")
+    pl.set_defaults(func=cmd_plan)

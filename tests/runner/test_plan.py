@@ -1,0 +1,91 @@
+"""``icl-book plan``: list scheduling of notebooks and their inner tasks (issue 23, item 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iclbook import cli
+from iclbook.notebooks import NotebookError
+from iclbook.plan import Task, load_tasks, simulate, tasks_from_manifest
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+# notebook A: serial part 10 s, then three inner tasks of 6 s; B: 8 s; C: 3 s (worked out by hand below)
+TASKS = [
+    Task("A", "", 10, "t"),
+    *(Task("A", f"m {i}", 6, "t") for i in (1, 2, 3)),
+    Task("B", "", 8, "t"),
+    Task("C", "", 3, "t"),
+]
+
+
+@pytest.mark.parametrize(
+    ("workers", "wall"),
+    [
+        (1, 39.0),  # everything in a row
+        (2, 22.0),  # A 0-10 | B 0-8, C 8-11; inner 10-16, 11-17, 16-22
+        (4, 16.0),  # the critical path: A's serial part and one inner task
+    ],
+)
+def test_list_schedule_by_hand(workers, wall):
+    plan = simulate(TASKS, workers)
+    assert plan.wall == wall
+    assert (plan.critical, plan.critical_notebook, plan.total) == (16.0, "A", 39.0)
+    assert plan.wall >= max(plan.critical, plan.total / workers)
+    assert [t.seconds for t in plan.longest(2)] == [10, 8]
+
+
+@pytest.mark.parametrize("workers", [0, -3, True])
+def test_bad_workers_are_refused(workers):
+    with pytest.raises(NotebookError, match="^--workers:"):
+        simulate(TASKS, workers)
+
+
+def test_manifest_durations_are_cpu_seconds():
+    m = {
+        "notebook": "nb",
+        "seconds": 50.0,
+        "threads": 2,
+        "cpu": 90.0,
+        "inner": [{"label": "runs", "wall": 40.0, "seconds": [30.0, 30.0], "cpu": [25.0, 35.0], "where": "processes"}],
+    }
+    serial, *inner = tasks_from_manifest(m)
+    assert serial.seconds == 30.0 and [t.seconds for t in inner] == [25.0, 35.0]
+    assert [t.name for t in inner] == ["nb[runs 1]", "nb[runs 2]"]
+    del m["cpu"]  # a Dask run: wall outside the calls, times the threads
+    assert tasks_from_manifest(m)[0].seconds == 20.0
+
+
+def test_cli_reads_the_store_else_the_hint_and_refuses_zero_workers(tmp_path, capsys):
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURES / "demo_project", root)
+    (root / "notebooks" / "seconds.json").write_text(
+        json.dumps({"quick": {"demo": 7.0, "second": 100.0}, "inner": {"quick": {"second": [40.0, 40.0]}}})
+    )
+    entry = root / ".icl-store" / "entries" / "k1"
+    entry.mkdir(parents=True)
+    inner = [{"label": "m", "wall": 9.0, "seconds": [3.0, 6.0], "cpu": [3.0, 6.0], "where": "serial"}]
+    (entry / ".icl-run.json").write_text(
+        json.dumps({"notebook": "demo", "preset": "quick", "seconds": 12.0, "threads": 1, "cpu": 12.0, "inner": inner})
+    )
+    tasks, missing = load_tasks(root, "quick")
+    assert sorted((t.name, t.seconds, t.source) for t in tasks) == [
+        ("demo", 3.0, "store"),
+        ("demo[m 1]", 3.0, "store"),
+        ("demo[m 2]", 6.0, "store"),
+        ("second", 20.0, "hint"),
+        ("second[inner 1]", 40.0, "hint"),
+        ("second[inner 2]", 40.0, "hint"),
+    ]
+    assert missing == []
+    assert cli.main(["--root", str(root), "plan", "--preset", "quick", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted wall time: 1.0 min (60 s)" in out and "critical path: 1.0 min (60 s) (second" in out
+    assert "notebooks/seconds.json (no quick run in the store)" in out and "1 notebook(s) from the store" in out
+    assert cli.main(["--root", str(root), "plan", "--workers", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["icl-book: error: --workers: expected a number of workers >= 1, got 0"]
