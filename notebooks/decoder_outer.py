@@ -376,6 +376,26 @@ def _gap_se(cmp, ell):  # paired prompt SE of (learned - comparator), worst comp
     return combined_standard_error(paired, replica_spread([system_depth_risk(P, sys_test, ell) for P in P_rep]))
 
 
+def _win_rates(cmp, ell):
+    """Share of held-out prompts on which P (main run, then each replica) has the lower loss than each comparator.
+
+    A mean of i.i.d. indicators over the prompts: binomial standard error sqrt(w (1 - w)/n), exact, and no
+    tail can move it (the comparators' per-prompt losses are heavy-tailed; ledger decoder-25). The SGD spread
+    of a single run's rate is the spread over the main run and the replicas (same prompts).
+    """
+    out = {}
+    for m in ("scalar", "h_inf"):
+        comp = _prompt_losses(cmp.baselines[m].preconditioners(sys_test.H), ell)
+        w = np.array([np.mean(_prompt_losses(P, ell) < comp) for P in P_rep])
+        out[m] = (float(w[0]), combined_standard_error(float(np.sqrt(w[0] * (1 - w[0]) / comp.size)), replica_spread(w)))
+    return out
+
+
+win_L, win_small = _win_rates(cmp_L, L), _win_rates(cmp_small, L_small)
+win_metrics = {f"baseline{tag}_win_{m}{suf}": v[i] for tag, wr in (("", win_L), ("_small", win_small))
+               for m, v in wr.items() for i, suf in ((0, ""), (1, "_se"))}
+print({k: f"{v:.3f}" for k, v in win_metrics.items()})
+
 # Table 2 quantities of P_800: SGD spread over the replicas (same prompts) and, for prompt means, the prompt SE
 tab_rep = [checkpoint_table(P, P_star, ev, L, clip, delta) for P in P_rep]
 loss_solution = np.sum(E[:, -1] ** 2, 1) / K                              # per-prompt (1/K)||z_L - z^dagger||^2
@@ -457,6 +477,7 @@ metrics = {
     "baseline_scalar_eta": cmp_L.baselines["scalar"].param,
     "baseline_jacobi_omega": cmp_L.baselines["jacobi"].param,
     **se_metrics,
+    **win_metrics,
     "train_seconds": t_train,
     "runtime_seconds": runtime,
 }
