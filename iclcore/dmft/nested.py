@@ -121,8 +121,9 @@ def nested_kappa(
 
     def f_df(k: np.ndarray, zz: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         inv = 1.0 / (k[:, None] + lam[None, :])
-        tau = inv @ wl
-        dtau = -((inv * inv) @ wl)
+        w_inv = inv * wl  # element-wise reductions: a BLAS matrix-vector product here is slower under threads
+        tau = w_inv.sum(axis=1)
+        dtau = -(w_inv * inv).sum(axis=1)
         a, b = 1.0 - tau * inv_alpha_P, 1.0 - tau * iaN
         f = k * a * b - zz * (1.0 - tau)
         df = a * b - k * dtau * (inv_alpha_P * b + iaN * a) + zz * dtau
