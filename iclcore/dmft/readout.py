@@ -36,7 +36,15 @@ from iclcore.models.attention import Contexts, LinearAttention
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import nondecreasing_times, positive_float, positive_int, torch_generator
 
-__all__ = ["readout_loss", "readout_flow", "ReadoutFlow", "ReadoutAttention", "train_readout", "ReadoutRun"]
+__all__ = [
+    "readout_loss",
+    "readout_flow",
+    "readout_descent_path",
+    "ReadoutFlow",
+    "ReadoutAttention",
+    "train_readout",
+    "ReadoutRun",
+]
 
 
 def readout_loss(m: float, gamma: float, draws: ContextDraws, L: int) -> tuple[float, float, float]:
@@ -115,6 +123,45 @@ def readout_flow(
     m, g = ao * ay, c * s**5
     loss = np.array([readout_loss(mi, gi, draws, L)[0] for mi, gi in zip(m, g)])
     return ReadoutFlow(t=t, a_o=ao, a_y=ay, s=s, m=m, gamma=g, loss=loss)
+
+
+def readout_descent_path(
+    draws: ContextDraws, L: int, D: int, eta: float, steps: int, a0: float, s0: float
+) -> ReadoutFlow:
+    """The expected SGD path of :class:`ReadoutAttention` in its own discrete steps (Eq. 124 with step ``η``).
+
+    Full-batch gradient descent on the isotropic block weights ``W_x = x I``, ``W_k = k I``,
+    ``W_q = q I``, scalar ``w_v = v`` and ``a_o, a_y``, with ``γ = v x² k q`` (diagonal entries
+    ``x = s√(2/D)``, ``k = q = s/√D``, ``v = s`` at the start, as in
+    :class:`~iclcore.models.attention.LinearAttention`): each diagonal entry moves by
+    ``-η ∂𝓛/∂Γ_ii ∂Γ_ii/∂entry`` with ``∂𝓛/∂Γ_ii = ∂_γ𝓛 / D``, the scalars by their full gradients.
+    As ``η → 0`` at ``t = η · steps`` it tends to :func:`readout_flow` (the difference is ``O(η)``);
+    it is the theory the SGD follows in expectation before its noise (the discretisation term of the
+    error model, as :func:`iclcore.dmft.scaling.scalar_descent_path` for the reduced model).
+
+    Returns
+    -------
+    ReadoutFlow at ``t = η · (0, 1, ..., steps)`` (``s`` is the Frobenius-balanced scale ``(γ D²/2)^{1/5}``)
+    """
+    L, D, steps = positive_int(L, "L"), positive_int(D, "D"), positive_int(steps, "steps")
+    eta, a0, s0 = positive_float(eta, "eta"), positive_float(a0, "a0"), positive_float(s0, "s0")
+    x, k, q, v, ao, ay = s0 * np.sqrt(2.0 / D), s0 / np.sqrt(D), s0 / np.sqrt(D), s0, a0, a0
+    rec = np.empty((steps + 1, 4))  # a_o, a_y, gamma, loss
+    for n in range(steps + 1):  # an iterated map: each step needs the previous one
+        g = v * x * x * k * q
+        loss, dm, dg = readout_loss(ao * ay, g, draws, L)
+        rec[n] = ao, ay, g, loss
+        x, k, q, v, ao, ay = (
+            x - eta * 2 * v * x * k * q * dg / D,
+            k - eta * v * x * x * q * dg / D,
+            q - eta * v * x * x * k * dg / D,
+            v - eta * x * x * k * q * dg,
+            ao - eta * ay * dm,
+            ay - eta * ao * dm,
+        )
+    ao_, ay_, gam, loss = rec.T
+    s = np.abs(gam * D**2 / 2) ** 0.2
+    return ReadoutFlow(t=eta * np.arange(steps + 1), a_o=ao_, a_y=ay_, s=s, m=ao_ * ay_, gamma=gam, loss=loss)
 
 
 class ReadoutAttention(LinearAttention):

@@ -125,3 +125,18 @@ def test_bad_inputs() -> None:
         ReadoutAttention(4, 2, 1.0, -0.1)
     with pytest.raises(ValueError, match="t"):
         readout_flow(np.array([1.0, 0.5]), dr, 2, 0.1, 0.3, 0.3, 1.0)
+
+
+def test_readout_descent_path_tends_to_the_flow_linearly_in_the_step() -> None:
+    from iclcore.dmft.readout import readout_descent_path
+
+    D, L = 8, 4
+    dr = context_draws(np.ones(D), np.ones(D), 16, np.random.default_rng(0), 200)
+    fl = readout_flow(np.linspace(0, 20, 201), dr, L, 2 / D**2, 0.3, 0.3, 1.2)
+    gaps = [
+        abs(readout_descent_path(dr, L, D, eta, int(round(20 / eta)), 0.3, 1.2).m.max() - fl.m.max())
+        for eta in (0.1, 0.05)
+    ]
+    assert gaps[1] == pytest.approx(gaps[0] / 2, rel=0.15)
+    path = readout_descent_path(dr, L, D, 0.1, 1, 0.3, 1.2)
+    assert path.gamma[0] == pytest.approx(2 / D**2 * 1.2**5, rel=1e-12)
