@@ -923,7 +923,7 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             continue
         metric = target.claim.metric or predicate_names(target.claim.predicate)[0]
         data = [
-            (p, float(m[metric]), evaluate(target.claim, m).status == "reproduced")
+            (p, float(m[metric]), evaluate(target.claim, m).status == "reproduced", _rule_half_width(target.claim, m))
             for p, m in points
             if _number(m.get(metric))
         ]
@@ -945,8 +945,8 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             f":name: fig-sweep-{name.replace('_', '-')}",
             "",
             f"Specification curve of `{metric}` (row {target.claim.id}) in `{name}`: the value at each stored sweep "
-            f"point, sorted (red: the row's rule fails there), the reported value (dashed) and the rule's band "
-            f"(grey, at the preset's standard error where the rule has one); below, the setting that produced "
+            f"point, sorted (red: the row's rule fails there; bars: the rule's z·SE at that point where it has one), "
+            f"the reported value (dashed) and the rule's band (grey; at the preset's SE); below, the setting that produced "
             f"each point (*preset*: the quick preset)." + (f" {unrun} point(s) not run yet." if unrun else ""),
             "```",
             "",
@@ -961,6 +961,12 @@ def _figure_row(rows: list[Row], notebook: str, row_id: str) -> Row | None:
         return next((r for r in mine if r.claim.id == row_id), None)
     numeric = [r for r in mine if r.claim.kind in ("within_se", "rel", "abs", "max", "min")]
     return next(iter(numeric or [r for r in mine if r.claim.kind == "predicate"]), None)
+
+
+def _rule_half_width(c: Claim, metrics: dict[str, Any]) -> float | None:
+    """A within_se rule's half-width z·SE + discretisation at one sweep point (None for other rules)."""
+    se = metrics.get(c.se[0]) if c.kind == "within_se" and c.se else None
+    return c.z * float(se) + c.discretisation if _number(se) else None
 
 
 def _rule_band(c: Claim, metrics: dict[str, Any]) -> tuple[float | None, float | None]:

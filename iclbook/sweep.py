@@ -401,14 +401,16 @@ def band(
 # --------------------------------------------------------------------------- figure
 def spec_curve(
     title: str,
-    points: Sequence[tuple[Point, float, bool]],
+    points: Sequence[tuple[Point, float, bool, float | None]],
     reported: float | None,
     band_lo: float | None,
     band_hi: float | None,
     out_stem: Path,
 ) -> list[Path]:
-    """The specification curve: ``points`` (point, value, rule holds) sorted by value, the paper's value and
-    the rule's band marked, and below it a dot matrix of the settings that produced each point.
+    """The specification curve: ``points`` (point, value, rule holds, half-width of the rule's interval at
+    that point or None) sorted by value, the paper's value and the rule's band marked, and below it a dot
+    matrix of the settings that produced each point. A positive metric spanning more than a factor 30 is
+    drawn on a log scale.
 
     Written as ``out_stem.png`` and ``out_stem.pdf``; returns the paths.
     """
@@ -418,27 +420,29 @@ def spec_curve(
     import matplotlib.pyplot as plt
 
     pts = sorted(points, key=lambda t: t[1])
-    rows = sorted({f"{k}={python_literal(v)}" for p, _, _ in pts for k, v in p.changed}) + ["preset"]
+    rows = sorted({f"{k}={python_literal(v)}" for p, *_ in pts for k, v in p.changed}) + ["preset"]
     fig, (ax, bx) = plt.subplots(
         2, 1, figsize=(6.4, 2.4 + 0.22 * len(rows)), sharex=True, gridspec_kw={"height_ratios": [2.2, 0.25 * len(rows)]}
     )
     x = list(range(len(pts)))
     if band_lo is not None or band_hi is not None:
-        lo = band_lo if band_lo is not None else min(v for _, v, _ in pts)
-        hi = band_hi if band_hi is not None else max(v for _, v, _ in pts)
+        lo = band_lo if band_lo is not None else min(v for _, v, *_ in pts)
+        hi = band_hi if band_hi is not None else max(v for _, v, *_ in pts)
         ax.axhspan(lo, hi, color="0.88", label="rule's band")
     if reported is not None and math.isfinite(reported):
         ax.axhline(reported, color="k", lw=1, ls="--", label="reported")
-    ax.scatter(
-        x,
-        [v for _, v, _ in pts],
-        c=["tab:blue" if ok else "tab:red" for _, _, ok in pts],
-        zorder=3,
-        s=22,
-    )
+    values = [v for _, v, *_ in pts]
+    for i, (_, v, ok, half) in enumerate(pts):
+        colour = "tab:blue" if ok else "tab:red"
+        if half is not None and math.isfinite(half):
+            ax.errorbar(i, v, yerr=half, color=colour, lw=1, capsize=2, zorder=2)
+        ax.scatter(i, v, color=colour, zorder=3, s=22)
+    if min(values) > 0 and max(values) > 30 * min(values):
+        ax.set_yscale("log")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="best")
-    for i, (p, _, _) in enumerate(pts):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="best")
+    for i, (p, *_) in enumerate(pts):
         labels = {f"{k}={python_literal(v)}" for k, v in p.changed} or {"preset"}
         for j, r in enumerate(rows):
             bx.scatter(i, j, s=14, c="k" if r in labels else "0.85")
