@@ -74,6 +74,8 @@ Public modules:
   context bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and power-law fits;
 - :mod:`~iclcore.dmft.sgd_noise`: Depth-1 ISO online SGD vectorised over seeds (App. C.1, Result 10): the exact
   finite-``D`` mean path, the SGD noise around it and its plateau ``b/(1 − a)``;
+- :mod:`~iclcore.dmft.sgd_sweep`: Late SGD bias of the reduced-Γ model against its gradient flow swept over
+  ``(η, B)`` with independent runs (App. C.1; the width model of §4 and the untied layers of §5.1);
 - :mod:`~iclcore.dmft.shallow_sgd`: Shallow SGD theory of the reduced-Γ model (Bordelon et al. App. C.1,
   Result 10) with the corrected initial condition;
 - :mod:`~iclcore.dmft.untied`: Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App.
@@ -102,6 +104,7 @@ __all__ = [
     "rrs",
     "scaling",
     "sgd_noise",
+    "sgd_sweep",
     "shallow_sgd",
     "untied",
     "width_de",

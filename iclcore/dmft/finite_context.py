@@ -22,7 +22,7 @@ import numpy as np
 
 from iclcore.validation import as_generator, positive_int, spectrum_pair
 
-__all__ = ["ContextDraws", "context_draws"]
+__all__ = ["ContextDraws", "context_draws", "tied_loss_moments", "tied_loss_from_moments"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +99,39 @@ def context_draws(
     return ContextDraws(
         s=s, w_ol=w_ol, w_l=np.diagonal(Lp, axis1=1, axis2=2).copy(), W_lo=Lp * Op, W_ll=Lp * Lp, base=base, P=P
     )
+
+
+def tied_loss_moments(draws: ContextDraws, L: int) -> np.ndarray:
+    """Moment matrix of the tied (recurrent) noise-free loss at finite context length, shape ``(L + 1, L + 1)``.
+
+    With ``p(s) = (1 - γ s / L)^L = Σ_j b_j(γ) s^j``, ``b_j = C(L, j) (-γ/L)^j``, the Monte Carlo loss
+    ``⟨tr Λ p(Σ̂) Ω p(Σ̂)⟩`` (Bordelon et al. Eq. 4 with ``Γ = γ I``; the reduced landscape of Figure 6)
+    is the quadratic form ``b(γ)ᵀ M b(γ)`` with ``M_{jj'} = ⟨(1/D) Σ_{ik} (W_lo)_{ik} s_i^j s_k^{j'}⟩``:
+    exact in ``γ`` (no grid), and the draws enter once. Evaluate with :func:`tied_loss_from_moments`.
+    """
+    L = positive_int(L, "L", maximum=32)
+    S = draws.s[..., None] ** np.arange(L + 1)  # (n, D, L+1)
+    WS = draws.W_lo @ S
+    return np.einsum("nia,nib->ab", S, WS) / (draws.D * draws.n)
+
+
+def tied_loss_from_moments(gamma: np.ndarray | float, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Loss ``b(γ)ᵀ M b(γ)`` and its derivative in ``γ`` for the moment matrix of :func:`tied_loss_moments`.
+
+    Returns
+    -------
+    loss, dloss : arrays with the shape of ``gamma``
+    """
+    from scipy.special import comb
+
+    M = np.asarray(M, float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        raise ValueError("M: expected a square moment matrix of size L + 1 >= 2")
+    L = M.shape[0] - 1
+    g = np.asarray(gamma, float)
+    j = np.arange(L + 1)
+    c = comb(L, j) * (-1.0 / L) ** j
+    b = c * g[..., None] ** j
+    db = c * j * g[..., None] ** np.maximum(j - 1, 0)
+    Mb = b @ M
+    return np.sum(Mb * b, axis=-1), 2.0 * np.sum(Mb * db, axis=-1)

@@ -140,3 +140,20 @@ def test_readout_descent_path_tends_to_the_flow_linearly_in_the_step() -> None:
     assert gaps[1] == pytest.approx(gaps[0] / 2, rel=0.15)
     path = readout_descent_path(dr, L, D, 0.1, 1, 0.3, 1.2)
     assert path.gamma[0] == pytest.approx(2 / D**2 * 1.2**5, rel=1e-12)
+
+
+def test_tied_loss_moments_equal_the_direct_landscape() -> None:
+    from iclcore.dmft.finite_context import tied_loss_from_moments, tied_loss_moments
+
+    lam, omega = power_law_spectrum(7, 1.0, 1.0)
+    dr = context_draws(lam, omega, 12, np.random.default_rng(9), 300)
+    for L in (1, 3, 8):
+        M = tied_loss_moments(dr, L)
+        for g in (0.2, 1.9, 5.0):
+            loss, dloss = tied_loss_from_moments(g, M)
+            ref = readout_loss(1.0, g, dr, L)
+            assert loss == pytest.approx(ref[0], rel=1e-9, abs=1e-12) and dloss == pytest.approx(
+                ref[2], rel=1e-8, abs=1e-11
+            )
+    with pytest.raises(ValueError, match="M"):
+        tied_loss_from_moments(1.0, np.ones(3))

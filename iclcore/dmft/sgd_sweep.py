@@ -1,0 +1,145 @@
+"""Late SGD bias of the reduced-Γ model against its gradient flow, swept over step ``η`` and batch ``B``
+(Bordelon et al. App. C.1: "the gradient flow limit can be accessed simply by controlling the scale of
+η/τ"; the width model of §4 / Fig. 5 and the untied layers of §5.1 / Fig. 8).
+
+One task (:class:`ReducedSGDTask`) is one online-SGD run of
+:class:`iclcore.models.attention.ReducedGammaStack` on population contexts (``P = K = ∞``, RRS data):
+its result is the path of the mean layer trace ``γ(t)``. :func:`late_bias_sweep` runs every
+``(η, B) × seed`` task through :func:`iclcore.parallel.map_configs` and returns, per configuration,
+the late relative bias of ``γ`` against the flow (mean over ``t ≥ t_max · late_frac``), net of the
+signed discretisation bias (the expected dynamics in the same discrete steps,
+:func:`iclcore.dmft.scaling.scalar_descent_path` with step ``η/2``), with its standard error over the
+independent runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from iclcore.dmft.scaling import scalar_descent_path
+from iclcore.dmft.width_mc import haar_columns
+from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
+from iclcore.parallel import map_configs
+from iclcore.stats import standard_error
+from iclcore.validation import positive_float, positive_int, spectrum_pair
+
+__all__ = ["ReducedSGDTask", "reduced_sgd_gamma_path", "SweepPoint", "late_bias_sweep"]
+
+
+@dataclass(frozen=True)
+class ReducedSGDTask:
+    """One SGD run of the reduced model on population RRS contexts.
+
+    Attributes
+    ----------
+    lam, omega : tuples ``(D,)``, the spectra
+    L : int, depth; tied : bool, recurrent (one ``Γ``) or untied layers
+    N : int or None, width (a Haar frame drawn from ``frame_seed``; None: full ``D x D`` matrices)
+    eta : float, theory time step (``t = η · steps``); B : int, contexts per step; steps : int
+    train_seed : int, seed of the torch generator of the batches; frame_seed : int
+    """
+
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    L: int
+    tied: bool
+    N: int | None
+    eta: float
+    B: int
+    steps: int
+    train_seed: int
+    frame_seed: int = 0
+
+
+def reduced_sgd_gamma_path(task: ReducedSGDTask) -> np.ndarray:
+    """Mean layer trace ``γ`` of the run before each step and at the end, shape ``(steps + 1,)``.
+
+    The learning rate is ``η m L_u / 2`` with ``m`` the size of the trainable matrices (``N`` or ``D``)
+    and ``L_u = L`` for untied layers (the paper's ``η_0 L``), ``1`` for tied ones, so that the
+    expected dynamics is ``dγ/dt = -½ L'(γ)`` at ``t = η · steps`` (:mod:`iclcore.dmft`).
+    """
+    lam, omega = spectrum_pair(np.array(task.lam), np.array(task.omega))
+    D = lam.size
+    frame = None
+    if task.N is not None and task.N < D:
+        frame = torch.as_tensor(haar_columns(D, task.N, np.random.default_rng(task.frame_seed)))
+    m = D if frame is None else task.N
+    model = ReducedGammaStack(D, task.L, tied=task.tied, frame=frame)
+    lr = task.eta * m * (1 if task.tied else task.L) / 2
+    res = train(
+        model,
+        lambda g: sample_rrs_contexts(task.B, 1, 1, lam, omega, g),
+        task.steps,
+        lr,
+        torch.Generator().manual_seed(task.train_seed),
+        population=True,
+    )
+    return res.gamma.mean(axis=1)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """Result for one ``(η, B)``: ``bias`` (late relative bias net of ``disc``), its ``se`` over runs,
+    the signed discretisation bias ``disc`` and the per-run late biases ``runs`` (before subtracting ``disc``)."""
+
+    eta: float
+    B: int
+    bias: float
+    se: float
+    disc: float
+    runs: np.ndarray
+
+
+def late_bias_sweep(
+    configs: Sequence[tuple[float, int]],
+    make_task: Callable[[float, int, int, int], ReducedSGDTask],
+    seeds: int,
+    horizon: float,
+    flow: Callable[[np.ndarray], np.ndarray],
+    grad: Callable[[float], float],
+    late_frac: float = 0.1,
+    workers: int = 1,
+) -> list[SweepPoint]:
+    """Late SGD bias against the gradient flow for every ``(η, B)`` in ``configs`` (module docstring).
+
+    Parameters
+    ----------
+    configs : sequence of ``(eta, B)``
+    make_task : ``(eta, B, n_steps, r) -> ReducedSGDTask`` for run ``r`` of a configuration (sets the seeds)
+    seeds : int >= 2, independent runs per configuration (their spread is the standard error)
+    horizon : float, the same ``t_max`` for every configuration (``n_steps = round(horizon / eta)``)
+    flow : ``t -> γ(t)`` of the gradient flow (array in, array out)
+    grad : ``γ -> L'(γ)`` (the discrete expected dynamics moves ``γ`` by ``(η/2) L'(γ)`` per step)
+    late_frac : float in (0, 1), the late window is ``t >= late_frac · t_max``
+    workers : int, processes for :func:`iclcore.parallel.map_configs`
+
+    Returns
+    -------
+    list of SweepPoint, in the order of ``configs``
+    """
+    seeds = positive_int(seeds, "seeds", minimum=2)
+    horizon = positive_float(horizon, "horizon")
+    if not 0 < late_frac < 1:
+        raise ValueError(f"late_frac: expected a fraction in (0, 1), got {late_frac}")
+    if len(configs) == 0:
+        raise ValueError("configs: expected at least one (eta, B) pair")
+    plan = []
+    for eta, B in configs:
+        eta, B = positive_float(eta, "eta"), positive_int(B, "B")
+        n = positive_int(int(round(horizon / eta)), "horizon / eta")
+        plan.append((eta, B, n))
+    tasks = [make_task(eta, B, n, r) for eta, B, n in plan for r in range(seeds)]
+    paths = map_configs(reduced_sgd_gamma_path, tasks, workers, cost=lambda t: t.steps * t.B, label="SGD bias sweep")
+    out = []
+    for i, (eta, B, n) in enumerate(plan):
+        t = eta * np.arange(n + 1)
+        th = np.asarray(flow(t), float)
+        late = slice(int(n * late_frac + 1e-9), None)
+        disc = float(np.mean(scalar_descent_path(grad, 0.5 * eta, n)[late] / th[late] - 1))
+        runs = np.array([np.mean(p[late] / th[late] - 1) for p in paths[i * seeds : (i + 1) * seeds]])
+        out.append(SweepPoint(eta, B, float(runs.mean()) - disc, float(standard_error(runs)), disc, runs))
+    return out
