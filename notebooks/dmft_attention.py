@@ -31,19 +31,29 @@ decay = 100.0       # learning-rate decay scale (steps); theory time t is the su
 steps = 500         # SGD steps per depth; range: [1, 20000]
 nu = 1.0            # power-law capacity exponent (panel b, Figure 8); range: (0, inf)
 beta = 1.0          # power-law source exponent; range: (0, inf)
-mc_draws = 300      # Wishart draws for the finite-D landscape; range: [1, 10000]
+mc_draws = 100000   # Wishart draws for the finite-D landscape of the Figure-6 theory; range: [2, 1000000]
 D_untied = 24       # dimension of the untied-layer runs (Figure 8); range: [1, 1000]
 B_untied = 32       # contexts per step (population contexts); range: [1, 500]
 eta_untied = 0.5    # theory time step; range: (0, inf)
 steps_untied = 200  # SGD steps; range: [1, 5000]
 D_exp = 100000      # dimension of the w^5 exponent fit (panel e); range: [1, 5000000]
 D_untied_large = 20000  # dimension of the untied-vs-balanced optimum (close to the D -> infinity spectrum); range: [1, 200000]
-mc_tables = 4       # independent Wishart tables per depth for the Monte Carlo error of the Figure-6 theory (at least 2); range: [2, 100]
+mc_tables = 10      # independent blocks of the draws for the Monte Carlo error of the Figure-6 theory (at least 2); range: [2, 100]
 untied_seeds = 4    # independent SGD runs per batch size in the Figure-8 batch sweep (at least 2); range: [2, 100]
+sigma_noise = 1.0   # label-noise standard deviation of the untied runs with noise (Eq. 122); range: [0, 10]
+alpha_noise = 4.0   # context length P as a multiple of D_untied in the runs with label noise; range: (0, inf)
+L_noise = 2         # depth of the untied runs with label noise; range: [1, 16]
+noise_draws = 1000  # context covariances drawn for the Eq. 122 theory (Monte Carlo); range: [2, 100000]
+L_readout = 4       # depth of the trainable read-in/read-out runs (Eq. 124); range: [1, 16]
+a0_readout = 0.3    # initial read-in and read-out scale a_y and a_o; range: (0, inf)
+eta_readout = 0.1   # constant SGD step of the read-in/read-out runs (t is eta_readout times steps); range: (0, inf)
+steps_readout = 200 # SGD steps of the read-in/read-out runs; range: [1, 20000]
+readout_seeds = 4   # independent read-in/read-out SGD runs (at least 2: their spread is the SE); range: [2, 100]
+readout_draws = 2000  # context covariances drawn for the Eq. 124 theory (Monte Carlo); range: [4, 100000]
 seed = 0            # random seed; range: [0, 4294967295]
 
 # %% tags=["presets"]
-PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 1000, "D_untied": 64,
+PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 100000, "D_untied": 64,
                      "steps_untied": 600, "D_exp": 400000}}
 
 # %%
@@ -55,15 +65,22 @@ import torch
 from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
+from iclcore.dmft.readout import ReadoutAttention, readout_descent_path, readout_flow, train_readout
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
 from iclcore.dmft.scaling import (
     fit_power_law_drift,
     fit_power_law_exponent,
     fit_power_law_weighted,
-    scalar_descent_path,
 )
-from iclcore.dmft.untied import untied_balanced_hessian, untied_loss, untied_optimum
-from iclcore.dmft.width_mc import width_landscape_mc
+from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
+from iclcore.dmft.untied import (
+    untied_balanced_hessian,
+    untied_loss,
+    untied_noisy_flow,
+    untied_noisy_loss,
+    untied_optimum,
+)
 from iclcore.models.attention import (
     LinearAttention,
     ReducedGammaStack,
@@ -90,9 +107,11 @@ c = power_five_constant(D)
 # ## Figure 6 (a)-(b): full linear attention against the $\gamma = c\,s^5$ theory
 # SGD uses a decaying step $\eta_k=\eta/(1+k/k_0)$ (constant steps make the late phase noisy: a few
 # prompts with a large top eigenvalue of $\hat\Sigma$ give very large gradients at large $\gamma$); the
-# theory clock is $t_k=\sum_{j<k}\eta_j$. The theory uses the exact finite-$D$ landscape of the reduced model (Monte Carlo over Wishart
-# draws at the same $D$ and $P$, tabulated on a $\gamma$ grid), so that the comparison isolates the
-# reduction itself; SGD noise and the finite batch remain.
+# theory clock is $t_k=\sum_{j<k}\eta_j$. The theory uses the exact finite-$D$ landscape of the reduced model: a
+# polynomial of degree $2L$ in $\gamma$ whose coefficients are Monte Carlo moments over `mc_draws` Wishart
+# draws at the same $D$ and $P$ (`tied_loss_moments`), so that the comparison isolates the reduction
+# itself; its Monte Carlo error (from `mc_tables` independent blocks of the draws) enters the error
+# model in quadrature. SGD noise and the finite batch remain.
 
 # %%
 def run_fig6(kind: str):
@@ -102,27 +121,23 @@ def run_fig6(kind: str):
     else:
         lam, om = power_law_spectrum(D, nu, beta)
         sampler = lambda g: sample_rrs_contexts(B, P, K, lam, om, g, dtype=torch.float32)  # noqa: E731
-    # typical top eigenvalue of hat Sigma: the landscape grid must reach past the minimiser gamma_*
-    rng = np.random.default_rng(seed)
-    top = np.mean([np.linalg.eigvalsh((Z.T @ Z) / P).max()
-                   for Z in (rng.standard_normal((P, D)) * np.sqrt(lam) for _ in range(50))])
     out = {}
+    draws = context_draws(lam, om, P, np.random.default_rng(seed + (kind == "rrs")), mc_draws)
     for L in depths:
-        grid = np.linspace(0.0, 2.0 * L / top, 400)
-        ls, ds = width_landscape_mc(grid, lam, om, D, L, np.random.default_rng(seed + L), P=P, n_draws=mc_draws)
-        s, gam = power_five_flow(t, lambda x: np.interp(x, grid, ds), c, s0)
-        # Monte Carlo error of this theory: the same flow on mc_tables independent tables of mc_draws
-        # draws each; the spread of their late-window means is the SD of the table used above
+        # the landscape is an exact polynomial in gamma whose coefficients average over the draws
+        M = tied_loss_moments(draws, L)
+        s, gam = power_five_flow(t, lambda x, M=M: float(tied_loss_from_moments(x, M)[1]), c, s0)
+        # Monte Carlo error of this theory: the same flow on mc_tables independent blocks of the draws;
+        # the SE of the full table's late-window mean gamma is the blocks' SD / sqrt(mc_tables)
         late_th = []
-        for j in range(mc_tables):
-            _, ds_j = width_landscape_mc(grid, lam, om, D, L, np.random.default_rng(seed + 1000 * (j + 1) + L),
-                                         P=P, n_draws=mc_draws)
-            late_th.append(np.mean(power_five_flow(t, lambda x, d=ds_j: np.interp(x, grid, d), c, s0)[1][steps // 2:]))
-        th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th))
+        for blk in draws.split(mc_tables):
+            M_b = tied_loss_moments(blk, L)
+            late_th.append(np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][steps // 2:]))
+        th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(mc_tables))
         model = LinearAttention(D, L, s0, "block", dtype=torch.float32)
         res = train(model, sampler, steps, eta, torch.Generator().manual_seed(seed + 10 * L + (kind == "rrs")),
                     schedule=schedule)
-        out[L] = dict(gam_th=gam, loss_th=np.interp(gam, grid, ls), res=res, min_loss=ls.min(), th_mc_sd=th_mc_sd)
+        out[L] = dict(gam_th=gam, loss_th=tied_loss_from_moments(gam, M)[0], res=res, th_mc_sd=th_mc_sd)
     return out
 
 
@@ -267,20 +282,17 @@ save_figure(fig8, "fig8_untied_layers")
 # runs each; the late relative bias of the mean layer trace net of the deterministic discretisation
 # bias (the expected dynamics in the same discrete steps, signed), SE over runs
 L_sw = 2
-g2_th = untied[L_sw][1]
-g2_disc = scalar_descent_path(lambda g: rrs_loss_grad(g, lam_u, om_u, L_sw), 0.5 * eta_untied, steps_untied)
-disc8 = float(np.mean(g2_disc[late] / g2_th[late] - 1))
 B_sw = [max(1, B_untied // 4), B_untied, 4 * B_untied]
-sw8 = []
-for B_k in B_sw:
-    runs = []
-    for r in range(untied_seeds):
-        model = ReducedGammaStack(D_untied, L_sw, tied=False)
-        res_k = train(model, lambda g, B_k=B_k: sample_rrs_contexts(B_k, 1, 1, lam_u, om_u, g), steps_untied,
-                      eta_untied * D_untied * L_sw / 2, torch.Generator().manual_seed(seed + 5000 + 100 * r + B_k),
-                      population=True)
-        runs.append(np.mean(res_k.gamma[late].mean(axis=1) / g2_th[late] - 1))
-    sw8.append((float(np.mean(runs)) - disc8, float(standard_error(np.array(runs)))))
+
+
+def untied_task(eta_k, B_k, n_k, r):
+    return ReducedSGDTask(tuple(lam_u), tuple(om_u), L_sw, False, None, eta_k, B_k, n_k,
+                          train_seed=seed + 5000 + 100 * r + B_k)
+
+
+sw8 = [(pt.bias, pt.se) for pt in late_bias_sweep(
+    [(eta_untied, B_k) for B_k in B_sw], untied_task, untied_seeds, eta_untied * steps_untied,
+    lambda tt: rrs_gradient_flow(tt, lam_u, om_u, L_sw)[0], lambda g: rrs_loss_grad(g, lam_u, om_u, L_sw))]
 ex8, se8 = np.array([v[0] for v in sw8]), np.array([v[1] for v in sw8])
 _, p8, p8_se = fit_power_law_weighted(1.0 / np.array(B_sw, float), ex8, se8)
 fig8s, ax = plt.subplots(figsize=(5, 3.6))
@@ -313,6 +325,111 @@ print("untied vs recurrent theory: max late rel gamma error %.2f; layer spread (
 for L, (lon, tra, lb, lu) in instab.items():
     print(f"L={L}: Hessian at balanced optimum {lon:.2e} (balanced), {tra:.2e} (transverse); "
           f"balanced min {lb:.4f}, unbalanced min {lu:.4f}")
+
+# %% [markdown]
+# ## Untied layers with label noise (App. G.1.2, Eq. 122)
+# The same untied model at finite context length $P=\alpha D$ with noisy labels
+# $y=\beta\cdot x/\sqrt D+\sigma\epsilon$ (training contexts and queries), trained on the query
+# mean-squared error. Eq. (122) adds to the noise-free loss the term
+# $\frac{\sigma^2}{L^2\alpha}\sum_{\ell\ell'}\gamma^\ell\gamma^{\ell'}\mathrm{tr}\,\Lambda\prod_{k>\ell}A^k\Lambda\prod_{k>\ell'}A^k$;
+# the theory is the balanced gradient flow on it (`untied_noisy_flow`, Monte Carlo over
+# `noise_draws` context covariances at the same $D$ and $P$). The exact noise term keeps $\hat\Sigma$
+# where Eq. (122) writes its mean $\Lambda$ (`decoupled=False`), evaluated along the same $\gamma(t)$;
+# their difference is $O(\sigma^2/\alpha^2)$.
+
+# %%
+P_n = int(round(alpha_noise * D_untied))
+
+
+def noisy_rrs(g, B_k=B_untied):
+    ctx = sample_rrs_contexts(B_k, P_n, D_untied, lam_u, om_u, g)
+    ctx.y = ctx.y + sigma_noise * torch.randn(ctx.y.shape, generator=g, dtype=ctx.y.dtype)
+    ctx.ys = ctx.ys + sigma_noise * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
+    return ctx
+
+
+draws_n = context_draws(lam_u, om_u, P_n, np.random.default_rng(seed + 77), noise_draws)
+g_n122, l_n122 = untied_noisy_flow(tu, draws_n, L_noise, sigma_noise)
+lay_n = np.repeat(g_n122[:, None], L_noise, axis=1)
+l_nex = untied_noisy_loss(lay_n, draws_n, sigma_noise, decoupled=False)[0]  # exact noise term, same flow
+l_n0 = untied_noisy_loss(lay_n, draws_n, 0.0)[0]  # the noise-free part of Eq. 122, same flow
+late_n = slice(steps_untied // 2, steps_untied)  # loss before the update of step k sits at t = tu[k]
+sim_n, sim_n_curves = [], []
+for r in range(untied_seeds):
+    res_n = train(ReducedGammaStack(D_untied, L_noise, tied=False), noisy_rrs, steps_untied,
+                  eta_untied * D_untied * L_noise / 2, torch.Generator().manual_seed(seed + 9000 + r))
+    sim_n.append(np.mean(res_n.loss[late_n]) - sigma_noise**2)  # excess over the query noise
+    sim_n_curves.append(res_n.loss - sigma_noise**2)
+sim_n = np.array(sim_n)
+th122_late, th_ex_late = float(np.mean(l_n122[late_n])), float(np.mean(l_nex[late_n]))
+# Monte Carlo error of the theory: the standard error over draws of the loss at the late balanced scale
+g_late = float(np.mean(g_n122[late_n]))
+th122_se = float(untied_noisy_loss(np.full(L_noise, g_late), draws_n, sigma_noise)[1])
+noise_term_late = float(untied_noisy_loss(np.full(L_noise, g_late), draws_n, sigma_noise)[0]
+                        - untied_noisy_loss(np.full(L_noise, g_late), draws_n, 0.0)[0])
+se_n = float(np.hypot(standard_error(sim_n), th122_se))
+
+fig_n, ax = plt.subplots(figsize=(5.5, 3.8))
+ax.plot(block_average(tu[:-1], 10), block_average(np.mean(sim_n_curves, axis=0), 10), "o", ms=3, color=PALETTE[0],
+        label=f"SGD, σ={sigma_noise:g} ({untied_seeds} runs)")
+ax.plot(tu, l_n122, color=PALETTE[0], label="Eq. 122 (balanced flow)")
+ax.plot(tu, l_nex, ":", color="k", label="exact noise term (Σ̂ kept), same γ(t)")
+ax.plot(tu, l_n0, "--", color=PALETTE[1], label="Eq. 122 without its noise term, same γ(t)")
+ax.set(xlabel="t = η · steps", ylabel="excess loss (query noise σ² removed)", yscale="log",
+       title=f"untied L={L_noise}, D={D_untied}, α={alpha_noise:g}, label noise")
+ax.legend(fontsize=7)
+save_figure(fig_n, "fig8_untied_label_noise")
+
+# %% tags=["nbval-check-output"]
+print("untied, label noise: late excess loss SGD %.4f +- %.4f, Eq. 122 %.4f, exact %.4f, noise term %.4f"
+      % (sim_n.mean(), standard_error(sim_n), th122_late, th_ex_late, noise_term_late))
+
+# %% [markdown]
+# ## Trainable read-in and read-out (§5.2, App. G.2, Eq. 124)
+# The block model of Figure 6 with trainable scalars $a_y$ (read-in $w_y=a_ye_D$) and $a_o$
+# (read-out), from a small start $a_o=a_y=$ `a0_readout`, plain SGD with a constant step, against the
+# gradient flow of Eq. (124) on $(a_o, a_y, s)$ (`readout_flow`, Monte Carlo over `readout_draws`
+# context covariances at the same $D$, $P$), and the same theory taken in the SGD's own discrete steps
+# (`readout_descent_path`, the expected SGD path; the flow is its $\eta\to0$ limit). Isotropic data.
+
+# %%
+draws_r = context_draws(np.ones(D), np.ones(D), P, np.random.default_rng(seed + 88), readout_draws)
+tr_ = eta_readout * np.arange(steps_readout + 1)
+flow_r = readout_flow(tr_, draws_r, L_readout, c, a0_readout, a0_readout, s0)
+# the same theory in the SGD's own discrete steps (its expected path; the flow is its eta -> 0 limit)
+path_r = readout_descent_path(draws_r, L_readout, D, eta_readout, steps_readout, a0_readout, s0)
+# Monte Carlo error of the theory's peak: the same path on 4 independent blocks of the draws
+peaks_blocks = [
+    readout_descent_path(blk, L_readout, D, eta_readout, steps_readout, a0_readout, s0).m.max()
+    for blk in draws_r.split(4)
+]
+m_peak_th_se = float(np.std(peaks_blocks, ddof=1) / 2.0)  # SD of one block / sqrt(4 blocks)
+runs_r = [train_readout(ReadoutAttention(D, L_readout, s0, a0_readout, dtype=torch.float32),
+                        lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32), steps_readout, eta_readout,
+                        torch.Generator().manual_seed(seed + 7000 + r)) for r in range(readout_seeds)]
+m_runs = np.array([rr.a_o * rr.a_y for rr in runs_r])
+m_peak_sim = m_runs.max(axis=1)
+overshoot = m_peak_sim / m_runs[:, -1] - 1
+fig_r, axs_r = plt.subplots(1, 2, figsize=(11, 3.8))
+for rr, mr in zip(runs_r, m_runs):
+    axs_r[0].plot(tr_, mr, color=PALETTE[0], alpha=0.5, lw=1)
+    axs_r[1].plot(block_average(tr_[:-1], 10), block_average(rr.loss, 10), color=PALETTE[0], alpha=0.5, lw=1)
+axs_r[0].plot(tr_, flow_r.m, "k--", label="Eq. 124 flow: a_o a_y")
+axs_r[0].plot(tr_, path_r.m, ":", color="k", label="Eq. 124 in the SGD's steps")
+axs_r[0].plot(tr_, flow_r.gamma / flow_r.gamma[-1], ":", color=PALETTE[1], label="γ / γ(t_end) (theory)")
+axs_r[0].plot([], [], color=PALETTE[0], label=f"SGD ({readout_seeds} runs)")
+axs_r[0].set(xlabel="t = η · steps", ylabel="a_o a_y", title=f"(a) read-out scale: blow-up and recovery, L={L_readout}")
+axs_r[0].legend(fontsize=7)
+axs_r[1].plot(tr_, flow_r.loss, "k--", label="Eq. 124 flow")
+axs_r[1].set(xlabel="t = η · steps", ylabel="loss", yscale="log", title=f"(b) loss, ISO D={D}, α={alpha}")
+axs_r[1].legend(fontsize=7)
+fig_r.tight_layout()
+save_figure(fig_r, "fig6_readout_blowup")
+
+# %% tags=["nbval-check-output"]
+print("read-out scale a_o a_y: SGD peak %.3f +- %.3f (theory in SGD steps %.3f +- %.3f, flow %.3f), final SGD %.3f"
+      " (theory %.3f), overshoot %.3f +- %.3f" % (m_peak_sim.mean(), standard_error(m_peak_sim), path_r.m.max(),
+      m_peak_th_se, flow_r.m.max(), m_runs[:, -1].mean(), path_r.m[-1], overshoot.mean(), standard_error(overshoot)))
 
 # %%
 write_metrics({
@@ -367,6 +484,32 @@ write_metrics({
     "untied_min_over_balanced_min_L8": ratio_large[8],
     "untied_min_over_balanced_min_L4_Dsim": instab[4][3] / instab[4][2],
     "untied_min_over_balanced_min_L8_Dsim": instab[8][3] / instab[8][2],
+    "untied_noise_late_excess_sim": float(sim_n.mean()),
+    "untied_noise_late_excess_sim_se": float(standard_error(sim_n)),
+    "untied_noise_late_excess_eq122": th122_late,
+    "untied_noise_late_excess_eq122_se": th122_se,
+    "untied_noise_late_excess_exact": th_ex_late,
+    "untied_noise_late_excess_se_total": se_n,
+    "untied_noise_late_z_eq122": abs(sim_n.mean() - th122_late) / se_n,
+    "untied_noise_late_z_exact": abs(sim_n.mean() - th_ex_late) / se_n,
+    "untied_noise_term_late": noise_term_late,
+    "untied_noise_power_over_noise_term": 3 * se_n / noise_term_late,
+    "untied_noise_gamma_late_eq122": g_late,
+    "readout_m_peak_sim": float(m_peak_sim.mean()),
+    "readout_m_peak_sim_se": float(standard_error(m_peak_sim)),
+    "readout_m_peak_theory": float(path_r.m.max()),
+    "readout_m_peak_flow": float(flow_r.m.max()),
+    "readout_m_peak_theory_se": m_peak_th_se,
+    "readout_m_peak_se_total": float(np.hypot(standard_error(m_peak_sim), m_peak_th_se)),
+    "readout_m_peak_z": float(abs(m_peak_sim.mean() - path_r.m.max()) / np.hypot(standard_error(m_peak_sim), m_peak_th_se)),
+    "readout_m_peak_z_flow": float(abs(m_peak_sim.mean() - flow_r.m.max()) / np.hypot(standard_error(m_peak_sim), m_peak_th_se)),
+    "readout_m_final_sim": float(m_runs[:, -1].mean()),
+    "readout_m_final_theory": float(path_r.m[-1]),
+    "readout_m_overshoot": float(overshoot.mean()),
+    "readout_m_overshoot_se": float(standard_error(overshoot)),
+    "readout_m_overshoot_theory": float(path_r.m.max() / path_r.m[-1] - 1),
+    "readout_final_loss_theory": float(path_r.loss[-1]),
+    "readout_final_loss_sim": float(np.mean([rr.loss[-20:].mean() for rr in runs_r])),
     "runtime_s": time.time() - t_start,
 })
 

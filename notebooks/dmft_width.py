@@ -61,6 +61,7 @@ from iclcore.dmft.scaling import (
     width_bottleneck,
     width_bottleneck_paper,
 )
+from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.dmft.width_mc import (
     haar_columns,
@@ -205,24 +206,16 @@ print("max relative gamma error SGD vs theory: %.3f" % max(sim_err))
 spec_w = width_spectrum_mc(lam_s, om_s, N_sweep, np.random.default_rng(seed + 7), n_draws=2000)
 sweep_cfg = [(eta_sim, max(1, B_sim // 4)), (eta_sim, B_sim), (eta_sim, 4 * B_sim),
              (eta_sim / 2, max(1, B_sim // 4)), (eta_sim / 4, max(1, B_sim // 4))]
-sweep = []
-for eta_k, B_k in sweep_cfg:
-    n_k = int(round(eta_sim * steps_sim / eta_k))
-    t_k = eta_k * np.arange(n_k + 1)
-    th_k = width_gradient_flow(spec_w, L_sim, t_k).gamma
-    # expected dynamics in the discrete steps: the discretisation bias
-    g_k = scalar_descent_path(lambda g: width_loss_grad(g, spec_w, L_sim), 0.5 * eta_k, n_k)
-    late_k = slice(n_k // 10, None)
-    disc_k = float(np.mean(g_k[late_k] / th_k[late_k] - 1))
-    runs = []
-    for r in range(seeds_sweep):
-        U = haar_columns(D_sim, N_sweep, np.random.default_rng(seed + 1000 * (r + 1) + N_sweep))
-        model = ReducedGammaStack(D_sim, L_sim, tied=True, frame=torch.as_tensor(U))
-        gen = torch.Generator().manual_seed(seed + 1000 * (r + 1) + 100 + N_sweep)
-        res = train(model, lambda g, B_k=B_k: sample_rrs_contexts(B_k, 1, 1, lam_s, om_s, g), n_k,
-                    eta_k * N_sweep / 2, gen, population=True)
-        runs.append(np.mean(res.gamma[late_k, 0] / th_k[late_k] - 1))
-    sweep.append((float(np.mean(runs)) - disc_k, float(standard_error(np.array(runs))), disc_k))
+
+
+def sweep_task(eta_k, B_k, n_k, r):
+    return ReducedSGDTask(tuple(lam_s), tuple(om_s), L_sim, True, N_sweep, eta_k, B_k, n_k,
+                          train_seed=seed + 1000 * (r + 1) + 100 + N_sweep, frame_seed=seed + 1000 * (r + 1) + N_sweep)
+
+
+sweep = [(pt.bias, pt.se, pt.disc) for pt in late_bias_sweep(
+    sweep_cfg, sweep_task, seeds_sweep, eta_sim * steps_sim, lambda tt: width_gradient_flow(spec_w, L_sim, tt).gamma,
+    lambda g: width_loss_grad(g, spec_w, L_sim))]
 
 x_sw = np.array([e / b for e, b in sweep_cfg])
 ex_sw = np.array([v[0] for v in sweep])
