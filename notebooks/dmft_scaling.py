@@ -114,14 +114,15 @@ print(f"one-resource limits: P = inf vs one-point {lim_width:.0e}; N = D vs two-
 # %% [markdown]
 # ## Result 8 / Eq. 18: the loss with all four resources finite
 # The loss along the gradient flow $\dot\gamma=-\tfrac12\mathcal L'(\gamma)$ of the nested landscape, on the
-# full grid $N,P\in\{8,16,\dots,128\}$, $L\in\{2,4,\dots,32\}$, $t\in[10,10^4]$ (7 log-spaced times), at $D=$ `D`,
+# full grid $N,P\in\{8,16,\dots,D/4\}$, $L\in\{2,4,\dots,32\}$, $t\in[10,10^4]$ (7 log-spaced times), at $D=$ `D`,
 # power-law data $(\nu,\beta)=$ (`nu`, `beta`). The separable form
 # $c_tt^{-a_t}+c_NN^{-a_N}+c_LL^{-a_L}+c_PP^{-a_P}$ is fitted to $\log\mathcal L$ (8 parameters, all
 # exponents started at 0.5). Error model: the drift of each fitted exponent between the joint fits on the
 # lower and the upper half of its own resource's grid (the two-halves rule of the exponent rows).
 
 # %%
-Ns_c, Ps_c, Ls_c = [8, 16, 32, 64, 128], [8, 16, 32, 64, 128], [2, 4, 8, 16, 32]
+Ns_c = [n for n in (8, 16, 32, 64, 128, 256, 512) if n <= D // 4]  # widths and contexts up to D/4
+Ps_c, Ls_c = Ns_c, [2, 4, 8, 16, 32]
 ts_c = np.geomspace(10.0, 1e4, 7)
 lam, om = power_law_spectrum(D, nu, beta)
 rows, losses = [], []
@@ -152,7 +153,7 @@ print(f"rms residual of log loss: {chin.rms_log:.3f}")
 # %% [markdown]
 # ## The compute-optimal frontier at P = ∞
 # At $P=\infty$ the compute is $C=tN^2L$ (the book's clock, normalisation $c=D/N$; see the errata). For
-# 16 budgets $C\in[10^3,10^8]$ the loss is evaluated on the shapes $N\in\{4,\dots,128\}$,
+# 16 budgets $C\in[10^3,10^8]$ the loss is evaluated on the shapes $N\in\{4,6,8,12,\dots,D/4\}$,
 # $L\in\{1,\dots,32\}$ at $t=C/(N^2L)$, minimised on the grid and refined by a local quadratic in
 # $(\log N,\log L)$; the frontier exponent is the slope of $\log L^*$ against $\log N^*$ over the budgets
 # with an interior optimum. Error model: the regression standard error of that slope (the scatter of the
@@ -160,7 +161,7 @@ print(f"rms residual of log loss: {chin.rms_log:.3f}")
 # too, but at small budgets the optimum sits at L* = 2 and the drift measures the grid, not the slope.
 
 # %%
-Ns_f = np.array([4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128])
+Ns_f = np.array([n for n in (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512) if n <= D // 4])
 Ls_f = np.array([1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
 C_f = np.geomspace(1e3, 1e8, 16)
 Y_f = np.empty((C_f.size, Ns_f.size, Ls_f.size))
