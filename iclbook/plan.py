@@ -10,7 +10,8 @@ notebook's task secedes from the worker's thread pool). Durations (seconds on on
   so that a run on a loaded machine still predicts an idle one; :func:`tasks_from_manifest`);
 * else from the committed hint ``notebooks/seconds.json``: ``{preset: {notebook: seconds}}`` (the
   notebook's single-thread total) and ``{"inner": {preset: {notebook: [seconds, ...]}}}`` (its inner
-  tasks; the serial part is the total minus their sum). The output says which source each came from.
+  tasks; the serial part is the total minus their sum, unless given as ``{"tasks": [...], "serial":
+  seconds}``; :func:`tasks_from_hint`). The output says which source each came from.
 
 The simulation (:func:`simulate`) is list scheduling: whenever a worker is free it takes the ready
 task with the longest path to the end of its notebook (serial part: its own duration plus its
@@ -167,14 +168,23 @@ def _hint(root: Path) -> dict:
 
 
 def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:
-    """The serial part and inner tasks of ``nb`` from the committed hint, or None if it has no time."""
+    """The serial part and inner tasks of ``nb`` from the committed hint, or None if it has no time.
+
+    ``hint["inner"][preset][nb]`` is a list of inner-task seconds (the serial part is then the
+    notebook's total minus their sum) or ``{"tasks": [...], "serial": seconds}``.
+    """
     table = hint.get(preset, {})
     if not isinstance(table, dict) or not isinstance(table.get(nb), (int, float)):
         return None
-    inner = hint.get(INNER_KEY, {}).get(preset, {}).get(nb, [])
+    entry = hint.get(INNER_KEY, {}).get(preset, {}).get(nb, [])
+    inner = entry.get("tasks", []) if isinstance(entry, dict) else entry
     inner = [float(s) for s in inner] if isinstance(inner, list) else []
-    serial = max(0.0, float(table[nb]) - sum(inner))
-    return [Task(nb, "", serial, "hint")] + [Task(nb, f"inner {i + 1}", s, "hint") for i, s in enumerate(inner)]
+    serial = float(table[nb]) - sum(inner)
+    if isinstance(entry, dict) and isinstance(entry.get("serial"), (int, float)):
+        serial = float(entry["serial"])
+    return [Task(nb, "", max(0.0, serial), "hint")] + [
+        Task(nb, f"inner {i + 1}", s, "hint") for i, s in enumerate(inner)
+    ]
 
 
 def load_tasks(root: Path, preset: str, names: list[str] | None = None) -> tuple[list[Task], list[str]]:

@@ -225,7 +225,8 @@ def timed_seconds(root: Path) -> dict[tuple[str, str], tuple[float, str]]:
         hint = json.loads((root / SECONDS_HINT).read_text())
         for preset, table in hint.items():
             for name, sec in table.items():
-                seconds[(str(name), str(preset))] = (float(sec), "hint")
+                if isinstance(sec, (int, float)):  # {"inner": {preset: {name: [...]}}} is for icl-book plan
+                    seconds[(str(name), str(preset))] = (float(sec), "hint")
     except (OSError, ValueError, AttributeError, TypeError):
         pass
     newest: dict[tuple[str, str], float] = {}
