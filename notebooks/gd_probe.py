@@ -227,6 +227,17 @@ for kind in ("lsa", "gpt"):
     metrics[f"{kind}_med_valley_depth_se"] = (low["med_er_abs_se"] + first["med_er_abs_se"]) / first["med_l0"]
     metrics[f"{kind}_med_valley_step"] = low["step"]
     metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
+    # the monotone fraction with an error model per step: a layer step counts as improving only if the fall of
+    # the median |r_l| is resolved, med_{l+1} + 3 (se_l + se_{l+1}) < med_l (the sum of the two bootstrap SEs
+    # bounds the SE of the difference whatever their correlation); the bootstrap SE of the count itself (a
+    # lumpy statistic taking L + 1 values) does not describe its sampling spread (ledger icl_gd-36)
+    n_l = (lsa_layers if kind == "lsa" else gpt_layers) + 1
+    med_l = np.array([last[f"med_l{l}"] for l in range(n_l)])
+    med_l_se = np.array([last[f"med_l{l}_se"] for l in range(n_l)])
+    metrics[f"{kind}_med_resolved_improving_fraction"] = float(np.mean(np.diff(med_l) + 3 * (med_l_se[:-1] + med_l_se[1:]) < 0))
+    # Fisher's z of the curvature correlation over the n_probe prompts, standard error 1/sqrt(n - 3)
+    metrics[f"{kind}_curvature_corr_fisher_z"] = float(np.arctanh(last["curvature_corr"]))
+    metrics[f"{kind}_curvature_corr_fisher_se"] = float(1 / np.sqrt(n_probe - 3))
     metrics[f"{kind}_skipped"] = sum(r.skipped for key, r in runs.items() if key[0] == kind)
     metrics[f"{kind}_cpu_seconds"] = sum(r.cpu for key, r in runs.items() if key[0] == kind)
 for l in range(1, gpt_layers + 1):
