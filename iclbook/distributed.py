@@ -30,15 +30,17 @@ a pure function of what the task carries.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from .notebooks import NotebookError
-from .worker_env import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, SCHEDULER_ENV, output_files, thread_env
+from .worker_env import CPU_FILE, INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, SCHEDULER_ENV, output_files, thread_env
 
 CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
 
@@ -91,10 +93,14 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
                 stdin=subprocess.DEVNULL,
             )
             relay = ProgressRelay(payload.get("progress"), tmp / PROGRESS_FILE)
-            while proc.poll() is None:
-                try:
-                    proc.wait(timeout=RELAY_INTERVAL)
-                except subprocess.TimeoutExpired:
+            cpu = None
+            while proc.returncode is None:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)  # reaps it with its CPU seconds
+                if pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    cpu = usage.ru_utime + usage.ru_stime  # the child and its reaped descendants (the kernel)
+                else:
+                    time.sleep(RELAY_INTERVAL)
                     relay.publish()
         if seceded:
             from distributed import rejoin
@@ -106,6 +112,7 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
             "log": (tmp / "log.txt").read_bytes(),
             "files": {rel: (work / rel).read_bytes() for rel in output_files(work)},
             "inner": inner.read_bytes() if inner.is_file() else b"",
+            "cpu": cpu,
         }
 
 
@@ -248,6 +255,8 @@ class DaskLauncher:
         (tmp / "log.txt").write_bytes(result["log"])
         if result.get("inner"):
             (tmp / INNER_FILE).write_bytes(result["inner"])
+        if result.get("cpu") is not None:
+            (tmp / CPU_FILE).write_text(f"{result['cpu']:.2f}")
         for rel, data in result["files"].items():
             path = work / rel
             if ".." in Path(rel).parts or Path(rel).is_absolute():

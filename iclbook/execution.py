@@ -43,7 +43,7 @@ from typing import Any
 from .notebooks import QUICK, python_literal
 from .runs import RunRequest, RunResult
 from .store import add_entry, check_metrics, hash_files, json_value, keep_failed, remove_tree, store_dir
-from .worker_env import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks, thread_env
+from .worker_env import CPU_FILE, INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks, thread_env
 
 __all__ = [
     "LOOPBACK_HINT",
@@ -274,9 +274,6 @@ def _run_child_here(tmp: Path, root: Path, threads: int, interrupts: Interrupts)
             return _wait_cpu(proc, tmp)
         finally:
             interrupts.release(proc)
-
-
-CPU_FILE = "cpu.txt"  # in a run's private folder: CPU seconds of the child and its descendants
 
 
 def _wait_cpu(proc: subprocess.Popen, tmp: Path) -> int:

@@ -23,6 +23,7 @@ from iclcore.parallel import SCHEDULER_ENV, thread_settings
 from iclcore.progress import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks
 
 __all__ = [
+    "CPU_FILE",
     "INNER_FILE",
     "PROGRESS_ENV",
     "PROGRESS_FILE",
@@ -33,6 +34,7 @@ __all__ = [
     "thread_env",
 ]
 
+CPU_FILE = "cpu.txt"  # in a run's private folder: CPU seconds of the child and its reaped descendants
 STAMP = ".icl-run.json"  # the manifest, in a store entry and in an output folder; never an output
 
 

@@ -52,10 +52,13 @@ from iclcore.models.flexformer import (
     Flexformer,
     FlexformerConfig,
     KernelDictionaryPreconditioner,
+    PreconditionerJob,
     kernel_dictionary,
     preconditioners_numpy,
-    train_preconditioner,
+    prompt_sampler,
+    train_preconditioner_job,
 )
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import (
     LinearSystems,
@@ -90,10 +93,6 @@ comp = compare_baselines(train, test, L, H_inf=cfg.H_infinity, moments=moments)
 t_baselines = time.perf_counter() - t_start
 
 
-def sampler(n, g):
-    p = sample_prompt_statistics(cfg, n, g)
-    return p.H_M, p.d, p.z_star
-
 
 # %% [markdown]
 # ## Four models trained through the $L$ steps on the same fresh tasks
@@ -118,10 +117,12 @@ models = {
         kernel_dictionary((np.arange(K) + 0.5) / K, ("identity", "matern52:0.1", "matern52:0.3", "rbf:0.5")),
         P_init=P_free),
 }
-curves = {}
-for i, (name, model) in enumerate(models.items()):
-    curves[name] = train_preconditioner(model, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i),
-                                        progress={"model": (i + 1, len(models))})
+# the four trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
+jobs = [PreconditionerJob(model, prompt_sampler(cfg), L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))})
+        for i, model in enumerate(models.values())]
+trained = map_configs(train_preconditioner_job, jobs, thread_budget(), label="flexformer models")
+models = {name: model for name, (model, _) in zip(models, trained)}
+curves = {name: res for name, (_, res) in zip(models, trained)}
 t_train = time.perf_counter() - t_start - t_baselines
 
 # %% [markdown]

@@ -37,11 +37,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
 from torch import nn
 
+from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
@@ -56,6 +58,9 @@ __all__ = [
     "TrainingResult",
     "train_preconditioner",
     "preconditioners_numpy",
+    "prompt_sampler",
+    "PreconditionerJob",
+    "train_preconditioner_job",
 ]
 
 DTYPE = torch.float64
@@ -398,3 +403,57 @@ def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, chunk:
                 model.preconditioner(_as_tensor(H[a : a + chunk], "H"), _as_tensor(d[a : a + chunk], "d")).numpy()
             )
     return np.concatenate(out)
+
+
+# --------------------------------------------------------------------------------------------
+# one training run as an independent task (iclcore.parallel.map_configs)
+# --------------------------------------------------------------------------------------------
+
+
+def _prompt_triples(config: TaskConfig, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p = sample_prompt_statistics(config, n, rng)
+    return p.H_M, p.d, p.z_star
+
+
+def prompt_sampler(config: TaskConfig) -> TaskSampler:
+    """The :data:`TaskSampler` ``(n, rng) -> (H_M (n, K, K), d (n, K), z_star (n, K))`` of the decoder's
+    Gaussian prompts (:func:`iclcore.lsq.tasks.sample_prompt_statistics`), picklable (a task can carry it)."""
+    if not isinstance(config, TaskConfig):
+        raise TypeError(f"config: expected a TaskConfig, got {type(config).__name__}")
+    return partial(_prompt_triples, config)
+
+
+@dataclass(frozen=True, eq=False)
+class PreconditionerJob:
+    """Arguments of one :func:`train_preconditioner` run: the model (trained in place where the job
+    runs), a picklable task sampler, ``L, steps, batch, lr``, the task seed ``seed``
+    (``np.random.default_rng(seed)``) and the progress counters."""
+
+    model: nn.Module
+    sample_tasks: TaskSampler
+    L: int
+    steps: int
+    batch: int
+    lr: float
+    seed: int
+    progress: dict[str, object] | None = None
+
+
+def train_preconditioner_job(job: PreconditionerJob) -> tuple[nn.Module, TrainingResult]:
+    """Run ``job`` (:func:`train_preconditioner`); the trained model and its :class:`TrainingResult`.
+
+    A pure function of the job (a task of :func:`iclcore.parallel.map_configs`): in another process
+    the model comes back as a trained copy with the same bits (one torch thread), here it is the
+    job's own model, trained in place.
+    """
+    res = train_preconditioner(
+        job.model,
+        job.sample_tasks,
+        job.L,
+        job.steps,
+        job.batch,
+        job.lr,
+        np.random.default_rng(job.seed),
+        progress=job.progress,
+    )
+    return job.model, res

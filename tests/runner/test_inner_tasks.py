@@ -4,7 +4,7 @@ Issue 23, item 1: the independent trainings inside a notebook are tasks of the e
 the notebook. Checked here: ``map_configs`` on a ``LocalCluster`` (reached through the scheduler
 address in ``ICL_DASK_SCHEDULER``, as a notebook's kernel reaches it under ``icl-book run
 --scheduler``) returns pickles byte-identical to the local run, for ``gd_probe``'s model function
-and ``dmft_softmax``'s at tiny sizes; the durations and the progress line; a worker killed
+``dmft_softmax``'s and ``flexformer_decoder``'s at tiny sizes; the durations and the progress line; a worker killed
 mid-task (Dask retries the task); an unreachable scheduler (one line); and (slow) a whole notebook
 under ``icl-book run --scheduler local:2`` whose metrics equal the local run's byte for byte while
 its manifest shows its inner tasks ran on Dask.
@@ -66,6 +66,40 @@ def test_gd_probe_and_softmax_models_on_a_local_cluster_are_byte_identical(clust
 def arrays(results: list) -> list[bytes]:
     """The bytes of every array in ``softmax_run`` results (the loss curve and the held-out errors)."""
     return [a.tobytes() for pair in results for a in pair]
+
+
+def flexformer_jobs() -> list:
+    import torch
+
+    from iclcore.lsq.tasks import TaskConfig
+    from iclcore.models.flexformer import Flexformer, FlexformerConfig, PreconditionerJob, prompt_sampler
+
+    cfg = TaskConfig(K=4, M=8, r=2, sigma=0.0, lam=0.0, cond=2.0, target="ridge")
+    return [
+        PreconditionerJob(
+            Flexformer(FlexformerConfig(K=4, rank=2, n_heads=h, d_k=2), torch.Generator().manual_seed(0)),
+            prompt_sampler(cfg),
+            3,
+            4,
+            8,
+            1e-3,
+            1,
+        )
+        for h in (0, 1)
+    ]
+
+
+def test_flexformer_trainings_on_a_local_cluster_are_byte_identical(cluster, monkeypatch):
+    from iclcore.models.flexformer import train_preconditioner_job
+
+    def bits(out):
+        return [p.detach().numpy().tobytes() for model, _ in out for p in model.parameters()] + [
+            res.loss.tobytes() for _, res in out
+        ]
+
+    local = bits(map_configs(train_preconditioner_job, flexformer_jobs()))
+    monkeypatch.setenv(SCHEDULER_ENV, cluster.scheduler_address)
+    assert bits(map_configs(train_preconditioner_job, flexformer_jobs())) == local
 
 
 def test_serial_calls_record_their_tasks_and_progress(monkeypatch, tmp_path):
