@@ -231,7 +231,8 @@ class DaskLauncher:
             "progress": f"{key}-progress",
             "scheduler": self.address,
         }
-        progress, seen = Variable(payload["progress"], client=self.client), None
+        progress, seen = Variable(payload["progress"], client=self.client), "{}"
+        progress.set(seen)  # a value from the start: a get never waits (a timed-out get logs an error on the scheduler)
         future = self.client.submit(run_on_worker, payload, key=key, pure=False)
         try:
             while True:
