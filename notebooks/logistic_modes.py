@@ -56,6 +56,7 @@ import numpy as np
 
 from iclcore.logistic import exact as lm_exact
 from iclcore.logistic import model as lm_model
+from iclcore.logistic import probes as lm_probes
 from iclcore.logistic import sgd as lm_sgd
 from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
@@ -337,26 +338,27 @@ tr_n_sim = pr.find_extrema(n2_sim, t_n, sign=-1, prominence=0.05)
 # the same counts on the noise-free theory curves (same smoothing, window and prominence)
 n_pk_A_th = len(pr.find_extrema(A2_th[body], lag[body], prominence=0.01))
 n_ext_n_th = len(pr.find_extrema(n2_th, t_n, prominence=0.05)) + len(pr.find_extrema(n2_th, t_n, sign=-1, prominence=0.05))
-# finite-size check of those counts: the same probes on the replica mean of R = probe_R_max/4, /2 and
-# probe_R_max independent data streams (nested subsets of one extra regime-A run, same tasks and init), and
-# the log-log slope of the count's excess over the theory curve's against R (an excess of 0 counted as 0.5)
+# finite-size check of those counts: the same probes on the replica mean of the first R independent data
+# streams of one extra regime-A run (nested subsets, same tasks and init) for R = 1, 2, probe_R_max/4, /2 and
+# probe_R_max, and the least-squares log-log slope of the count's excess over the theory curve's against R (an
+# excess of 0 counted as 0.5), with its standard error from the fit residuals (nested subsets are not independent:
+# the SE is indicative)
 cfg_fs = lm_sgd.SGDConfig(eta=r["eta"], B=B, epochs=epochs_A, init_scale=init_scale, replicas=probe_R_max,
                           log_every=log_every)
 res_fs = lm_sgd.run_sgd(probA, cfg_fs, np.random.default_rng(seed + 4))
 R_fs = [max(1, probe_R_max // 4), max(2, probe_R_max // 2), probe_R_max]
-fs_counts = []
-for R_ in R_fs:
-    L_ = pr.moving_average(res_fs.loss_replicas[1:, :R_].mean(1), ep)
-    A2_ = pr.smoothed_derivative(pr.lag_autocorrelation(L_), dt, window=win)
-    n_ = pr.moving_average(np.sqrt(np.sum(res_fs.pT[:, :R_, :, 4:] ** 2, axis=(-2, -1))).mean(1), ep)
-    n2_ = pr.smoothed_derivative(n_, dt, window=win)
-    fs_counts.append((len(pr.find_extrema(A2_[body], lag[body], prominence=0.01)),
-                      len(pr.find_extrema(n2_, t_n, prominence=0.05)) + len(pr.find_extrema(n2_, t_n, sign=-1, prominence=0.05))))
-fs_counts = np.array(fs_counts)  # (3, 2): A'' peaks, norm extrema
-fs_slopes = [np.polyfit(np.log(R_fs), np.log(np.maximum(fs_counts[:, j] - th, 0.5)), 1)[0]
-             for j, th in enumerate((n_pk_A_th, n_ext_n_th))]
-print("replicas", R_fs, "A'' peaks", fs_counts[:, 0], "norm extrema", fs_counts[:, 1],
-      "theory", n_pk_A_th, n_ext_n_th, "excess slopes", np.round(fs_slopes, 2))
+R_fit = sorted({1, 2, *R_fs})
+fit_counts = lm_probes.replica_sweep_extrema_counts(res_fs.loss_replicas, res_fs.pT, R_fit, avg=ep, dt=dt,
+                                                    window=win, body=body, t_norm=t_n)  # (sizes, 2)
+fs_counts = fit_counts[[R_fit.index(R_) for R_ in R_fs]]  # (3, 2): A'' peaks, norm extrema
+fs_slopes, fs_slope_se = [], []
+for j, th in enumerate((n_pk_A_th, n_ext_n_th)):
+    (b_, a_), cov_ = np.polyfit(np.log(R_fit), np.log(np.maximum(fit_counts[:, j] - th, 0.5)), 1, cov="unscaled")
+    res_ = np.log(np.maximum(fit_counts[:, j] - th, 0.5)) - (a_ + b_ * np.log(R_fit))
+    fs_slopes.append(float(b_))
+    fs_slope_se.append(float(np.sqrt(cov_[0, 0] * np.sum(res_**2) / (len(R_fit) - 2))))
+print("replicas", R_fit, "A'' peaks", fit_counts[:, 0], "norm extrema", fit_counts[:, 1],
+      "theory", n_pk_A_th, n_ext_n_th, "excess slopes", np.round(fs_slopes, 2), "+-", np.round(fs_slope_se, 2))
 mer_sim = pr.marginalized_effective_rank(np.abs(r["mp"]["a"].mean(1)), 3, drop_order=np.arange(4))
 mer_th = pr.marginalized_effective_rank(r["a_paper"], 3, drop_order=np.arange(4))
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -500,6 +502,9 @@ metrics.update({
     **{f"probe_fs_norm_n_extrema_{i}": int(c) for i, c in enumerate(fs_counts[:, 1])},
     "probe_fs_A2_excess_slope": float(fs_slopes[0]),
     "probe_fs_norm_excess_slope": float(fs_slopes[1]),
+    "probe_fs_A2_excess_slope_se": float(fs_slope_se[0]),
+    "probe_fs_norm_excess_slope_se": float(fs_slope_se[1]),
+    "probe_fs_n_sizes": len(R_fit),
     "probe_mer_max_offset_tau": float(np.max(off_mer)),
     "probe_mer_max_offset_tau_paper": float(np.max(off_mer_paper)),
     # 95% quantiles (smallest k with P(count <= k) >= 0.95) of the null counts: a count above it is
