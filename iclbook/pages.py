@@ -917,7 +917,7 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             lines.append(f"| `{name}` | `{st.name}` | {vals} | {st.paper} | {_cell(st.why)} |")
     lines.append("")
     for name, plan in plans.items():
-        points = [(p, m) for p, m in stored[name] if m is not None]
+        points = [(p, m) for p, m in stored[name] if isinstance(m, dict)]
         target = _figure_row(rows, name, plan.figure)
         if target is None or len(points) < 2:
             continue

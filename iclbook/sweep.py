@@ -55,6 +55,7 @@ from .scheduling import check_loopback, expected_seconds, run_one
 from .store import cache_key, cleanup_stale_temp, import_scans, store_dir, verify_folder
 
 __all__ = [
+    "FAILED_POINTS",
     "MIN_VALUES",
     "SWEEPS",
     "Band",
@@ -311,6 +312,9 @@ def run_sweep(
                 res.name = label
                 if res.status == "failed":
                     res.error = " ".join(res.error.split())[:300]
+                    _record_failure(root, keys[i], res.error)
+                elif res.status in ("executed", "cached"):
+                    (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
                 progress.finish(res)
                 shutil.rmtree(req.out_dir, ignore_errors=True)
                 return res
@@ -326,20 +330,37 @@ def run_sweep(
 
 
 # --------------------------------------------------------------------------- reading the store
-def stored_points(root: Path, plan: Plan, scans: Any = None) -> list[tuple[Point, dict[str, Any] | None]]:
-    """Each point of the plan's one-at-a-time grid with its metrics from the store (``None``: not run under
-    the notebook's current key, or the entry does not verify). Nothing is executed."""
+#: Folder of the store recording, per cache key, the one-line error of a sweep point whose run failed
+#: (never an entry: a later sweep executes the point again, and a success removes the record).
+FAILED_POINTS = "sweep-failed"
+
+
+def _record_failure(root: Path, key: str, error: str) -> None:
+    try:
+        folder = store_dir(root) / FAILED_POINTS
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{key}.txt").write_text(error + "\n")
+    except OSError:
+        pass  # the record only words the report; the failure itself is printed
+
+
+def stored_points(root: Path, plan: Plan, scans: Any = None) -> list[tuple[Point, dict[str, Any] | str | None]]:
+    """Each point of the plan's one-at-a-time grid with its metrics from the store; ``None``: not run under
+    the notebook's current key (or the entry does not verify); a string: the run failed with that error
+    (recorded by :func:`run_sweep` for the same key). Nothing is executed."""
     entries = store_dir(root) / "entries"
     scans = scans if scans is not None else import_scans(root)
-    out = []
+    out: list[tuple[Point, dict[str, Any] | str | None]] = []
     for p in expand(plan.notebook, plan.grid):
-        metrics = None
+        metrics: dict[str, Any] | str | None = None
         try:
             key = cache_key(RunRequest(plan.notebook, p.params, QUICK, entries), root, scans)
-            entry = entries / key
+            entry, failed = entries / key, store_dir(root) / FAILED_POINTS / f"{key}.txt"
             if entry.is_dir() and not verify_folder(entry, key):
                 data = json.loads((entry / "metrics.json").read_text())
                 metrics = data if isinstance(data, dict) else None
+            elif failed.is_file():
+                metrics = failed.read_text().strip() or "the run failed"
         except (OSError, ValueError, NotebookError):
             metrics = None
         out.append((p, metrics))
@@ -379,14 +400,19 @@ def band(
     evaluate: Callable[[Any, dict[str, Any] | None], Any],
 ) -> Band:
     """The robustness band of one ledger row over stored sweep points (``evaluate(claim, metrics)`` gives a row
-    with ``status`` ``"reproduced"`` when the rule holds). A point whose metric is missing counts as failing."""
+    with ``status`` ``"reproduced"`` when the rule holds). A point whose metric is missing, or whose run
+    failed (its metrics are the error string, :func:`stored_points`), counts as failing."""
     if not points:
         return Band(NOT_SWEPT, reason="its notebook declares no unstated setting (notebooks/sweeps.yml)")
     stored = [(p, m) for p, m in points if m is not None]
     if not stored:
         return Band(NOT_SWEPT, reason="no sweep point in the store (run `make sweep`)", unrun=len(points))
-    status = {p.label: evaluate(claim, m).status for p, m in stored}
-    failing = tuple(label for label, st in status.items() if st != "reproduced")
+    status = {p.label: "run failed" if isinstance(m, str) else evaluate(claim, m).status for p, m in stored}
+    failing = tuple(
+        label + (" (the notebook fails there)" if st == "run failed" else "")
+        for label, st in status.items()
+        if st != "reproduced"
+    )
     holds, unrun = len(status) - len(failing), len(points) - len(stored)
     preset = status.get("preset")
     if preset is not None and preset != "reproduced":

@@ -130,6 +130,9 @@ def test_sweep_end_to_end_cached_band_and_failing_point(tmp_path: Path, capsys) 
     assert "2 points, 0 executed, 1 cached, 1 failed" in out.out
     failed = [line for line in out.err.splitlines() if line.startswith("  toy (a=5): ")]
     assert len(failed) == 1 and "a = 5 is not supported" in failed[0]
+    (root / "notebooks" / "sweeps.yml").write_text(SWEEPS.replace("[1, 2, 3]", "[1, 2, 5]"))
+    bands, _ = sweep_bands(root, rows, tmp_path / "gen")  # the failed point is a failing setting, not an unrun one
+    assert bands[id(rows[0])].failing == ("a=5 (the notebook fails there)",)
 
 
 def _row(status_value: float, **extra):
