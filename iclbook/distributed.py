@@ -17,10 +17,12 @@ locked dependencies), but no shared filesystem:
   folder, so the progress line shows a remote notebook's counters as it does a local one's;
 * the notebook's inner tasks (:func:`iclcore.parallel.map_configs`) go to the same cluster: the
   kernel gets the scheduler's address in :data:`iclcore.parallel.SCHEDULER_ENV` and submits each
-  configuration as a task of its own; while the kernel runs, its worker thread secedes from the
-  worker's thread pool (``distributed.secede``), so that a notebook waiting for its inner tasks never
-  holds the slot they need (no deadlock when every slot runs such a notebook); the durations of the
-  inner tasks come back with the outputs (``inner.json``) and go into the manifest.
+  configuration as a task of its own; once the kernel reports inner tasks (the ``tasks`` counter of
+  its progress file), the notebook's worker thread secedes from the worker's thread pool
+  (``distributed.secede``) for the rest of the run, so that a notebook waiting for its inner tasks
+  never holds the slot they need (no deadlock when every slot runs such a notebook), while a notebook
+  without inner tasks keeps its slot; the durations of the inner tasks come back with the outputs
+  (``inner.json``) and go into the manifest.
 
 A worker that dies mid-task is handled by Dask: the scheduler reschedules the task on another
 worker (``distributed.scheduler.allowed-failures``); the result is the same because each run is
@@ -82,7 +84,7 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
         env[PROGRESS_ENV] = str(tmp / PROGRESS_FILE)
         if payload.get("scheduler"):
             env[SCHEDULER_ENV] = payload["scheduler"]
-        seceded = _secede()
+        seceded = False
         with open(tmp / "log.txt", "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "iclbook._child", str(tmp / "spec.json")],
@@ -102,6 +104,8 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
                 else:
                     time.sleep(RELAY_INTERVAL)
                     relay.publish()
+                    if payload.get("scheduler") and not seceded and _waits_on_tasks(tmp / PROGRESS_FILE):
+                        seceded = _secede()
         if seceded:
             from distributed import rejoin
 
@@ -114,6 +118,14 @@ def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
             "inner": inner.read_bytes() if inner.is_file() else b"",
             "cpu": cpu,
         }
+
+
+def _waits_on_tasks(path: Path) -> bool:
+    """Whether the kernel's progress file shows inner tasks (``tasks`` counter, :func:`iclcore.parallel.map_configs`)."""
+    try:
+        return "tasks" in json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _secede() -> bool:

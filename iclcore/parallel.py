@@ -193,6 +193,7 @@ def _on_dask(timed: _Timed, configs: list, order: list[int], costs: list[float] 
             timed, configs[i], pure=False, priority=priority, key=f"{label or 'inner'}-{i}-{os.urandom(6).hex()}"
         )
     index = {f.key: i for i, f in futures.items()}
+    report_progress(tasks=(0, len(configs)), force=True)  # also tells icl-book's worker that the kernel now waits
     out: dict[int, Any] = {}
     for done, future in enumerate(as_completed(list(futures.values()), loop=client.loop), start=1):
         out[index[future.key]] = future.result()

@@ -9,12 +9,17 @@ analogue), as in the depth-contraction probe of Nagy §8.2–§8.5 (:mod:`iclcor
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch import nn
 
 from iclcore.validation import positive_int
 
 __all__ = ["GPTMini"]
+
+
+_GLOBAL_RNG = threading.Lock()
 
 
 class GPTMini(nn.Module):
@@ -32,8 +37,11 @@ class GPTMini(nn.Module):
             raise ValueError(f"heads: width {width} must be divisible by heads {heads}")
         self.d, self.n, self.L = d, n, L
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # nn default initialisers draw from the global generator: scope it
+        # nn default initialisers draw from the process-global generator: scope it, and hold a lock so
+        # that models built at the same time in two threads (a Dask worker with several threads, or a
+        # LocalCluster in one process) do not draw from it in turns (the same bits as one at a time)
+        with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
             self.embed = nn.Linear(d + 1, width)
             self.pos = nn.Parameter(0.02 * torch.randn(2 * n + 2, width))
             self.bos = nn.Parameter(0.02 * torch.randn(width))
