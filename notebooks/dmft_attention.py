@@ -18,7 +18,8 @@
 # randomly rotated power-law (b) data; panel (e) fits the late-time exponent of the $w^5$ flow at
 # large $D$ against Eq. (22). Figure 8: the reduced model with untied layers $\Gamma^\ell$ trained
 # with learning rate $\eta_0 L$, against the recurrent gradient flow (Eq. 13), and the balance
-# $\gamma^\ell(t)=\gamma(t)$.
+# $\gamma^\ell(t)=\gamma(t)$; the same untied model with label noise at finite context against Eq. (122)
+# (App. G.1.2); and the block network with trainable read-in and read-out against Eq. (124) (App. G.2).
 
 # %% tags=["parameters"]
 D = 8               # input dimension of the full-attention runs (Figure 6); range: [1, 200]
