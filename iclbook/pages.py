@@ -1015,7 +1015,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
             why = (
                 f"*{cl.diagnosis}:* {cl.diagnosis_note}"
                 if cl.diagnosis
-                else "no diagnosis in the ledger yet (the note does not name the setting)"
+                else "The ledger gives no diagnosis of this dependence yet."
             )
             lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {bands[id(r)].describe()}. {why}")
         lines.append("")
