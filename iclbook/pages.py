@@ -887,8 +887,8 @@ SWEPT_BASES = ("predicted", "calibrated")
 def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int, Any], list[str]]:
     """The robustness band (:func:`iclbook.sweep.band`) of every `predicted` and `calibrated` row, by ``id(row)``,
     from the sweep points the store holds (nothing is executed), and the report lines that describe the
-    declared settings with one specification-curve figure per swept notebook (written into
-    ``generated/sweeps/``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
+    declared settings with one specification-curve figure per swept notebook (written as
+    ``generated/sweep-<notebook>.png`` and ``.pdf``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
     from .notebooks import NotebookError, discover_all
     from .store import import_scans
     from .sweep import SWEEPS, band, load_plans, spec_curve, stored_points
@@ -937,17 +937,20 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             reported,
             lo,
             hi,
-            generated / "sweeps" / name,
+            generated / f"sweep-{name}",  # beside report.md: not a notebook's figure (those live in <notebook>/)
         )
         unrun = len(stored[name]) - len(points)
         lines += [
-            f"```{{figure}} sweeps/{name}.png",
+            f"```{{figure}} sweep-{name}.png",
             f":name: fig-sweep-{name.replace('_', '-')}",
             "",
             f"Specification curve of `{metric}` (row {target.claim.id}) in `{name}`: the value at each stored sweep "
             f"point, sorted (red: the row's rule fails there; bars: the rule's z·SE at that point where it has one), "
             f"the reported value (dashed) and the rule's band (grey; at the preset's SE); below, the setting that produced "
-            f"each point (*preset*: the quick preset)." + (f" {unrun} point(s) not run yet." if unrun else ""),
+            f"each point (*preset*: the quick preset)."
+            + (f" {unrun} point(s) not run yet." if unrun else "")
+            + " Drawn when the book is built from the store's runs of the sweep points (nothing is executed); "
+            "regenerate with `make sweep`, then `make book`.",
             "```",
             "",
         ]

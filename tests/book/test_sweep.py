@@ -121,7 +121,7 @@ def test_sweep_end_to_end_cached_band_and_failing_point(tmp_path: Path, capsys) 
     bands, lines = sweep_bands(root, rows, tmp_path / "gen")
     b = bands[id(rows[0])]
     assert (b.label, b.holds, b.n, b.failing) == ("fragile", 2, 3, ("a=3",))  # y = a^2 + 1/2 <= 4.5 fails at a = 3
-    assert (tmp_path / "gen" / "sweeps" / "toy.png").exists() and (tmp_path / "gen" / "sweeps" / "toy.pdf").exists()
+    assert (tmp_path / "gen" / "sweep-toy.png").exists() and (tmp_path / "gen" / "sweep-toy.pdf").exists()
     assert any("| `toy` | `a` | 1, **2**, 3 |" in line for line in lines)
 
     # a failing point is one line with its parameters; the others are served (the preset from the store)
