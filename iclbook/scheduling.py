@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .execution import LOOPBACK_HINT, Interrupts, execute, loopback_problem
-from .notebooks import NotebookError
+from .notebooks import NotebookError, discover_all, python_literal
 from .progress import Progress
 from .runs import RunRequest, RunResult, RunSummary
 from .store import (
@@ -43,6 +43,7 @@ __all__ = [
     "describe_seconds",
     "expected_seconds",
     "longest_first",
+    "preset_literals",
     "run_notebooks",
     "run_one",
     "timed_seconds",
@@ -216,9 +217,11 @@ def expected_seconds(root: Path) -> dict[tuple[str, str], float]:
 def timed_seconds(root: Path) -> dict[tuple[str, str], tuple[float, str]]:
     """``(seconds, source)`` per ``(notebook, preset)``; ``source`` is ``"store"`` or ``"hint"``.
 
-    The newest run in the store wins (its CPU seconds, :func:`cpu_seconds`); otherwise the committed
-    hint ``notebooks/seconds.json`` (``{"quick": {name: seconds}}``; a stale or missing hint only
-    changes the order of execution and what ``icl-book list`` shows).
+    The newest run in the store *at the preset's exact parameters* wins (its CPU seconds,
+    :func:`cpu_seconds`): a sweep point (:mod:`iclbook.sweep`, stored as a ``quick`` run at other
+    parameters), a run with ``-p`` overrides, or a run of an older default does not count. Otherwise the
+    committed hint ``notebooks/seconds.json`` (``{"quick": {name: seconds}}``; a stale or missing hint
+    only changes the order of execution and what ``icl-book list`` shows).
     """
     seconds: dict[tuple[str, str], tuple[float, str]] = {}
     try:
@@ -229,16 +232,32 @@ def timed_seconds(root: Path) -> dict[tuple[str, str], tuple[float, str]]:
                     seconds[(str(name), str(preset))] = (float(sec), "hint")
     except (OSError, ValueError, AttributeError, TypeError):
         pass
+    exact = preset_literals(root)
     newest: dict[tuple[str, str], float] = {}
     for manifest in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
         try:
             m = json.loads(manifest.read_text())
             when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
+            if k not in exact or m.get("param_literals") != exact[k]:
+                continue
             if when > newest.get(k, -1.0):
                 newest[k], seconds[k] = when, (cpu_seconds(m), "store")
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return seconds
+
+
+def preset_literals(root: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """The resolved parameters of every readable notebook's presets as exact literals, per
+    ``(notebook, preset)`` (as a run's manifest records them in ``param_literals``)."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for nb in discover_all(root)[0]:
+        for preset in nb.preset_names:
+            try:
+                out[(nb.name, preset)] = {k: python_literal(v) for k, v in nb.resolve(preset).items()}
+            except NotebookError:
+                continue
+    return out
 
 
 def describe_seconds(timed: tuple[float, str] | None) -> str:

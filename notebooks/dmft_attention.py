@@ -136,8 +136,12 @@ def run_fig6(kind: str):
             late_th.append(np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][steps // 2:]))
         th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(mc_tables))
         model = LinearAttention(D, L, s0, "block", dtype=torch.float32)
-        res = train(model, sampler, steps, eta, torch.Generator().manual_seed(seed + 10 * L + (kind == "rrs")),
-                    schedule=schedule)
+        try:
+            res = train(model, sampler, steps, eta, torch.Generator().manual_seed(seed + 10 * L + (kind == "rrs")),
+                        schedule=schedule)
+        except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
+            raise ValueError(f"eta: SGD of the {kind} run at depth L={L} diverged with eta={eta}, B={B} "
+                             f"({exc}); lower eta") from None
         out[L] = dict(gam_th=gam, loss_th=tied_loss_from_moments(gam, M)[0], res=res, th_mc_sd=th_mc_sd)
     return out
 

@@ -213,9 +213,13 @@ def sweep_task(eta_k, B_k, n_k, r):
                           train_seed=seed + 1000 * (r + 1) + 100 + N_sweep, frame_seed=seed + 1000 * (r + 1) + N_sweep)
 
 
-sweep = [(pt.bias, pt.se, pt.disc) for pt in late_bias_sweep(
-    sweep_cfg, sweep_task, seeds_sweep, eta_sim * steps_sim, lambda tt: width_gradient_flow(spec_w, L_sim, tt).gamma,
-    lambda g: width_loss_grad(g, spec_w, L_sim))]
+try:
+    sweep = [(pt.bias, pt.se, pt.disc) for pt in late_bias_sweep(
+        sweep_cfg, sweep_task, seeds_sweep, eta_sim * steps_sim, lambda tt: width_gradient_flow(spec_w, L_sim, tt).gamma,
+        lambda g: width_loss_grad(g, spec_w, L_sim))]
+except FloatingPointError as exc:  # the smallest batch B_sim // 4 is the noisiest: refuse, never a NaN verdict
+    raise ValueError(f"B_sim: SGD of the eta/batch sweep diverged (its smallest batch is B_sim // 4 = "
+                     f"{max(1, B_sim // 4)} contexts at eta_sim={eta_sim}: {exc}); raise B_sim or lower eta_sim") from None
 
 x_sw = np.array([e / b for e, b in sweep_cfg])
 ex_sw = np.array([v[0] for v in sweep])

@@ -49,7 +49,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
-from iclcore.lsq.dynamics import gd_trajectory
+from iclcore.lsq.dynamics import gd_trajectory, modal_weights
 from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
@@ -97,7 +97,9 @@ runs = [online_decoder_training(cfg, eta, steps, batch, np.random.default_rng([s
         for j in range(n_seeds)]
 t_train = time.perf_counter() - t0
 ops = [decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
-op_gd = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, mom.C, eta, ckpt), P_star, mom.C, H_inf)
+# exact GD: its overlap weights in closed form (log space), defined even after P_s reaches P_star to rounding
+op_gd = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, mom.C, eta, ckpt), P_star, mom.C, H_inf,
+                                 weights=modal_weights(np.zeros((K, K)), P_star, mom.C, eta, ckpt))
 stack = lambda f: np.array([getattr(o, f) for o in ops])  # noqa: E731  (n_seeds, T)
 rho, srank, etop, ent = stack("rho_pop"), stack("srank"), stack("top_energy"), stack("entropy")
 after = ckpt >= transient_frac * steps

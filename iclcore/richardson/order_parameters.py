@@ -373,7 +373,12 @@ class DecoderOrderParameters:
 
 
 def decoder_order_parameters(
-    P: np.ndarray, P_star: np.ndarray, C: np.ndarray, H_inf: np.ndarray, k: int = 1
+    P: np.ndarray,
+    P_star: np.ndarray,
+    C: np.ndarray,
+    H_inf: np.ndarray,
+    k: int = 1,
+    weights: np.ndarray | None = None,
 ) -> DecoderOrderParameters:
     """§9 order parameters of decoder checkpoints ``P_s`` (e.g. ``OnlineRun.P``).
 
@@ -386,16 +391,30 @@ def decoder_order_parameters(
     C : ndarray (K, K)
     H_inf : ndarray (K, K)
     k : int
+    weights : ndarray (T, K), optional
+        The overlap weights ``Ω_{s,i}`` of the checkpoints when known in closed form, e.g. for the exact
+        gradient-descent trajectory :func:`iclcore.lsq.dynamics.modal_weights` (computed in log space).
+        Without them they come from ``P`` (:func:`overlap_weights`), which is undefined once ``P_s``
+        equals ``P⋆`` to rounding (a well-conditioned ``C`` reaches that within a few hundred GD steps).
     """
     P = _stack(P, "P")
     if P.ndim != 3:
         raise ValueError(f"P: expected a stack (T, K, K), got {P.shape}")
+    if weights is None:
+        entropy = np.atleast_1d(overlap_entropy(P, P_star, C))
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != P.shape[:2]:
+            raise ValueError(f"weights: expected shape {P.shape[:2]} (checkpoints, K), got {w.shape}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.allclose(w.sum(axis=-1), 1.0):
+            raise ValueError("weights: each row must be finite, non-negative and sum to 1")
+        entropy = np.atleast_1d(modal_entropy(w))
     sr, te = _stable_rank_and_top_energy(P, k, "P")
     return DecoderOrderParameters(
         rho_pop=np.atleast_1d(iteration_spectral_radius(P, H_inf)),
         srank=sr,
         top_energy=te,
-        entropy=np.atleast_1d(overlap_entropy(P, P_star, C)),
+        entropy=entropy,
         rho_star=float(iteration_spectral_radius(P_star, H_inf)),
         srank_star=float(stable_rank(P_star, "P_star")),
         top_energy_star=float(top_energy(P_star, k)),

@@ -102,6 +102,28 @@ def test_overlap_weights_equal_modal_weights_on_gd_trajectory():
     assert np.all((h >= 0) & (h <= 1))
 
 
+def test_gd_order_parameters_defined_after_convergence_to_rounding():
+    # a well-conditioned C: GD reaches P_star to rounding, where the weights from P are undefined (0/0);
+    # the closed-form weights (log space) stay defined, agree with P-based ones early on and concentrate
+    # on the slowest mode, so the entropy tends to 0 (main paper §9)
+    K = 6
+    C = np.diag(np.geomspace(1.0, 3.0, K))
+    H = C.copy()
+    P_star = np.linalg.inv(C)
+    eta = 0.5 / 3.0
+    steps = np.array([0, 5, 20, 800])
+    Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps)
+    with pytest.raises(ValueError, match="P: equals P_star"):
+        decoder_order_parameters(Ps, P_star, C, H)
+    w = modal_weights(np.zeros((K, K)), P_star, C, eta, steps)
+    op = decoder_order_parameters(Ps, P_star, C, H, weights=w)
+    early = decoder_order_parameters(Ps[:3], P_star, C, H)
+    np.testing.assert_allclose(op.entropy[:3], early.entropy, atol=1e-12)
+    assert op.entropy[-1] < 1e-6 and w[-1, 0] > 1 - 1e-9
+    with pytest.raises(ValueError, match="weights"):
+        decoder_order_parameters(Ps, P_star, C, H, weights=w[:, :-1])
+
+
 def test_stable_rank_and_top_energy():
     rng = np.random.default_rng(3)
     P = rng.standard_normal((5, 7, 7))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from iclbook import cli
 from iclbook.notebooks import NotebookError, coerce, discover, read_notebook, toc_order
 from iclbook.runs import RunRequest, make_requests
-from iclbook.scheduling import expected_seconds, longest_first
+from iclbook.scheduling import expected_seconds, longest_first, preset_literals, timed_seconds
 from iclbook.store import STAMP, cache_key, store_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,11 +211,30 @@ def test_longest_expected_run_starts_first(demo_project: Path) -> None:
     assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][:2] == [names[-1], names[0]]
     entry = store_dir(demo_project) / "entries" / "k1"
     entry.mkdir(parents=True)
-    (entry / STAMP).write_text(json.dumps({"notebook": names[0], "preset": "quick", "seconds": 10.0, "threads": 2}))
+    exact = preset_literals(demo_project)[(names[0], "quick")]
+    (entry / STAMP).write_text(json.dumps({"notebook": names[0], "preset": "quick", "seconds": 10.0, "threads": 2,
+                                           "param_literals": exact}))
     assert expected_seconds(demo_project)[(names[0], "quick")] == 20.0  # CPU seconds: wall time x threads
     assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][0] == names[0]
     hint.write_text("not json")  # a broken hint only loses the order
     assert expected_seconds(demo_project) == {(names[0], "quick"): 20.0}
+
+
+def test_store_time_only_from_runs_at_the_preset_parameters(demo_project: Path) -> None:
+    # a sweep point is stored as a "quick" run at other parameters: its time must not stand for the preset's
+    name = discover(demo_project)[0].name
+    exact = preset_literals(demo_project)[(name, "quick")]
+    other = dict(exact, **{next(iter(exact)): "123456"})
+    entries = store_dir(demo_project) / "entries"
+    for key, lits, sec in (("preset", exact, 3.0), ("point", other, 50.0)):
+        (entries / key).mkdir(parents=True)
+        stamp = entries / key / STAMP
+        stamp.write_text(json.dumps({"notebook": name, "preset": "quick", "seconds": sec, "threads": 1,
+                                     "param_literals": lits}))
+    os.utime(entries / "point" / STAMP, (2e9, 2e9))  # the sweep point is the newest record
+    assert timed_seconds(demo_project)[(name, "quick")] == (3.0, "store")
+    (entries / "preset" / STAMP).unlink()  # only off-preset runs left: the hint (none here) or nothing
+    assert (name, "quick") not in timed_seconds(demo_project)
 
 
 def test_nbval_copies_longest_run_first(tmp_path: Path) -> None:
