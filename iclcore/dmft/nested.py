@@ -294,7 +294,9 @@ def _kernel_on_circles(
         Psi = Svv * (1.0 / calB - 1.0 / SS)
     F = (1.0 - Psi) * trTHH
     if not np.all(np.isfinite(F)):
-        raise NestedConvergenceError("nested_kernel: non-finite two-point function (coinciding nodes or k_max too small)")
+        raise NestedConvergenceError(
+            "nested_kernel: non-finite two-point function (coinciding nodes or k_max too small)"
+        )
     return NestedKernel(z1, w1, z2, w2, F, float(k_max), int(N), None if P is None else int(P), D, float(np.mean(T)))
 
 
@@ -310,7 +312,9 @@ def _gamma_depth(gammas: object, kernel: NestedKernel, L: object) -> tuple[np.nd
         raise ValueError("L: the nested contour formula needs a finite depth")
     g, scalar = nonnegative_grid(gammas, "gammas")
     if np.any(g * kernel.k_max > 2.0 * Lf * (1 + 1e-12)):
-        raise ValueError(f"gammas: expected gamma <= 2L/k_max = {2 * Lf / kernel.k_max:.4g} (stability window of the top mode)")
+        raise ValueError(
+            f"gammas: expected gamma <= 2L/k_max = {2 * Lf / kernel.k_max:.4g} (stability window of the top mode)"
+        )
     return g, scalar, int(Lf)
 
 
@@ -421,7 +425,6 @@ def nested_flow_loss(t: np.ndarray, kernel: NestedKernel, L: int, n_grid: int = 
     xx = np.concatenate([[np.log(2.0)], x])
     fxx = np.concatenate([[2.0 * (gs - gam[h - 1]) / (-dL[h - 1])], fx])
     tx = ty[-1] + np.cumsum(0.5 * (fxx[1:] + fxx[:-1]) * np.diff(xx))
-    tg = np.concatenate([[0.0], ty, tx])
     gg = np.concatenate([[0.0], gam])
     # interpolate gamma(t) in log gamma below gamma*/2 and in x above
     out_g = np.empty_like(t)
@@ -509,7 +512,9 @@ def _resource_table(x: object, loss: object) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=float)
     y = np.asarray(loss, dtype=float)
     if x.ndim != 2 or x.shape[1] != 4 or x.shape[0] != y.size or y.ndim != 1:
-        raise ValueError(f"x: expected shape (n, 4) for the resources (t, N, L, P) of n losses, got {x.shape} and loss {y.shape}")
+        raise ValueError(
+            f"x: expected shape (n, 4) for the resources (t, N, L, P) of n losses, got {x.shape} and loss {y.shape}"
+        )
     if x.shape[0] < 9:
         raise ValueError(f"x: the 8-parameter fit needs at least 9 points, got {x.shape[0]}")
     if not (np.all(np.isfinite(x)) and np.all(x > 0)):

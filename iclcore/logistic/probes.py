@@ -89,11 +89,14 @@ def replica_sweep_extrema_counts(
     A2 = savgol_filter(A, window, 3, deriv=2, delta=dt, mode="interp", axis=-1)
     n2 = savgol_filter(moving_average(norm_means, avg), window, 3, deriv=2, delta=dt, mode="interp", axis=-1)
     if body.shape != A2.shape[1:] or t_norm.shape != n2.shape[1:]:
-        raise ValueError(f"body, t_norm: expected shapes {A2.shape[1:]}, {n2.shape[1:]}, got {body.shape}, {t_norm.shape}")
+        raise ValueError(
+            f"body, t_norm: expected shapes {A2.shape[1:]}, {n2.shape[1:]}, got {body.shape}, {t_norm.shape}"
+        )
     lag = np.arange(A2.shape[1]) * dt
     out = np.empty((Rs.size, 2), dtype=np.int64)
     for i in range(Rs.size):  # peak finding is per curve
         out[i, 0] = len(find_extrema(A2[i, body], lag[body], prominence=prominence_loss))
         out[i, 1] = len(find_extrema(n2[i], t_norm, prominence=prominence_norm)) + len(
-            find_extrema(n2[i], t_norm, sign=-1, prominence=prominence_norm))
+            find_extrema(n2[i], t_norm, sign=-1, prominence=prominence_norm)
+        )
     return out

@@ -45,7 +45,9 @@ def test_infinite_context_is_the_one_point_equivalent() -> None:
     ker = _kernel(30, None)
     g = np.linspace(0.1, 1.0, 4) * nested_min_loss(ker, 3)[0]
     ref = width_loss_de(g, LAM, OM, 30, 3, ker.k_max, n_nodes=300)
-    np.testing.assert_allclose(nested_loss(g, ker, 3), ref, rtol=2e-5)  # the kernel's mass tolerance 1e-6 of tr ΩΛ, relative to a loss >= 0.1
+    np.testing.assert_allclose(
+        nested_loss(g, ker, 3), ref, rtol=2e-5
+    )  # the kernel's mass tolerance 1e-6 of tr ΩΛ, relative to a loss >= 0.1
 
 
 def test_full_width_is_the_two_point_wishart_equivalent() -> None:

@@ -32,8 +32,10 @@ def test_sweep_equals_the_per_R_loop() -> None:
         A2 = pr.smoothed_derivative(pr.lag_autocorrelation(L_), dt, window=win)
         n_ = pr.moving_average(np.sqrt(np.sum(pT[:, :R_, :, d:] ** 2, axis=(-2, -1))).mean(1), ep)
         n2 = pr.smoothed_derivative(n_, dt, window=win)
-        want = (len(pr.find_extrema(A2[body], lag[body], prominence=0.01)),
-                len(pr.find_extrema(n2, t_n, prominence=0.05)) + len(pr.find_extrema(n2, t_n, sign=-1, prominence=0.05)))
+        want = (
+            len(pr.find_extrema(A2[body], lag[body], prominence=0.01)),
+            len(pr.find_extrema(n2, t_n, prominence=0.05)) + len(pr.find_extrema(n2, t_n, sign=-1, prominence=0.05)),
+        )
         assert tuple(got[i]) == want
 
 

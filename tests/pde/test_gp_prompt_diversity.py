@@ -38,7 +38,9 @@ def test_bias_matches_monte_carlo() -> None:
     K = _kernel(n_el)
     lam = covariance_galerkin_spectrum(K, n_el)
     d, b = gp_effective_dimension(lam, tau), gp_effective_dimension_bias(lam, tau)
-    est = finite_prompt_effective_dimension(K, n_el, np.array([n]), np.array([tau]), 400, np.random.default_rng(1))[0, :, 0]
+    est = finite_prompt_effective_dimension(K, n_el, np.array([n]), np.array([tau]), 400, np.random.default_rng(1))[
+        0, :, 0
+    ]
     se = est.std(ddof=1) / np.sqrt(est.size)
     assert b < 0
     assert abs(est.mean() - d - b / n) < 4 * se
