@@ -8,7 +8,9 @@ isotropic ``Γ = γ I`` and ``m = a_o a_y`` the loss is
 .. math::
 
     \\mathcal L(m, \\gamma) = \\big\\langle \\mathrm{tr}\\,\\Lambda\\,[I - m\\,q(\\hat\\Sigma)]\\,\\Omega\\,
-    [I - m\\,q(\\hat\\Sigma)]\\big\\rangle,\\qquad q(s) = 1 - (1 - \\gamma s/L)^L ,
+    [I - m\\,q(\\hat\\Sigma)]\\big\\rangle,
+
+.. math:: q(s) = 1 - (1 - \\gamma s/L)^L ,
 
 Eq. (124) with ``w_o w_y = m`` and ``w_v w_k w_q w_x^2 = γ`` (at ``P = ∞``, ``Σ̂ = Λ``, it is Eq. 124
 as printed). Gradient flow on the factors of a product keeps ``d(f_i^2)/dt = -2 n_i X ∂_X 𝓛`` for a

@@ -187,7 +187,10 @@ def test_list_shows_quick_and_paper_times_with_their_source(demo_project: Path, 
     (demo_project / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"demo": 12.3}}))
     entry = store_dir(demo_project) / "entries" / "k"
     entry.mkdir(parents=True)
-    (entry / store.STAMP).write_text(json.dumps({"notebook": "demo", "preset": "quick", "seconds": 2.0, "threads": 2}))
+    exact = scheduling.preset_literals(demo_project)[("demo", "quick")]  # a run at the preset's own parameters
+    (entry / store.STAMP).write_text(
+        json.dumps({"notebook": "demo", "preset": "quick", "seconds": 2.0, "threads": 2, "param_literals": exact})
+    )
     assert run_cli(demo_project, "list") == 0
     out = capsys.readouterr().out
     demo = out[out.index("demo  (") :]
