@@ -14,7 +14,6 @@ no worker idles at the end while another finishes a long run. Results are report
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +34,7 @@ from .store import (
     store_dir,
     verify_folder,
 )
+from .worker_env import available_cores
 
 __all__ = [
     "SECONDS_HINT",
@@ -148,7 +148,7 @@ def run_notebooks(
         jobs = max(1, min(jobs or launcher.slots(), len(requests) or 1))
         threads = 1
     else:
-        cores = cores or os.cpu_count() or 1
+        cores = cores or available_cores()
         jobs = max(1, min(jobs or cores, len(requests) or 1))
         threads = max(1, cores // jobs)
     try:

@@ -37,7 +37,6 @@ import ast
 import itertools
 import json
 import math
-import os
 import shutil
 import tempfile
 import time
@@ -53,6 +52,7 @@ from .progress import Progress
 from .runs import RunRequest, RunResult
 from .scheduling import check_loopback, expected_seconds, run_one
 from .store import cache_key, cleanup_stale_temp, import_scans, store_dir, verify_folder
+from .worker_env import available_cores
 
 __all__ = [
     "FAILED_POINTS",
@@ -293,7 +293,7 @@ def run_sweep(
     else:
         if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
             check_loopback()
-        cores = cores or os.cpu_count() or 1
+        cores = cores or available_cores()
         jobs = max(1, min(jobs or cores, len(points) or 1))
         threads = max(1, cores // jobs)
     seconds = expected_seconds(root)

@@ -23,6 +23,7 @@ from iclcore.parallel import SCHEDULER_ENV, thread_settings
 from iclcore.progress import INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_inner_tasks
 
 __all__ = [
+    "available_cores",
     "CPU_FILE",
     "INNER_FILE",
     "PROGRESS_ENV",
@@ -36,6 +37,15 @@ __all__ = [
 
 CPU_FILE = "cpu.txt"  # in a run's private folder: CPU seconds of the child and its reaped descendants
 STAMP = ".icl-run.json"  # the manifest, in a store entry and in an output folder; never an output
+
+
+def available_cores() -> int:
+    """Cores this process may run on: its CPU affinity (``taskset``, a container's cpuset) where the
+    platform reports one, else ``os.cpu_count()``; at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
