@@ -92,7 +92,9 @@ __all__ = [
     "entry_origin",
     "export_archive",
     "import_archive",
+    "machine_record",
     "origin_note",
+    "utc_timestamp",
 ]
 
 FORMAT = "icl-book archive 1"
@@ -152,7 +154,8 @@ def _commit(root: Path) -> tuple[str, bool]:
     return commit, dirty
 
 
-def _machine() -> dict[str, Any]:
+def machine_record() -> dict[str, Any]:
+    """This machine: host name, architecture, CPU model (from ``/proc/cpuinfo`` where there is one), cores."""
     cpu = platform.processor() or ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -164,7 +167,8 @@ def _machine() -> dict[str, Any]:
     return {"host": platform.node(), "arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 0}
 
 
-def _utc(seconds: float) -> str:
+def utc_timestamp(seconds: float) -> str:
+    """``seconds`` since the epoch as ``YYYY-MM-DDTHH:MM:SSZ`` (UTC)."""
     return _dt.datetime.fromtimestamp(seconds, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -247,7 +251,7 @@ def export_archive(root: Path, preset: str, path: Path, say=print) -> dict[str, 
     keys = _current_keys(root, notebooks, preset)
     entries_dir = store_dir(root) / "entries"
     commit, dirty = _commit(root)
-    machine = _machine()
+    machine = machine_record()
     entries, missing = [], []
     by_name = {nb.name: nb for nb in notebooks}
     for name, key in keys.items():
@@ -262,7 +266,7 @@ def export_archive(root: Path, preset: str, path: Path, say=print) -> dict[str, 
         computed = (
             origin["computed"]
             if origin and isinstance(origin.get("computed"), dict)
-            else {"commit": commit, "dirty": dirty, "date": _utc(stamp.stat().st_mtime), "machine": machine}
+            else {"commit": commit, "dirty": dirty, "date": utc_timestamp(stamp.stat().st_mtime), "machine": machine}
         )
         entry = {
             "notebook": name,
@@ -290,7 +294,7 @@ def export_archive(root: Path, preset: str, path: Path, say=print) -> dict[str, 
         "commit": commit,
         "dirty": dirty,
         "lock_sha256": _lock_sha(root),
-        "exported": _utc(_dt.datetime.now(_dt.UTC).timestamp()),
+        "exported": utc_timestamp(_dt.datetime.now(_dt.UTC).timestamp()),
         "machine": machine,
         "entries": entries,
     }

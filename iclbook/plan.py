@@ -13,6 +13,10 @@ notebook's task secedes from the worker's thread pool). Durations (seconds on on
   tasks; the serial part is the total minus their sum, unless given as ``{"tasks": [...], "serial":
   seconds}``; :func:`tasks_from_hint`). The output says which source each came from.
 
+``icl-book plan --write-hint`` writes the durations of the store's newest runs into that hint
+(:func:`hint_from_store`), with where and when each was measured under ``"measured"``, so that a
+fresh clone plans from measured durations; notebooks without a run in the store keep their entry.
+
 The simulation (:func:`simulate`) is list scheduling: whenever a worker is free it takes the ready
 task with the longest path to the end of its notebook (serial part: its own duration plus its
 longest inner task; inner task: its duration), ties in book order. The critical path is the longest
@@ -32,9 +36,10 @@ from .notebooks import NotebookError, discover_all
 from .scheduling import SECONDS_HINT
 from .store import STAMP, store_dir
 
-__all__ = ["Plan", "Task", "add_command", "cmd_plan", "load_tasks", "simulate"]
+__all__ = ["Plan", "Task", "add_command", "cmd_plan", "hint_from_store", "load_tasks", "simulate"]
 
 INNER_KEY = "inner"  # in notebooks/seconds.json: {"inner": {preset: {notebook: [seconds, ...]}}}
+MEASURED_KEY = "measured"  # in notebooks/seconds.json: {"measured": {preset: {notebook: {"date", "machine"}}}}
 
 
 @dataclass(frozen=True)
@@ -117,18 +122,23 @@ def simulate(tasks: list[Task], workers: int) -> Plan:
     )
 
 
-def _store_manifests(root: Path, preset: str) -> dict[str, dict]:
-    """The newest manifest of each notebook at ``preset`` in the store."""
-    newest: dict[str, tuple[float, dict]] = {}
+def _store_runs(root: Path, preset: str) -> dict[str, tuple[Path, dict]]:
+    """The newest manifest of each notebook at ``preset`` in the store, with its path."""
+    newest: dict[str, tuple[float, Path, dict]] = {}
     for path in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
         try:
             m = json.loads(path.read_text())
             when = path.stat().st_mtime
-            if m.get("preset") == preset and when > newest.get(m["notebook"], (-1.0, {}))[0]:
-                newest[str(m["notebook"])] = (when, m)
+            if m.get("preset") == preset and when > newest.get(m["notebook"], (-1.0, path, {}))[0]:
+                newest[str(m["notebook"])] = (when, path, m)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-    return {nb: m for nb, (_, m) in newest.items()}
+    return {nb: (path, m) for nb, (_, path, m) in newest.items()}
+
+
+def _store_manifests(root: Path, preset: str) -> dict[str, dict]:
+    """The newest manifest of each notebook at ``preset`` in the store."""
+    return {nb: m for nb, (_, m) in _store_runs(root, preset).items()}
 
 
 def tasks_from_manifest(m: dict) -> list[Task]:
@@ -185,6 +195,42 @@ def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:
     return [Task(nb, "", max(0.0, serial), "hint")] + [
         Task(nb, f"inner {i + 1}", s, "hint") for i, s in enumerate(inner)
     ]
+
+
+def hint_from_store(root: Path, preset: str, names: list[str] | None = None) -> tuple[dict, list[str]]:
+    """The committed hint with the durations of the store's newest ``preset`` runs written in.
+
+    For every notebook (or those in ``names``) with a run at ``preset`` in the store:
+    ``hint[preset][nb]`` is the run's single-thread total (:func:`tasks_from_manifest`: serial part
+    plus inner tasks, CPU seconds), ``hint["inner"][preset][nb] = {"tasks": [...], "serial": s}`` (or
+    no entry if the run had no inner tasks), and ``hint["measured"][preset][nb]`` the date of the
+    entry and the machine (the archive's machine for an imported entry, else this one). Returns the
+    new hint and the notebooks written; the others keep their entries.
+    """
+    from .archive import machine_record, utc_timestamp  # the same machine record as an exported archive
+
+    hint = _hint(root)
+    newest = _store_runs(root, preset)
+    written = []
+    for nb in sorted(newest):
+        if names and nb not in names:
+            continue
+        path, m = newest[nb]
+        try:
+            serial, *inner = tasks_from_manifest(m)
+        except (KeyError, TypeError, ValueError):
+            continue
+        hint.setdefault(preset, {})[nb] = round(serial.seconds + sum(t.seconds for t in inner), 1)
+        table = hint.setdefault(INNER_KEY, {}).setdefault(preset, {})
+        if inner:
+            table[nb] = {"tasks": [round(t.seconds, 1) for t in inner], "serial": round(serial.seconds, 1)}
+        else:
+            table.pop(nb, None)
+        when = utc_timestamp(path.stat().st_mtime)
+        machine = m.get("exported_on") or machine_record()
+        hint.setdefault(MEASURED_KEY, {}).setdefault(preset, {})[nb] = {"date": when, "machine": machine}
+        written.append(nb)
+    return hint, written
 
 
 def load_tasks(root: Path, preset: str, names: list[str] | None = None) -> tuple[list[Task], list[str]]:
@@ -245,6 +291,12 @@ def format_plan(plan: Plan, preset: str) -> str:
 def cmd_plan(args: argparse.Namespace, root: Path) -> int:
     if args.workers < 1:
         raise NotebookError(f"--workers: expected a number of workers >= 1, got {args.workers}")
+    if args.write_hint:
+        hint, written = hint_from_store(root, args.preset, args.names or None)
+        if not written:
+            raise NotebookError(f"plan --write-hint: no {args.preset} run in the store to write")
+        (root / SECONDS_HINT).write_text(json.dumps(hint, indent=1, sort_keys=True) + "\n")
+        print(f"wrote the {args.preset} durations of {len(written)} notebook(s) into {SECONDS_HINT.as_posix()}")
     tasks, missing = load_tasks(root, args.preset, args.names or None)
     plan = simulate(tasks, args.workers)
     plan.missing = missing
@@ -260,4 +312,9 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("names", nargs="*", metavar="NAME", help="notebooks to plan (default: all)")
     pl.add_argument("--preset", default="paper", help="parameter preset (default: paper)")
     pl.add_argument("--workers", type=int, default=16, help="single-thread workers (default: 16)")
+    pl.add_argument(
+        "--write-hint",
+        action="store_true",
+        help="first write the store's measured durations of this preset into notebooks/seconds.json",
+    )
     pl.set_defaults(func=cmd_plan)

@@ -89,3 +89,37 @@ def test_cli_reads_the_store_else_the_hint_and_refuses_zero_workers(tmp_path, ca
     assert cli.main(["--root", str(root), "plan", "--workers", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["icl-book: error: --workers: expected a number of workers >= 1, got 0"]
+
+
+def test_write_hint_puts_the_store_durations_into_the_committed_hint(tmp_path, capsys):
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURES / "demo_project", root)
+    hint_path = root / "notebooks" / "seconds.json"
+    hint_path.write_text(json.dumps({"paper": {"demo": 7.0, "second": 100.0}, "inner": {"paper": {"demo": [5.0]}}}))
+    entry = root / ".icl-store" / "entries" / "k1"
+    entry.mkdir(parents=True)
+    inner = [{"label": "m", "wall": 9.0, "seconds": [3.0, 6.0], "cpu": [3.0, 6.0], "where": "serial"}]
+    (entry / ".icl-run.json").write_text(
+        json.dumps(
+            {
+                "key": "k1",
+                "notebook": "demo",
+                "preset": "paper",
+                "seconds": 12.0,
+                "threads": 1,
+                "cpu": 12.0,
+                "inner": inner,
+            }
+        )
+    )
+    assert cli.main(["--root", str(root), "plan", "--write-hint", "--workers", "2"]) == 0
+    assert "wrote the paper durations of 1 notebook(s)" in capsys.readouterr().out
+    hint = json.loads(hint_path.read_text())
+    assert hint["paper"] == {"demo": 12.0, "second": 100.0}  # 'second' has no run: its entry stays
+    assert hint["inner"]["paper"]["demo"] == {"tasks": [3.0, 6.0], "serial": 3.0}
+    assert set(hint["measured"]["paper"]) == {"demo"} and hint["measured"]["paper"]["demo"]["date"].endswith("Z")
+    tasks, _ = load_tasks(root, "paper", ["demo"])
+    (entry / ".icl-run.json").unlink()  # the hint alone now gives the same tasks
+    assert [(t.seconds) for t in load_tasks(root, "paper", ["demo"])[0]] == [t.seconds for t in tasks]
+    assert cli.main(["--root", str(root), "plan", "--write-hint", "--preset", "quick"]) == 2
+    assert capsys.readouterr().err.strip() == "icl-book: error: plan --write-hint: no quick run in the store to write"
