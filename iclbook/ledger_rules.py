@@ -8,8 +8,8 @@ nothing. This module imports no other ``iclbook`` module (the store imports it).
 
 from __future__ import annotations
 
-import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +30,23 @@ RULE_FIELDS = (
     "basis",
 )
 
-_PARSED: dict[bytes, Any] = {}
+
+@lru_cache(maxsize=32)
+def _parse_yaml(text: bytes) -> Any:
+    """The parsed YAML of ``text``, or ``text`` itself if it does not parse (memoised by content: every
+    notebook's cache key reads the same ledgers; callers only read the result)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        return text
 
 
 def _load_yaml(path: Path) -> Any:
-    """The parsed YAML of ``path`` (cached by the SHA-256 of its text); its raw bytes if it does not parse."""
-    import yaml
-
-    text = path.read_bytes()
-    key = hashlib.sha256(text).digest()
-    if key not in _PARSED:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        try:
-            _PARSED[key] = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
-        except yaml.YAMLError:
-            _PARSED[key] = text
-    return _PARSED[key]
+    """The parsed YAML of ``path``; its raw bytes if it does not parse."""
+    return _parse_yaml(path.read_bytes())
 
 
 def ledger_rule_digest(reported_dir: Path, notebook: str) -> bytes:
