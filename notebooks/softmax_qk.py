@@ -53,7 +53,7 @@ from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner, orac
 from iclcore.lsq.tasks import TaskConfig
 from iclcore.models.softmax import (
     AttentionConfig,
-    ProbeQueryAttention,
+    AttentionRun,
     gauge_transform,
     head_kernels,
     kernel_stats,
@@ -64,9 +64,10 @@ from iclcore.models.softmax import (
     richardson_states,
     sample_torch_prompts,
     skew_ratio,
-    train_attention,
+    train_attention_run,
 )
 from iclcore.models.training import TrainConfig
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.stats import standard_error
 
@@ -84,12 +85,16 @@ loss_floor = oracle_risk(moments) / 2  # training loss is (1/2K) E||Delta - beta
 # half the oracle decoder risk $\frac1K\mathbb E\|P_\star d-\beta\|^2$ with $P_\star=BC^\dagger$ (the best global linear map).
 
 # %%
-models, hists = {}, {}
+# the 2 trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
 train_cfg = TrainConfig(steps=steps, batch=batch, lr=lr, optimizer="sgd", log_every=log_every)
-for attention in ("softmax", "linear"):
-    cfg = AttentionConfig(K=K, n_heads=n_heads, d_k=d_k, attention=attention, init_std=init_std, qk_init_ratio=qk_init_ratio)
-    models[attention] = ProbeQueryAttention(cfg, torch.Generator().manual_seed(seed))
-    hists[attention] = train_attention(models[attention], task, train_cfg, np.random.default_rng(seed + 1), topk)
+attentions = ("softmax", "linear")
+runs = [AttentionRun(AttentionConfig(K=K, n_heads=n_heads, d_k=d_k, attention=attention, init_std=init_std,
+                                     qk_init_ratio=qk_init_ratio), task, train_cfg, seed, seed + 1, topk)
+        for attention in attentions]
+trained = map_configs(train_attention_run, runs, thread_budget(),
+                      cost=lambda r: 2 if r.attention.attention == "softmax" else 1, label="attention models")
+models = {a: model for a, (model, _) in zip(attentions, trained)}
+hists = {a: hist for a, (_, hist) in zip(attentions, trained)}
 t_train = time.perf_counter() - t_start
 h = hists["softmax"]
 steps_logged = np.array(h.step)

@@ -77,6 +77,8 @@ __all__ = [
     "TrainHistory",
     "sample_torch_prompts",
     "train_attention",
+    "AttentionRun",
+    "train_attention_run",
 ]
 
 ATTENTIONS = ("softmax", "linear")
@@ -570,3 +572,59 @@ def train_attention(
         )
     checkpoint(train.steps, loss)
     return hist
+
+
+@dataclass(frozen=True)
+class AttentionRun:
+    """One online training of :func:`train_attention_run`: architecture, prompt law, optimizer, seeds.
+
+    Attributes
+    ----------
+    attention : AttentionConfig
+    task : TaskConfig
+        Prompt distribution (``lam == 0``, ``task.K == attention.K``).
+    train : TrainConfig
+    init_seed : int
+        Seed of the ``torch.Generator`` of the initial weights.
+    data_seed : int
+        Seed of the ``numpy`` generator of all training prompts.
+    topk : int
+        ``k`` of the top-k energy statistic.
+    """
+
+    attention: AttentionConfig
+    task: TaskConfig
+    train: TrainConfig
+    init_seed: int
+    data_seed: int
+    topk: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attention, AttentionConfig):
+            raise TypeError(f"attention: expected an AttentionConfig, got {type(self.attention).__name__}")
+        for name in ("init_seed", "data_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name}: expected a non-negative integer seed, got {value!r}")
+
+
+def train_attention_run(run: AttentionRun) -> tuple[ProbeQueryAttention, TrainHistory]:
+    """Initialise a :class:`ProbeQueryAttention` from ``run.init_seed`` and train it with :func:`train_attention`.
+
+    The model (float64 parameters ``W_Q, W_K`` of shape ``(n_heads, d_k, K)``, ``c`` of shape
+    ``(n_heads,)``) is built from ``torch.Generator().manual_seed(run.init_seed)``, then trained online on
+    prompts drawn from ``numpy.random.default_rng(run.data_seed)``; the :class:`TrainHistory` holds the
+    checkpointed loss and :class:`KernelStats`. A pure function of ``run`` (a task of
+    :func:`iclcore.parallel.map_configs`): the same bits in any process with one torch thread.
+
+    Returns
+    -------
+    model : ProbeQueryAttention
+        The trained layer.
+    history : TrainHistory
+    """
+    if not isinstance(run, AttentionRun):
+        raise TypeError(f"run: expected an AttentionRun, got {type(run).__name__}")
+    model = ProbeQueryAttention(run.attention, torch.Generator().manual_seed(run.init_seed))
+    history = train_attention(model, run.task, run.train, np.random.default_rng(run.data_seed), run.topk)
+    return model, history

@@ -1,0 +1,62 @@
+"""Inner tasks of ``softmax_qk``, ``order_parameters`` and ``decoder_outer`` (``iclcore.parallel.map_configs``).
+
+Issue 23, item 1: each task function is picklable with its configuration, and a thread pool returns
+the same bits as the serial map, on tiny configurations.
+"""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from iclcore.parallel import map_configs
+
+
+def roundtrip(fn, configs) -> None:
+    """``fn`` and every configuration survive a pickle round trip (what a pool process or Dask needs)."""
+    assert pickle.loads(pickle.dumps(fn)) is fn
+    for c in configs:
+        assert pickle.dumps(pickle.loads(pickle.dumps(c))) == pickle.dumps(c)
+
+
+def attention_bytes(results) -> list[bytes]:
+    """The bytes of every parameter of each trained layer and the pickle of each training history."""
+    return [t.detach().numpy().tobytes() for model, _ in results for t in model.parameters()] + [
+        pickle.dumps(hist) for _, hist in results
+    ]
+
+
+def attention_runs() -> list:
+    from iclcore.lsq.tasks import TaskConfig
+    from iclcore.models.softmax import AttentionConfig, AttentionRun
+    from iclcore.models.training import TrainConfig
+
+    task = TaskConfig(K=3, M=6, r=1, sigma=0.1, lam=0.0, cond=2.0)
+    train = TrainConfig(steps=4, batch=5, lr=0.5, optimizer="sgd", log_every=2)
+    return [
+        AttentionRun(
+            AttentionConfig(K=3, n_heads=2, d_k=2, attention=a, init_std=0.1, qk_init_ratio=2.0), task, train, 0, 1
+        )
+        for a in ("softmax", "linear")
+    ]
+
+
+def test_train_attention_run_thread_pool_equals_serial():
+    from iclcore.models.softmax import train_attention_run
+
+    runs = attention_runs()
+    roundtrip(train_attention_run, runs)
+    serial = map_configs(train_attention_run, runs, 1)
+    pooled = map_configs(train_attention_run, runs, executor=ThreadPoolExecutor(2))
+    assert attention_bytes(pooled) == attention_bytes(serial)
+    assert len(serial[0][1].step) == 3  # checkpoints at steps 0, 2, 4
+
+
+def test_attention_run_refuses_bad_seeds():
+    from iclcore.models.softmax import AttentionRun
+
+    run = attention_runs()[0]
+    with pytest.raises(ValueError, match="data_seed"):
+        AttentionRun(run.attention, run.task, run.train, 0, -1)
