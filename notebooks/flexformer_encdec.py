@@ -51,7 +51,15 @@ import numpy as np
 import torch
 
 from iclcore.lsq.lowrank import sample_lowrank_prompts
-from iclcore.models.flexformer import Flexformer, FlexformerConfig, preconditioners_numpy, train_preconditioner
+from iclcore.models.flexformer import (
+    Flexformer,
+    FlexformerConfig,
+    PreconditionerJob,
+    latent_prompt_sampler,
+    preconditioners_numpy,
+    train_preconditioner_job,
+)
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
@@ -83,12 +91,7 @@ train_sys = LinearSystems(H=A_tr, d=d_tr, x_star=z_tr)
 test_sys = LinearSystems(H=A_te, d=d_te, x_star=z_te)
 H_inf_latent = U.T @ (model.Sigma_x + lam * np.eye(K)) @ U
 comp = compare_baselines(train_sys, test_sys, L, H_inf=H_inf_latent)
-
-
-def sampler(n, g):
-    p = sample_lowrank_prompts(model, n, g)
-    A, d, z = (a[0] for a in latent_systems(U, p))
-    return A, d, z
+sampler = latent_prompt_sampler(model, U)  # fresh prompts projected on U: (A, d, z_dag) as latent_systems
 
 
 # %% [markdown]
@@ -103,9 +106,14 @@ models = {
                        P_init=P0),
     "free": Flexformer(FlexformerConfig(K=r, rank=r, n_heads=0), torch.Generator().manual_seed(seed), P_init=P0),
 }
-curves = {name: train_preconditioner(m, sampler, L, steps, batch, lr, np.random.default_rng(seed + 1 + i),
-                                     progress={"model": (i + 1, len(models))})
-          for i, (name, m) in enumerate(models.items())}
+# the two trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`);
+# the Flexformer's heads make it the longer one
+jobs = [PreconditionerJob(m, sampler, L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))})
+        for i, m in enumerate(models.values())]
+trained = map_configs(train_preconditioner_job, jobs, thread_budget(),
+                      cost=lambda job: job.model.config.n_heads, label="latent decoders")
+models = {name: m for name, (m, _) in zip(models, trained)}
+curves = {name: res for name, (_, res) in zip(models, trained)}
 
 # %% [markdown]
 # ## Table 4 for every latent decoder

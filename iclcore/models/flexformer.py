@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.lsq.lowrank import LowRankModel, sample_lowrank_prompts
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
@@ -59,6 +60,7 @@ __all__ = [
     "train_preconditioner",
     "preconditioners_numpy",
     "prompt_sampler",
+    "latent_prompt_sampler",
     "PreconditionerJob",
     "train_preconditioner_job",
 ]
@@ -421,6 +423,49 @@ def prompt_sampler(config: TaskConfig) -> TaskSampler:
     if not isinstance(config, TaskConfig):
         raise TypeError(f"config: expected a TaskConfig, got {type(config).__name__}")
     return partial(_prompt_triples, config)
+
+
+def _latent_triples(
+    model: LowRankModel, U: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p = sample_lowrank_prompts(model, n, rng)
+    # the operations (and batch shapes) of iclcore.richardson.encdec.latent_systems for one subspace,
+    # so the triples equal latent_systems(U, p)[k][0] bit for bit
+    Us = U[None]
+    HU = p.H[None] @ Us[:, None]
+    A = np.swapaxes(Us, -1, -2)[:, None] @ HU
+    A = 0.5 * (A + np.swapaxes(A, -1, -2))
+    d = p.c @ Us
+    z_dag = np.linalg.solve(A, d[..., None])[..., 0]
+    return A[0], d[0], z_dag[0]
+
+
+def latent_prompt_sampler(model: LowRankModel, U: np.ndarray) -> TaskSampler:
+    """The :data:`TaskSampler` of the encoder-decoder's latent decoder, picklable (a task can carry it).
+
+    ``(n, rng) -> (A (n, r, r), d (n, r), z_dag (n, r))``: ``n`` fresh prompts of the low-rank model
+    (:func:`iclcore.lsq.lowrank.sample_lowrank_prompts`) projected on the encoder subspace ``U``
+    (K, r): ``A = U^T H_M U``, ``d = U^T c_M``, ``z_dag = A^{-1} d`` (main paper §6.1; the same
+    operations as :func:`iclcore.richardson.encdec.latent_systems`, which a model may not import).
+
+    Parameters
+    ----------
+    model : LowRankModel
+        The prompt distribution (ambient dimension ``K``).
+    U : ndarray (K, r)
+        The encoder subspace.
+
+    Returns
+    -------
+    TaskSampler
+        ``partial`` of a module-level function: pickled by name with ``model`` and ``U``.
+    """
+    if not isinstance(model, LowRankModel):
+        raise TypeError(f"model: expected a LowRankModel, got {type(model).__name__}")
+    U = np.asarray(U, float)
+    if U.ndim != 2 or U.shape[0] != model.K:
+        raise ValueError(f"U: expected shape (K, r) with K={model.K}, got {U.shape}")
+    return partial(_latent_triples, model, U)
 
 
 @dataclass(frozen=True, eq=False)
