@@ -52,8 +52,9 @@ from iclcore.linalg import haar_orthogonal
 from iclcore.lsq.dynamics import gd_trajectory, modal_weights
 from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.decoder import max_stable_step, online_decoder_training
+from iclcore.richardson.decoder import DecoderRun, max_stable_step, online_decoder_run
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
 from iclcore.richardson.order_parameters import (
     condition_number,
@@ -93,8 +94,9 @@ ckpt = np.unique(np.linspace(0, steps, n_checkpoints).round().astype(int))
 grid_steps = [steps // 40, 3 * steps // 40, steps // 4, steps]  # checkpoints of the top-spectra grid
 gammas = np.geomspace(gamma_min, gamma_max, n_gammas)
 t0 = time.perf_counter()
-runs = [online_decoder_training(cfg, eta, steps, batch, np.random.default_rng([seed, j]), checkpoints=ckpt)
-        for j in range(n_seeds)]
+# the n_seeds online runs are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
+jobs = [DecoderRun(cfg, eta, steps, batch, (seed, j), tuple(ckpt)) for j in range(n_seeds)]
+runs = [r.run for r in map_configs(online_decoder_run, jobs, thread_budget(), label="decoder seeds")]
 t_train = time.perf_counter() - t0
 ops = [decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
 # exact GD: its overlap weights in closed form (log space), defined even after P_s reaches P_star to rounding

@@ -40,6 +40,9 @@ __all__ = [
     "linear_attention_readout",
     "OnlineRun",
     "online_decoder_training",
+    "DecoderRun",
+    "DecoderRunResult",
+    "online_decoder_run",
     "empirical_decoder_risk",
     "depth_risk",
     "relative_error",
@@ -170,6 +173,76 @@ def online_decoder_training(
             out[j] = P
             j += 1
     return OnlineRun(steps=cps, P=out, eta=float(eta), batch_size=int(batch_size))
+
+
+@dataclass(frozen=True, eq=False)
+class DecoderRun:
+    """One online decoder training of :func:`online_decoder_run` (from ``P_0 = 0``).
+
+    Attributes
+    ----------
+    config : TaskConfig
+    eta : float
+        Step size, ``0 < η < 2/λ_max(C)``.
+    steps : int
+        Outer steps ``s``.
+    batch : int
+        Fresh prompts per step.
+    seed : int or tuple of int
+        Seed of ``numpy.random.default_rng`` (an int or a SeedSequence entropy such as ``(seed, j)``),
+        the source of every prompt.
+    checkpoints : tuple of int, optional
+        Outer times kept (default: every step).
+    """
+
+    config: TaskConfig
+    eta: float
+    steps: int
+    batch: int
+    seed: int | tuple[int, ...]
+    checkpoints: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, TaskConfig):
+            raise TypeError(f"config: expected an iclcore.lsq.tasks.TaskConfig, got {type(self.config).__name__}")
+        seeds = self.seed if isinstance(self.seed, tuple) else (self.seed,)
+        if not seeds or any(isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0 for v in seeds):
+            raise ValueError(f"seed: expected a non-negative int or a tuple of them, got {self.seed!r}")
+        if self.checkpoints is not None:
+            object.__setattr__(self, "checkpoints", tuple(int(c) for c in self.checkpoints))
+
+
+@dataclass(frozen=True, eq=False)
+class DecoderRunResult:
+    """Result of :func:`online_decoder_run`.
+
+    Attributes
+    ----------
+    run : OnlineRun
+        The checkpoints ``P_s``, shape ``(T, K, K)``.
+    rng_state : dict
+        ``bit_generator.state`` of the prompt generator after the run: a caller that drew the same
+        stream from its own ``default_rng(seed)`` continues it with ``rng.bit_generator.state = rng_state``.
+    """
+
+    run: OnlineRun
+    rng_state: dict
+
+
+def online_decoder_run(run: DecoderRun) -> DecoderRunResult:
+    """:func:`online_decoder_training` of ``run`` with prompts from ``numpy.random.default_rng(run.seed)``.
+
+    ``P_{s+1} = P_s − η (1/b) Σ_n (P_s d_n − z⋆_n) d_nᵀ`` from ``P_0 = 0`` (``K × K``), ``run.steps``
+    steps of ``run.batch`` fresh prompts; returns the checkpoints (``(T, K, K)``) and the generator's
+    final state. A pure function of ``run`` (a task of :func:`iclcore.parallel.map_configs`): the same
+    bits in any process.
+    """
+    if not isinstance(run, DecoderRun):
+        raise TypeError(f"run: expected a DecoderRun, got {type(run).__name__}")
+    rng = np.random.default_rng(list(run.seed) if isinstance(run.seed, tuple) else run.seed)
+    cps = None if run.checkpoints is None else np.array(run.checkpoints, dtype=np.int64)
+    out = online_decoder_training(run.config, run.eta, run.steps, run.batch, rng, checkpoints=cps)
+    return DecoderRunResult(run=out, rng_state=rng.bit_generator.state)
 
 
 def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> np.ndarray | float:

@@ -60,3 +60,37 @@ def test_attention_run_refuses_bad_seeds():
     run = attention_runs()[0]
     with pytest.raises(ValueError, match="data_seed"):
         AttentionRun(run.attention, run.task, run.train, 0, -1)
+
+
+def decoder_runs() -> list:
+    from iclcore.lsq.tasks import TaskConfig
+    from iclcore.richardson.decoder import DecoderRun
+
+    cfg = TaskConfig(K=3, M=8, cond=2.0, sigma=0.1)
+    return [DecoderRun(cfg, 0.05, 5, 16, (0, j), (0, 2, 5)) for j in range(3)] + [DecoderRun(cfg, 0.05, 4, 16, 7)]
+
+
+def test_online_decoder_run_thread_pool_equals_serial_and_continues_the_stream():
+    import numpy as np
+
+    from iclcore.richardson.decoder import online_decoder_run, online_decoder_training
+
+    runs = decoder_runs()
+    roundtrip(online_decoder_run, runs)
+    serial = map_configs(online_decoder_run, runs, 1)
+    pooled = map_configs(online_decoder_run, runs, executor=ThreadPoolExecutor(2))
+    assert [pickle.dumps(r) for r in pooled] == [pickle.dumps(r) for r in serial]
+    # the same bits as online_decoder_training on the caller's generator, which the returned state continues
+    rng = np.random.default_rng([0, 1])
+    direct = online_decoder_training(runs[1].config, 0.05, 5, 16, rng, checkpoints=np.array([0, 2, 5]))
+    assert direct.P.tobytes() == serial[1].run.P.tobytes() and direct.steps.tolist() == [0, 2, 5]
+    after = np.random.default_rng()
+    after.bit_generator.state = serial[1].rng_state
+    assert after.random(3).tobytes() == rng.random(3).tobytes()
+
+
+def test_decoder_run_refuses_a_bad_seed():
+    from iclcore.richardson.decoder import DecoderRun
+
+    with pytest.raises(ValueError, match="seed"):
+        DecoderRun(decoder_runs()[0].config, 0.05, 5, 16, (0, -1))
