@@ -57,10 +57,13 @@ from iclcore.models.flexformer import (
     Flexformer,
     FlexformerConfig,
     KernelDictionaryPreconditioner,
+    PreconditionerJob,
     kernel_dictionary,
     preconditioners_numpy,
-    train_preconditioner,
+    train_preconditioner_job,
 )
+from iclcore.parallel import map_configs, thread_budget
+from iclcore.pde.decoder import DecoderScoring, FreeLinearFit, decoder_scores, free_linear_fit
 from iclcore.pde.gp import (
     covariance_operator_spectrum,
     finite_prompt_effective_dimension,
@@ -70,22 +73,14 @@ from iclcore.pde.gp import (
 )
 from iclcore.pde.prompts import (
     PDEConfig,
+    encoded_query_sampler,
     encoded_query_systems,
     encoder_quality,
     population_oracle,
     sample_pde_prompts,
 )
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.baselines import (
-    depth_error,
-    depth_risk,
-    depth_risk_curve,
-    exact_baseline,
-    free_linear_baseline,
-    jacobi_baseline,
-    scalar_baseline,
-)
-from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
+from iclcore.richardson.baselines import depth_error, depth_risk, exact_baseline, jacobi_baseline, scalar_baseline
 from iclcore.stats import clipped_empirical_bernstein, paired_standard_error, ratio_standard_error, standard_error
 
 use_style()
@@ -108,11 +103,7 @@ train, _ = encoded_query_systems(cfg, op, p_train)
 test, z_enc = encoded_query_systems(cfg, op, p_test)
 enc = encoder_quality(op, p_test, z_enc)
 print(enc)
-
-
-def sampler(n, g):
-    s, _ = encoded_query_systems(cfg, op, sample_pde_prompts(cfg, op, n, g))
-    return s.H, s.d, s.x_star
+sampler = encoded_query_sampler(cfg, op)  # (n, rng) -> fresh prompts' (A(z_enc), F*, u*)
 
 
 # %% [markdown]
@@ -135,9 +126,13 @@ def sampler(n, g):
 sc = scalar_baseline(train, L)
 ja = jacobi_baseline(train, L)
 eye = np.eye(op.n_h)
-free_lbfgs = free_linear_baseline(train, L, P0=sc.param * eye, max_iter=free_iter)
-# the same fit with the gradient's sums in another order (task blocks of 64, not 128): differs only by rounding
-free_lbfgs_alt = free_linear_baseline(train, L, P0=sc.param * eye, max_iter=free_iter, chunk=64)
+# three independent L-BFGS fits (local processes, or the Dask cluster of `icl-book run --scheduler`): from eta I;
+# the same with the gradient's sums in another order (task blocks of 64, not 128), which differs only by rounding;
+# and from A_0^{-1} (free_conv, compared at the end)
+fits = [FreeLinearFit(train, L, sc.param * eye, free_iter), FreeLinearFit(train, L, sc.param * eye, free_iter, chunk=64),
+        FreeLinearFit(train, L, np.linalg.inv(op.A0), free_iter)]
+free_lbfgs, free_lbfgs_alt, free_conv = map_configs(free_linear_fit, fits, thread_budget(),
+                                                   cost=lambda f: f.max_iter * f.train.n, label="free linear fits")
 print(f"free_lbfgs: {free_lbfgs.n_iter} L-BFGS iterations, converged: {free_lbfgs.converged}")
 P_oracle = population_oracle(op, p_train.z)
 A_scale = 1.0 / np.linalg.norm(op.A0, 2)
@@ -148,12 +143,14 @@ free = Flexformer(FlexformerConfig(K=op.n_h, rank=op.n_h, n_heads=0), torch.Gene
                   P_init=free_lbfgs.P)
 static = KernelDictionaryPreconditioner(
     kernel_dictionary(op.nodes, ("identity", "green", "matern52:0.1", "matern52:0.3")), P_init=sc.param * eye)
-curves = {"flex": train_preconditioner(flex, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1),
-                                      progress={"model": (1, 3)}),
-          "free": train_preconditioner(free, sampler, L, steps, batch, lr_flex, np.random.default_rng(seed + 1),
-                                      progress={"model": (2, 3)}),
-          "flex_static": train_preconditioner(static, sampler, L, steps, batch, lr, np.random.default_rng(seed + 2),
-                                             progress={"model": (3, 3)})}
+# the three trainings are independent tasks; flex and free see the same fresh prompts (seed + 1)
+jobs = [PreconditionerJob(flex, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (1, 3)}),
+        PreconditionerJob(free, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (2, 3)}),
+        PreconditionerJob(static, sampler, L, steps, batch, lr, seed + 2, {"model": (3, 3)})]
+trained = map_configs(train_preconditioner_job, jobs, thread_budget(), cost=lambda j: j.steps * j.batch,
+                      label="pde decoder models")
+(flex, _), (free, _), (static, _) = trained
+curves = {name: res for name, (_, res) in zip(("flex", "free", "flex_static"), trained, strict=True)}
 P_tasks = {
     "flex": preconditioners_numpy(flex, test.H, test.d),
     "flex_static": preconditioners_numpy(static, test.H, test.d),
@@ -172,11 +169,14 @@ methods = list(P_tasks)
 # violation rate of $\|u_L-u^\dagger\|\le\rho^L\|u^\dagger\|$ ($u^\dagger$ the encoded solve), and $\mathbb E\rho$.
 
 # %%
-diag = {m: decoder_diagnostics(P_tasks[m], test, L, P_oracle, clip=clip, delta=delta, n_small=n_small) for m in methods}
-e2e_losses = {m: np.sum(depth_error(P_tasks[m], test, L)[:, -1] ** 2, axis=1) / op.n_h for m in methods}
+# every method scored on the same held-out prompts: independent tasks (per-prompt P stacks first)
+scores = map_configs(decoder_scores, [DecoderScoring(P_tasks[m], test, L, P_oracle, clip, delta, n_small) for m in methods],
+                     thread_budget(), cost=lambda c: np.ndim(c.P), label="pde decoder scores")
+diag = {m: r.diagnostics for m, r in zip(methods, scores, strict=True)}
+e2e_losses = {m: r.losses for m, r in zip(methods, scores, strict=True)}
 eb = {m: clipped_empirical_bernstein(e2e_losses[m], clip, delta) for m in methods}
 eb_small = {m: clipped_empirical_bernstein(e2e_losses[m][:n_small], clip, delta) for m in methods}
-risk_curves = {m: depth_risk_curve(P_tasks[m], test, L) for m in methods}
+risk_curves = {m: r.risk_curve for m, r in zip(methods, scores, strict=True)}
 e2e = {m: float(e2e_losses[m].mean()) for m in methods}
 free_lbfgs_rounding_ratio = depth_risk(free_lbfgs_alt.P, test, L) / e2e["free_lbfgs"]  # e2e = held-out R_L
 print(f"free_lbfgs: held-out R_L of the refit / this fit: {free_lbfgs_rounding_ratio:.4g}")
@@ -329,8 +329,8 @@ metrics["best_learned_over_floor"] = e2e[best_learned] / enc.floor
 metrics["best_learned_over_floor_se"] = ratio_standard_error(
     e2e[best_learned], float(standard_error(e2e_losses[best_learned])), enc.floor, enc.floor_se)  # as best_over_floor_se
 # The start of the free linear fit is not stated. The class contains A_0^{-1}, which sits at the floor: L-BFGS
-# started there (free_conv) is compared with the Flexformer as trained above, on the same held-out prompts.
-free_conv = free_linear_baseline(train, L, P0=np.linalg.inv(op.A0), max_iter=free_iter)
+# started there (free_conv, fitted with the other two L-BFGS fits above) is compared with the Flexformer as trained
+# above, on the same held-out prompts.
 free_conv_losses = np.sum(depth_error(free_conv.P, test, L)[:, -1] ** 2, axis=1) / op.n_h
 metrics.update(free_conv_converged=free_conv.converged, free_conv_iterations=free_conv.n_iter,
                free_conv_train_over_floor=free_conv.train_risk / exact_baseline(train, L).train_risk,

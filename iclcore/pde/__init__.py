@@ -2,6 +2,8 @@
 
 Public modules:
 
+- :mod:`~iclcore.pde.decoder`: the query decoder's fits and scores as independent tasks (tasks of
+  :func:`iclcore.parallel.map_configs`);
 - :mod:`~iclcore.pde.galerkin`: P1 finite elements for ``−(a u′)′ + c₀ u = f`` on (0, 1), ``u(0) = u(1) = 0``,
   with an affine coefficient;
 - :mod:`~iclcore.pde.gp`: Matérn Gaussian-process forcing and the spectrum of its covariance operator (main
@@ -13,4 +15,4 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.pde.gp import sample_gp``.
 """
 
-__all__ = ["galerkin", "gp", "prompts"]
+__all__ = ["decoder", "galerkin", "gp", "prompts"]

@@ -21,6 +21,7 @@ with exact answer ``u⋆ = A(z)^{-1} F⋆``; the decoder solves the *encoded* sy
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -38,6 +39,7 @@ __all__ = [
     "EncoderQuality",
     "encoder_quality",
     "encoded_query_systems",
+    "encoded_query_sampler",
     "population_oracle",
 ]
 
@@ -224,6 +226,29 @@ def encoded_query_systems(config: PDEConfig, op: AffineOperator, prompts: PDEPro
 
     z_enc, _, _ = ridge_encoder(config, op, prompts)
     return LinearSystems(H=assemble(op, z_enc), d=prompts.F_query, x_star=prompts.u_query), z_enc
+
+
+def _encoded_query_triples(
+    config: PDEConfig, op: AffineOperator, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    systems, _ = encoded_query_systems(config, op, sample_pde_prompts(config, op, n, rng))
+    return systems.H, systems.d, systems.x_star
+
+
+def encoded_query_sampler(config: PDEConfig, op: AffineOperator | None = None):
+    """The task sampler ``(n, rng) -> (A(z_enc) (n, n_h, n_h), F⋆ (n, n_h), u⋆ (n, n_h))`` of fresh prompts.
+
+    :func:`sample_pde_prompts` then :func:`encoded_query_systems`, as a picklable callable (a task of
+    :func:`iclcore.parallel.map_configs` can carry it, e.g. in an
+    :class:`iclcore.models.flexformer.PreconditionerJob`). ``op`` defaults to ``config.operator()``.
+    """
+    if not isinstance(config, PDEConfig):
+        raise TypeError(f"config: expected a PDEConfig, got {type(config).__name__}")
+    if op is None:
+        op = config.operator()
+    elif not isinstance(op, AffineOperator):
+        raise TypeError(f"op: expected an AffineOperator, got {type(op).__name__}")
+    return partial(_encoded_query_triples, config, op)
 
 
 def population_oracle(op: AffineOperator, z: np.ndarray) -> np.ndarray:
