@@ -55,6 +55,7 @@ import numpy as np
 
 from iclcore.models import probes as pr
 from iclcore.models import toy_transformers as tt
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import save_figure, use_style, write_metrics
 from iclcore.stats import standard_error
 
@@ -74,14 +75,25 @@ print("attention weights per layer:", 4 * n_heads * d_model * d_head, "| grokkin
 # "ICL emergence" window is where it covers 10%-90% of its drop from the plateau.
 
 # %%
-icl = {}
-for L in range(1, max_layers + 1):
-    cfg = tt.AttnConfig(n_layers=L, d_model=d_model, n_heads=n_heads, d_head=d_head, vocab=vocab, seq_len=seq_len,
-                        max_period=min(12, seq_len // 3), init_scale=init_scale, batch=icl_batch, steps=icl_steps,
-                        log_every=icl_log_every)
-    icl[L] = tt.train_icl(cfg, seed=seed, progress={"depth": (L, max_layers)})
-    print(f"{L} layer(s): final late loss {icl[L].late_loss[-1]:.3f}, ICL score {icl[L].icl_score[-1]:.3f}, "
-          f"{icl[L].seconds:.1f} s")
+# every training of this notebook is an independent task (local processes, or the Dask cluster of
+# `icl-book run --scheduler`): one model per depth, the extra seeds of the 2-layer model (staggered
+# minima below) and the grokking model
+cfgs = {L: tt.AttnConfig(n_layers=L, d_model=d_model, n_heads=n_heads, d_head=d_head, vocab=vocab, seq_len=seq_len,
+                         max_period=min(12, seq_len // 3), init_scale=init_scale, batch=icl_batch, steps=icl_steps,
+                         log_every=icl_log_every) for L in range(1, max_layers + 1)}
+gcfg = tt.GrokConfig(p=grok_p, frac_train=grok_frac, d_model=grok_d_model, n_heads=grok_heads, d_head=grok_d_head,
+                     d_mlp=grok_d_mlp, lr=grok_lr, steps=grok_steps, log_every=grok_log_every)
+jobs = ([tt.ToyModelJob(cfg, seed, ("depth", (L, max_layers))) for L, cfg in cfgs.items()]
+        + [tt.ToyModelJob(cfgs[min(2, max_layers)], seed + 1000 * j, ("stagger seed", (j + 1, stagger_seeds)))
+           for j in range(1, stagger_seeds)]
+        + [tt.ToyModelJob(gcfg, seed, ("grokking", "training"))])
+trained = map_configs(tt.train_toy_model, jobs, thread_budget(), cost=tt.toy_model_cost, label="probe models")
+icl = dict(zip(cfgs, trained[:max_layers], strict=True))
+stagger_runs = trained[max_layers:-1]  # seeds seed + 1000 j, j = 1..stagger_seeds - 1
+grok = trained[-1]
+for L, run in icl.items():
+    print(f"{L} layer(s): final late loss {run.late_loss[-1]:.3f}, ICL score {run.icl_score[-1]:.3f}, "
+          f"{run.seconds:.1f} s")
 
 
 probe = {}
@@ -134,13 +146,8 @@ save_figure(fig, "fig6_marginalized_effrank")
 # single runs of every depth are shown beside them.
 
 # %%
-cfg2 = tt.AttnConfig(n_layers=min(2, max_layers), d_model=d_model, n_heads=n_heads, d_head=d_head, vocab=vocab,
-                     seq_len=seq_len, max_period=min(12, seq_len // 3), init_scale=init_scale, batch=icl_batch,
-                     steps=icl_steps, log_every=icl_log_every)
 stag = {"qk": [], "ov": []}
-for j in range(stagger_seeds):
-    run2 = icl[min(2, max_layers)] if j == 0 else tt.train_icl(cfg2, seed=seed + 1000 * j,
-                                                               progress={"stagger seed": (j + 1, stagger_seeds)})
+for j, run2 in enumerate([icl[min(2, max_layers)], *stagger_runs]):
     for key, mats in (("qk", run2.qk), ("ov", run2.ov)):
         mer = pr.checkpoint_probes(mats, d_head)[0] if j > 0 else probe[min(2, max_layers)][f"mer_{key}"]
         stag[key].append(run2.steps[np.argmin(mer, axis=0)])  # (4,): t_k
@@ -168,9 +175,6 @@ print("QK t_k per seed:\n", stag["qk"], "\nOV t_k per seed:\n", stag["ov"])
 # (mean over heads, reference = final checkpoint).
 
 # %%
-gcfg = tt.GrokConfig(p=grok_p, frac_train=grok_frac, d_model=grok_d_model, n_heads=grok_heads, d_head=grok_d_head,
-                     d_mlp=grok_d_mlp, lr=grok_lr, steps=grok_steps, log_every=grok_log_every)
-grok = tt.train_grokking(gcfg, seed=seed, progress={"grokking": "training"})
 g_sv = np.linalg.svd(grok.ov, compute_uv=False)[..., :grok_d_head]
 g_er = pr.effective_rank_of_values(g_sv).mean(1)
 g_sd = np.array([[pr.subspace_distance(grok.ov[t, h], grok.ov[-1, h], rank=grok_d_head) for h in range(grok_heads)]

@@ -47,6 +47,9 @@ __all__ = [
     "train_grokking",
     "head_matrices",
     "emergence_window",
+    "ToyModelJob",
+    "train_toy_model",
+    "toy_model_cost",
 ]
 
 
@@ -418,3 +421,59 @@ def train_grokking(cfg: GrokConfig, seed: int = 0, progress: dict[str, object] |
         config=cfg,
         seconds=time.time() - t0,
     )
+
+
+# --------------------------------------------------------------------------------------
+# one model of the probes notebook, as an independent task
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToyModelJob:
+    """One training of the probes notebook: an attention-only model (``config`` an :class:`AttnConfig`,
+    trained by :func:`train_icl`) or the grokking model (a :class:`GrokConfig`, :func:`train_grokking`).
+
+    ``seed``: the training's only source of randomness (initialisation, batches, evaluation batch or
+    train/test split, as in those functions); ``progress``: one counter shown in the runner's status
+    line while the training runs in the notebook's own process, e.g. ``("depth", (2, 4))``.
+    """
+
+    config: AttnConfig | GrokConfig
+    seed: int = 0
+    progress: tuple[str, object] = ("model", (1, 1))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, AttnConfig | GrokConfig):
+            raise TypeError(f"config: expected an AttnConfig or a GrokConfig, got {type(self.config).__name__}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
+
+
+def train_toy_model(job: ToyModelJob) -> ICLRun | GrokRun:
+    """Train the model of ``job`` with ``job.seed``: :func:`train_icl` for an :class:`AttnConfig`,
+    :func:`train_grokking` for a :class:`GrokConfig`.
+
+    Returns the :class:`ICLRun` (``ov, qk``: ``(T, n_layers, H, d_model, d_model)``) or the
+    :class:`GrokRun` (``ov, qk``: ``(T, H, d_model, d_model)``) at the ``T`` log steps. A pure
+    function of ``job`` except the wall-clock field ``seconds`` (a task of
+    :func:`iclcore.parallel.map_configs`): the same bits in any process with one torch thread.
+    """
+    if not isinstance(job, ToyModelJob):
+        raise TypeError(f"job: expected a ToyModelJob, got {type(job).__name__}")
+    progress = {job.progress[0]: job.progress[1]}
+    if isinstance(job.config, AttnConfig):
+        return train_icl(job.config, seed=job.seed, progress=progress)
+    return train_grokking(job.config, seed=job.seed, progress=progress)
+
+
+def toy_model_cost(job: ToyModelJob) -> float:
+    """Rough multiply-adds of the training of ``job`` (forward and backward of every step; the logging
+    left out), to submit the tasks of :func:`iclcore.parallel.map_configs` longest first."""
+    c = job.config
+    if isinstance(c, AttnConfig):
+        T, hd = c.seq_len - 1, c.n_heads * c.d_head
+        per_token = 2 * c.vocab * c.d_model + c.n_layers * (4 * c.d_model * hd + 2 * T * hd)
+        return 3.0 * c.steps * c.batch * T * per_token
+    hd, d = c.n_heads * c.d_head, c.d_model
+    per_example = 3 * (c.p + 1) * d + 8 * d * hd + 2 * d * c.d_mlp + d * c.p
+    return 3.0 * c.steps * round(c.frac_train * c.p * c.p) * per_example
