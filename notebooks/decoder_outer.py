@@ -63,17 +63,19 @@ from iclcore.lsq.iterates import (
 )
 from iclcore.lsq.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
 from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.baselines import depth_error as system_depth_error
 from iclcore.richardson.baselines import depth_risk as system_depth_risk
 from iclcore.richardson.decoder import (
+    DecoderRun,
     checkpoint_table,
     cosine_defect,
     depth_risk,
     empirical_decoder_risk,
     max_stable_step,
-    online_decoder_training,
+    online_decoder_run,
     predicted_risk_curve,
     relative_error,
 )
@@ -110,8 +112,15 @@ print(f"R(P*) = {R_star:.4f}, cond(C) = {lamC[-1] / lamC[0]:.1f}, eta * lambda_m
 
 # %%
 ckpt = np.unique(np.linspace(0, steps, n_checkpoints).round().astype(int))
+# the main run and the n_replicas replicas (further independent streams, used for standard errors below) are
+# independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`); the main run draws
+# its prompts from default_rng(seed), the stream of `rng`, which continues after it
 t0 = time.perf_counter()
-run = online_decoder_training(cfg, eta, steps, batch, rng, checkpoints=ckpt)
+jobs = [DecoderRun(cfg, eta, steps, batch, seed, tuple(ckpt))] + [
+    DecoderRun(cfg, eta, steps, batch, (seed, 1, j), (steps,)) for j in range(n_replicas)]
+main, *replicas = map_configs(online_decoder_run, jobs, thread_budget(), label="decoder runs")
+run = main.run
+rng.bit_generator.state = main.rng_state
 t_train = time.perf_counter() - t0
 P0 = np.zeros((K, K))
 s_dense = np.arange(steps + 1)
@@ -130,7 +139,7 @@ rel_disc = abs_disc / R_pred
 loss_ev = np.sum((np.einsum("tij,nj->tni", run.P, d_ev) - z_ev[None]) ** 2, axis=-1) / K
 se_obs = standard_error(loss_ev, axis=1)
 after = ckpt >= s_transient
-print(f"training: {t_train:.1f} s for {steps} steps x {batch} prompts")
+print(f"training: {t_train:.1f} s for {1 + n_replicas} runs of {steps} steps x {batch} prompts")
 
 # %% tags=["nbval-check-output"]
 print(f"max over s >= {s_transient} of |R_obs - R_pred| / R_pred = {rel_disc[after].max():.1e}")
@@ -351,9 +360,7 @@ print(f"{'learned P':10s} {R_base_learned[L_small]:14.2e} {R_base_learned[L]:14.
 # two preconditioners on the same prompts). Independent sources add in quadrature.
 
 # %%
-P_rep = np.stack([P_fin] + [
-    online_decoder_training(cfg, eta, steps, batch, np.random.default_rng([seed, 1, j]), checkpoints=np.array([steps])).P[-1]
-    for j in range(n_replicas)])                                     # (1 + n_replicas, K, K)
+P_rep = np.stack([P_fin] + [r.run.P[-1] for r in replicas])  # (1 + n_replicas, K, K), trained above
 rel_err_rep = relative_error(P_rep, P_star)
 R_obs_rep = empirical_decoder_risk(P_rep, d_ev, z_ev)
 R_depth_rep = depth_risk(P_rep, ev, L, "target")

@@ -87,6 +87,12 @@ def test_online_decoder_run_thread_pool_equals_serial_and_continues_the_stream()
     after = np.random.default_rng()
     after.bit_generator.state = serial[1].rng_state
     assert after.random(3).tobytes() == rng.random(3).tobytes()
+    # an int seed (decoder_outer's main run: the notebook's default_rng(seed) continues after it)
+    rng = np.random.default_rng(7)
+    direct = online_decoder_training(runs[3].config, 0.05, 4, 16, rng)
+    assert direct.P.tobytes() == serial[3].run.P.tobytes()
+    after.bit_generator.state = serial[3].rng_state
+    assert after.random(3).tobytes() == rng.random(3).tobytes()
 
 
 def test_decoder_run_refuses_a_bad_seed():
