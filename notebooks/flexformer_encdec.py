@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.lsq.lowrank import sample_lowrank_prompts
+from iclcore.lsq.lowrank import latent_systems, sample_lowrank_prompts
 from iclcore.models.flexformer import (
     Flexformer,
     FlexformerConfig,
@@ -62,7 +62,7 @@ from iclcore.models.flexformer import (
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
-from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
+from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics
 from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 from iclcore.richardson.subspace import sin_theta
 from iclcore.stats import clipped_empirical_bernstein, paired_standard_error

@@ -50,12 +50,13 @@ import numpy as np
 
 from iclcore.linalg import haar_orthogonal
 from iclcore.lsq.dynamics import gd_trajectory, modal_weights
+from iclcore.lsq.lowrank import latent_systems
 from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.decoder import DecoderRun, max_stable_step, online_decoder_run
-from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics, latent_systems
+from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics
 from iclcore.richardson.order_parameters import (
     condition_number,
     decoder_order_parameters,

@@ -18,6 +18,7 @@ __all__ = [
     "make_lowrank_model",
     "LatentPrompts",
     "sample_lowrank_prompts",
+    "latent_systems",
 ]
 
 
@@ -183,6 +184,42 @@ def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator
     )
     p = sample_prompts(config, n, rng)
     return LatentPrompts(H=p.H_M, c=p.c_M, beta=p.beta, z=p.z, beta_hat=p.z_dagger)
+
+
+def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``A = U^T H_M U``, ``d = U^T c_M``, ``z^† = A^{-1} d`` for every subspace and prompt.
+
+    Implements main paper §6.1.
+
+    Parameters
+    ----------
+    U : ndarray (K, r) or (S, K, r)
+    prompts : LatentPrompts with n prompts
+
+    Returns
+    -------
+    A : ndarray (S, n, r, r)   (S = 1 for a single U)
+    d : ndarray (S, n, r)
+    z_dag : ndarray (S, n, r)
+
+    Examples
+    --------
+    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> prompts = sample_lowrank_prompts(model, 5, np.random.default_rng(1))
+    >>> A, d, z_dag = latent_systems(model.U_star, prompts)
+    >>> A.shape, d.shape, np.allclose(A @ z_dag[..., None], d[..., None])
+    ((1, 5, 2, 2), (1, 5, 2), True)
+    """
+    U = np.asarray(U, float)
+    Us = U if U.ndim == 3 else U[None]
+    if Us.ndim != 3 or Us.shape[1] != prompts.H.shape[1]:
+        raise ValueError(f"U: expected shape (K, r) or (S, K, r) with K={prompts.H.shape[1]}, got {U.shape}")
+    HU = prompts.H[None] @ Us[:, None]  # (S, n, K, r), batched matmul (BLAS) rather than einsum
+    A = np.swapaxes(Us, -1, -2)[:, None] @ HU
+    A = 0.5 * (A + np.swapaxes(A, -1, -2))
+    d = prompts.c @ Us  # (S, n, r)
+    z_dag = np.linalg.solve(A, d[..., None])[..., 0]
+    return A, d, z_dag
 
 
 # ---------------------------------------------------------------------------

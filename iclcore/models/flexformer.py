@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclcore.lsq.lowrank import LowRankModel, sample_lowrank_prompts
+from iclcore.lsq.lowrank import LowRankModel, latent_systems, sample_lowrank_prompts
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
@@ -428,15 +428,7 @@ def prompt_sampler(config: TaskConfig) -> TaskSampler:
 def _latent_triples(
     model: LowRankModel, U: np.ndarray, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    p = sample_lowrank_prompts(model, n, rng)
-    # the operations (and batch shapes) of iclcore.richardson.encdec.latent_systems for one subspace,
-    # so the triples equal latent_systems(U, p)[k][0] bit for bit
-    Us = U[None]
-    HU = p.H[None] @ Us[:, None]
-    A = np.swapaxes(Us, -1, -2)[:, None] @ HU
-    A = 0.5 * (A + np.swapaxes(A, -1, -2))
-    d = p.c @ Us
-    z_dag = np.linalg.solve(A, d[..., None])[..., 0]
+    A, d, z_dag = latent_systems(U, sample_lowrank_prompts(model, n, rng))
     return A[0], d[0], z_dag[0]
 
 
@@ -445,8 +437,8 @@ def latent_prompt_sampler(model: LowRankModel, U: np.ndarray) -> TaskSampler:
 
     ``(n, rng) -> (A (n, r, r), d (n, r), z_dag (n, r))``: ``n`` fresh prompts of the low-rank model
     (:func:`iclcore.lsq.lowrank.sample_lowrank_prompts`) projected on the encoder subspace ``U``
-    (K, r): ``A = U^T H_M U``, ``d = U^T c_M``, ``z_dag = A^{-1} d`` (main paper §6.1; the same
-    operations as :func:`iclcore.richardson.encdec.latent_systems`, which a model may not import).
+    (K, r): ``A = U^T H_M U``, ``d = U^T c_M``, ``z_dag = A^{-1} d`` (main paper §6.1;
+    :func:`iclcore.lsq.lowrank.latent_systems`).
 
     Parameters
     ----------

@@ -47,7 +47,13 @@ from scipy.integrate import solve_ivp
 
 from iclcore.lsq.dynamics import check_step_size, gd_trajectory, psd_spectrum, quadratic_minimizer
 from iclcore.lsq.iterates import richardson_iterates
-from iclcore.lsq.lowrank import LatentPrompts, LowRankModel, make_lowrank_model, sample_lowrank_prompts
+from iclcore.lsq.lowrank import (
+    LatentPrompts,
+    LowRankModel,
+    latent_systems,
+    make_lowrank_model,
+    sample_lowrank_prompts,
+)
 from iclcore.richardson.subspace import davis_kahan_bound, sin_theta
 from iclcore.validation import positive_int
 
@@ -55,7 +61,6 @@ __all__ = [
     "polar_factor",
     "encoder_pool_fit",
     "encoder_subspaces",
-    "latent_systems",
     "LatentMoments",
     "latent_moments",
     "moving_oracle",
@@ -132,34 +137,6 @@ def encoder_subspaces(
     """
     G = gd_trajectory(G0, G_hat, Sz, eta_e, steps)
     return G, polar_factor(G)
-
-
-def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``A = U^T H_M U``, ``d = U^T c_M``, ``z^† = A^{-1} d`` for every subspace and prompt.
-
-    Implements main paper §6.1.
-
-    Parameters
-    ----------
-    U : ndarray (K, r) or (S, K, r)
-    prompts : LatentPrompts with n prompts
-
-    Returns
-    -------
-    A : ndarray (S, n, r, r)   (S = 1 for a single U)
-    d : ndarray (S, n, r)
-    z_dag : ndarray (S, n, r)
-    """
-    U = np.asarray(U, float)
-    Us = U if U.ndim == 3 else U[None]
-    if Us.ndim != 3 or Us.shape[1] != prompts.H.shape[1]:
-        raise ValueError(f"U: expected shape (K, r) or (S, K, r) with K={prompts.H.shape[1]}, got {U.shape}")
-    HU = prompts.H[None] @ Us[:, None]  # (S, n, K, r), batched matmul (BLAS) rather than einsum
-    A = np.swapaxes(Us, -1, -2)[:, None] @ HU
-    A = 0.5 * (A + np.swapaxes(A, -1, -2))
-    d = prompts.c @ Us  # (S, n, r)
-    z_dag = np.linalg.solve(A, d[..., None])[..., 0]
-    return A, d, z_dag
 
 
 @dataclass(frozen=True)

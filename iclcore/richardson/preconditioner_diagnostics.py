@@ -261,7 +261,7 @@ def latent_decomposition(
         Latent preconditioners.
     A, d : ndarray (n, r, r), (n, r)
         Latent systems ``A = UᵀH_MU``, ``d = Uᵀc_M``
-        (:func:`iclcore.richardson.encdec.latent_systems`).
+        (:func:`iclcore.lsq.lowrank.latent_systems`).
     beta : ndarray (n, K)
         Task vectors.
     Sigma_x : ndarray (K, K)
