@@ -57,14 +57,13 @@ from iclcore.dmft.scaling import (
     fit_power_law_drift,
     fit_power_law_exponent,
     fit_power_law_weighted,
-    scalar_descent_path,
     width_bottleneck,
     width_bottleneck_paper,
 )
 from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.dmft.width_mc import (
-    haar_columns,
+    WidthSGDRun,
     width_gradient_flow,
     width_landscape_mc,
     width_loss,
@@ -72,9 +71,12 @@ from iclcore.dmft.width_mc import (
     width_loss_grad,
     width_loss_se,
     width_min_loss,
+    width_sgd_run,
+    width_spectrum_job,
+    width_spectrum_jobs,
     width_spectrum_mc,
 )
-from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
 from iclcore.stats import batch_means, increment_z_scores, paired_increment_z_scores, standard_error
@@ -95,7 +97,14 @@ t = np.concatenate([[0.0], np.geomspace(1e-2, t_max, 240)])
 # %%
 N_list = sorted({16, 32, 64, 128, 256, D // 2, D})
 L_list = [1, 2, 4, 8, 16, 32, 64]
-specs = {N: width_spectrum_mc(lam, omega, N, rng, n_draws=1 if N == D else n_draws) for N in set(N_list) | {N_fixed}}
+pairs = [(32, 4), (64, 8), (128, 16), (256, 32), (512, 64)]  # panel (c): N and L together
+# the spectra are drawn from one generator in this order; each job starts from its recorded state, so the
+# widths are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
+spec_N = list(set(N_list) | {N_fixed})
+spec_N += [N for N, _ in pairs if N not in spec_N]
+spec_jobs = width_spectrum_jobs(lam, omega, spec_N, [1 if N == D else n_draws for N in spec_N], rng)
+specs = dict(zip(spec_N, map_configs(width_spectrum_job, spec_jobs, thread_budget(),
+                                     cost=lambda j: j.n_draws * j.N**2, label="width spectra")))
 
 curves_a = {N: width_gradient_flow(specs[N], L_fixed, t) for N in N_list}
 depth_bn = rrs_optimum(lam, omega, L_fixed)[1]
@@ -105,10 +114,6 @@ width_bn_de = width_bottleneck(lam, omega, N_fixed)
 width_bn_paper = width_bottleneck_paper(lam, omega, N_fixed)
 
 # panel (c): compute C = t N^2 L along L = N / 8 (L ~ N^nu with nu = 1), and one-resource scalings
-pairs = [(32, 4), (64, 8), (128, 16), (256, 32), (512, 64)]
-for N, _ in pairs:
-    if N not in specs:
-        specs[N] = width_spectrum_mc(lam, omega, N, rng, n_draws=n_draws)
 curves_c = {(N, L): width_gradient_flow(specs[N], L, t) for N, L in pairs}
 curves_w = {(N, 4): width_gradient_flow(specs[N], 4, t) for N, _ in pairs}
 curves_d = {(32, L): width_gradient_flow(specs[32], L, t) for _, L in pairs}
@@ -151,19 +156,12 @@ ax.legend(fontsize=7)
 torch.manual_seed(seed)  # not used by the models (they take generators); keeps torch's own state fixed
 lam_s, om_s = power_law_spectrum(D_sim, nu, beta)
 t_sim = eta_sim * np.arange(steps_sim + 1)
-sim = {}
-for N in (4, 8, 16, D_sim):
-    U = haar_columns(D_sim, N, np.random.default_rng(seed + N))
-    model = ReducedGammaStack(D_sim, L_sim, tied=True, frame=torch.as_tensor(U))
-    gen = torch.Generator().manual_seed(seed + 100 + N)
-    res = train(model, lambda g: sample_rrs_contexts(B_sim, 1, 1, lam_s, om_s, g), steps_sim, eta_sim * N / 2, gen,
-                population=True)
-    spec_s = width_spectrum_mc(lam_s, om_s, N, np.random.default_rng(seed + 7), n_draws=2000)
-    th = width_gradient_flow(spec_s, L_sim, t_sim)
-    # the same expected dynamics with the SGD's discrete steps, gamma <- gamma - (eta/2) L'(gamma):
-    # the difference to the flow is the discretisation term of the error model
-    g_disc = scalar_descent_path(lambda g: width_loss_grad(g, spec_s, L_sim), 0.5 * eta_sim, steps_sim)
-    sim[N] = (res, th, g_disc)
+# one task per width: the SGD run, the flow of the width model (2000 projections) and the same expected
+# dynamics in the SGD's discrete steps, gamma <- gamma - (eta/2) L'(gamma) (the discretisation term of the error model)
+sim_N = (4, 8, 16, D_sim)
+sim_runs = [WidthSGDRun(tuple(lam_s), tuple(om_s), N, L_sim, B_sim, eta_sim, steps_sim, frame_seed=seed + N,
+                        train_seed=seed + 100 + N, theory_seed=seed + 7) for N in sim_N]
+sim = dict(zip(sim_N, map_configs(width_sgd_run, sim_runs, thread_budget(), cost=lambda r: r.N, label="width SGD runs")))
 
 ax = axs[3]
 sim_err, sim_bias_z, sim_bias_se = [], [], []
@@ -216,7 +214,7 @@ def sweep_task(eta_k, B_k, n_k, r):
 try:
     sweep = [(pt.bias, pt.se, pt.disc) for pt in late_bias_sweep(
         sweep_cfg, sweep_task, seeds_sweep, eta_sim * steps_sim, lambda tt: width_gradient_flow(spec_w, L_sim, tt).gamma,
-        lambda g: width_loss_grad(g, spec_w, L_sim))]
+        lambda g: width_loss_grad(g, spec_w, L_sim), workers=thread_budget())]
 except FloatingPointError as exc:  # the smallest batch B_sim // 4 is the noisiest: refuse, never a NaN verdict
     raise ValueError(f"B_sim: SGD of the eta/batch sweep diverged (its smallest batch is B_sim // 4 = "
                      f"{max(1, B_sim // 4)} contexts at eta_sim={eta_sim}: {exc}); raise B_sim or lower eta_sim") from None

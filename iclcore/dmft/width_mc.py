@@ -2,11 +2,16 @@
 19, 102): Haar frames, the one-point reduction at ``P = ∞`` (exact in distribution at finite
 ``D``) with its gradient flow, and the general Monte Carlo at finite width and context. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
 :mod:`iclcore.dmft`.
+
+Tasks of :func:`iclcore.parallel.map_configs`: spectra drawn from one shared generator
+(:func:`width_spectrum_jobs`, :func:`width_spectrum_job`) and one SGD run of the width model with its
+theory (:func:`width_sgd_run`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -15,6 +20,9 @@ from scipy.optimize import brentq
 from iclcore.linalg import haar_orthogonal
 from iclcore.stats import standard_error
 from iclcore.validation import as_generator, check_depth, nonnegative_grid, positive_int, spectrum_pair
+
+if TYPE_CHECKING:
+    from iclcore.models.attention import TrainResult
 
 __all__ = [
     "haar_columns",
@@ -28,6 +36,11 @@ __all__ = [
     "GradientFlow",
     "width_gradient_flow",
     "width_landscape_mc",
+    "WidthSpectrumJob",
+    "width_spectrum_jobs",
+    "width_spectrum_job",
+    "WidthSGDRun",
+    "width_sgd_run",
 ]
 
 
@@ -341,3 +354,141 @@ def width_landscape_mc(
         loss += base + (2 * cst / D) * (r @ a) + (cst**2 / D) * quad
         dloss += (2 * cst / D) * (dr @ a) + (2 * cst**2 / D) * np.einsum("gj,jk,gk->g", dr, Q, r)
     return loss / n_draws, dloss / n_draws
+
+
+# --------------------------------------------------------------------------------------------
+# Inner tasks (iclcore.parallel.map_configs): spectra from a shared generator, SGD of the width model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WidthSpectrumJob:
+    """One call of :func:`width_spectrum_mc` with the state its generator starts from.
+
+    Attributes
+    ----------
+    lam, omega : tuples ``(D,)``, the spectra
+    N : int, width; n_draws : int, projections pooled
+    state : dict, ``numpy.random.Generator.bit_generator.state`` before the call's draws
+    """
+
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    N: int
+    n_draws: int
+    state: dict
+
+
+def width_spectrum_jobs(
+    lam: np.ndarray, omega: np.ndarray, Ns: list[int], n_draws: list[int], rng: np.random.Generator
+) -> list[WidthSpectrumJob]:
+    """Jobs that compute ``width_spectrum_mc(lam, omega, N, rng, k)`` for ``(N, k)`` in turn, one generator shared.
+
+    Each job records the generator's state before its draws; ``rng`` is then advanced past them
+    (``k`` Gaussian ``(D, N)`` matrices, the draws of :func:`iclcore.linalg.haar_orthogonal`, without
+    the QR and the eigendecomposition). So ``[width_spectrum_job(j) for j in jobs]`` equals the
+    sequential calls bit for bit and leaves ``rng`` where they leave it, while the jobs themselves
+    are independent.
+
+    Parameters
+    ----------
+    lam, omega : array, shape ``(D,)``
+    Ns : list of int, widths ``1 <= N <= D``, ``(n,)``
+    n_draws : list of int, projections pooled per width, ``(n,)``
+    rng : numpy.random.Generator, advanced in place
+
+    Returns
+    -------
+    list of WidthSpectrumJob, ``(n,)``
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    D = lam.size
+    if len(Ns) != len(n_draws):
+        raise ValueError(f"n_draws: expected one count per width ({len(Ns)}), got {len(n_draws)}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
+    jobs = []
+    for N, k in zip(Ns, n_draws):
+        N, k = positive_int(N, "Ns"), positive_int(k, "n_draws")
+        if N > D:
+            raise ValueError(f"Ns: width must be <= D={D}, got {N}")
+        state = rng.bit_generator.state
+        for _ in range(k):
+            rng.standard_normal((D, N))
+        jobs.append(WidthSpectrumJob(tuple(lam.tolist()), tuple(omega.tolist()), N, k, state))
+    return jobs
+
+
+def width_spectrum_job(job: WidthSpectrumJob) -> WidthSpectrum:
+    """:func:`width_spectrum_mc` of ``job`` from its recorded generator state (``n_draws * N`` weights).
+
+    A pure function of ``job``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    if not isinstance(job, WidthSpectrumJob):
+        raise TypeError(f"job: expected a WidthSpectrumJob, got {type(job).__name__}")
+    bit_generator = getattr(np.random, job.state["bit_generator"])()
+    bit_generator.state = job.state
+    return width_spectrum_mc(
+        np.array(job.lam), np.array(job.omega), job.N, np.random.Generator(bit_generator), job.n_draws
+    )
+
+
+@dataclass(frozen=True)
+class WidthSGDRun:
+    """One online-SGD run of the tied width-``N`` reduced model on population RRS contexts, with its theory.
+
+    Attributes
+    ----------
+    lam, omega : tuples ``(D,)``, the spectra; N : int, width ``<= D``; L : int, depth
+    B : int, contexts per step; eta : float, theory time step (``t = η · steps``); steps : int
+    frame_seed : seed of the Haar frame ``U`` (``D x N``, drawn also at ``N = D``)
+    train_seed : seed of the torch generator of the batches
+    theory_seed, theory_draws : seed and number of projections of the theory's spectrum
+    """
+
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    N: int
+    L: int
+    B: int
+    eta: float
+    steps: int
+    frame_seed: int
+    train_seed: int
+    theory_seed: int
+    theory_draws: int = 2000
+
+
+def width_sgd_run(run: WidthSGDRun) -> tuple[TrainResult, GradientFlow, np.ndarray]:
+    """SGD of :class:`iclcore.models.attention.ReducedGammaStack` with frame ``U`` against the width-``N`` flow.
+
+    The matrix update is ``Γ̃ ← Γ̃ - η (N/2) ∇L̂`` (learning rate ``η N / 2``), so that theory time is
+    ``t = η · steps`` (Bordelon et al. §4, Fig. 5d). Returns the
+    :class:`iclcore.models.attention.TrainResult` (``loss (steps,)``, ``gamma (steps + 1, 1)``), the
+    gradient flow of the width model at ``t = η k``, ``k = 0..steps`` (spectrum of ``theory_draws``
+    projections) and the same expected dynamics in the SGD's discrete steps, ``γ ← γ - (η/2) L'(γ)``,
+    shape ``(steps + 1,)``. A pure function of ``run``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    import torch  # here, not at the top: the rest of this module is numpy Monte Carlo used without torch
+
+    from iclcore.dmft.scaling import scalar_descent_path
+    from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
+
+    if not isinstance(run, WidthSGDRun):
+        raise TypeError(f"run: expected a WidthSGDRun, got {type(run).__name__}")
+    lam, omega = spectrum_pair(np.array(run.lam), np.array(run.omega))
+    D = lam.size
+    U = haar_columns(D, run.N, np.random.default_rng(run.frame_seed))
+    model = ReducedGammaStack(D, run.L, tied=True, frame=torch.as_tensor(U))
+    res = train(
+        model,
+        lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+        run.steps,
+        run.eta * run.N / 2,
+        torch.Generator().manual_seed(run.train_seed),
+        population=True,
+    )
+    spec = width_spectrum_mc(lam, omega, run.N, np.random.default_rng(run.theory_seed), n_draws=run.theory_draws)
+    th = width_gradient_flow(spec, run.L, run.eta * np.arange(run.steps + 1))
+    g_disc = scalar_descent_path(lambda g: width_loss_grad(g, spec, run.L), 0.5 * run.eta, run.steps)
+    return res, th, g_disc
