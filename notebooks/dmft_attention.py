@@ -62,12 +62,18 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
-from iclcore.dmft.readout import ReadoutAttention, readout_descent_path, readout_flow, train_readout
+from iclcore.dmft.readout import (
+    FullAttentionRun,
+    ReadoutSGDRun,
+    full_attention_run,
+    readout_descent_path,
+    readout_flow,
+    readout_sgd_run,
+)
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
 from iclcore.dmft.scaling import (
     fit_power_law_drift,
@@ -76,22 +82,17 @@ from iclcore.dmft.scaling import (
 )
 from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.untied import (
+    UntiedSGDRun,
     untied_balanced_hessian,
     untied_loss,
     untied_noisy_flow,
     untied_noisy_loss,
     untied_optimum,
+    untied_sgd_run,
 )
-from iclcore.models.attention import (
-    LinearAttention,
-    ReducedGammaStack,
-    power_five_constant,
-    power_five_flow,
-    sample_iso_contexts,
-    sample_rrs_contexts,
-    train,
-)
+from iclcore.models.attention import power_five_constant, power_five_flow
 from iclcore.models.probes import block_average
+from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.stats import batch_means, standard_error
 
@@ -115,13 +116,11 @@ c = power_five_constant(D)
 # model in quadrature. SGD noise and the finite batch remain.
 
 # %%
-def run_fig6(kind: str):
-    if kind == "iso":
-        lam, om = np.ones(D), np.ones(D)
-        sampler = lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)  # noqa: E731
-    else:
-        lam, om = power_law_spectrum(D, nu, beta)
-        sampler = lambda g: sample_rrs_contexts(B, P, K, lam, om, g, dtype=torch.float32)  # noqa: E731
+spectra6 = {"iso": (np.ones(D), np.ones(D)), "rrs": power_law_spectrum(D, nu, beta)}
+
+
+def theory_fig6(kind: str):
+    lam, om = spectra6[kind]
     out = {}
     draws = context_draws(lam, om, P, np.random.default_rng(seed + (kind == "rrs")), mc_draws)
     for L in depths:
@@ -135,18 +134,19 @@ def run_fig6(kind: str):
             M_b = tied_loss_moments(blk, L)
             late_th.append(np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][steps // 2:]))
         th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(mc_tables))
-        model = LinearAttention(D, L, s0, "block", dtype=torch.float32)
-        try:
-            res = train(model, sampler, steps, eta, torch.Generator().manual_seed(seed + 10 * L + (kind == "rrs")),
-                        schedule=schedule)
-        except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
-            raise ValueError(f"eta: SGD of the {kind} run at depth L={L} diverged with eta={eta}, B={B} "
-                             f"({exc}); lower eta") from None
-        out[L] = dict(gam_th=gam, loss_th=tied_loss_from_moments(gam, M)[0], res=res, th_mc_sd=th_mc_sd)
+        out[L] = dict(gam_th=gam, loss_th=tied_loss_from_moments(gam, M)[0], th_mc_sd=th_mc_sd)
     return out
 
 
-fig6 = {k: run_fig6(k) for k in ("iso", "rrs")}
+fig6 = {k: theory_fig6(k) for k in ("iso", "rrs")}
+# the 8 SGD runs are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`);
+# a diverging run raises a ValueError naming eta
+keys6 = [(kind, L) for kind in ("iso", "rrs") for L in depths]
+runs6 = [FullAttentionRun(kind, tuple(spectra6[kind][0]), tuple(spectra6[kind][1]), P, K, B, L, s0, eta, decay, steps,
+                          seed + 10 * L + (kind == "rrs")) for kind, L in keys6]
+for (kind, L), res in zip(keys6, map_configs(full_attention_run, runs6, thread_budget(), cost=lambda r: r.L,
+                                             label="Figure-6 SGD runs")):
+    fig6[kind][L]["res"] = res
 
 # %%
 fig, axs = plt.subplots(1, 4, figsize=(17, 3.8))
@@ -240,13 +240,11 @@ print("w^5 exponent fit %.3f (5b/(5b+2) = %.3f); gamma-flow exponent %.3f (b/(2+
 # %%
 lam_u, om_u = power_law_spectrum(D_untied, nu, beta)
 tu = eta_untied * np.arange(steps_untied + 1)
+runs8 = [UntiedSGDRun(tuple(lam_u), tuple(om_u), L, B_untied, eta_untied, steps_untied, seed + 100 + L) for L in (2, 4, 8)]
 untied = {}
-for L in (2, 4, 8):
-    model = ReducedGammaStack(D_untied, L, tied=False)
-    res = train(model, lambda g: sample_rrs_contexts(B_untied, 1, 1, lam_u, om_u, g), steps_untied,
-                eta_untied * D_untied * L / 2, torch.Generator().manual_seed(seed + 100 + L), population=True)
-    g_th, l_th = rrs_gradient_flow(tu, lam_u, om_u, L)
-    untied[L] = (res, g_th, l_th)
+for run, res in zip(runs8, map_configs(untied_sgd_run, runs8, thread_budget(), cost=lambda r: r.L, label="Figure-8 SGD runs")):
+    g_th, l_th = rrs_gradient_flow(tu, lam_u, om_u, run.L)
+    untied[run.L] = (res, g_th, l_th)
 
 fig8, axs8 = plt.subplots(1, 3, figsize=(16, 3.8))
 err8, bias8_z, bias8_se = [], [], []
@@ -297,7 +295,8 @@ def untied_task(eta_k, B_k, n_k, r):
 
 sw8 = [(pt.bias, pt.se) for pt in late_bias_sweep(
     [(eta_untied, B_k) for B_k in B_sw], untied_task, untied_seeds, eta_untied * steps_untied,
-    lambda tt: rrs_gradient_flow(tt, lam_u, om_u, L_sw)[0], lambda g: rrs_loss_grad(g, lam_u, om_u, L_sw))]
+    lambda tt: rrs_gradient_flow(tt, lam_u, om_u, L_sw)[0], lambda g: rrs_loss_grad(g, lam_u, om_u, L_sw),
+    workers=thread_budget())]
 ex8, se8 = np.array([v[0] for v in sw8]), np.array([v[1] for v in sw8])
 _, p8, p8_se = fit_power_law_weighted(1.0 / np.array(B_sw, float), ex8, se8)
 fig8s, ax = plt.subplots(figsize=(5, 3.6))
@@ -345,14 +344,6 @@ for L, (lon, tra, lb, lu) in instab.items():
 # %%
 P_n = int(round(alpha_noise * D_untied))
 
-
-def noisy_rrs(g, B_k=B_untied):
-    ctx = sample_rrs_contexts(B_k, P_n, D_untied, lam_u, om_u, g)
-    ctx.y = ctx.y + sigma_noise * torch.randn(ctx.y.shape, generator=g, dtype=ctx.y.dtype)
-    ctx.ys = ctx.ys + sigma_noise * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
-    return ctx
-
-
 draws_n = context_draws(lam_u, om_u, P_n, np.random.default_rng(seed + 77), noise_draws)
 g_n122, l_n122 = untied_noisy_flow(tu, draws_n, L_noise, sigma_noise)
 lay_n = np.repeat(g_n122[:, None], L_noise, axis=1)
@@ -360,9 +351,10 @@ l_nex = untied_noisy_loss(lay_n, draws_n, sigma_noise, decoupled=False)[0]  # ex
 l_n0 = untied_noisy_loss(lay_n, draws_n, 0.0)[0]  # the noise-free part of Eq. 122, same flow
 late_n = slice(steps_untied // 2, steps_untied)  # loss before the update of step k sits at t = tu[k]
 sim_n, sim_n_curves = [], []
-for r in range(untied_seeds):
-    res_n = train(ReducedGammaStack(D_untied, L_noise, tied=False), noisy_rrs, steps_untied,
-                  eta_untied * D_untied * L_noise / 2, torch.Generator().manual_seed(seed + 9000 + r))
+# untied_seeds independent runs on contexts of P_n tokens and D_untied queries, noisy labels (tasks)
+runs_n = [UntiedSGDRun(tuple(lam_u), tuple(om_u), L_noise, B_untied, eta_untied, steps_untied, seed + 9000 + r,
+                       P=P_n, K=D_untied, sigma=sigma_noise) for r in range(untied_seeds)]
+for res_n in map_configs(untied_sgd_run, runs_n, thread_budget(), label="label-noise SGD runs"):
     sim_n.append(np.mean(res_n.loss[late_n]) - sigma_noise**2)  # excess over the query noise
     sim_n_curves.append(res_n.loss - sigma_noise**2)
 sim_n = np.array(sim_n)
@@ -409,9 +401,9 @@ peaks_blocks = [
     for blk in draws_r.split(4)
 ]
 m_peak_th_se = float(np.std(peaks_blocks, ddof=1) / 2.0)  # SD of one block / sqrt(4 blocks)
-runs_r = [train_readout(ReadoutAttention(D, L_readout, s0, a0_readout, dtype=torch.float32),
-                        lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32), steps_readout, eta_readout,
-                        torch.Generator().manual_seed(seed + 7000 + r)) for r in range(readout_seeds)]
+runs_r = map_configs(readout_sgd_run, [ReadoutSGDRun(D, P, K, B, L_readout, s0, a0_readout, eta_readout, steps_readout,
+                                                    seed + 7000 + r) for r in range(readout_seeds)],
+                     thread_budget(), label="read-out SGD runs")
 m_runs = np.array([rr.a_o * rr.a_y for rr in runs_r])
 m_peak_sim = m_runs.max(axis=1)
 overshoot = m_peak_sim / m_runs[:, -1] - 1

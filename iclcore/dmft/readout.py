@@ -23,6 +23,9 @@ factor entering ``X`` with power ``n_i``, so with the Frobenius-balanced scale `
 From a small start ``m`` overshoots its final value while ``γ`` is still small (the read-out
 compensates the not-yet-learned in-context GD) and recovers as ``γ`` grows: the paper's
 "transient blowup and recovery in the scale of ``w_y`` and ``w_o``" (§5.2).
+
+Tasks of :func:`iclcore.parallel.map_configs`: one SGD run of the block network of Figure 6
+(:func:`full_attention_run`) and of the network with trainable read-in and read-out (:func:`readout_sgd_run`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ import torch
 from torch import nn
 
 from iclcore.dmft.finite_context import ContextDraws
-from iclcore.models.attention import Contexts, LinearAttention
+from iclcore.models.attention import (
+    Contexts,
+    LinearAttention,
+    TrainResult,
+    sample_iso_contexts,
+    sample_rrs_contexts,
+    train,
+)
 from iclcore.models.training import TrainConfig, train_loop
 from iclcore.validation import nondecreasing_times, positive_float, positive_int, torch_generator
 
@@ -46,6 +56,10 @@ __all__ = [
     "ReadoutAttention",
     "train_readout",
     "ReadoutRun",
+    "FullAttentionRun",
+    "full_attention_run",
+    "ReadoutSGDRun",
+    "readout_sgd_run",
 ]
 
 
@@ -233,3 +247,106 @@ def train_readout(model: ReadoutAttention, sampler, steps: int, lr: float, gen: 
     )
     g, ao, ay = (np.array(v) for v in zip(*rec))
     return ReadoutRun(loss=log.loss, gamma=g, a_o=ao, a_y=ay)
+
+
+# --------------------------------------------------------------------------------------------
+# Inner tasks (iclcore.parallel.map_configs): SGD runs of the full network of Figure 6
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FullAttentionRun:
+    """One SGD run of the block :class:`~iclcore.models.attention.LinearAttention` of Figure 6 (float32).
+
+    Attributes
+    ----------
+    lam, omega : tuples ``(D,)``, the spectra; ``kind="iso"`` draws isotropic contexts (spectra unused),
+        ``"rrs"`` randomly rotated ones
+    P, K : int, labelled tokens and queries per context; B : int, contexts per step
+    L : int, depth; s0 : float, balanced initial scale
+    eta : float, initial learning rate; decay : float, step ``k`` uses ``eta / (1 + k / decay)``
+    steps : int; seed : int, seed of the torch generator of the batches
+    """
+
+    kind: str
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    P: int
+    K: int
+    B: int
+    L: int
+    s0: float
+    eta: float
+    decay: float
+    steps: int
+    seed: int
+
+
+def full_attention_run(run: FullAttentionRun) -> TrainResult:
+    """Plain SGD of the Figure-6 network with the decaying step of ``run``; ``loss (steps,)``, ``gamma (steps + 1, 1)``.
+
+    Raises ValueError (naming ``eta``) if the run diverges. A pure function of ``run``: a task of
+    :func:`iclcore.parallel.map_configs`.
+    """
+    if not isinstance(run, FullAttentionRun):
+        raise TypeError(f"run: expected a FullAttentionRun, got {type(run).__name__}")
+    if run.kind not in ("iso", "rrs"):
+        raise ValueError(f"kind: expected 'iso' or 'rrs', got {run.kind!r}")
+    D = len(run.lam)
+    lam, omega = np.array(run.lam), np.array(run.omega)
+
+    def sampler(g: torch.Generator) -> Contexts:
+        if run.kind == "iso":
+            return sample_iso_contexts(run.B, run.P, run.K, D, g, dtype=torch.float32)
+        return sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g, dtype=torch.float32)
+
+    def schedule(k):
+        return 1.0 / (1.0 + k / run.decay)
+
+    model = LinearAttention(D, run.L, run.s0, "block", dtype=torch.float32)
+    try:
+        return train(model, sampler, run.steps, run.eta, torch.Generator().manual_seed(run.seed), schedule=schedule)
+    except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
+        raise ValueError(
+            f"eta: SGD of the {run.kind} run at depth L={run.L} diverged with eta={run.eta}, B={run.B} ({exc}); lower eta"
+        ) from None
+
+
+@dataclass(frozen=True)
+class ReadoutSGDRun:
+    """One SGD run of :class:`ReadoutAttention` on isotropic contexts (float32).
+
+    Attributes
+    ----------
+    D, P, K, B : int, dimension, labelled tokens and queries per context, contexts per step
+    L : int, depth; s0 : float, balanced initial scale; a0 : float, initial ``a_o = a_y``
+    eta : float, constant step; steps : int; seed : int, seed of the torch generator of the batches
+    """
+
+    D: int
+    P: int
+    K: int
+    B: int
+    L: int
+    s0: float
+    a0: float
+    eta: float
+    steps: int
+    seed: int
+
+
+def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
+    """:func:`train_readout` of ``run`` (``loss (steps,)``; ``gamma, a_o, a_y (steps + 1,)``).
+
+    A pure function of ``run``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    if not isinstance(run, ReadoutSGDRun):
+        raise TypeError(f"run: expected a ReadoutSGDRun, got {type(run).__name__}")
+    model = ReadoutAttention(run.D, run.L, run.s0, run.a0, dtype=torch.float32)
+    return train_readout(
+        model,
+        lambda g: sample_iso_contexts(run.B, run.P, run.K, run.D, g, dtype=torch.float32),
+        run.steps,
+        run.eta,
+        torch.Generator().manual_seed(run.seed),
+    )

@@ -2,14 +2,22 @@
 loss, the Hessian at the balanced point and the global untied optimum; with label noise at finite
 context length (App. G.1.2, Eq. 122) by Monte Carlo over the context covariance. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
 :mod:`iclcore.dmft`.
+
+Task of :func:`iclcore.parallel.map_configs`: one SGD run of the untied reduced model (:func:`untied_sgd_run`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from iclcore.dmft.finite_context import ContextDraws
 from iclcore.validation import nondecreasing_times, nonnegative_float, positive_int, spectrum_pair
+
+if TYPE_CHECKING:
+    from iclcore.models.attention import TrainResult
 
 __all__ = [
     "untied_loss",
@@ -17,6 +25,8 @@ __all__ = [
     "untied_optimum",
     "untied_noisy_loss",
     "untied_noisy_flow",
+    "UntiedSGDRun",
+    "untied_sgd_run",
 ]
 
 
@@ -227,3 +237,67 @@ def untied_noisy_flow(
         raise RuntimeError(f"untied_noisy_flow: the ODE solver failed ({sol.message})")
     gam = sol.y[0]
     return gam, loss(gam)
+
+
+# --------------------------------------------------------------------------------------------
+# Inner tasks (iclcore.parallel.map_configs): SGD runs of the untied reduced model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UntiedSGDRun:
+    """One online-SGD run of the untied reduced model (``L`` matrices ``Γ^ℓ`` from zero) on RRS contexts.
+
+    Attributes
+    ----------
+    lam, omega : tuples ``(D,)``, the spectra; L : int, depth; B : int, contexts per step
+    eta : float, theory time step (learning rate ``η D L / 2``, the paper's ``η = η_0 L``); steps : int
+    seed : int, seed of the torch generator of the batches
+    P : int or None, context length; None: population contexts (``P = K = ∞``, population loss)
+    K : int, queries per context (finite ``P`` only); sigma : float, label noise on the context and
+        query labels (finite ``P`` only; drawn from the same generator, also when ``sigma = 0``)
+    """
+
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    L: int
+    B: int
+    eta: float
+    steps: int
+    seed: int
+    P: int | None = None
+    K: int = 1
+    sigma: float = 0.0
+
+
+def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
+    """Plain SGD of :class:`iclcore.models.attention.ReducedGammaStack` with untied layers (Bordelon et al. §5.1, Fig. 8).
+
+    Population contexts (``run.P`` None): the loss is the population-context loss; else the query
+    mean-squared error on contexts of ``P`` labelled tokens and ``K`` queries whose labels carry noise
+    ``σ`` (App. G.1.2). Returns the :class:`~iclcore.models.attention.TrainResult` (``loss (steps,)``,
+    ``gamma (steps + 1, L)``). A pure function of ``run``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    import torch  # here, not at the top: the rest of this module is numpy theory used without torch
+
+    from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
+
+    if not isinstance(run, UntiedSGDRun):
+        raise TypeError(f"run: expected an UntiedSGDRun, got {type(run).__name__}")
+    lam, omega = spectrum_pair(np.array(run.lam), np.array(run.omega))
+    D = lam.size
+    model = ReducedGammaStack(D, run.L, tied=False)
+    lr = run.eta * D * run.L / 2
+    gen = torch.Generator().manual_seed(run.seed)
+    if run.P is None:
+        return train(
+            model, lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g), run.steps, lr, gen, population=True
+        )
+
+    def noisy(g: torch.Generator):
+        ctx = sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g)
+        ctx.y = ctx.y + run.sigma * torch.randn(ctx.y.shape, generator=g, dtype=ctx.y.dtype)
+        ctx.ys = ctx.ys + run.sigma * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
+        return ctx
+
+    return train(model, noisy, run.steps, lr, gen)

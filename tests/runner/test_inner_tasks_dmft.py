@@ -1,7 +1,8 @@
 """Inner tasks of the dmft chapters (``iclcore.parallel.map_configs``): picklable, same bits on any executor.
 
-Issue 23, item 1: the independent runs of ``dmft_width`` (spectra, SGD of the width model) are tasks
-of ``map_configs``. Each task function is checked on a tiny configuration: a pickle round trip of
+Issue 23, item 1: the independent runs of ``dmft_width`` (spectra, SGD of the width model) and of
+``dmft_attention`` (the Figure-6 network, the untied reduced model with and without label noise, the
+network with trainable read-in and read-out) are tasks of ``map_configs``. Each task function is checked on a tiny configuration: a pickle round trip of
 the function and its configuration, and a thread pool of two giving exactly the serial results. The
 spectra drawn from one shared generator must also equal the sequential calls and leave the generator
 where they leave it.
@@ -16,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.readout import FullAttentionRun, ReadoutSGDRun, full_attention_run, readout_sgd_run
+from iclcore.dmft.untied import UntiedSGDRun, untied_sgd_run
 from iclcore.dmft.width_mc import (
     WidthSGDRun,
     width_sgd_run,
@@ -63,3 +66,15 @@ def test_width_sgd_run_on_any_executor():
     lam, om = power_law_spectrum(6, 1.0, 1.0)
     runs = [WidthSGDRun(tuple(lam), tuple(om), N, 2, 4, 0.5, 4, N, 100 + N, 7, theory_draws=10) for N in (3, 6)]
     same_on_threads(width_sgd_run, runs)
+
+
+def test_attention_runs_on_any_executor():
+    lam, om = (tuple(v) for v in power_law_spectrum(4, 1.0, 1.0))
+    same_on_threads(
+        full_attention_run, [FullAttentionRun(k, lam, om, 8, 4, 4, 2, 1.2, 0.1, 100.0, 3, 5) for k in ("iso", "rrs")]
+    )
+    same_on_threads(
+        untied_sgd_run,
+        [UntiedSGDRun(lam, om, 2, 4, 0.5, 3, 1), UntiedSGDRun(lam, om, 2, 4, 0.5, 3, 2, P=8, K=4, sigma=1.0)],
+    )
+    same_on_threads(readout_sgd_run, [ReadoutSGDRun(4, 8, 4, 4, 2, 1.2, 0.3, 0.1, 3, r) for r in (0, 1)])
