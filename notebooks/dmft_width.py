@@ -65,7 +65,8 @@ from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.dmft.width_mc import (
     WidthSGDRun,
     width_gradient_flow,
-    width_landscape_mc,
+    width_landscape_job,
+    width_landscape_jobs,
     width_loss,
     width_loss_draws,
     width_loss_grad,
@@ -275,12 +276,25 @@ print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f
 # %%
 lam_d, om_d = power_law_spectrum(D_de, nu, beta)
 L_de = 4
+Ns_de, alphas_de = [D_de // 8, D_de // 4, D_de // 2], [0.5, 2.0]
+grid_b = np.linspace(0.1, 2.0 * L_de * 0.9, 40)
+# the Monte Carlo of (a) and (b) draws from one generator in this order: per width a 6-projection spectrum and 6
+# single ones; per alpha 6 landscape draws and one context Z. Each job records where its draws start, so the
+# draws are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
+spec_jobs_de = width_spectrum_jobs(lam_d, om_d, [N for N in Ns_de for _ in range(7)], [6, 1, 1, 1, 1, 1, 1] * len(Ns_de), rng)
+land_jobs, Z_b = [], {}
+for alpha in alphas_de:
+    land_jobs += width_landscape_jobs(grid_b, lam_d, om_d, D_de, L_de, rng, P=int(alpha * D_de), n_draws=1, repeats=6)
+    Z_b[alpha] = rng.standard_normal((int(alpha * D_de), D_de)) * np.sqrt(lam_d)
+specs_de = map_configs(width_spectrum_job, spec_jobs_de, thread_budget(), cost=lambda j: j.n_draws * j.N**2,
+                       label="deterministic-equivalent spectra")
+lands_de = map_configs(width_landscape_job, land_jobs, thread_budget(), cost=lambda j: j.P, label="finite-context landscapes")
 fig2, axs2 = plt.subplots(1, 3, figsize=(14, 3.8))
 de_err, tp_err, edge_err = [], [], []
 de_z, de_se = [], []  # Monte Carlo SE over independent projections and the 1/N finite-size term
 ax = axs2[0]
-for i, N in enumerate([D_de // 8, D_de // 4, D_de // 2]):
-    sp = width_spectrum_mc(lam_d, om_d, N, rng, n_draws=6)
+for i, N in enumerate(Ns_de):
+    sp = specs_de[7 * i]
     g_star, _ = width_min_loss(sp, L_de)
     grid = np.linspace(0.05, 1.6, 60) * g_star
     ax.plot(grid, width_loss(grid, sp, L_de), color=PALETTE[i], label=f"N/D={N / D_de:.3g} MC")
@@ -292,7 +306,7 @@ for i, N in enumerate([D_de // 8, D_de // 4, D_de // 2]):
     ax.plot(gp, de, "o", color=PALETTE[i])
     ax.plot(gp[::2], tp, "x", color="k", ms=7)
     de_err.append(np.max(np.abs(de / width_loss(gp, sp, L_de) - 1)))
-    draws = np.array([width_loss(gp, width_spectrum_mc(lam_d, om_d, N, rng, n_draws=1), L_de) for _ in range(6)])
+    draws = np.array([width_loss(gp, specs_de[7 * i + 1 + k], L_de) for k in range(6)])
     mc_mean, mc_rel_se = draws.mean(0), standard_error(draws, axis=0) / draws.mean(0)
     de_z.append(np.max((np.abs(de / mc_mean - 1) - 1.0 / N) / mc_rel_se))
     de_se.append(np.max(mc_rel_se))
@@ -306,13 +320,13 @@ ax.legend(fontsize=7)
 ax = axs2[1]
 wish_err, typo_ratio = [], []
 tp_z, tp_se = [], []
-for i, alpha in enumerate([0.5, 2.0]):
+for i, alpha in enumerate(alphas_de):
     P = int(alpha * D_de)
-    grid = np.linspace(0.1, 2.0 * L_de * 0.9, 40)
-    mc_runs = np.array([width_landscape_mc(grid, lam_d, om_d, D_de, L_de, rng, P=P, n_draws=1)[0] for _ in range(6)])
+    grid = grid_b
+    mc_runs = np.array([lands_de[6 * i + k][0] for k in range(6)])
     mc = mc_runs.mean(0)
     mc_rel_se = (standard_error(mc_runs, axis=0) / mc)[::8]
-    Z = rng.standard_normal((P, D_de)) * np.sqrt(lam_d)
+    Z = Z_b[alpha]
     kmax = 1.3 * np.linalg.eigvalsh(Z.T @ Z / P).max()
     gp = grid[::8]
     bn, bw = mp_quadrature(1 / alpha, 80)

@@ -3,8 +3,9 @@
 ``D``) with its gradient flow, and the general Monte Carlo at finite width and context. The width-``N`` model, its normalisation ``c = D/N`` and its notation are described in
 :mod:`iclcore.dmft`.
 
-Tasks of :func:`iclcore.parallel.map_configs`: spectra drawn from one shared generator
-(:func:`width_spectrum_jobs`, :func:`width_spectrum_job`) and one SGD run of the width model with its
+Tasks of :func:`iclcore.parallel.map_configs`: spectra and landscapes drawn from one shared generator
+(:func:`width_spectrum_jobs`, :func:`width_spectrum_job`, :func:`width_landscape_jobs`,
+:func:`width_landscape_job`) and one SGD run of the width model with its
 theory (:func:`width_sgd_run`).
 """
 
@@ -39,6 +40,9 @@ __all__ = [
     "WidthSpectrumJob",
     "width_spectrum_jobs",
     "width_spectrum_job",
+    "WidthLandscapeJob",
+    "width_landscape_jobs",
+    "width_landscape_job",
     "WidthSGDRun",
     "width_sgd_run",
 ]
@@ -426,10 +430,99 @@ def width_spectrum_job(job: WidthSpectrumJob) -> WidthSpectrum:
     """
     if not isinstance(job, WidthSpectrumJob):
         raise TypeError(f"job: expected a WidthSpectrumJob, got {type(job).__name__}")
-    bit_generator = getattr(np.random, job.state["bit_generator"])()
-    bit_generator.state = job.state
-    return width_spectrum_mc(
-        np.array(job.lam), np.array(job.omega), job.N, np.random.Generator(bit_generator), job.n_draws
+    return width_spectrum_mc(np.array(job.lam), np.array(job.omega), job.N, _generator_at(job.state), job.n_draws)
+
+
+def _generator_at(state: dict) -> np.random.Generator:
+    """A generator whose bit generator (named in ``state``) is at ``state``."""
+    bit_generator = getattr(np.random, state["bit_generator"])()
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
+
+
+@dataclass(frozen=True)
+class WidthLandscapeJob:
+    """One call of :func:`width_landscape_mc` with the state its generator starts from.
+
+    Attributes
+    ----------
+    gammas : tuple ``(G,)``; lam, omega : tuples ``(D,)``; N : int, width; L : int, depth
+    P : int or None, context length; n_draws : int
+    state : dict, ``numpy.random.Generator.bit_generator.state`` before the call's draws
+    """
+
+    gammas: tuple[float, ...]
+    lam: tuple[float, ...]
+    omega: tuple[float, ...]
+    N: int
+    L: int
+    P: int | None
+    n_draws: int
+    state: dict
+
+
+def width_landscape_jobs(
+    gammas: np.ndarray,
+    lam: np.ndarray,
+    omega: np.ndarray,
+    N: int,
+    L: int,
+    rng: np.random.Generator,
+    P: int | None = None,
+    n_draws: int = 8,
+    repeats: int = 1,
+) -> list[WidthLandscapeJob]:
+    """Jobs that compute ``width_landscape_mc(gammas, lam, omega, N, L, rng, P, n_draws)`` ``repeats`` times in turn.
+
+    As :func:`width_spectrum_jobs`: each job records the generator's state before its draws and
+    ``rng`` is advanced past them (per draw a Gaussian ``(D, N)`` frame if ``N < D``, then a Gaussian
+    ``(P, D)`` context if ``P`` is given), so the jobs equal the sequential calls bit for bit and
+    leave ``rng`` where they leave it.
+
+    Returns
+    -------
+    list of WidthLandscapeJob, ``(repeats,)``
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    D = lam.size
+    N, n_draws, repeats = positive_int(N, "N"), positive_int(n_draws, "n_draws"), positive_int(repeats, "repeats")
+    if N > D:
+        raise ValueError(f"N: width must be <= D={D}, got {N}")
+    if P is not None:
+        P = positive_int(P, "P")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
+    g, _ = nonnegative_grid(gammas, "gammas")
+    jobs = []
+    for _ in range(repeats):
+        state = rng.bit_generator.state
+        for _ in range(n_draws):
+            if N < D:
+                rng.standard_normal((D, N))
+            if P is not None:
+                rng.standard_normal((P, D))
+        jobs.append(
+            WidthLandscapeJob(tuple(g.tolist()), tuple(lam.tolist()), tuple(omega.tolist()), N, L, P, n_draws, state)
+        )
+    return jobs
+
+
+def width_landscape_job(job: WidthLandscapeJob) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`width_landscape_mc` of ``job`` from its recorded generator state: loss and derivative, ``(G,)`` each.
+
+    A pure function of ``job``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    if not isinstance(job, WidthLandscapeJob):
+        raise TypeError(f"job: expected a WidthLandscapeJob, got {type(job).__name__}")
+    return width_landscape_mc(
+        np.array(job.gammas),
+        np.array(job.lam),
+        np.array(job.omega),
+        job.N,
+        job.L,
+        _generator_at(job.state),
+        job.P,
+        job.n_draws,
     )
 
 
