@@ -68,8 +68,10 @@ from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
 from iclcore.dmft.readout import (
     FullAttentionRun,
+    PowerLawFlowJob,
     ReadoutSGDRun,
     full_attention_run,
+    power_law_flow,
     readout_descent_path,
     readout_flow,
     readout_sgd_run,
@@ -188,8 +190,16 @@ save_figure(fig, "fig6ab_full_linear_attention")
 # %%
 lam_e, om_e = power_law_spectrum(D_exp, nu, beta)
 te = np.geomspace(1e-2, 1e12, 400)
-s_w5, gam_w5 = power_five_flow(te, lambda x: rrs_loss_grad(x, lam_e, om_e, np.inf), 1.0, 0.3)
-gam_g, _ = rrs_gradient_flow(te, lam_e, om_e, np.inf)
+# finite-D trend of the w^5 exponent fit (ledger row on Eq. 22): the same fit at D_exp / 8, / 4, / 2 and
+# D_exp (the window's upper end 10^-2 D^nu grows with D), fitted as fit(D) = a + b D^-q.
+# The five flows (w^5 at four sizes, gamma at D_exp) are independent tasks
+D_fs = np.array([D_exp // 8, D_exp // 4, D_exp // 2, D_exp])
+flow_jobs = [PowerLawFlowJob(int(D_k), nu, beta, tuple(te), "w5", 1.0, 0.3) for D_k in D_fs]
+flow_jobs.append(PowerLawFlowJob(D_exp, nu, beta, tuple(te), "gamma"))
+flows_e = map_configs(power_law_flow, flow_jobs, thread_budget(), cost=lambda j: j.D * (1 + (j.kind == "gamma")),
+                      label="power-law flows")
+s_w5, gam_w5 = flows_e[3]
+gam_g = flows_e[4][1]
 fits, drifts = {}, {}
 for name, gam in (("w5", gam_w5), ("gamma", gam_g)):
     lo = rrs_loss(gam, lam_e, om_e, np.inf)
@@ -200,13 +210,9 @@ for name, gam in (("w5", gam_w5), ("gamma", gam_g)):
 sel = (gam_w5 > 100) & (gam_w5 < 1e-2 * D_exp**nu)
 w_growth = -fit_power_law_exponent(te[sel], s_w5[sel])
 w_growth_drift = fit_power_law_drift(te[sel], s_w5[sel])
-# finite-D trend of the w^5 exponent fit (ledger row on Eq. 22): the same fit at D_exp / 8, / 4, / 2 and
-# D_exp (the window's upper end 10^-2 D^nu grows with D), fitted as fit(D) = a + b D^-q
-D_fs = np.array([D_exp // 8, D_exp // 4, D_exp // 2, D_exp])
 fit_fs = []
-for D_k in D_fs[:-1]:
+for D_k, (_, gam_k) in zip(D_fs[:-1], flows_e[:3]):
     lam_k, om_k = power_law_spectrum(int(D_k), nu, beta)
-    gam_k = power_five_flow(te, lambda x, a=lam_k, b=om_k: rrs_loss_grad(x, a, b, np.inf), 1.0, 0.3)[1]
     sel_k = (gam_k > 100) & (gam_k < 1e-2 * D_k**nu)
     fit_fs.append(fit_power_law_exponent(te[sel_k], rrs_loss(gam_k, lam_k, om_k, np.inf)[sel_k]))
 fit_fs = np.array(fit_fs + [fits["w5"]])

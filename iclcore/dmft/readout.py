@@ -25,7 +25,8 @@ compensates the not-yet-learned in-context GD) and recovers as ``γ`` grows: the
 "transient blowup and recovery in the scale of ``w_y`` and ``w_o``" (§5.2).
 
 Tasks of :func:`iclcore.parallel.map_configs`: one SGD run of the block network of Figure 6
-(:func:`full_attention_run`) and of the network with trainable read-in and read-out (:func:`readout_sgd_run`).
+(:func:`full_attention_run`) and of the network with trainable read-in and read-out (:func:`readout_sgd_run`);
+one flow at ``L = P = ∞`` on a power-law spectrum, of ``γ = c s^5`` or of ``γ`` (:func:`power_law_flow`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.finite_context import ContextDraws
+from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss_grad
 from iclcore.models.attention import (
     Contexts,
     LinearAttention,
     TrainResult,
+    power_five_flow,
     sample_iso_contexts,
     sample_rrs_contexts,
     train,
@@ -60,6 +64,8 @@ __all__ = [
     "full_attention_run",
     "ReadoutSGDRun",
     "readout_sgd_run",
+    "PowerLawFlowJob",
+    "power_law_flow",
 ]
 
 
@@ -350,3 +356,42 @@ def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
         run.eta,
         torch.Generator().manual_seed(run.seed),
     )
+
+
+@dataclass(frozen=True)
+class PowerLawFlowJob:
+    """One flow at ``L = P = ∞`` on the power-law spectrum of size ``D`` (Figure 6e, Eq. 22).
+
+    Attributes
+    ----------
+    D : int; nu, beta : float, capacity and source exponents (:func:`iclcore.dmft.data.power_law_spectrum`)
+    t : tuple ``(n_t,)``, non-decreasing times
+    kind : ``"w5"``, the balanced flow of the full network ``γ = c s^5``
+        (:func:`iclcore.models.attention.power_five_flow` from ``s0``), or ``"gamma"``, the flow of ``γ``
+        itself (:func:`iclcore.dmft.rrs.rrs_gradient_flow`)
+    c, s0 : float, the constant and initial scale of the ``"w5"`` flow
+    """
+
+    D: int
+    nu: float
+    beta: float
+    t: tuple[float, ...]
+    kind: str
+    c: float = 1.0
+    s0: float = 0.3
+
+
+def power_law_flow(job: PowerLawFlowJob) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(s, γ)`` of the ``"w5"`` flow or ``(None, γ)`` of the ``"gamma"`` flow at ``job.t``, arrays ``(n_t,)``.
+
+    A pure function of ``job``: a task of :func:`iclcore.parallel.map_configs`.
+    """
+    if not isinstance(job, PowerLawFlowJob):
+        raise TypeError(f"job: expected a PowerLawFlowJob, got {type(job).__name__}")
+    if job.kind not in ("w5", "gamma"):
+        raise ValueError(f"kind: expected 'w5' or 'gamma', got {job.kind!r}")
+    lam, omega = power_law_spectrum(positive_int(job.D, "D"), job.nu, job.beta)
+    t = np.array(job.t)
+    if job.kind == "gamma":
+        return None, rrs_gradient_flow(t, lam, omega, np.inf)[0]
+    return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, np.inf), job.c, job.s0)

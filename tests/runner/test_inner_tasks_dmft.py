@@ -2,7 +2,7 @@
 
 Issue 23, item 1: the independent runs of ``dmft_width`` (spectra, SGD of the width model) and of
 ``dmft_attention`` (the Figure-6 network, the untied reduced model with and without label noise, the
-network with trainable read-in and read-out) are tasks of ``map_configs``. Each task function is checked on a tiny configuration: a pickle round trip of
+network with trainable read-in and read-out, the flows of the Figure-6e exponent fit) are tasks of ``map_configs``. Each task function is checked on a tiny configuration: a pickle round trip of
 the function and its configuration, and a thread pool of two giving exactly the serial results. The
 spectra drawn from one shared generator must also equal the sequential calls and leave the generator
 where they leave it.
@@ -17,10 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from iclcore.dmft.data import power_law_spectrum
-from iclcore.dmft.readout import FullAttentionRun, ReadoutSGDRun, full_attention_run, readout_sgd_run
+from iclcore.dmft.readout import (
+    FullAttentionRun,
+    PowerLawFlowJob,
+    ReadoutSGDRun,
+    full_attention_run,
+    power_law_flow,
+    readout_sgd_run,
+)
 from iclcore.dmft.untied import UntiedSGDRun, untied_sgd_run
 from iclcore.dmft.width_mc import (
     WidthSGDRun,
+    width_landscape_job,
+    width_landscape_jobs,
+    width_landscape_mc,
     width_sgd_run,
     width_spectrum_job,
     width_spectrum_jobs,
@@ -62,6 +72,22 @@ def test_width_spectrum_jobs_equal_the_sequential_draws_on_any_executor():
     same_on_threads(width_spectrum_job, jobs)
 
 
+def test_width_landscape_jobs_equal_the_sequential_draws_on_any_executor():
+    lam, om = power_law_spectrum(12, 1.0, 1.0)
+    grid = np.linspace(0.1, 3.0, 5)
+    rng_seq = np.random.default_rng(4)
+    sequential = [
+        width_landscape_mc(grid, lam, om, N, 2, rng_seq, P=P, n_draws=2) for N, P in ((6, 8), (12, 8), (6, None))
+    ]
+    rng_jobs = np.random.default_rng(4)
+    jobs = [
+        j for N, P in ((6, 8), (12, 8), (6, None)) for j in width_landscape_jobs(grid, lam, om, N, 2, rng_jobs, P, 2)
+    ]
+    assert rng_jobs.bit_generator.state == rng_seq.bit_generator.state
+    assert flat([width_landscape_job(j) for j in jobs]) == flat(sequential)
+    same_on_threads(width_landscape_job, jobs)
+
+
 def test_width_sgd_run_on_any_executor():
     lam, om = power_law_spectrum(6, 1.0, 1.0)
     runs = [WidthSGDRun(tuple(lam), tuple(om), N, 2, 4, 0.5, 4, N, 100 + N, 7, theory_draws=10) for N in (3, 6)]
@@ -78,3 +104,7 @@ def test_attention_runs_on_any_executor():
         [UntiedSGDRun(lam, om, 2, 4, 0.5, 3, 1), UntiedSGDRun(lam, om, 2, 4, 0.5, 3, 2, P=8, K=4, sigma=1.0)],
     )
     same_on_threads(readout_sgd_run, [ReadoutSGDRun(4, 8, 4, 4, 2, 1.2, 0.3, 0.1, 3, r) for r in (0, 1)])
+    t = tuple(np.geomspace(1e-2, 1e3, 20))
+    same_on_threads(
+        power_law_flow, [PowerLawFlowJob(D, 1.0, 1.0, t, k) for D, k in ((30, "w5"), (60, "w5"), (60, "gamma"))]
+    )
