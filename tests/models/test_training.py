@@ -2,7 +2,11 @@
 
 The regression tests pin the first losses of every loop that goes through :func:`train_loop`, at
 tiny sizes, to the values of the seven hand-written loops it replaced (computed on the code before
-the change, stored with ``float.hex``): same operations in the same order give the same bits.
+the change, stored with ``float.hex``). On the machine where they were stored the match was
+bit-for-bit. Across CPUs it cannot be: torch picks its SIMD kernels (AVX2, AVX-512) from the CPU, and
+a different kernel sums in a different order. The pins therefore hold to a rounding error model
+fixed in advance (:data:`ROUNDING_ULPS`), which is orders of magnitude below what any change to the
+loop itself (a step skipped, a learning rate or an order of updates changed) does to a loss.
 """
 
 from __future__ import annotations
@@ -20,9 +24,24 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+#: Relative tolerance of a pinned loss, in units of the machine epsilon of its precision. Error
+#: model: a reordered reduction of length n changes a result by at most ~n ulp; the reductions at
+#: these sizes have n <= 32 (widths 16, batches 16, contexts 24), and the pinned losses come from at
+#: most 12 optimizer steps of well-conditioned tiny models, which we allow to amplify that by 4.
+ROUNDING_ULPS = 128
+
+
 def _expect(got: np.ndarray, hexes: list[str]) -> None:
+    """Compare losses with pinned ``float.hex`` values to ROUNDING_ULPS ulps of their precision.
+
+    A pin written with at most 6 hexadecimal digits is a float32 value (24-bit significand), any
+    other a float64 value.
+    """
     want = np.array([float.fromhex(h) for h in hexes])
-    np.testing.assert_array_equal(np.asarray(got, dtype=float).ravel()[: want.size], want)
+    single = all(len(h.split(".")[1].split("p")[0]) <= 6 for h in hexes)
+    eps = np.finfo(np.float32 if single else np.float64).eps
+    got = np.asarray(got, dtype=float).ravel()[: want.size]
+    np.testing.assert_allclose(got, want, rtol=ROUNDING_ULPS * eps, atol=0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,7 +152,8 @@ def test_nonfinite_policies():
 
 
 # --------------------------------------------------------------------------------------------
-# bit-identity with the loops this one replaced (first losses at tiny sizes, stored before the change)
+# identity with the loops this one replaced (first losses at tiny sizes, stored before the change;
+# to rounding, see ROUNDING_ULPS)
 # --------------------------------------------------------------------------------------------
 
 
