@@ -42,7 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from .notebooks import NotebookError
-from .worker_env import CPU_FILE, INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, SCHEDULER_ENV, output_files, thread_env
+from .worker_env import (
+    CPU_FILE,
+    INNER_FILE,
+    MALLOC_TRIM_ENV,
+    PROGRESS_ENV,
+    PROGRESS_FILE,
+    SCHEDULER_ENV,
+    output_files,
+    thread_env,
+)
 
 CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
 
@@ -209,7 +218,11 @@ class DaskLauncher:
                     raise ValueError
             except ValueError:
                 raise SchedulerError(f"--scheduler {scheduler}: expected local:N with N >= 1 workers") from None
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            import dask
+
+            # the workers run inner tasks in their own process: no nanny trim threshold there (MALLOC_TRIM_ENV)
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
+                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
             address = self.cluster.scheduler_address
         else:
             address = scheduler
