@@ -2,25 +2,29 @@
 
 The tasks of a build are the notebooks and their inner tasks (:func:`iclcore.parallel.map_configs`):
 notebook ``nb`` is a *serial* task (its own code, outside its ``map_configs`` calls) after which its
-inner tasks become ready (the kernel waits for them without holding a worker, as on Dask, where the
-notebook's task secedes from the worker's thread pool). Durations (seconds on one thread):
+inner tasks become ready, one *batch* per ``map_configs`` call in the order of the calls: batch
+``k + 1`` is ready when the last task of batch ``k`` ends, since the notebook's code between two calls
+needs the results of the first (the kernel waits for them without holding a worker, as on Dask, where
+the notebook's task secedes from the worker's thread pool). The serial part is not recorded per gap
+between calls, so it is modelled as one task before the first batch. Durations (seconds on one thread):
 
 * from the store: the newest manifest of ``(notebook, preset)``: CPU seconds of the run and of each
   inner task where it ran (``"cpu"`` and ``"inner"``, :mod:`iclcore.progress`; CPU, not wall time,
   so that a run on a loaded machine still predicts an idle one; :func:`tasks_from_manifest`);
 * else from the committed hint ``notebooks/seconds.json``: ``{preset: {notebook: seconds}}`` (the
   notebook's single-thread total) and ``{"inner": {preset: {notebook: [seconds, ...]}}}`` (its inner
-  tasks; the serial part is the total minus their sum, unless given as ``{"tasks": [...], "serial":
-  seconds}``; :func:`tasks_from_hint`). The output says which source each came from.
+  tasks, one batch; the serial part is the total minus their sum), or ``{"tasks": [...], "serial":
+  seconds, "batches": [n_1, n_2, ...]}`` (the number of tasks of each batch, in order;
+  :func:`tasks_from_hint`). The output says which source each came from.
 
 ``icl-book plan --write-hint`` writes the durations of the store's newest runs into that hint
 (:func:`hint_from_store`), with where and when each was measured under ``"measured"``, so that a
 fresh clone plans from measured durations; notebooks without a run in the store keep their entry.
 
 The simulation (:func:`simulate`) is list scheduling: whenever a worker is free it takes the ready
-task with the longest path to the end of its notebook (serial part: its own duration plus its
-longest inner task; inner task: its duration), ties in book order. The critical path is the longest
-notebook chain, ``serial + max(inner)``; no schedule on any number of workers beats it, nor the
+task with the longest path to the end of its notebook (its own duration plus the longest task of
+every later batch), ties in book order. The critical path is the longest notebook chain,
+``serial + sum over batches of max(batch)``; no schedule on any number of workers beats it, nor the
 total work divided by ``N``.
 """
 
@@ -44,12 +48,14 @@ MEASURED_KEY = "measured"  # in notebooks/seconds.json: {"measured": {preset: {n
 
 @dataclass(frozen=True)
 class Task:
-    """One task: ``notebook``, its ``label`` (``""`` for the serial part), duration ``seconds``, ``source``."""
+    """One task: ``notebook``, its ``label`` (``""`` for the serial part), duration ``seconds``, ``source``,
+    and its ``batch`` (the 1-based ``map_configs`` call of an inner task; 0 for the serial part)."""
 
     notebook: str
     label: str
     seconds: float
     source: str
+    batch: int = 1
 
     @property
     def name(self) -> str:
@@ -72,16 +78,28 @@ class Plan:
         return sorted(self.tasks, key=lambda t: -t.seconds)[:k]
 
 
-def _chains(tasks: list[Task]) -> dict[str, tuple[Task, list[Task]]]:
-    chains: dict[str, tuple[Task | None, list[Task]]] = {}
+def _chains(tasks: list[Task]) -> dict[str, tuple[Task, list[list[Task]]]]:
+    """Per notebook (in order of first appearance): its serial part and its inner tasks by batch, in order."""
+    serials: dict[str, Task | None] = {}
+    batches: dict[str, dict[int, list[Task]]] = {}
     for t in tasks:
-        serial, inner = chains.get(t.notebook, (None, []))
+        serials.setdefault(t.notebook, None)
         if t.label:
-            inner.append(t)
+            batches.setdefault(t.notebook, {}).setdefault(t.batch, []).append(t)
         else:
-            serial = t
-        chains[t.notebook] = (serial, inner)
-    return {nb: (serial or Task(nb, "", 0.0, "none"), inner) for nb, (serial, inner) in chains.items()}
+            serials[t.notebook] = t
+    return {
+        nb: (serial or Task(nb, "", 0.0, "none", 0), [b for _, b in sorted(batches.get(nb, {}).items())])
+        for nb, serial in serials.items()
+    }
+
+
+def _rest(batches: list[list[Task]]) -> list[float]:
+    """``rest[k]``: the longest path through batches ``k, k+1, ...`` (sum of their longest tasks); ``rest[-1] = 0``."""
+    rest = [0.0] * (len(batches) + 1)
+    for k in range(len(batches) - 1, -1, -1):
+        rest[k] = rest[k + 1] + max(t.seconds for t in batches[k])
+    return rest
 
 
 def simulate(tasks: list[Task], workers: int) -> Plan:
@@ -90,31 +108,41 @@ def simulate(tasks: list[Task], workers: int) -> Plan:
         raise NotebookError(f"--workers: expected a number of workers >= 1, got {workers!r}")
     chains = _chains(tasks)
     order = {nb: i for i, nb in enumerate(chains)}
-    ready: list[tuple[float, int, int, str, Task]] = []
+    rest = {nb: _rest(batches) for nb, (_, batches) in chains.items()}
+    pending = {nb: 0 for nb in chains}  # tasks of the notebook's current batch still running or ready
+    ready: list[tuple[float, int, int, int, Task]] = []  # (-rank, book order, seq, batch index, task)
     seq = 0
-    for nb, (serial, inner) in chains.items():
-        rank = serial.seconds + max((t.seconds for t in inner), default=0.0)
-        heapq.heappush(ready, (-rank, order[nb], seq, "serial", serial))
+
+    def release(nb: str, k: int) -> None:  # batch k (0-based) of nb becomes ready
+        nonlocal seq
+        batch = chains[nb][1][k]
+        pending[nb] = len(batch)
+        for t in batch:
+            heapq.heappush(ready, (-(t.seconds + rest[nb][k + 1]), order[nb], seq, k, t))
+            seq += 1
+
+    for nb, (serial, _) in chains.items():
+        heapq.heappush(ready, (-(serial.seconds + rest[nb][0]), order[nb], seq, -1, serial))
         seq += 1
-    running: list[tuple[float, int, str, Task]] = []  # (end, seq, kind, task)
+    running: list[tuple[float, int, int, Task]] = []  # (end, seq, batch index, task)
     idle, now = workers, 0.0
     while ready or running:
         while idle and ready:
-            _, _, _, kind, task = heapq.heappop(ready)
-            heapq.heappush(running, (now + task.seconds, seq, kind, task))
+            _, _, _, k, task = heapq.heappop(ready)
+            heapq.heappush(running, (now + task.seconds, seq, k, task))
             seq, idle = seq + 1, idle - 1
-        now, _, kind, task = heapq.heappop(running)
+        now, _, k, task = heapq.heappop(running)
         idle += 1
-        if kind == "serial":  # the notebook's inner tasks become ready
-            for t in chains[task.notebook][1]:
-                heapq.heappush(ready, (-t.seconds, order[task.notebook], seq, "inner", t))
-                seq += 1
-    wall = now
-    lengths = {nb: s.seconds + max((t.seconds for t in inner), default=0.0) for nb, (s, inner) in chains.items()}
+        nb = task.notebook
+        if k >= 0:
+            pending[nb] -= 1
+        if (k < 0 or pending[nb] == 0) and k + 1 < len(chains[nb][1]):
+            release(nb, k + 1)
+    lengths = {nb: serial.seconds + rest[nb][0] for nb, (serial, _) in chains.items()}
     critical_nb = max(lengths, key=lambda nb: (lengths[nb], -order[nb]), default="")
     return Plan(
         workers=workers,
-        wall=wall,
+        wall=now,
         critical=lengths.get(critical_nb, 0.0),
         critical_notebook=critical_nb,
         total=sum(t.seconds for t in tasks),
@@ -154,19 +182,19 @@ def tasks_from_manifest(m: dict) -> list[Task]:
     nb, threads = str(m["notebook"]), max(1, int(m.get("threads", 1)))
     records = [r for r in m.get(INNER_KEY, []) if isinstance(r, dict)]
     tasks, local = [], 0.0
-    for r in records:
+    for batch, r in enumerate(records, start=1):
         wall = [float(x) for x in r.get("seconds", [])]
         cpu = [float(x) for x in r.get("cpu", [])]
         secs = cpu if len(cpu) == len(wall) and all(c > 0 for c in cpu) else wall
         label = str(r.get("label", "tasks"))
-        tasks += [Task(nb, f"{label} {i + 1}", x, "store") for i, x in enumerate(secs)]
+        tasks += [Task(nb, f"{label} {i + 1}", x, "store", batch) for i, x in enumerate(secs)]
         if r.get("where") in ("serial", "processes"):
             local += sum(secs)
     if "cpu" in m:
         serial = float(m["cpu"]) - local
     else:
         serial = (float(m["seconds"]) - sum(float(r.get("wall", 0.0)) for r in records)) * threads
-    return [Task(nb, "", max(0.0, serial), "store"), *tasks]
+    return [Task(nb, "", max(0.0, serial), "store", 0), *tasks]
 
 
 def _hint(root: Path) -> dict:
@@ -180,8 +208,10 @@ def _hint(root: Path) -> dict:
 def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:
     """The serial part and inner tasks of ``nb`` from the committed hint, or None if it has no time.
 
-    ``hint["inner"][preset][nb]`` is a list of inner-task seconds (the serial part is then the
-    notebook's total minus their sum) or ``{"tasks": [...], "serial": seconds}``.
+    ``hint["inner"][preset][nb]`` is a list of inner-task seconds (one batch; the serial part is then
+    the notebook's total minus their sum) or ``{"tasks": [...], "serial": seconds, "batches": [n_1, ...]}``
+    (``batches``, optional, the number of tasks of each ``map_configs`` call in order; they must add up
+    to the number of tasks, else all are one batch).
     """
     table = hint.get(preset, {})
     if not isinstance(table, dict) or not isinstance(table.get(nb), (int, float)):
@@ -192,8 +222,12 @@ def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:
     serial = float(table[nb]) - sum(inner)
     if isinstance(entry, dict) and isinstance(entry.get("serial"), (int, float)):
         serial = float(entry["serial"])
-    return [Task(nb, "", max(0.0, serial), "hint")] + [
-        Task(nb, f"inner {i + 1}", s, "hint") for i, s in enumerate(inner)
+    counts = entry.get("batches") if isinstance(entry, dict) else None
+    valid = isinstance(counts, list) and all(isinstance(c, int) and c > 0 for c in counts)
+    counts = counts if valid and sum(counts) == len(inner) else [len(inner)]
+    batch_of = [b for b, c in enumerate(counts, start=1) for _ in range(c)]
+    return [Task(nb, "", max(0.0, serial), "hint", 0)] + [
+        Task(nb, f"inner {i + 1}", s, "hint", batch_of[i]) for i, s in enumerate(inner)
     ]
 
 
@@ -202,7 +236,8 @@ def hint_from_store(root: Path, preset: str, names: list[str] | None = None) -> 
 
     For every notebook (or those in ``names``) with a run at ``preset`` in the store:
     ``hint[preset][nb]`` is the run's single-thread total (:func:`tasks_from_manifest`: serial part
-    plus inner tasks, CPU seconds), ``hint["inner"][preset][nb] = {"tasks": [...], "serial": s}`` (or
+    plus inner tasks, CPU seconds), ``hint["inner"][preset][nb] = {"tasks": [...], "serial": s}`` (with
+    ``"batches"`` if the run made more than one ``map_configs`` call; or
     no entry if the run had no inner tasks), and ``hint["measured"][preset][nb]`` the date of the
     entry and the machine (the archive's machine for an imported entry, else this one). Returns the
     new hint and the notebooks written; the others keep their entries.
@@ -224,6 +259,9 @@ def hint_from_store(root: Path, preset: str, names: list[str] | None = None) -> 
         table = hint.setdefault(INNER_KEY, {}).setdefault(preset, {})
         if inner:
             table[nb] = {"tasks": [round(t.seconds, 1) for t in inner], "serial": round(serial.seconds, 1)}
+            counts = [sum(1 for t in inner if t.batch == b) for b in sorted({t.batch for t in inner})]
+            if len(counts) > 1:
+                table[nb]["batches"] = counts
         else:
             table.pop(nb, None)
         when = utc_timestamp(path.stat().st_mtime)
@@ -278,7 +316,7 @@ def format_plan(plan: Plan, preset: str) -> str:
         f"plan: preset {preset}, {plan.workers} single-thread worker(s), {len(notebooks)} notebooks, "
         f"{inner} inner tasks; durations: {where or 'none'}",
         f"predicted wall time: {_minutes(plan.wall)}",
-        f"critical path: {_minutes(plan.critical)} ({plan.critical_notebook}: serial part and its longest inner task)",
+        f"critical path: {_minutes(plan.critical)} ({plan.critical_notebook}: serial part and the longest inner task of each batch)",
         f"total work: {_minutes(plan.total)} (at least {_minutes(plan.total / plan.workers)} on {plan.workers} workers)",
         "five longest tasks:",
     ]

@@ -296,3 +296,18 @@ def test_progress_of_a_remote_notebook_reaches_the_client(cluster, tmp_path):
         stop.set()
         watcher.join()
     assert len(seen) >= 2 and set(seen) <= {"step 1/3", "step 2/3", "step 3/3"}, seen
+
+
+def test_the_worker_config_unsets_the_nanny_trim_threshold():
+    """``iclbook/dask.yaml`` (README: ``DASK_CONFIG`` for hand-started workers) removes the nanny's
+    ``MALLOC_TRIM_THRESHOLD_`` and keeps its one-thread BLAS settings."""
+    import copy
+
+    import dask
+    import distributed  # noqa: F401  (its defaults into dask.config.config)
+    import yaml
+
+    path = Path(__file__).parents[2] / "iclbook" / "dask.yaml"
+    merged = dask.config.update(copy.deepcopy(dask.config.config), yaml.safe_load(path.read_text()))
+    environ = merged["distributed"]["nanny"]["pre-spawn-environ"]
+    assert environ["MALLOC_TRIM_THRESHOLD_"] is None and environ["OMP_NUM_THREADS"] == 1

@@ -39,6 +39,34 @@ def test_list_schedule_by_hand(workers, wall):
     assert [t.seconds for t in plan.longest(2)] == [10, 8]
 
 
+# notebook D: serial part 2 s, then a first map_configs call of tasks 5 and 1 s, then a second of 4 and 4 s;
+# E: 6 s. The second batch waits for the whole first one (the notebook's code between the calls needs it).
+BATCHED = [
+    Task("D", "", 2, "t", 0),
+    Task("D", "a 1", 5, "t", 1),
+    Task("D", "a 2", 1, "t", 1),
+    Task("D", "b 1", 4, "t", 2),
+    Task("D", "b 2", 4, "t", 2),
+    Task("E", "", 6, "t", 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("workers", "wall"),
+    [
+        (1, 22.0),  # everything in a row
+        (2, 11.0),  # D 0-2, a1 2-7, b1 7-11 | E 0-6, a2 6-7, b2 7-11
+        (3, 11.0),  # the critical path 2 + 5 + 4: a2 2-3 leaves its worker idle until batch b
+    ],
+)
+def test_batches_of_one_notebook_run_in_order(workers, wall):
+    plan = simulate(BATCHED, workers)
+    assert (plan.critical, plan.critical_notebook, plan.total) == (11.0, "D", 22.0)
+    assert plan.wall == wall
+    one_batch = simulate([Task(t.notebook, t.label, t.seconds, t.source) for t in BATCHED], 4)
+    assert one_batch.critical == 7.0 and one_batch.wall == 7.0  # 2 + max(5, 1, 4, 4): no barrier
+
+
 @pytest.mark.parametrize("workers", [0, -3, True])
 def test_bad_workers_are_refused(workers):
     with pytest.raises(NotebookError, match="^--workers:"):
@@ -98,16 +126,19 @@ def test_write_hint_puts_the_store_durations_into_the_committed_hint(tmp_path, c
     hint_path.write_text(json.dumps({"paper": {"demo": 7.0, "second": 100.0}, "inner": {"paper": {"demo": [5.0]}}}))
     entry = root / ".icl-store" / "entries" / "k1"
     entry.mkdir(parents=True)
-    inner = [{"label": "m", "wall": 9.0, "seconds": [3.0, 6.0], "cpu": [3.0, 6.0], "where": "serial"}]
+    inner = [
+        {"label": "m", "wall": 9.0, "seconds": [3.0, 6.0], "cpu": [3.0, 6.0], "where": "serial"},
+        {"label": "n", "wall": 2.0, "seconds": [2.0], "cpu": [2.0], "where": "serial"},  # a second call
+    ]
     (entry / ".icl-run.json").write_text(
         json.dumps(
             {
                 "key": "k1",
                 "notebook": "demo",
                 "preset": "paper",
-                "seconds": 12.0,
+                "seconds": 14.0,
                 "threads": 1,
-                "cpu": 12.0,
+                "cpu": 14.0,
                 "inner": inner,
             }
         )
@@ -115,11 +146,14 @@ def test_write_hint_puts_the_store_durations_into_the_committed_hint(tmp_path, c
     assert cli.main(["--root", str(root), "plan", "--write-hint", "--workers", "2"]) == 0
     assert "wrote the paper durations of 1 notebook(s)" in capsys.readouterr().out
     hint = json.loads(hint_path.read_text())
-    assert hint["paper"] == {"demo": 12.0, "second": 100.0}  # 'second' has no run: its entry stays
-    assert hint["inner"]["paper"]["demo"] == {"tasks": [3.0, 6.0], "serial": 3.0}
+    assert hint["paper"] == {"demo": 14.0, "second": 100.0}  # 'second' has no run: its entry stays
+    assert hint["inner"]["paper"]["demo"] == {"tasks": [3.0, 6.0, 2.0], "serial": 3.0, "batches": [2, 1]}
     assert set(hint["measured"]["paper"]) == {"demo"} and hint["measured"]["paper"]["demo"]["date"].endswith("Z")
     tasks, _ = load_tasks(root, "paper", ["demo"])
     (entry / ".icl-run.json").unlink()  # the hint alone now gives the same tasks
-    assert [(t.seconds) for t in load_tasks(root, "paper", ["demo"])[0]] == [t.seconds for t in tasks]
+    assert [(t.seconds, t.batch) for t in load_tasks(root, "paper", ["demo"])[0]] == [
+        (t.seconds, t.batch) for t in tasks
+    ]
+    assert [t.batch for t in tasks] == [0, 1, 1, 2]
     assert cli.main(["--root", str(root), "plan", "--write-hint", "--preset", "quick"]) == 2
     assert capsys.readouterr().err.strip() == "icl-book: error: plan --write-hint: no quick run in the store to write"
