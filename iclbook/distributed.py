@@ -220,9 +220,18 @@ class DaskLauncher:
                 raise SchedulerError(f"--scheduler {scheduler}: expected local:N with N >= 1 workers") from None
             import dask
 
-            # the workers run inner tasks in their own process: no nanny trim threshold there (MALLOC_TRIM_ENV)
-            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            # the workers run inner tasks in their own process: no nanny trim threshold there (MALLOC_TRIM_ENV),
+            # neither from the config nor from this process's environment (an earlier nanny in this process,
+            # e.g. another LocalCluster, writes it into os.environ); restored once the workers have started
+            inherited = os.environ.pop(MALLOC_TRIM_ENV, None)
+            try:
+                with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
+                    self.cluster = LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+                    )
+            finally:
+                if inherited is not None:
+                    os.environ[MALLOC_TRIM_ENV] = inherited
             address = self.cluster.scheduler_address
         else:
             address = scheduler
