@@ -37,23 +37,18 @@ def main() -> None:
     )
     if missing:
         print(f"no duration (left out): {', '.join(missing)}")
-    crit_ok = None
     for label, subset in (("whole book", tasks), ("without gd_probe", [t for t in tasks if t.notebook != "gd_probe"])):
         print(f"\n{label}: {sum(t.seconds for t in subset) / 3600:.2f} CPU-hours")
         for n in args.workers:
             plan = simulate(subset, n)
-            goal = GOALS.get(n)
-            verdict = (
-                ""
-                if goal is None or label != "whole book"
-                else (f"  goal <= {goal:.0f} min: {'met' if plan.wall / 60 <= goal else 'not met'}")
-            )
-            print(
-                f"  {n:>3} workers: {plan.wall / 60:7.1f} min, critical path {plan.critical / 60:5.1f} min ({plan.critical_notebook}){verdict}"
-            )
-            if label == "whole book":
-                crit_ok = plan.critical / 60 <= CRITICAL_GOAL
-    print(f"\ncritical path <= {CRITICAL_GOAL:.0f} min: {'met' if crit_ok else 'not met'}")
+            line = f"  {n:>3} workers: {plan.wall / 60:7.1f} min, critical path {plan.critical / 60:5.1f} min ({plan.critical_notebook})"
+            if label == "whole book" and n in GOALS:
+                line += f"  goal <= {GOALS[n]:.0f} min: {'met' if plan.wall / 60 <= GOALS[n] else 'not met'}"
+            print(line)
+    critical = simulate(tasks, 1).critical / 60  # the longest notebook chain: the same on any number of workers
+    print(
+        f"\ncritical path {critical:.1f} min <= {CRITICAL_GOAL:.0f} min: {'met' if critical <= CRITICAL_GOAL else 'not met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,13 +50,14 @@ MEASURED_KEY = "measured"  # in notebooks/seconds.json: {"measured": {preset: {n
 @dataclass(frozen=True)
 class Task:
     """One task: ``notebook``, its ``label`` (``""`` for the serial part), duration ``seconds``, ``source``,
-    and its ``batch`` (the 1-based ``map_configs`` call of an inner task; 0 for the serial part)."""
+    and, for an inner task, its ``batch``: the order of its ``map_configs`` call (batches run in increasing
+    order; the serial part ignores it)."""
 
     notebook: str
     label: str
     seconds: float
     source: str
-    batch: int = 1
+    batch: int = 0
 
     @property
     def name(self) -> str:
@@ -259,9 +261,9 @@ def hint_from_store(root: Path, preset: str, names: list[str] | None = None) -> 
         table = hint.setdefault(INNER_KEY, {}).setdefault(preset, {})
         if inner:
             table[nb] = {"tasks": [round(t.seconds, 1) for t in inner], "serial": round(serial.seconds, 1)}
-            counts = [sum(1 for t in inner if t.batch == b) for b in sorted({t.batch for t in inner})]
+            counts = Counter(t.batch for t in inner)
             if len(counts) > 1:
-                table[nb]["batches"] = counts
+                table[nb]["batches"] = [counts[b] for b in sorted(counts)]
         else:
             table.pop(nb, None)
         when = utc_timestamp(path.stat().st_mtime)

@@ -62,11 +62,9 @@ def thread_env(threads: int, root: Path | None = None) -> dict[str, str]:
     env.update(thread_settings(threads))
     env["MPLBACKEND"] = "Agg"
     env["PYTHONHASHSEED"] = "0"
-    env.pop("ICL_FIGURE_FORMATS", None)
+    env.pop("ICL_FIGURE_FORMATS", None)  # a run's outputs always hold every figure format (PNG and PDF)
     env.pop(MALLOC_TRIM_ENV, None)  # glibc's default allocator in every kernel, whichever executor starts it
-    env.pop(
-        SCHEDULER_ENV, None
-    )  # inner tasks go to Dask only when the notebook itself runs there  # a run's outputs always hold every figure format (PNG and PDF)
+    env.pop(SCHEDULER_ENV, None)  # inner tasks go to Dask only when the notebook itself runs there
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     if root is not None:  # the kernel imports the iclcore whose files are in the key
         env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
