@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .architecture import LAYERS, declared_all
+from .measurements import render_measurements
 from .notebooks import toc_order
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
@@ -1093,7 +1094,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def write_pages(root: Path, generated: Path) -> list[Row]:
-    """Write report.md, errata.md and api.md into ``generated``; return the report rows."""
+    """Write report.md, errata.md, api.md and measurements.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
     keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
@@ -1117,4 +1118,5 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     chapter_order = re.findall(r"file:\s*book/([A-Za-z0-9_\-]+)\s*$", toc, flags=re.M)
     _write_if_changed(generated / "errata.md", render_errata(root / "book" / "errata", chapter_order))
     _write_if_changed(generated / "api.md", render_api(iclcore_modules()))
+    _write_if_changed(generated / "measurements.md", render_measurements(root))
     return rows
