@@ -24,9 +24,12 @@ __all__ = [
     "LAYERS",
     "TOOLING",
     "TOOLING_MAY_IMPORT",
+    "MODULES_BEGIN",
+    "MODULES_END",
     "Import",
     "cycles",
     "declared_all",
+    "generated_architecture",
     "import_graph",
     "layer_of",
     "module_cycles",
@@ -34,9 +37,12 @@ __all__ = [
     "private_imports",
     "public_api_gaps",
     "render_diagram",
+    "render_module_lists",
     "source_modules",
+    "spliced",
     "subpackage_gaps",
     "tooling_imports",
+    "torch_importers",
     "unit_cycles",
     "unit_graph",
     "unit_of",
@@ -75,6 +81,8 @@ ALL_CHECKED = ("notebooks", "iclcore._reference")
 
 BEGIN = "<!-- BEGIN GENERATED DIAGRAM: python -m iclbook.architecture --write -->"
 END = "<!-- END GENERATED DIAGRAM -->"
+MODULES_BEGIN = "<!-- BEGIN GENERATED MODULES: python -m iclbook.architecture --write -->"
+MODULES_END = "<!-- END GENERATED MODULES -->"
 
 
 @dataclass(frozen=True)
@@ -375,19 +383,72 @@ def render_diagram(imports: Iterable[Import]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spliced(document: str, diagram: str) -> str:
-    """``document`` with the text between the BEGIN/END markers replaced by ``diagram``."""
-    head, sep, rest = document.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+def _summary(path: Path) -> str:
+    """The first line of a module's docstring (empty if it has none)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(), filename=str(path))) or ""
+    return doc.strip().splitlines()[0].replace("|", "\\|") if doc.strip() else ""
+
+
+def torch_importers(root: Path = ROOT) -> list[str]:
+    """Modules of ``iclcore`` and ``iclbook`` whose source imports ``torch`` (at any depth, any place)."""
+    found = []
+    for module, path in source_modules(root).items():
+        if module.split(".")[0] not in PACKAGES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            if any(n == "torch" or n.startswith("torch.") for n in names):
+                found.append(module)
+                break
+    return sorted(found)
+
+
+def render_module_lists(root: Path = ROOT) -> str:
+    """Markdown: every module of ``iclcore`` and ``iclbook`` by unit, with its docstring's first line.
+
+    Sizes are left out on purpose: a list that changed with every edit would be regenerated, not read.
+
+    Modules that import torch are marked (torch), so the text cannot claim a family boundary for torch
+    that the code does not keep.
+    """
+    torch_users = set(torch_importers(root))
+    modules = {m: p for m, p in source_modules(root).items() if m.split(".")[0] in PACKAGES}
+    by_unit: dict[str, list[str]] = {}
+    for module in modules:
+        if module in PACKAGES:
+            continue
+        by_unit.setdefault(unit_of(module) if not module.startswith(TOOLING) else TOOLING, []).append(module)
+    lines = []
+    for unit in sorted(by_unit, key=lambda u: (u == TOOLING, layer_of(u) if u != TOOLING else 0, u)):
+        lines += [f"**`{unit}`**", "", "| module | what it is |", "|---|---|"]
+        for module in sorted(by_unit[unit]):
+            mark = " (torch)" if module in torch_users else ""
+            lines.append(f"| `{module}`{mark} | {_summary(modules[module])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def spliced(document: str, diagram: str, begin: str = BEGIN, end: str = END) -> str:
+    """``document`` with the text between the ``begin``/``end`` markers replaced by ``diagram``."""
+    head, sep, rest = document.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not sep or not sep2:
-        raise ValueError(f"markers {BEGIN!r} ... {END!r} not found")
-    return f"{head}{BEGIN}\n{diagram}{END}{tail}"
+        raise ValueError(f"markers {begin!r} ... {end!r} not found")
+    return f"{head}{begin}\n{diagram}{end}{tail}"
+
+
+def generated_architecture(document: str, root: Path = ROOT) -> str:
+    """``document`` (ARCHITECTURE.md) with its diagram and module lists regenerated from the code."""
+    with_diagram = spliced(document, render_diagram(import_graph(root)))
+    return spliced(with_diagram, render_module_lists(root), MODULES_BEGIN, MODULES_END)
 
 
 def write_diagram(path: Path = ROOT / "ARCHITECTURE.md", root: Path = ROOT) -> bool:
-    """Regenerate the diagram in ``path``; return whether the file changed."""
+    """Regenerate the diagram and the module lists in ``path``; return whether the file changed."""
     old = path.read_text()
-    new = spliced(old, render_diagram(import_graph(root)))
+    new = generated_architecture(old, root)
     if new != old:
         path.write_text(new)
     return new != old

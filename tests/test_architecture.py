@@ -137,3 +137,22 @@ def test_architecture_md_diagram_is_current(imports):
     committed = (arch.ROOT / "ARCHITECTURE.md").read_text()
     expected = arch.spliced(committed, arch.render_diagram(imports))
     assert committed == expected, f"ARCHITECTURE.md's diagram is out of date with the import graph: run `{REGENERATE}`"
+
+
+def test_architecture_md_module_lists_are_current():
+    committed = (arch.ROOT / "ARCHITECTURE.md").read_text()
+    expected = arch.spliced(committed, arch.render_module_lists(), arch.MODULES_BEGIN, arch.MODULES_END)
+    assert committed == expected, f"ARCHITECTURE.md's module lists are out of date with the code: run `{REGENERATE}`"
+
+
+def test_torch_importers_finds_every_form_of_import(tmp_path):
+    pkg = tmp_path / "iclcore" / "fam"
+    pkg.mkdir(parents=True)
+    (tmp_path / "iclbook").mkdir()
+    (tmp_path / "iclcore" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    import torch.nn as nn\n    return nn\n")
+    (pkg / "b.py").write_text("from torch import tensor\n")
+    (pkg / "c.py").write_text("import torchvision_like_name\nfrom .a import f\n")
+    (tmp_path / "iclbook" / "d.py").write_text("import numpy\n")
+    assert arch.torch_importers(tmp_path) == ["iclcore.fam.a", "iclcore.fam.b"]
