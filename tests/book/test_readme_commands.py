@@ -71,11 +71,12 @@ def test_regenerate_a_figure_with_other_parameters(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_plain_papermill_example(tmp_path: Path) -> None:
     start = next(i for i, c in enumerate(COMMANDS) if c.startswith("mkdir -p /tmp/proof_ladder_K16"))
-    mkdir, pipeline = COMMANDS[start], COMMANDS[start + 1]
-    assert "papermill" in pipeline and "jupytext" in pipeline
-    for cmd in (mkdir, pipeline):
+    recipe = COMMANDS[start : start + 3]
+    assert "jupytext" in recipe[1] and "papermill" in recipe[2]
+    for cmd in recipe:
         proc = _run(cmd, tmp_path)
         assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Warning" not in proc.stderr, proc.stderr[-2000:]  # the recipe runs clean
     out = tmp_path / "proof_ladder_K16"
     assert (out / "proof_ladder.ipynb").exists() and (out / "metrics.json").exists()
     assert list(out.glob("*.png")), "the notebook's figures belong in its own working folder"
