@@ -65,7 +65,7 @@ with open("identity_table.md", "w") as fh:
 # "evidence" separates statements whose content sits in their hypotheses (labelled
 # hypothesis-carrying, not counted as evidence) from identities and inequalities with a certificate.
 
-# %%
+# %% tags=["hide-input"]
 from IPython.display import Markdown, display
 
 display(Markdown(table))
