@@ -151,9 +151,9 @@ def verdict_table_node(table: VerdictTable) -> nodes.table:
     return node
 
 
-def verdict_section(table: VerdictTable, docname: str) -> nodes.section:
+def verdict_section(table: VerdictTable) -> nodes.section:
     """The section "Ledger verdicts" of a notebook page: an introduction and :func:`verdict_table_node`."""
-    section = nodes.section(ids=[nodes.make_id(f"{docname}-ledger-verdicts")], classes=[VERDICTS + "-section"])
+    section = nodes.section(ids=["ledger-verdicts"], classes=[VERDICTS + "-section"])
     section += nodes.title("", "Ledger verdicts")
     intro = nodes.paragraph()
     if table.rows:
@@ -206,7 +206,7 @@ def add_verdict_table(app, doctree: nodes.document) -> None:
         logger.warning(f"ledger verdicts of {name}: {table.message}", location=source)
         return
     sections = list(doctree.findall(nodes.section))
-    (sections[0] if sections else doctree).append(verdict_section(table, env.docname))
+    (sections[0] if sections else doctree).append(verdict_section(table))
 
 
 def setup(app):  # noqa: D103
