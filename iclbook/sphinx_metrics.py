@@ -155,20 +155,19 @@ def verdict_section(table: VerdictTable) -> nodes.section:
     """The section "Ledger verdicts" of a notebook page: an introduction and :func:`verdict_table_node`."""
     section = nodes.section(ids=["ledger-verdicts"], classes=[VERDICTS + "-section"])
     section += nodes.title("", "Ledger verdicts")
+    if not table.rows:
+        section += nodes.paragraph("", table.message)
+        return section
     intro = nodes.paragraph()
-    if table.rows:
-        intro += nodes.Text(
-            f"The {len(table.rows)} rows of the ledger that name this notebook, graded when the book was built "
-            "by the Reproduction report's rules on this run's metrics.json. After a rerun, "
-        )
-    else:
-        intro += nodes.Text(f"{table.message} After a rerun, ")
+    intro += nodes.Text(
+        f"The {len(table.rows)} rows of the ledger that name this notebook, graded when the book was built "
+        "by the Reproduction report's rules on this run's metrics.json. After a rerun, "
+    )
     command = f".venv/bin/python -m iclbook.verdicts {table.notebook} --out DIR"
     intro += nodes.literal(command, command)
     intro += nodes.Text(" grades that run's metrics the same way.")
     section += intro
-    if table.rows:
-        section += verdict_table_node(table)
+    section += verdict_table_node(table)
     return section
 
 
@@ -197,11 +196,15 @@ def add_verdict_table(app, doctree: nodes.document) -> None:
     try:
         metrics = json.loads(metrics_path.read_text())
     except (OSError, ValueError) as exc:
+        metrics, why = None, str(exc)
+    else:
+        why = "not a JSON object"
+    if not isinstance(metrics, dict):
         logger.warning(
-            f"ledger verdicts: cannot read {metrics_path} ({exc}); run `icl-book run {name}`", location=source
+            f"ledger verdicts: cannot read {metrics_path} ({why}); run `icl-book run {name}`", location=source
         )
         return
-    table = ledger_verdicts(name, metrics if isinstance(metrics, dict) else {}, root=srcdir)
+    table = ledger_verdicts(name, metrics, root=srcdir)
     if table.error:
         logger.warning(f"ledger verdicts of {name}: {table.message}", location=source)
         return

@@ -169,6 +169,17 @@ def test_a_page_of_a_notebook_without_ledger_rows_says_so(project: Path) -> None
     assert rendered_statuses(doctree) == {} and "No row of the ledger names demo" in doctree.astext()
 
 
+def test_a_page_with_unreadable_metrics_warns_naming_the_file(project: Path, monkeypatch) -> None:
+    warned: list[str] = []
+    monkeypatch.setattr("iclbook.sphinx_metrics.logger.warning", lambda msg, **kw: warned.append(msg))
+    folder = stored_run(project, {})
+    for text in ("[1, 2]", "{not json"):
+        (folder / "metrics.json").write_text(text)
+        doctree, _ = render_page(project)
+        assert "Ledger verdicts" not in doctree.astext()
+        assert len(warned) == 1 and str(folder / "metrics.json") in warned.pop()
+
+
 def test_editing_a_rule_changes_no_cache_key_and_regrades_the_page(project: Path) -> None:
     """A copy of the ledger with one tolerance changed: every key is the same, the rendered verdict flips."""
     reported = project / "book" / "reported" / "demo.yml"
