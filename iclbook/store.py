@@ -121,8 +121,10 @@ def import_scans(root: Path) -> ScanCache:
 
 
 def cache_key(request: RunRequest, root: Path, scans: ScanCache | None = None) -> str:
-    """SHA-256 over notebook source, typed parameters, preset, lock file, the ``iclcore`` files it imports
-    and the rule fields of the notebook's ledger rows (its last cell shows their verdicts; notes are left out).
+    """SHA-256 over notebook source, typed parameters, preset, lock file and the ``iclcore`` files it imports.
+
+    The ledger is not part of the key: verdicts are graded when the book is built, from the stored
+    ``metrics.json`` (:mod:`iclbook.verdicts`), so editing a rule re-executes nothing.
 
     ``scans`` (:func:`import_scans`) spares parsing unchanged ``iclcore`` modules again; the key is the same.
     """
@@ -144,9 +146,6 @@ def cache_key(request: RunRequest, root: Path, scans: ScanCache | None = None) -
     add("whole-package", b"1" if deps.whole_package else b"0")
     for p in deps.files:
         add("iclcore/" + p.relative_to(package).as_posix(), p.read_bytes())
-    from .ledger_rules import ledger_rule_digest  # the verdict table of the notebook's last cell
-
-    add("ledger", ledger_rule_digest(root / "book" / "reported", request.notebook.name))
     return h.hexdigest()
 
 

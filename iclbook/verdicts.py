@@ -1,19 +1,23 @@
-"""The ledger's verdicts for one notebook, shown where the reader works: in the notebook itself.
+"""The ledger's verdicts for one notebook, graded from the metrics a run stored.
 
-The last cell of every notebook calls :func:`show_ledger_verdicts` on the ``metrics.json`` it has
-just written. It displays the notebook's rows of the ledger (``book/reported/*.yml``) evaluated by the
-report's own rules (:func:`iclbook.pages.evaluate`): row id, status, rule and the values it read. A
-reader who reruns the notebook with other parameters (``icl-book run -p``, papermill, JupyterLab) sees
-which verdicts hold at their setting.
+:func:`ledger_verdicts` evaluates a notebook's rows of the ledger (``book/reported/*.yml``) by the
+report's own rules (:func:`iclbook.pages.evaluate`) on a ``metrics.json``: row id, status, rule and the
+values it read. The notebooks do not import this module (they import only ``iclcore``). The book
+renders the table under each executed notebook page when it is built
+(:func:`iclbook.sphinx_metrics.add_verdict_table`), from the stored ``metrics.json`` and the ledger as
+it is at build time: editing a rule re-grades every page and the report without re-executing anything,
+which is why the ledger is not part of a notebook's cache key (:func:`iclbook.store.cache_key`).
+
+A reader who reruns a notebook (``icl-book run NAME -p ... --out DIR``, papermill or JupyterLab) sees
+the verdicts of that run with one command::
+
+    .venv/bin/python -m iclbook.verdicts NAME [--out DIR]
+
+which reads ``DIR/NAME/metrics.json`` (default ``book/generated/NAME/metrics.json``); in JupyterLab,
+``ledger_verdicts("NAME")`` in a scratch cell reads ``./metrics.json`` and displays as an HTML table.
 
 The ledger is found from, in order: the ``root`` argument, the environment variable ``ICL_BOOK_ROOT``,
-and the repository holding this package (``iclbook`` is installed editable). Without a ledger the
-cell prints one line and the notebook goes on.
-
-Honesty: the stored executed notebook must never show a verdict that differs from the report. The
-report evaluates the same rules on the same ``metrics.json``; and the cache key of a notebook covers
-the rule fields of its ledger rows (:func:`iclbook.ledger_rules.ledger_rule_digest`, used by
-:func:`iclbook.store.cache_key`), so changing a rule re-executes the notebook (changing a note does not).
+and the repository holding this package (``iclbook`` is installed editable).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ __all__ = [
     "VerdictTable",
     "find_root",
     "ledger_verdicts",
-    "show_ledger_verdicts",
+    "main",
 ]
 
 ENV_ROOT = "ICL_BOOK_ROOT"
@@ -71,11 +75,17 @@ def _rule(c: Any) -> str:
 
 @dataclass
 class VerdictTable:
-    """A notebook's ledger rows with their verdicts; displays as an HTML table or plain text."""
+    """A notebook's ledger rows with their verdicts; displays as an HTML table or plain text.
+
+    ``rows``: one dict per ledger row (``id``, ``status``, ``label``, ``rule``, ``values``), in ledger
+    order. Without rows, ``message`` says why in one line; ``error`` is true when that is because the
+    ledger or the metrics could not be read (not merely because no row names the notebook).
+    """
 
     notebook: str
     rows: list[dict[str, str]] = field(default_factory=list)
     message: str = ""
+    error: bool = False
 
     def _text(self) -> str:
         if self.message:
@@ -120,19 +130,21 @@ def ledger_verdicts(
     found = find_root(root)
     if found is None:
         return VerdictTable(
-            notebook, message=f"Ledger not found (set {ENV_ROOT} to the repository): no verdicts shown."
+            notebook,
+            message=f"Ledger not found (set {ENV_ROOT} to the repository): no verdicts shown.",
+            error=True,
         )
     if metrics is None:
         try:
             metrics = json.loads(Path("metrics.json").read_text())
         except (OSError, ValueError) as exc:
-            return VerdictTable(notebook, message=f"No metrics.json to evaluate the ledger on ({exc}).")
+            return VerdictTable(notebook, message=f"No metrics.json to evaluate the ledger on ({exc}).", error=True)
     from .pages import ReportError, evaluate, load_claims, status_label
 
     try:
         claims = [c for c in load_claims(found / REPORTED) if c.notebook == notebook]
     except (ReportError, OSError, ValueError) as exc:
-        return VerdictTable(notebook, message=f"The ledger could not be read: {exc}")
+        return VerdictTable(notebook, message=f"The ledger could not be read: {exc}", error=True)
     if not claims:
         return VerdictTable(notebook, message=f"No row of the ledger names {notebook}.")
     rows = []
@@ -160,16 +172,49 @@ def _fmt(v: Any) -> str:
     return fmt(v)
 
 
-def show_ledger_verdicts(notebook: str, metrics: dict[str, Any] | None = None, root: str | Path | None = None) -> None:
-    """Display :func:`ledger_verdicts` (HTML in Jupyter, text elsewhere); never fails the notebook."""
+def main(argv: list[str] | None = None) -> int:
+    """``python -m iclbook.verdicts NAME [--out DIR] [--root ROOT]``: print the verdicts of a stored run.
+
+    Exit status 0 when the table is printed, 2 (one line on standard error) when the run's
+    ``metrics.json`` or the ledger cannot be read.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m iclbook.verdicts", description="Ledger verdicts of a notebook at a run's metrics.json."
+    )
+    parser.add_argument("name", metavar="NAME", help="the notebook (its ledger rows are graded)")
+    parser.add_argument("--out", metavar="DIR", help="the run's output root, as given to `icl-book run --out`")
+    parser.add_argument("--root", metavar="ROOT", help=f"the repository holding the ledger (default: ${ENV_ROOT})")
+    args = parser.parse_args(argv)
+    root = find_root(args.root)
+    if root is None:
+        print(
+            f"icl-book verdicts: error: no ledger (book/reported/*.yml) found; give --root or set {ENV_ROOT}",
+            file=sys.stderr,
+        )
+        return 2
+    out = Path(args.out) if args.out else root / "book" / "generated"
+    path = out / args.name / "metrics.json"
     try:
-        table = ledger_verdicts(notebook, metrics, root)
-    except Exception as exc:  # noqa: BLE001 (a verdict table must never fail the notebook)
-        print(f"Ledger verdicts not shown: {type(exc).__name__}: {exc}")
-        return
-    try:
-        from IPython.display import display
-    except ImportError:
-        print(table)
-        return
-    display(table)
+        metrics = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            f"icl-book verdicts: error: cannot read {path} ({reason}); run `icl-book run {args.name}`", file=sys.stderr
+        )
+        return 2
+    if not isinstance(metrics, dict):
+        print(f"icl-book verdicts: error: {path} is not a JSON object", file=sys.stderr)
+        return 2
+    table = ledger_verdicts(args.name, metrics, root)
+    if table.error:
+        print(f"icl-book verdicts: error: {table.message}", file=sys.stderr)
+        return 2
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

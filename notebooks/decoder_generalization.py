@@ -18,7 +18,7 @@
 # risk $\tfrac1K\mathrm{Tr}\{(\hat P_N-P_\star)C(\hat P_N-P_\star)^\top\}$, compared with $d_{\rm eff}/N$.
 # The optimisation certificates of Figure 9 are in the notebook `decoder_outer`.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K_prompt = 64          # dimension for the prompt-size study (paper: 64); range: [1, 1000]
 cond_prompt = 100.0    # condition number of Sigma_x for the prompt-size study (paper: 100); range: [1, inf)
 sigma_prompt = 0.1     # label noise for the prompt-size study; range: [0, inf)
@@ -33,10 +33,10 @@ n_N = 13               # number of N values (log grid from K/2); range: [1, 200]
 n_repeats = 80         # task draws per N (a standard error needs two draws); range: [2, 200]
 seed = 0               # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 64, "M": 480, "n_prompt_mc": 256, "n_repeats": 20}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -171,10 +171,3 @@ write_metrics({
     "runtime_seconds": runtime,
 })
 print(f"runtime {runtime:.1f} s")
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("decoder_generalization")

@@ -18,7 +18,7 @@
 # $I-P_sH$, spectral-overlap weights, the deterministic Richardson certificate, the clipped
 # empirical-Bernstein bound of the experiment report §2 with its coverage, and a table in the form of the experiment report Table 2.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 16               # dimension of x, beta, d, z*; range: [1, 1000]
 M = 128              # prompt size (examples per prompt); chosen so R(P*) ~ reported plateau 0.163; range: [1, 5000]
 cond = 10.0          # condition number of Sigma_x (geometric spectrum, trace K); range: [1, inf)
@@ -44,10 +44,10 @@ n_cov_small = 40     # sample size of that check; range: [1, 500]
 n_replicas = 3      # further independent training runs: standard errors of single-run quantities; range: [1, 50]
 seed = 0             # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 64, "M": 480, "steps": 800, "batch": 4096, "n_eval": 65536, "n_eval_prompts": 1024, "n_pool": 8192}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -490,10 +490,3 @@ metrics = {
 }
 write_metrics(metrics)
 print(f"runtime {runtime:.1f} s")
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("decoder_outer")

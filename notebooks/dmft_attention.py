@@ -21,7 +21,7 @@
 # $\gamma^\ell(t)=\gamma(t)$; the same untied model with label noise at finite context against Eq. (122)
 # (App. G.1.2); and the block network with trainable read-in and read-out against Eq. (124) (App. G.2).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D = 8               # input dimension of the full-attention runs (Figure 6); range: [1, 200]
 alpha = 2.0         # context length P as a multiple of D; range: (0, inf)
 K_frac = 1.0        # query tokens per context K as a multiple of D; range: (0, inf)
@@ -53,11 +53,11 @@ readout_seeds = 4   # independent read-in/read-out SGD runs (at least 2: their s
 readout_draws = 2000  # context covariances drawn for the Eq. 124 theory (Monte Carlo); range: [4, 100000]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 100000, "D_untied": 64,
                      "steps_untied": 600, "D_exp": 400000}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -515,10 +515,3 @@ write_metrics({
     "readout_final_loss_sim": float(np.mean([rr.loss[-20:].mean() for rr in runs_r])),
     "runtime_s": time.time() - t_start,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_attention")

@@ -18,7 +18,7 @@
 # small D; the exponents are fitted on the theory at large D and tabulated against the printed ones,
 # together with the width and context bottlenecks of Result 8.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D_sim = 16             # dimension of the FS/RRS SGD simulations; range: [1, 500]
 nu = 1.0               # capacity exponent for Figures 3-4; range: (0, inf)
 beta = 1.0             # source exponent for Figures 3-4; range: (0, inf)
@@ -33,10 +33,10 @@ ood_nu = 0.5           # capacity exponent of the brittleness experiment; range:
 ood_samples = 20       # random skew-symmetric S averaged; range: [1, 200]
 seed = 0               # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D_sim": 32, "fs_steps": 8000, "rrs_steps": 1000, "D_theory": 10000, "D_fit": 50000}}
 
-# %%
+# %% tags=["hide-input"]
 import math
 import time
 
@@ -286,10 +286,3 @@ for key, ((fit, drift), pr, co, _) in fits.items():
     metrics[f"exp_{key}_corrected"] = co
 metrics["runtime_s"] = time.time() - t_start
 write_metrics(metrics)
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_fs")

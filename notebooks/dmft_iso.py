@@ -18,7 +18,7 @@
 # Figure 2: landscapes (depth, context length, noise); Figure 7: depth-1 SGD for varying batch size
 # τ = B/D, context length α = P/D and evaluation points κ = K/D.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D = 16                 # input dimension for Figure 1 (the paper states 32: see the paper preset); range: [1, 500]
 steps = 400            # SGD steps per Figure-1 run; range: [1, 10000]
 eta0 = 0.3             # step size eta0 / a0 with a0 the depth-1 curvature 1 + 1/alpha; time t is the sum of the steps; range: (0, inf)
@@ -38,11 +38,11 @@ r10_tau = 2.0          # batch over dimension B/D in the Result-10 runs; range: 
 sym_D = 8              # dimension of the Pauli-symmetrised flows (a power of two); range: [2, 64]
 seed = 0               # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 32, "steps": 800, "eval_contexts": 2000, "mc_draws": 200, "fig7_D": 64, "fig7_seeds": 5,
                     "r10_D": 32, "r10_seeds": 12, "sym_D": 16}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -612,10 +612,3 @@ write_metrics({
     "r10_runtime_s": t_r10,
     "runtime_s": runtime,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_iso")

@@ -20,7 +20,7 @@
 # form. (c) The compute-optimal frontier at $P=\infty$: the minimum over shapes $(N,L)$ at fixed
 # $C=tN^2L$, against the printed $L\propto N^\nu$.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D_mc = 300          # dimension of the Monte Carlo comparison; range: [16, 4000]
 mc_draws = 40       # independent draws of (U, Z) per (N, P) pair (at least 4: halves are compared); range: [4, 1000]
 L_mc = 4            # depth of the Monte Carlo comparison; range: [1, 32]
@@ -30,10 +30,10 @@ beta = 0.5          # source exponent (at most 1, where the printed and correcte
 n_nodes = 160       # nodes of the first contour circle; range: [32, 2000]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D_mc": 600, "mc_draws": 80, "D": 1024, "n_nodes": 256}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -232,10 +232,3 @@ for k, name in enumerate(["t", "N", "L", "P"]):
     metrics[f"chin_a_{name}_corrected"] = float(chin_corr[k])
 metrics["runtime_s"] = time.time() - t_start
 write_metrics(metrics)
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_scaling")

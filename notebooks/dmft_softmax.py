@@ -18,7 +18,7 @@
 # best $L$-step in-context gradient descent (the optimum of the reduced linear model at the same
 # finite $D$ and $P$).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D = 8               # input dimension; range: [1, 200]
 alpha = 2.0         # context length P as a multiple of D; range: (0, inf)
 K_frac = 1.0        # queries per context K as a multiple of D; range: (0, inf)
@@ -29,10 +29,10 @@ steps = 400         # Adam steps; range: [1, 20000]
 eval_contexts = 2000  # held-out contexts for the final loss (a standard error needs two draws); range: [2, 50000]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 16, "n": 64, "steps": 2000, "B": 128, "eval_contexts": 4000}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -96,10 +96,3 @@ write_metrics({
     **{f"softmax_mlp_final_se_L{L}": fin_se[(True, L)] for L in depths},
     "runtime_s": time.time() - t_start,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_softmax")

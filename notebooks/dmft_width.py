@@ -20,7 +20,7 @@
 # deterministic equivalents (one-point, and the Appendix-A two-point formula of Eq. 15 by double
 # contour integration) against Monte Carlo, and the bottleneck formulas and exponents.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 D = 1024            # dimension of the theory curves (Figure 5 a-c); range: [1, 50000]
 nu = 1.0            # capacity exponent: lambda_k is k^-nu; range: (0, inf)
 beta = 1.0          # source exponent; range: (0, inf)
@@ -40,11 +40,11 @@ n_nodes = 240       # contour nodes; range: [1, 5000]
 D_exp = 100000      # dimension of the bottleneck-exponent fits; range: [1, 5000000]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 4096, "n_draws": 4, "D_sim": 64, "steps_sim": 600, "D_de": 2000,
                      "n_nodes": 500, "D_exp": 400000}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -439,10 +439,3 @@ write_metrics({
     "depth_exponent_beta15_drift": expo[1.5][4],
     "runtime_s": time.time() - t_start,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("dmft_width")

@@ -19,7 +19,7 @@
 # $z_L-z^\dagger=-(I-P_{z,s}A_s)^Lz^\dagger$, the risk decomposition, the §6.6 product/sum formula, and the
 # §6.4 continuous-time limit.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 16              # ambient dimension of x and beta; range: [1, 200]
 r = 3               # task rank (latent dimension; one eigenvalue mu_1..mu_3 each); range: [3, 3]
 M = 64              # prompt length; range: [1, 1000]
@@ -39,10 +39,10 @@ eval_every = 4      # held-out risks every this many steps (and at the last); ra
 refine_max = 4      # continuous-time check: step sizes eta/k for k in 1, 2, ..., refine_max (powers of 2); range: [1, 100]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_eval": 16384, "eval_every": 1, "refine_max": 8}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -342,10 +342,3 @@ write_metrics({
     "run_seconds": t_run,
     "elapsed_seconds": elapsed,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("encdec_coupled")

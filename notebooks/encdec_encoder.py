@@ -19,7 +19,7 @@
 # Online runs are minibatch SGD with a fresh batch at every step; the prediction is the closed form
 # $G_s - G_\star = (G_0-G_\star)(I-\eta_e\Sigma_z)^s$ from the same $G_0$.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 q = 32              # measurements per task (rows of G); range: [1, 500]
 mu_1 = 1.0          # eigenvalues of Sigma_z (rank 4), largest ...; range: (0, inf)
 mu_2 = 0.6          # range: (0, inf)
@@ -41,10 +41,10 @@ n_N = 9             # number of N values (log-spaced from 30 to N_max); range: [
 n_replicas = 3      # further noise-free runs (same problem and G_0): standard errors of single-run ratios; range: [1, 50]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_eval": 200000, "N_max": 100000, "n_N": 12}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -327,10 +327,3 @@ write_metrics({
     "subspace_floor_bound_ratio_max": float(np.max(fl_all / flb_all)),
     "elapsed_seconds": elapsed,
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("encdec_encoder")

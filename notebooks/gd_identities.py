@@ -17,15 +17,15 @@
 # parameter box, i.e. the boundary points, plus random interior points). The property tests in
 # `tests/gd/test_gd_identities.py` repeat the second check with hypothesis.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 n_random = 200  # random exact points per statement (besides the corners of the parameter box); range: [1, 20000]
 max_den = 97  # denominators of the random rationals in [0, 1]; range: [1, 1000]
 seed = 0  # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_random": 2000}}
 
-# %%
+# %% tags=["hide-input"]
 import itertools
 from fractions import Fraction
 
@@ -65,7 +65,7 @@ with open("identity_table.md", "w") as fh:
 # "evidence" separates statements whose content sits in their hypotheses (labelled
 # hypothesis-carrying, not counted as evidence) from identities and inequalities with a certificate.
 
-# %%
+# %% tags=["hide-input"]
 from IPython.display import Markdown, display
 
 display(Markdown(table))
@@ -105,10 +105,3 @@ print(
 print(
     f"hypothesis-carrying: {metrics['n_hypothesis_carrying']}, reconstructed: {metrics['n_reconstructed']}, ours: {metrics['n_ours']}"
 )
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("gd_identities")

@@ -29,7 +29,7 @@
 # probe prompts, `_se`) rather than the means and pooled fits, which one such prompt decides; both are
 # recorded. `probe_seed` draws a new probe set without retraining.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 d = 5  # task dimension; range: [1, 64]
 n = 20  # context length (pairs per prompt); range: [1, 1024]
 s_lo = 0.5  # per-prompt input scale s ~ LogUniform(s_lo, s_hi); range: (0, inf)
@@ -53,7 +53,7 @@ m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries); ra
 probe_seed = 0  # seeds the probe and Richardson prompts, the layer shuffles and the bootstrap, independently of training (resample the probe set with it); range: [0, 4294967295]
 workers = 0  # processes for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1); range: [0, 256]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {
     "paper": {
         "lsa_steps": 8192,
@@ -71,7 +71,7 @@ PRESETS = {
     }
 }
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -261,10 +261,3 @@ for kind in ("lsa", "gpt"):
         f"alpha {metrics[f'{kind}_alpha']:.1f} (shuffled {metrics[f'{kind}_shuffled_alpha']:.1f}); "
         f"Richardson R2 aware {metrics[f'{kind}_rich_r2_aware']:.1f} / blind {metrics[f'{kind}_rich_r2_blind']:.1f}"
     )
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("gd_probe")

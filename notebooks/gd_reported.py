@@ -15,14 +15,14 @@
 # the bridge test's p-value and power, the ablation percentages of §9.5.1 and the "theory" rate of
 # §9.2. Every input below is a number printed in the paper (section given in the comment).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 alpha_level = 0.05  # significance level of the bridge test; range: (0, 1)
 power = 0.8  # power for the sample-size calculation; range: (0, 1)
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {}}
 
-# %%
+# %% tags=["hide-input"]
 import numpy as np
 from scipy import stats
 
@@ -92,10 +92,3 @@ print(f"bridge: t {m['bridge_t']:.2f}, p {m['bridge_p']:.2f}, n for 80% power {m
 print(
     f"ablation recovered share: {m['ablation_recovered_share_d4']:.2f}, {m['ablation_recovered_share_d8']:.2f}, {m['ablation_recovered_share_d16']:.2f}"
 )
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("gd_reported")

@@ -15,7 +15,7 @@
 # on $n=20$, $d=5$ with a spread spectrum, error per eigenchannel against $(1-\eta^\star\lambda_i)^{2k}$;
 # (c) $(\rho^2)^k$ against $\rho^2$ for $k\in\{1,2,3,5,10\}$.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 n = 20  # range: [1, 200]
 d = 5  # range: [1, 50]
 lam_min = 0.9  # smallest eigenvalue of X^T X; range: (0, inf)
@@ -25,10 +25,10 @@ eta_scalar = 1.0  # scalar GD step (stable below 2 / max a, that is 4/3); range:
 Lstar_nonrealizable = 0.5  # minimum loss of the non-realizable variant of panel (a); range: (0, inf)
 seed = 42  # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {}}
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -107,10 +107,3 @@ print(
     f"(b) factors at eta*: lambda_min {panel.factors[0]:.4f}, lambda_max {panel.factors[-1]:.4f}, "
     f"fastest lambda {panel.lam[mid]:.2f} ({panel.factors[mid]:.4f})"
 )
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("gd_synthetic")

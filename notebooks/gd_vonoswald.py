@@ -18,7 +18,7 @@
 # **Loss convention:** every loss below is $\tfrac12\,\mathbb E(\hat y_q - y_q)^2$ (halved), and the GD
 # step acts on $\tfrac1{2N}\sum_i (w^\top x_i - y_i)^2$ from $w_0 = 0$.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 d = 10  # range: [1, 100]
 N = 10  # context length; range: [1, 100]
 n_eta = 20000  # prompts used to choose the optimal single step; range: [1, 1000000]
@@ -29,10 +29,10 @@ lr = 1e-3  # Adam step size; range: (0, inf)
 max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_eta": 100000, "n_test": 50000, "train_steps": 10000, "batch": 2048}}
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -127,10 +127,3 @@ print(f"construction error {construction_err:.1e}; eta* = {eta_star:.3f}")
 print(
     f"losses (halved): GD {L_gd:.3f} ± {se_gd:.3f}, constructed {L_lsa:.3f}, trained {L_tr:.3f} ± {se_tr:.3f}, zero {L_zero:.3f}"
 )
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("gd_vonoswald")

@@ -21,7 +21,7 @@
 # anisotropy, N = 64 (the paper's regime); **B** wide timescale separation (plateaus and
 # cliffs, probes); **C** N = 16 (where the paper's theory is visibly not exact).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 seed = 0               # random seed; range: [0, 4294967295]
 P = 64                 # tasks (antithetic: P/2 draws and their negatives); range: [1, 5000]
 B = 32                 # contexts per SGD step (mean gradient); range: [1, 500]
@@ -45,10 +45,10 @@ null_epochs = 220      # null-parameter runs (regime C spectrum, 1 replica each)
 null_small = 0.0005    # std of p1(0), q2(0) entries: well below the active init; range: [0, inf)
 null_large = 0.05      # std of p1(0), q2(0) entries: above the active init; range: [0, inf)
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"P": 256, "replicas": 8, "replicas_BC": 6, "epochs_A": 20, "epochs_B": 55, "epochs_C": 60, "null_epochs": 60}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -536,10 +536,3 @@ write_metrics(metrics)
 for k in sorted(metrics):
     if not k.startswith("seconds"):
         print(k, metrics[k] if isinstance(metrics[k], bool) else round(float(metrics[k]), 4))
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("logistic_modes")

@@ -18,7 +18,7 @@
 # modular-addition transformer with weight decay) and tests each of the paper's qualitative
 # statements on them.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 seed = 0  # random seed; range: [0, 4294967295]
 max_layers = 4          # attention-only models with 1..max_layers layers; range: [1, 50]
 d_model = 32  # range: [1, 1000]
@@ -41,13 +41,13 @@ grok_lr = 0.003  # range: (0, inf)
 grok_steps = 2500  # range: [1, 100000]
 grok_log_every = 50  # range: [1, 1000]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"d_model": 64, "n_heads": 4, "d_head": 16, "seq_len": 48, "icl_batch": 64, "icl_steps": 1500,
                      "icl_log_every": 25, "stagger_seeds": 8, "grok_p": 59, "grok_frac": 0.5, "grok_d_model": 64, "grok_heads": 4,
                      "grok_d_head": 16, "grok_d_mlp": 256, "grok_lr": 0.001, "grok_steps": 10000,
                      "grok_log_every": 100}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -269,10 +269,3 @@ write_metrics(metrics)
 for k in sorted(metrics):
     if "seconds" not in k:
         print(k, round(float(metrics[k]), 3))
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("logistic_probes")

@@ -18,7 +18,7 @@
 # bound for $H_M=H_\infty+\Delta_M$, and measures the prompt excess risk against $d_{\rm eff}/M$ and against
 # its first-order constant.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K_hist = 100          # dimension for the histograms; range: [1, 5000]
 n_hist_draws = 20     # prompts per gamma for the histograms; range: [1, 200]
 cond = 100.0          # condition number of Sigma_x (geometric spectrum, random rotation); range: [1, inf)
@@ -32,10 +32,10 @@ task_rank = 5         # rank r of the task covariance for the excess risk; range
 n_risk_prompts = 40000  # prompts per M for the excess risk (paired Monte Carlo; a standard error needs two draws); range: [2, 2000000]
 seed = 0              # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K_hist": 400, "n_hist_draws": 25, "K_conc": 64, "n_conc_draws": 4000, "n_pert_draws": 200, "n_risk_prompts": 200000}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -331,10 +331,3 @@ metrics = {
 }
 write_metrics(metrics)
 print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()})
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("mp_spectrum")

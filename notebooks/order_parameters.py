@@ -17,7 +17,7 @@
 # prompt aspect $\gamma=K/M$, and the latent window $r/M$. Random quantities come with standard
 # errors; the verdicts live in `book/reported/order_parameters.yml`.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 16               # decoder-only: dimension of x, beta, d; range: [1, 1000]
 M = 128              # decoder-only: prompt size; range: [1, 5000]
 cond = 10.0          # condition number of Sigma_x (geometric, trace K); range: [1, inf)
@@ -38,11 +38,11 @@ n_aspect_prompts = 200  # prompts per aspect ratio (a standard error needs two d
 ks_alpha = 0.01      # level of the DKW band used as the KS error model; range: (0, 1)
 seed = 0             # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 64, "M": 480, "batch": 4096, "n_seeds": 8, "n_eval_prompts": 512, "encdec_n_eval": 8192,
                      "K_aspect": 64, "n_aspect_prompts": 400}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -362,10 +362,3 @@ print(f"fraction of whitened latent eigenvalues in the MP window: {frac_lat:.2f}
 metrics["time_total"] = time.perf_counter() - t_start
 write_metrics(metrics)
 print(f"total time {metrics['time_total']:.0f} s (training {t_train:.0f} s)")
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("order_parameters")

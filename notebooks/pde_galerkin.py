@@ -16,7 +16,7 @@
 # recovers $z_{enc}$ and the query decoder solves $A(z_{enc})u=F_\star$ by $L$ Richardson steps
 # ({py:mod}`iclcore.pde.prompts`). Every method is scored on the same held-out prompts at the same $L$.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 n_el = 64          # P1 elements (63 unknowns); range: [1, 1000]
 c0 = 1.0           # reaction coefficient; range: [0, inf)
 z_scale = 0.15     # z ~ N(0, z_scale^2 I), rejected unless min a > a_min; range: [0, inf)
@@ -43,10 +43,10 @@ seed = 0           # random seed; range: [0, 4294967295]
 gp_prompts_max = 1024  # largest number of prompts (M forcings each) of the finite-prompt d_eff estimate; range: [16, 100000]
 gp_seeds = 40      # independent draws of the prompt set per size (the estimate's standard error); range: [2, 10000]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_train": 2048, "n_test": 4096, "free_iter": 500, "steps": 1000, "batch": 64}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -339,10 +339,3 @@ metrics.update(free_conv_converged=free_conv.converged, free_conv_iterations=fre
                flex_minus_free_conv_se=float(paired_standard_error(e2e_losses["flex"], free_conv_losses)))
 write_metrics(metrics)
 print(f"runtime {elapsed:.1f} s, CPU {metrics['cpu_seconds']:.1f} s")
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("pde_galerkin")

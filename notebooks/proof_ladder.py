@@ -19,7 +19,7 @@
 # (e) the non-commuting coupled system of §6.6: its ordered product/sum formula is exact,
 # but no fixed-basis scalar closure tracks it. Panel (f) shows the pointwise errors.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 8               # decoder dimension (panel a): P is K x K; range: [1, 1000]
 r = 6               # latent / encoder dimension (panels b, c, e); range: [1, 200]
 steps = 200         # outer (pretraining) gradient steps s in 0..steps; range: [1, 10000]
@@ -36,10 +36,10 @@ cx_steps = 6        # counterexample: steps shown; range: [1, 50]
 n_check = 40        # number of outer times sampled for the commutator / joint diagonaliser; range: [1, 500]
 seed = 0            # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 64, "r": 16, "steps": 800}}
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -366,10 +366,3 @@ write_metrics({
     "eta_d_commuting": float(eta_d_c),
     "eta_d_noncommuting": float(eta_d_nc),
 })
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("proof_ladder")

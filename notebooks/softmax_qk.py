@@ -20,7 +20,7 @@
 # by autograd, their spread across prompts, and the diagnostic projection $P^{\rm proj}=\mathbb E[\Delta r^\top]\mathbb E[rr^\top]^\dagger$.
 # The same analysis of a linear-attention layer returns $J\equiv P$ to rounding.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 8                 # dimension of x, beta and the iterate z; range: [1, 200]
 M = 32                # prompt size; range: [1, 1000]
 task_rank = 1         # rank r of the task subspace (beta is U* z with z ~ N(0, I_r)); range: [1, 10]
@@ -39,10 +39,10 @@ n_eval = 256          # held-out prompts for the Jacobian analysis; range: [1, 1
 L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj; range: [1, 100]
 seed = 0              # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "init_std": 0.03, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -309,10 +309,3 @@ metrics = {
 }
 write_metrics(metrics)
 print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()})
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("softmax_qk")

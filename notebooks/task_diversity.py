@@ -18,7 +18,7 @@
 # solver error, as functions of $M$, $\lambda$ and $\sigma^2$. Verdicts live in
 # `book/reported/order_parameters.yml`.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 K = 8                # dimension (r is K: the latent spectrum fills the space); range: [1, 100]
 M = 32               # prompt size; range: [1, 500]
 cond = 10.0          # condition number of Sigma_x; range: [1, inf)
@@ -44,10 +44,10 @@ target = 1e-6        # relative solver error mean||z_L - z^dag||^2 / mean||z^dag
 L_max = 600  # range: [1, 5000]
 seed = 0             # random seed; range: [0, 4294967295]
 
-# %% tags=["presets"]
+# %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_repeats": 2000, "n_sandwich": 1_000_000, "N_max_ratio": 256, "n_diff_prompts": 512}}
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -242,10 +242,3 @@ print(f"depth L against M: {metrics['depth_M_first']:.0f} (M = {M_values[0]}) ->
 metrics["time_total"] = time.perf_counter() - t_start
 write_metrics(metrics)
 print(f"total time {metrics['time_total']:.0f} s (sweep {t_sweep:.0f} s, difficulty {t_diff:.0f} s)")
-
-# %%
-# The ledger's verdicts at this run's metrics (the Reproduction report applies the same rules to the
-# same metrics.json): rerun with other parameters to see which claims hold at your setting.
-from iclbook.verdicts import show_ledger_verdicts
-
-show_ledger_verdicts("task_diversity")

@@ -156,3 +156,35 @@ def test_torch_importers_finds_every_form_of_import(tmp_path):
     (pkg / "c.py").write_text("import torchvision_like_name\nfrom .a import f\n")
     (tmp_path / "iclbook" / "d.py").write_text("import numpy\n")
     assert arch.torch_importers(tmp_path) == ["iclcore.fam.a", "iclcore.fam.b"]
+
+
+def project_imports(source: str, allowed: str = "iclcore") -> list[str]:
+    """``line: module`` for each import in ``source`` of a project package other than ``allowed``
+    (the book tooling, the tests, the benchmarks, another notebook); third-party and stdlib pass."""
+    own = {p.name for p in arch.ROOT.iterdir() if p.is_dir() and any(p.glob("*.py"))} - {allowed}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else ["." * node.level + (node.module or "")]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        found += [f"{node.lineno}: {n}" for n in names if n.startswith(".") or n.split(".")[0] in own]
+    return found
+
+
+def test_notebooks_import_only_iclcore():
+    """A chapter runs on the mathematics alone: its verdicts are rendered when the book is built."""
+    bad = "import numpy as np\nfrom iclcore.stats import mean_se\ndef f():\n    from iclbook.verdicts import main\n"
+    assert project_imports(bad) == ["4: iclbook.verdicts"]
+    assert project_imports("import iclbook\nfrom . import x\nimport tests.conftest\n") == [
+        "1: iclbook",
+        "2: .",
+        "3: tests.conftest",
+    ]
+    notebooks = sorted((arch.ROOT / "notebooks").glob("*.py"))
+    assert len(notebooks) >= 20
+    found = [f"{p.name}:{hit}" for p in notebooks for hit in project_imports(p.read_text())]
+    assert not found, "notebooks import only iclcore (and third-party packages):\n" + _report(found)

@@ -176,32 +176,36 @@ def test_every_figure_has_its_provenance_line(html_root: Path) -> None:
     assert not lacking, f"figures without their provenance line: {lacking[:10]}"
 
 
-def test_verdict_table_of_each_notebook_agrees_with_the_report() -> None:
-    """The last cell of each executed notebook shows its ledger rows with the report's statuses."""
+def test_each_notebook_page_ends_with_its_verdicts_as_the_report_grades_them(html_root: Path) -> None:
+    """The build renders each notebook's ledger rows under its page, with the report's statuses (from the
+    same stored metrics.json and the same rules); the executed notebook itself holds no verdict."""
+    from docutils.nodes import make_id
+
     from iclbook.pages import report_rows
 
     report: dict[str, dict[str, str]] = {}
     for row in report_rows(ROOT, GENERATED):
         if row.claim.notebook:
-            report.setdefault(row.claim.notebook, {})[row.claim.id or row.claim.label] = row.status
+            report.setdefault(row.claim.notebook, {})[make_id(row.claim.id or row.claim.label)] = row.status
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
     disagree = []
     for name in names:
-        cells = json.loads((GENERATED / name / f"{name}.ipynb").read_text())["cells"]
-        last = [c for c in cells if c["cell_type"] == "code"][-1]
-        assert "show_ledger_verdicts" in "".join(last["source"]), f"{name}: the last cell does not show the verdicts"
-        html = "".join(
-            "".join(o["data"]["text/html"]) for o in last.get("outputs", []) if "text/html" in o.get("data", {})
-        )
+        executed = (GENERATED / name / f"{name}.ipynb").read_text()
+        assert "icl-verdicts" not in executed and "from iclbook" not in executed, f"{name}: the notebook shows verdicts"
+        html = (html_root / "book" / "generated" / name / f"{name}.html").read_text(errors="replace")
+        assert "Ledger verdicts" in html, f"{name}: no section 'Ledger verdicts' on its page"
         if name not in report:
-            assert "No row of the ledger names" in html, f"{name}: {html[:200]}"
+            assert "No row of the ledger names" in html, f"{name}: neither verdicts nor the note that it has none"
             continue
-        assert f'data-notebook="{name}"' in html, f"{name}: no verdict table in its last cell"
-        shown = dict(re.findall(r'<tr data-id="([^"]+)" data-status="([^"]+)">', html))
+        shown = {
+            rid: status
+            for classes, rid in re.findall(r'<tr class="([^"]*)" id="verdict-([^"]+)"', html)
+            for status in re.findall(r"icl-status-(\w+)", classes)
+        }
         if shown != report[name]:
             diff = {k: (shown.get(k), report[name].get(k)) for k in shown.keys() | report[name].keys()}
             disagree.append(f"{name}: { ({k: v for k, v in diff.items() if v[0] != v[1]}) }")
-    assert not disagree, "verdict tables (notebook, report):\n" + "\n".join(disagree)
+    assert not disagree, "verdict tables (page, report):\n" + "\n".join(disagree)
 
 
 def test_jupyter_books_output_goes_to_a_log_file(html_root: Path) -> None:
