@@ -899,7 +899,10 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
     except NotebookError as exc:
         raise ReportError(str(exc)) from None
     scans = import_scans(root)
-    stored = {name: stored_points(root, plan, scans) for name, plan in plans.items()}
+    from .record import recorded_sweep_metrics
+
+    recorded = recorded_sweep_metrics(root)  # the committed record's points stand in for runs the store lacks
+    stored = {name: stored_points(root, plan, scans, recorded) for name, plan in plans.items()}
     bands = {
         id(r): band(r.claim, stored.get(r.claim.notebook, []), evaluate)
         for r in rows
