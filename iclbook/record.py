@@ -66,7 +66,9 @@ __all__ = [
     "entry_state",
     "metrics_digest",
     "read_digest",
+    "recorded_runs",
     "recorded_sweep_metrics",
+    "state_note",
     "record_entry",
     "record_states",
     "verify_record",
@@ -503,6 +505,38 @@ def record_states(root: Path) -> tuple[list[EntryState], list[str]]:
             continue
         states.append(entry_state(root, by_name[name], manifest))
     return states, problems
+
+
+def state_note(state: EntryState) -> str:
+    """One sentence for the report and the chapter banners: where a recorded run came from and its state."""
+    text = (
+        f"from the committed record (`{RECORD}/{state.preset}/{state.notebook}`), computed at commit "
+        f"`{state.commit[:12]}` on {state.date} on {state.machine} in {state.seconds:,.0f} s: {state.state}"
+    )
+    if state.state != CURRENT:
+        text += f" ({state.reason}"
+        text += f"; changed since: {', '.join(f'`{c}`' for c in state.changed[:6])}" if state.changed else ""
+        text += f" and {len(state.changed) - 6} more" if len(state.changed) > 6 else ""
+        text += ")"
+    return text
+
+
+def recorded_runs(root: Path, preset: str, skip: set[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Metrics and a note per notebook for the record's ``preset`` entries that are current or carried
+    forward (stale ones are left out: the report does not count them), except the notebooks in ``skip``."""
+    metrics: dict[str, dict[str, Any]] = {}
+    notes: dict[str, str] = {}
+    states, _ = record_states(root)
+    for s in states:
+        if s.preset != preset or s.notebook in skip or s.state == STALE:
+            continue
+        try:
+            m = json.loads((root / RECORD / preset / s.notebook / "metrics.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(m, dict):
+            metrics[s.notebook], notes[s.notebook] = m, state_note(s)
+    return metrics, notes
 
 
 # --- command line ---------------------------------------------------------------------------------

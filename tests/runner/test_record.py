@@ -205,3 +205,18 @@ def test_recorded_sweep_points_are_served_only_while_they_verify(project: Path) 
 def test_the_repository_record_verifies() -> None:
     root = Path(__file__).resolve().parents[2]
     assert rec.verify_record(root) == []
+
+
+def test_the_report_takes_current_and_carried_runs_and_leaves_stale_ones(project: Path) -> None:
+    metrics, notes = rec.recorded_runs(project, "paper", skip=set())
+    assert metrics == {"second": {"k_squared": 16}} and notes["second"].endswith(": current")
+    assert "`record/paper/second`" in notes["second"] and "12 s" in notes["second"]
+    assert rec.recorded_runs(project, "paper", skip={"second"}) == ({}, {})
+    path = project / "notebooks" / "second.py"
+    path.write_text(path.read_text() + "\n# comment\n")
+    put_run(project, "second", "quick", {"k_squared": 9})
+    _, notes = rec.recorded_runs(project, "paper", skip=set())
+    assert "carried forward (quick metrics identical" in notes["second"]
+    path.write_text(path.read_text().replace("k * k", "k * k + 1"))
+    put_run(project, "second", "quick", {"k_squared": 10})
+    assert rec.recorded_runs(project, "paper", skip=set()) == ({}, {})
