@@ -28,6 +28,7 @@ from .archive import add_commands
 from .execution import Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .plan import add_command as add_plan_command
+from .record import add_commands as add_record_commands
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
 from .store import STAMP, STORE, cache_key, import_scans, os_reason, store_dir, verify_folder
@@ -380,6 +381,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_clean)
     add_commands(sub)  # export, import: a verified archive of store entries (iclbook/archive.py)
     add_plan_command(sub)  # plan: predicted wall time on N workers (iclbook/plan.py)
+    add_record_commands(sub)  # record status|verify|refresh: the committed record (iclbook/record.py)
     return p
 
 

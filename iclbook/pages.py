@@ -455,6 +455,16 @@ def report_rows(root: Path, generated: Path) -> list[Row]:
 PAPER_PRESET = "paper"
 
 
+def _built_preset(generated: Path, notebook: str) -> str | None:
+    """The preset of the run in ``generated/<notebook>/`` (None if there is none or it is unreadable)."""
+    from .store import STAMP
+
+    try:
+        return json.loads((generated / notebook / STAMP).read_text()).get("preset")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def paper_metrics(
     root: Path, generated: Path, notebooks: list[str], keys: dict[str, str] | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -467,7 +477,7 @@ def paper_metrics(
     """
     from .notebooks import NotebookError, discover_all
     from .runs import make_requests
-    from .store import STAMP, cache_key, store_dir, verify_folder
+    from .store import cache_key, store_dir, verify_folder
 
     wanted = set(notebooks)
     entries = store_dir(root) / "entries"
@@ -477,11 +487,8 @@ def paper_metrics(
     for nb in discover_all(root)[0]:
         if nb.name not in wanted or PAPER_PRESET not in nb.presets:
             continue
-        try:
-            if json.loads((generated / nb.name / STAMP).read_text()).get("preset") == PAPER_PRESET:
-                continue  # the main column already is the paper preset
-        except (OSError, ValueError, AttributeError):
-            pass
+        if _built_preset(generated, nb.name) == PAPER_PRESET:
+            continue  # the main column already is the paper preset
         try:
             key = cache_key(make_requests([nb], generated, PAPER_PRESET)[0], root)
         except (NotebookError, OSError):
@@ -899,7 +906,10 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
     except NotebookError as exc:
         raise ReportError(str(exc)) from None
     scans = import_scans(root)
-    stored = {name: stored_points(root, plan, scans) for name, plan in plans.items()}
+    from .record import recorded_sweep_metrics
+
+    recorded = recorded_sweep_metrics(root)  # the committed record's points stand in for runs the store lacks
+    stored = {name: stored_points(root, plan, scans, recorded) for name, plan in plans.items()}
     bands = {
         id(r): band(r.claim, stored.get(r.claim.notebook, []), evaluate)
         for r in rows
@@ -1098,12 +1108,16 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
     keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
-    paper = paper_rows(
-        rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}), keys)
-    )
+    names = sorted({r.claim.notebook for r in rows if r.claim.notebook})
+    found = paper_metrics(root, generated, names, keys)
     from .archive import entry_origin, origin_note
+    from .record import recorded_runs
 
+    built_with_paper = {n for n in names if _built_preset(generated, n) == PAPER_PRESET}
+    recorded, record_notes = recorded_runs(root, PAPER_PRESET, skip=set(found) | built_with_paper)
+    paper = paper_rows(rows, {**found, **recorded})
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
+    origins.update(record_notes)
     bands, sweep_lines = sweep_bands(root, rows, generated)
     _write_if_changed(
         generated / "report.md",

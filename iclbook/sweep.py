@@ -344,12 +344,16 @@ def _record_failure(root: Path, key: str, error: str) -> None:
         pass  # the record only words the report; the failure itself is printed
 
 
-def stored_points(root: Path, plan: Plan, scans: Any = None) -> list[tuple[Point, dict[str, Any] | str | None]]:
-    """Each point of the plan's one-at-a-time grid with its metrics from the store; ``None``: not run under
+def stored_points(
+    root: Path, plan: Plan, scans: Any = None, recorded: dict[str, dict[str, Any]] | None = None
+) -> list[tuple[Point, dict[str, Any] | str | None]]:
+    """Each point of the plan's one-at-a-time grid with its metrics from the store, else from ``recorded``
+    (key -> metrics: the committed record's points, :func:`iclbook.record.recorded_sweep_metrics`); ``None``: not run under
     the notebook's current key (or the entry does not verify); a string: the run failed with that error
     (recorded by :func:`run_sweep` for the same key). Nothing is executed."""
     entries = store_dir(root) / "entries"
     scans = scans if scans is not None else import_scans(root)
+    recorded = recorded or {}
     out: list[tuple[Point, dict[str, Any] | str | None]] = []
     for p in expand(plan.notebook, plan.grid):
         metrics: dict[str, Any] | str | None = None
@@ -359,6 +363,8 @@ def stored_points(root: Path, plan: Plan, scans: Any = None) -> list[tuple[Point
             if entry.is_dir() and not verify_folder(entry, key):
                 data = json.loads((entry / "metrics.json").read_text())
                 metrics = data if isinstance(data, dict) else None
+            elif key in recorded:
+                metrics = recorded[key]
             elif failed.is_file():
                 metrics = failed.read_text().strip() or "the run failed"
         except (OSError, ValueError, NotebookError):
