@@ -50,6 +50,7 @@ OPTIONAL = (
     "note",
     "diagnosis",
     "diagnosis_note",
+    "alternative",
 )
 #: Functions a predicate may call (nothing else can be called).
 PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
@@ -218,6 +219,7 @@ class Claim:
     id: str = ""
     diagnosis: str = ""
     diagnosis_note: str = ""
+    alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
 
     @property
     def label(self) -> str:
@@ -314,6 +316,16 @@ class Claim:
                 raise ReportError(f"{where}: discretisation must be a number >= 0")
         elif "z" in d or "discretisation" in d:
             raise ReportError(f"{where}: z and discretisation belong to kind 'within_se'")
+        alternative = None
+        if d.get("alternative") is not None:
+            from .power import Alternative, AlternativeError
+
+            if kind == "absent":
+                raise ReportError(f"{where}: an absent row has no rule to have power")
+            try:
+                alternative = Alternative.from_dict(d["alternative"], where)
+            except AlternativeError as exc:
+                raise ReportError(str(exc)) from None
         return cls(
             claim=str(d["claim"]),
             reported=d["reported"],
@@ -336,6 +348,7 @@ class Claim:
             id=row_id,
             diagnosis=diagnosis,
             diagnosis_note=diagnosis_note,
+            alternative=alternative,
         )
 
 
