@@ -23,7 +23,17 @@ from .notebooks import toc_order
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
 LEGACY_KINDS = ("qualitative",)  # a boolean metric computed in the notebook; being replaced by `predicate`
-BASES = ("predicted", "calibrated", "construction", "theorem", "erratum", "other-model", "absent", "out-of-scope")
+BASES = (
+    "predicted",
+    "underpowered",
+    "calibrated",
+    "construction",
+    "theorem",
+    "erratum",
+    "other-model",
+    "absent",
+    "out-of-scope",
+)
 #: Bases of rows that no notebook computes (kind ``absent``): not reproduced yet, or impossible offline.
 UNCOMPUTED = ("absent", "out-of-scope")
 #: Why a rule that could disagree does not reproduce (issue: every "differs" is explained).
@@ -31,7 +41,10 @@ DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "open")
 #: A row id: the ledger file's stem, a dash, a number never reused (``decoder-07``).
 ROW_ID = re.compile(r"^[a-z][a-z0-9_]*-[0-9]{2,3}$")
 UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/book/test_ledger.py flags it
-NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent", "out-of-scope")
+NOTE_REQUIRED = ("underpowered", "calibrated", "other-model", "erratum", "absent", "out-of-scope")
+#: Bases whose rows must state the alternative their rule rejects (iclbook.power): a rule that cannot fail
+#: is no reproduction, and an underpowered row shows how weak its rule is.
+ALTERNATIVE_REQUIRED = ("predicted", "underpowered")
 SEEDS = ("000", "001", "002", "003", "004")
 REQUIRED = ("claim", "reported", "seed", "section", "kind")
 OPTIONAL = (
@@ -515,6 +528,40 @@ def paper_rows(rows: list[Row], metrics: dict[str, dict[str, Any]]) -> list[Row 
     ]
 
 
+def rule_powers(rows: list[Row], metrics: dict[str, dict[str, Any] | None]) -> dict[int, Any]:
+    """The power (:class:`iclbook.power.Power`) of every row that states an alternative, by ``id(row)``, at the
+    metrics of its notebook (``metrics``: notebook -> its metrics, ``None`` if not run); where the power cannot
+    be computed (a metric missing), a one-line string that says why."""
+    from .power import AlternativeError, rule_power
+
+    out: dict[int, Any] = {}
+    for r in rows:
+        cl = r.claim
+        if cl.alternative is None or r.status == "absent":
+            continue
+        m = metrics.get(cl.notebook)
+        if m is None:
+            out[id(r)] = "not computed: the notebook has not run"
+            continue
+        try:
+            out[id(r)] = rule_power(cl, cl.alternative, m)
+        except AlternativeError as exc:
+            out[id(r)] = f"not computed: {exc}"
+    return out
+
+
+def _power_cell(cl: Claim, p: Any) -> str:
+    """The report's cell beside a verdict: the power against the stated alternative and the alternative."""
+    if cl.alternative is None:
+        return "—"
+    if not hasattr(p, "power"):
+        return f"? ({cl.alternative.text}; {p or 'not computed'})"
+    from .power import POWER_MIN
+
+    flag = f" ⚠ below {POWER_MIN:g}" if p.power < POWER_MIN else ""
+    return f"**{p.power:.2f}**{flag} against: {cl.alternative.text}"
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -532,6 +579,7 @@ def _cell(text: str) -> str:
 #: Status as shown, by basis: a passing rule means different things for different bases.
 PASS_LABEL = {
     "predicted": "✓ reproduced",
+    "underpowered": "✓ holds (underpowered)",
     "theorem": "✓ identity verified",
     "construction": "✓ holds (by construction)",
     "calibrated": "✓ matches (calibrated)",
@@ -541,6 +589,7 @@ PASS_LABEL = {
 }
 FAIL_LABEL = {
     "predicted": "✗ differs",
+    "underpowered": "✗ differs (underpowered)",
     "theorem": "✗ identity fails",
     "construction": "✗ differs",
     "calibrated": "✗ differs (calibrated)",
@@ -556,7 +605,10 @@ PAPERS = {
     "004": "Nagy: in-context learning as gradient descent (identities)",
 }
 BASIS_MEANING = {
-    "predicted": "an independent computation that could disagree with the paper's number",
+    "predicted": "an independent computation that could disagree with the paper's number, whose rule rejects the "
+    "stated alternative (a result that would change the paper's conclusion) with power at least 0.8",
+    "underpowered": "an independent computation whose rule cannot reject that alternative with power 0.8 "
+    "(the note says why and what would make it decisive): shown, not counted as a reproduction",
     "calibrated": "a free setting was chosen from the paper's number (the note names it)",
     "construction": "true because of how the experiment is built",
     "theorem": "holds for every input: a check of our code",
@@ -724,6 +776,7 @@ def render_report(
     bands: dict[int, Any] | None = None,
     sweeps: list[str] | None = None,
     origins: dict[str, str] | None = None,
+    powers: dict[int, Any] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -731,13 +784,16 @@ def render_report(
     ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
     notebooks' paper-preset runs; where present, a second value and status appear beside the
     quick ones and the summaries count both. ``origins``: notebook -> where its paper run came from, when
-    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table.
+    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table. ``powers``
+    (:func:`rule_powers`, by ``id(row)``): the power of each rule against its stated alternative, shown in a
+    column beside the verdict.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
         raise ValueError("paper: must be aligned with rows")
     paper_of = {id(r): p for r, p in zip(rows, paper)}
     bands = bands or {}
+    powers = powers or {}
     c = summary_counts(rows)
     lines = [
         "# Reproduction report",
@@ -749,6 +805,13 @@ def render_report(
         "*within_se* — \\|computed − reported\\| ≤ z·SE (+ a stated discretisation term), with SE the standard",
         "error the notebook computed; *predicate* — an expression over metrics, shown with the values it read.",
         "Tolerances come from an error model stated in the row's note.",
+        "",
+        "A rule that cannot fail proves nothing, so every *predicted* row states the **alternative** it must reject",
+        "(a result that would change the paper's conclusion: an exponent off by 0.1, a ratio off by 3 %, …) and the",
+        "report computes the rule's **power** against it from the row's own error model (the statistic normal with",
+        "the standard error the notebook computed: analytic for interval rules, a seeded simulation of 20,000 draws",
+        "for predicates; `iclbook/power.py`). A rule with power below 0.8 is not a reproduction: its row is",
+        "*underpowered*.",
         "",
         "Each row also has a **basis**, which says what a passing rule is worth:",
         "",
@@ -842,7 +905,10 @@ def render_report(
 
     for nb in notebooks:
         with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
-        head = "| id | status | basis | claim (paper, section) | reported | computed | difference / values used |"
+        head = (
+            "| id | status | power against the alternative | basis | claim (paper, section) | reported | computed "
+            "| difference / values used |"
+        )
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
@@ -862,6 +928,7 @@ def render_report(
                 status_label(r)
                 + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
                 + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
+                _power_cell(cl, powers.get(id(r))),
                 cl.basis,
                 f"{cl.claim} ({cl.seed} {cl.section})",
                 _fmt(cl.reported),
@@ -880,6 +947,9 @@ def render_report(
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
                     f"*Robustness:* {bands[id(r)].describe()}." if id(r) in bands else "",
+                    f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
+                    if hasattr(powers.get(id(r)), "power")
+                    else "",
                 )
                 if t
             )
@@ -1117,9 +1187,10 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
 
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
     bands, sweep_lines = sweep_bands(root, rows, generated)
+    own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins),
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, rule_powers(rows, own)),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

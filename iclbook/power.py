@@ -8,9 +8,9 @@ must reject the plausible alternative that would change the paper's conclusion (
 ``metric``
     the statistic the alternative moves (default: the row's metric);
 ``shift`` / ``rel`` / ``value``
-    the alternative's mean of that statistic: ``null ± shift``, ``null·(1 ± rel)`` (both signs; the power is
+    the alternative's mean of that statistic: ``center ± shift``, ``center·(1 ± rel)`` (both signs; the power is
     the smaller of the two) or ``value`` (one point);
-``null``
+``center``
     the statistic's value under the paper's claim (default: the row's numeric ``reported`` value);
 ``se``
     its standard error under the row's error model: a metric key, a number (``0``: a deterministic
@@ -19,7 +19,7 @@ must reject the plausible alternative that would change the paper's conclusion (
 ``text``
     the alternative in words.
 
-``null``, ``value`` and ``se`` may be numbers, metric keys or expressions over metrics in the predicate
+``center``, ``value`` and ``se`` may be numbers, metric keys or expressions over metrics in the predicate
 language of :func:`iclbook.pages.parse_predicate`.
 
 Error model: the statistic is normal, ``X ~ N(mu, se)`` with ``mu`` the alternative's mean, every other metric
@@ -57,7 +57,7 @@ POWER_MIN = 0.8
 #: Draws of the statistic for a predicate rule (Monte Carlo error at most 0.5 / sqrt(N_DRAWS) = 0.0035).
 N_DRAWS = 20_000
 _MEANS = ("shift", "rel", "value")
-_FIELDS = ("text", "metric", "null", "se", *_MEANS)
+_FIELDS = ("text", "metric", "center", "se", *_MEANS)
 
 
 class AlternativeError(ValueError):
@@ -66,12 +66,12 @@ class AlternativeError(ValueError):
 
 @dataclass(frozen=True)
 class Alternative:
-    """The alternative a rule must reject: the statistic ``metric`` with mean ``null ± shift``,
-    ``null (1 ± rel)`` or ``value`` and standard error ``se`` (numbers, metric keys or expressions)."""
+    """The alternative a rule must reject: the statistic ``metric`` with mean ``center ± shift``,
+    ``center (1 ± rel)`` or ``value`` and standard error ``se`` (numbers, metric keys or expressions)."""
 
     text: str
     metric: str = ""
-    null: float | str | None = None
+    center: float | str | None = None
     se: float | str | None = None
     shift: float | None = None
     rel: float | None = None
@@ -93,7 +93,7 @@ class Alternative:
         for k in ("shift", "rel"):
             if k in given and not (_is_number(d[k]) and d[k] != 0):
                 raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
-        for k in ("null", "se", "value"):
+        for k in ("center", "se", "value"):
             v = d.get(k)
             if v is not None and not (_is_number(v) or (isinstance(v, str) and v.strip())):
                 raise AlternativeError(f"{where}: alternative {k} must be a number, a metric key or an expression")
@@ -104,7 +104,7 @@ class Alternative:
         return cls(
             text=str(d["text"]).strip(),
             metric=str(d.get("metric") or ""),
-            null=d.get("null"),
+            center=d.get("center"),
             se=d.get("se"),
             shift=None if d.get("shift") is None else float(d["shift"]),
             rel=None if d.get("rel") is None else float(d["rel"]),
@@ -112,9 +112,9 @@ class Alternative:
         )
 
     def names(self) -> list[str]:
-        """The metric keys the alternative reads (its statistic and those in ``null``, ``se``, ``value``)."""
+        """The metric keys the alternative reads (its statistic and those in ``center``, ``se``, ``value``)."""
         out = [self.metric] if self.metric else []
-        for v in (self.null, self.se, self.value):
+        for v in (self.center, self.se, self.value):
             if isinstance(v, str):
                 out += _names(_parse(v, "alternative"))
         return list(dict.fromkeys(out))
@@ -298,7 +298,7 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
 
     Analytic for single-metric kinds, simulated (``rng``, default seeded 0) for predicates; the smaller power
     over the alternative's means (both signs of a ``shift`` or ``rel``). An :class:`AlternativeError` names
-    what is missing (a metric, a null value)."""
+    what is missing (a metric, a center)."""
     metric = alt.metric or claim.metric
     if not metric:
         raise AlternativeError("alternative: a predicate row's alternative names its metric")
@@ -311,10 +311,10 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
     if alt.value is not None:
         means: tuple[float, ...] = (_value(alt.value, metrics, "value"),)
     else:
-        null = alt.null if alt.null is not None else claim.reported
+        null = alt.center if alt.center is not None else claim.reported
         if not (_is_number(null) or isinstance(null, str)):
-            raise AlternativeError("alternative: the claim has no numeric value; give alternative.null")
-        c = _value(null, metrics, "null")
+            raise AlternativeError("alternative: the claim has no numeric value; give alternative.center")
+        c = _value(null, metrics, "center")
         means = (c + alt.shift, c - alt.shift) if alt.shift is not None else (c * (1 + alt.rel), c * (1 - alt.rel))
     if claim.kind == "predicate":
         rng = rng if rng is not None else np.random.default_rng(0)

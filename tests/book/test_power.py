@@ -80,7 +80,7 @@ def test_rel_and_value_alternatives() -> None:
 
 def test_expressions_for_null_se_and_value() -> None:
     c = _claim(kind="predicate", predicate="abs(a - b) <= 3 * s", se="s", stochastic=True)
-    alt = Alternative("off by 10 %", metric="a", null="b", rel=0.1, se="s")
+    alt = Alternative("off by 10 %", metric="a", center="b", rel=0.1, se="s")
     assert alt.names() == ["a", "b", "s"]
     p = rule_power(c, alt, {"a": 1.0, "b": 1.0, "s": 0.01})
     assert p.power > 0.999
@@ -113,7 +113,7 @@ def test_ledger_row_reads_its_alternative() -> None:
 
 def test_missing_metric_or_null_is_named() -> None:
     c = _claim(kind="predicate", predicate="y > 0", no_se="n/a", reported="text")
-    with pytest.raises(AlternativeError, match="null"):
+    with pytest.raises(AlternativeError, match="center"):
         rule_power(c, Alternative("t", metric="y", shift=1.0, se=0.0), {"y": 1.0})
     with pytest.raises(AlternativeError, match="no numeric metric"):
         rule_power(c, Alternative("t", metric="y", value=1.0, se="y_se"), {"y": 1.0})
