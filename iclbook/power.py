@@ -17,7 +17,8 @@ must reject the plausible alternative that would change the paper's conclusion (
     computation, error below the rule's resolution) or an expression over metrics (default: the row's
     first ``se`` key);
 ``text``
-    the alternative in words.
+    the alternative in words (alone, without a mean: an alternative whose power the ledger's error model
+    cannot compute; such a row is not `predicted`).
 
 ``center``, ``value`` and ``se`` may be numbers, metric keys or expressions over metrics in the predicate
 language of :func:`iclbook.pages.parse_predicate`.
@@ -88,8 +89,8 @@ class Alternative:
         if not str(d.get("text") or "").strip():
             raise AlternativeError(f"{where}: alternative needs a text (the alternative in words)")
         given = [k for k in _MEANS if d.get(k) is not None]
-        if len(given) != 1:
-            raise AlternativeError(f"{where}: alternative needs exactly one of {_MEANS}, got {given}")
+        if len(given) > 1:
+            raise AlternativeError(f"{where}: alternative takes at most one of {_MEANS}, got {given}")
         for k in ("shift", "rel"):
             if k in given and not (_is_number(d[k]) and d[k] != 0):
                 raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
@@ -299,6 +300,8 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
     Analytic for single-metric kinds, simulated (``rng``, default seeded 0) for predicates; the smaller power
     over the alternative's means (both signs of a ``shift`` or ``rel``). An :class:`AlternativeError` names
     what is missing (a metric, a center)."""
+    if alt.shift is None and alt.rel is None and alt.value is None:
+        raise AlternativeError("the alternative is stated in words only (no shift, rel or value): no power")
     metric = alt.metric or claim.metric
     if not metric:
         raise AlternativeError("alternative: a predicate row's alternative names its metric")

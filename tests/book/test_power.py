@@ -90,8 +90,7 @@ def test_expressions_for_null_se_and_value() -> None:
     "d, message",
     [
         ({"shift": 0.1}, "needs a text"),
-        ({"text": "t"}, "exactly one of"),
-        ({"text": "t", "shift": 0.1, "rel": 0.1}, "exactly one of"),
+        ({"text": "t", "shift": 0.1, "rel": 0.1}, "at most one of"),
         ({"text": "t", "shift": 0}, "non-zero"),
         ({"text": "t", "shift": 0.1, "se": -1}, ">= 0"),
         ({"text": "t", "shift": 0.1, "colour": 1}, "unknown fields"),
@@ -107,8 +106,14 @@ def test_malformed_alternatives_are_one_line_errors(d, message) -> None:
 def test_ledger_row_reads_its_alternative() -> None:
     c = _claim(metric="x", se="x_se", alternative={"text": "off by 0.1", "shift": 0.1})
     assert c.alternative == Alternative("off by 0.1", shift=0.1)
-    with pytest.raises(ReportError, match="exactly one of"):
-        _claim(metric="x", se="x_se", alternative={"text": "t"})
+    with pytest.raises(ReportError, match="at most one of"):
+        _claim(metric="x", se="x_se", alternative={"text": "t", "value": 1, "shift": 1})
+
+
+def test_an_alternative_in_words_only_has_no_power() -> None:
+    c = _claim(metric="x", se="x_se", alternative={"text": "a 2 % bias of the estimate"})
+    with pytest.raises(AlternativeError, match="words only"):
+        rule_power(c, c.alternative, {"x": 1.0, "x_se": 0.1})
 
 
 def test_missing_metric_or_null_is_named() -> None:
