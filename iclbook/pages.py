@@ -809,7 +809,7 @@ def render_report(
         "A rule that cannot fail proves nothing, so every *predicted* row states the **alternative** it must reject",
         "(a result that would change the paper's conclusion: an exponent off by 0.1, a ratio off by 3 %, …) and the",
         "report computes the rule's **power** against it from the row's own error model (the statistic normal with",
-        "the standard error the notebook computed: analytic for interval rules, a seeded simulation of 20,000 draws",
+        "the standard error the notebook computed: analytic for interval rules, a seeded simulation of 100,000 draws",
         "for predicates; `iclbook/power.py`). A rule with power below 0.8 is not a reproduction: its row is",
         "*underpowered*.",
         "",

@@ -49,14 +49,15 @@ __all__ = [
     "Alternative",
     "Power",
     "interval_power",
+    "rule_metric_names",
     "rule_power",
     "simulated_power",
 ]
 
 #: The smallest power a `predicted` rule may have against its stated alternative.
 POWER_MIN = 0.8
-#: Draws of the statistic for a predicate rule (Monte Carlo error at most 0.5 / sqrt(N_DRAWS) = 0.0035).
-N_DRAWS = 20_000
+#: Draws of the statistic for a predicate rule (Monte Carlo error at most 0.5 / sqrt(N_DRAWS) = 0.0016).
+N_DRAWS = 100_000
 _MEANS = ("shift", "rel", "value")
 _FIELDS = ("text", "metric", "center", "se", *_MEANS)
 
@@ -292,6 +293,16 @@ def _acceptance(claim: Any, metrics: dict[str, Any]) -> tuple[float | None, floa
     if claim.kind == "min":
         return tol, None
     raise AlternativeError(f"kind {claim.kind!r} has no acceptance interval")
+
+
+def rule_metric_names(claim: Any) -> list[str]:
+    """The metric keys that ``claim``'s rule and its alternative read (what a stored copy of the metrics must
+    keep for the power to be recomputed)."""
+    from .pages import predicate_names
+
+    names = predicate_names(claim.predicate) if claim.kind == "predicate" else [claim.metric]
+    names += list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
+    return list(dict.fromkeys(n for n in names if n))
 
 
 def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.random.Generator | None = None) -> Power:
