@@ -7,7 +7,6 @@ The status of each row is computed here from the numbers, never typed.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import math
@@ -20,6 +19,13 @@ import yaml
 
 from .architecture import LAYERS, declared_all
 from .notebooks import toc_order
+from .predicates import (  # noqa: F401 (re-exported: the report's rules and their callers)
+    PREDICATE_FUNCTIONS,
+    ReportError,
+    evaluate_predicate,
+    parse_predicate,
+    predicate_names,
+)
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
 LEGACY_KINDS = ("qualitative",)  # a boolean metric computed in the notebook; being replaced by `predicate`
@@ -64,142 +70,10 @@ OPTIONAL = (
     "diagnosis",
     "diagnosis_note",
     "alternative",
+    "depends_on",
 )
-#: Functions a predicate may call (nothing else can be called).
-PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
-
-
-class ReportError(ValueError):
-    """A reported-values file is malformed."""
-
-
-# --------------------------------------------------------------------------- predicates
-_BINOPS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.Pow: lambda a, b: math.pow(a, b),
-}
-_CMPOPS = {
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-}
-
-
-def parse_predicate(expr: str, where: str = "predicate") -> ast.Expression:
-    """Parse ``expr`` and check it against the whitelist; raise :class:`ReportError` naming ``where``.
-
-    Allowed: metric names, numeric and boolean literals, ``+ - * / **``, unary ``-``/``+``, comparisons
-    (chained too), ``and``/``or``/``not``, list or tuple literals, and calls of ``abs``, ``min``, ``max``,
-    ``all`` and ``any`` with positional arguments. Everything else (attributes, subscripts, strings,
-    other calls, lambdas, comprehensions, keywords) is rejected.
-    """
-    if not isinstance(expr, str) or not expr.strip():
-        raise ReportError(f"{where}: the predicate must be a non-empty string")
-    try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ReportError(f"{where}: predicate {expr!r} is not a valid expression ({exc.msg})") from None
-    for node in ast.walk(tree):
-        ok = isinstance(
-            node,
-            (
-                ast.Expression,
-                ast.BoolOp,
-                ast.And,
-                ast.Or,
-                ast.UnaryOp,
-                ast.Not,
-                ast.USub,
-                ast.UAdd,
-                ast.BinOp,
-                ast.Compare,
-                ast.Name,
-                ast.Load,
-                ast.List,
-                ast.Tuple,
-                ast.Call,
-                ast.Constant,
-                *_BINOPS,
-                *_CMPOPS,
-            ),
-        )
-        if isinstance(node, ast.Constant):
-            ok = isinstance(node.value, (int, float, bool))
-        elif isinstance(node, ast.Call):
-            ok = (
-                isinstance(node.func, ast.Name)
-                and node.func.id in PREDICATE_FUNCTIONS
-                and not node.keywords
-                and not any(isinstance(a, ast.Starred) for a in node.args)
-            )
-        if not ok:
-            what = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
-            raise ReportError(
-                f"{where}: predicate {expr!r}: {type(node).__name__} {what!r} is not allowed (only metric names, "
-                f"numbers, arithmetic, comparisons, and/or/not and calls of {', '.join(PREDICATE_FUNCTIONS)})"
-            )
-    return tree
-
-
-def predicate_names(expr: str) -> list[str]:
-    """The metric names a predicate reads, in order of first appearance (function names excluded)."""
-    tree = parse_predicate(expr)
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    found = sorted((n.col_offset, n.id) for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called)
-    return list(dict.fromkeys(name for _, name in found))
-
-
-def _eval_node(node: ast.AST, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Expression):
-        return _eval_node(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_eval_node(e, env) for e in node.elts]
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(bool(_eval_node(v, env)) for v in node.values)
-        return any(bool(_eval_node(v, env)) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        v = _eval_node(node.operand, env)
-        return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
-    if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env))
-    if isinstance(node, ast.Compare):
-        left = _eval_node(node.left, env)
-        for op, comp in zip(node.ops, node.comparators):
-            right = _eval_node(comp, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.Call):
-        args = [_eval_node(a, env) for a in node.args]
-        return PREDICATE_FUNCTIONS[node.func.id](*args)
-    raise ReportError(f"predicate node {type(node).__name__} is not allowed")  # unreachable after parse_predicate
-
-
-def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicate") -> bool:
-    """Evaluate a whitelisted predicate (see :func:`parse_predicate`) over ``values``; it must give a bool."""
-    tree = parse_predicate(expr, where)
-    missing = [n for n in predicate_names(expr) if n not in values]
-    if missing:
-        raise ReportError(f"{where}: predicate {expr!r} reads unknown names {missing}")
-    try:
-        result = _eval_node(tree, values)
-    except (ArithmeticError, TypeError, ValueError) as exc:
-        raise ReportError(f"{where}: predicate {expr!r} cannot be evaluated: {exc}") from None
-    if not isinstance(result, bool):
-        raise ReportError(f"{where}: predicate {expr!r} gives {result!r}, not true/false")
-    return result
+#: Bases whose rows get a robustness band from the sweeps; they may declare ``depends_on``.
+SWEPT_BASES = ("predicted", "calibrated")
 
 
 # --------------------------------------------------------------------------- claims
@@ -233,6 +107,7 @@ class Claim:
     diagnosis: str = ""
     diagnosis_note: str = ""
     alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
+    depends_on: tuple[str, ...] | None = None  # the swept settings the metric depends on (None: not declared)
 
     @property
     def label(self) -> str:
@@ -339,6 +214,13 @@ class Claim:
                 alternative = Alternative.from_dict(d["alternative"], where)
             except AlternativeError as exc:
                 raise ReportError(str(exc)) from None
+        depends_on = d.get("depends_on")
+        if depends_on is not None:
+            if not isinstance(depends_on, list) or not all(isinstance(x, str) and x for x in depends_on):
+                raise ReportError(f"{where}: depends_on must be a list of swept setting names (may be empty)")
+            if basis not in SWEPT_BASES + ("underpowered",):
+                raise ReportError(f"{where}: depends_on belongs to the swept bases {SWEPT_BASES}, not {basis!r}")
+            depends_on = tuple(depends_on)
         return cls(
             claim=str(d["claim"]),
             reported=d["reported"],
@@ -362,6 +244,7 @@ class Claim:
             diagnosis=diagnosis,
             diagnosis_note=diagnosis_note,
             alternative=alternative,
+            depends_on=depends_on,
         )
 
 
@@ -946,7 +829,7 @@ def render_report(
                     cl.note,
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
-                    f"*Robustness:* {bands[id(r)].describe()}." if id(r) in bands else "",
+                    f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
                     f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
                     if hasattr(powers.get(id(r)), "power")
                     else "",
@@ -963,16 +846,13 @@ def render_report(
     return "\n".join(lines)
 
 
-#: Bases whose rows get a robustness band from the sweeps (issue 26).
-SWEPT_BASES = ("predicted", "calibrated")
-
-
 def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int, Any], list[str]]:
     """The robustness band (:func:`iclbook.sweep.band`) of every `predicted` and `calibrated` row, by ``id(row)``,
     from the sweep points the store holds (nothing is executed), and the report lines that describe the
     declared settings with one specification-curve figure per swept notebook (written as
     ``generated/sweep-<notebook>.png`` and ``.pdf``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
     from .notebooks import NotebookError, discover_all
+    from .sensitivity import INSENSITIVE, metric_sensitivity, with_sensitivity
     from .store import import_scans
     from .sweep import SWEEPS, band, load_plans, spec_curve, stored_points
 
@@ -982,11 +862,21 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
         raise ReportError(str(exc)) from None
     scans = import_scans(root)
     stored = {name: stored_points(root, plan, scans) for name, plan in plans.items()}
-    bands = {
-        id(r): band(r.claim, stored.get(r.claim.notebook, []), evaluate)
-        for r in rows
-        if r.claim.basis in SWEPT_BASES and r.status != "absent"
-    }
+    bands = {}
+    for r in rows:
+        cl = r.claim
+        if cl.basis not in SWEPT_BASES or r.status == "absent":
+            continue
+        points = stored.get(cl.notebook, [])
+        swept = {st.name for st in plans[cl.notebook].settings} if cl.notebook in plans else set()
+        unknown = sorted(set(cl.depends_on or ()) - swept)
+        if unknown:
+            raise ReportError(
+                f"{cl.source}: {cl.label}: depends_on names {unknown}, not swept settings of {cl.notebook} "
+                f"({', '.join(sorted(swept)) or 'none'}; {SWEEPS.as_posix()})"
+            )
+        b = band(cl, points, evaluate)
+        bands[id(r)] = with_sensitivity(b, metric_sensitivity(rule_names(cl), points, cl.depends_on)) if points else b
     lines = [
         f"The settings each notebook sweeps, declared in `{SWEEPS.as_posix()}` with the reason for each range:",
         "",
@@ -1023,6 +913,7 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             generated / f"sweep-{name}",  # beside report.md: not a notebook's figure (those live in <notebook>/)
         )
         unrun = len(stored[name]) - len(points)
+        flat = bands.get(id(target)) is not None and bands[id(target)].label == INSENSITIVE
         lines += [
             f"```{{figure}} sweep-{name}.png",
             f":name: fig-sweep-{name.replace('_', '-')}",
@@ -1032,12 +923,30 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             f"the reported value (dashed) and the rule's band (grey; at the preset's SE); below, the setting that produced "
             f"each point (*preset*: the quick preset)."
             + (f" {unrun} point(s) not run yet." if unrun else "")
+            + (
+                " **The metric is the same at every point: the swept settings do not enter it, so this curve shows no"
+                " robustness (the row is labelled *insensitive*).**"
+                if flat
+                else ""
+            )
             + " Drawn when the book is built from the store's runs of the sweep points (nothing is executed); "
             "regenerate with `make sweep`, then `make book`.",
             "```",
             "",
         ]
     return bands, lines
+
+
+def rule_names(c: Claim) -> list[str]:
+    """The metric keys a row's rule reads (its metric, or the names of its predicate)."""
+    return predicate_names(c.predicate) if c.kind == "predicate" else [c.metric] if c.metric else []
+
+
+def band_text(b: Any) -> str:
+    """A band's description with its reason (:func:`iclbook.sensitivity.band_text`)."""
+    from .sensitivity import band_text as text
+
+    return text(b)
 
 
 def _figure_row(rows: list[Row], notebook: str, row_id: str) -> Row | None:
@@ -1076,7 +985,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
     """The report's closing section: what the sweeps are, the band counts, every fragile row with its
     explanation (its diagnosis or note), the declared settings and the figures (``extra``)."""
     banded = [r for r in rows if id(r) in bands]
-    labels = ("robust", "fragile", "fails", "partial", "not swept")
+    labels = ("robust", "insensitive", "fragile", "fails", "partial", "not swept")
     count = {lab: sum(bands[id(r)].label == lab for r in banded) for lab in labels}
     fragile = [r for r in banded if bands[id(r)].label == "fragile"]
     lines = [
@@ -1088,8 +997,11 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
         "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted* and *calibrated*",
         "row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
         "preset, fails at some setting), *fails* (fails at the preset), *partial* (holds where run; some points",
-        "not run yet), *not swept* (no point in the store). A calibrated row is expected to be fragile in the",
-        "setting it was calibrated on. The figures are specification curves {cite:p}`simonsohn2020specification`.",
+        "not run yet), *not swept* (no point in the store), *insensitive* (the metrics the rule reads are the same",
+        "number at every stored point, or the row declares in `depends_on` that none of the swept settings enters",
+        "them: holding there says nothing about robustness, so such a row is not counted as robust). A calibrated",
+        "row is expected to be fragile in the setting it was calibrated on. The figures are specification curves",
+        "{cite:p}`simonsohn2020specification`.",
         "",
         f"Of {len(banded)} predicted and calibrated rows: " + " · ".join(f"{count[k]} {k}" for k in labels) + ".",
         "",
@@ -1103,7 +1015,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
                 if cl.diagnosis
                 else "The ledger gives no diagnosis of this dependence yet."
             )
-            lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {bands[id(r)].describe()}. {why}")
+            lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {band_text(bands[id(r)])}. {why}")
         lines.append("")
     return [*lines, *extra]
 

@@ -21,7 +21,7 @@ must reject the plausible alternative that would change the paper's conclusion (
     cannot compute; such a row is not `predicted`).
 
 ``center``, ``value`` and ``se`` may be numbers, metric keys or expressions over metrics in the predicate
-language of :func:`iclbook.pages.parse_predicate`.
+language of :func:`iclbook.predicates.parse_predicate`.
 
 Error model: the statistic is normal, ``X ~ N(mu, se)`` with ``mu`` the alternative's mean, every other metric
 at its computed value. The power is ``P(the rule fails)``:
@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import norm
+
+from .predicates import ReportError, parse_predicate, predicate_names
 
 __all__ = [
     "POWER_MIN",
@@ -145,8 +147,6 @@ def _is_number(x: Any) -> bool:
 
 
 def _parse(expr: str, where: str) -> ast.Expression:
-    from .pages import ReportError, parse_predicate
-
     try:
         return parse_predicate(expr, where)
     except ReportError as exc:
@@ -298,8 +298,6 @@ def _acceptance(claim: Any, metrics: dict[str, Any]) -> tuple[float | None, floa
 def rule_metric_names(claim: Any) -> list[str]:
     """The metric keys that ``claim``'s rule and its alternative read (what a stored copy of the metrics must
     keep for the power to be recomputed)."""
-    from .pages import predicate_names
-
     names = predicate_names(claim.predicate) if claim.kind == "predicate" else [claim.metric]
     names += list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
     return list(dict.fromkeys(n for n in names if n))
