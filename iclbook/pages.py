@@ -43,7 +43,9 @@ BASES = (
 #: Bases of rows that no notebook computes (kind ``absent``): not reproduced yet, or impossible offline.
 UNCOMPUTED = ("absent", "out-of-scope")
 #: Why a rule that could disagree does not reproduce (issue: every "differs" is explained).
-DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "open")
+#: ``reading``: the row grades a reading of the paper that the errata does not adopt; the adopted reading is
+#: graded by its own row (named in the evidence).
+DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "reading", "open")
 #: A row id: the ledger file's stem, a dash, a number never reused (``decoder-07``).
 ROW_ID = re.compile(r"^[a-z][a-z0-9_]*-[0-9]{2,3}$")
 UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/book/test_ledger.py flags it
@@ -539,12 +541,12 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
 
 
 #: Diagnoses that explain a `predicted` row that differs (issue 27: erratum / finite-size / setting).
-EXPLAINED = ("erratum", "finite-size", "setting")
+EXPLAINED = ("erratum", "finite-size", "setting", "reading")
 
 
 def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict[str, int]:
     """The headline of issue 27: `predicted` rows reproduced / explained (a differing row whose diagnosis is
-    erratum, finite-size or setting) / open (any other differing row) / missing, rows absent and out of
+    erratum, finite-size, setting or reading) / open (any other differing row) / missing, rows absent and out of
     scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
     pred = [r for r in rows if r.claim.basis == "predicted"]
     bands = bands or {}
@@ -717,7 +719,7 @@ def render_report(
     lines += [
         "Outcome of the *predicted* rows, per paper: reproduced (of which **robust**: the rule holds at every",
         "swept setting the paper leaves unstated, see *Robustness across unstated settings* below), explained",
-        "(differs, with an erratum, finite-size or setting diagnosis), open (differs otherwise), missing; and",
+        "(differs, with an erratum, finite-size, setting or reading diagnosis), open (differs otherwise), missing; and",
         "the rows not computed (absent, out of scope).",
         "",
         *headline_table(rows, paper, bands),
