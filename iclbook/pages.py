@@ -73,6 +73,7 @@ OPTIONAL = (
     "diagnosis_note",
     "alternative",
     "depends_on",
+    "evidence",
 )
 #: Bases whose rows get a robustness band from the sweeps; they may declare ``depends_on``.
 SWEPT_BASES = ("predicted", "calibrated")
@@ -110,6 +111,7 @@ class Claim:
     diagnosis_note: str = ""
     alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
     depends_on: tuple[str, ...] | None = None  # the swept settings the metric depends on (None: not declared)
+    evidence: tuple[Any, ...] = ()  # iclbook.evidence.Reference: the runs behind the diagnosis
 
     @property
     def label(self) -> str:
@@ -216,6 +218,16 @@ class Claim:
                 alternative = Alternative.from_dict(d["alternative"], where)
             except AlternativeError as exc:
                 raise ReportError(str(exc)) from None
+        evidence: tuple[Any, ...] = ()
+        if d.get("evidence") is not None:
+            from .evidence import EvidenceError, parse_evidence
+
+            if not diagnosis:
+                raise ReportError(f"{where}: evidence belongs to a diagnosis")
+            try:
+                evidence = parse_evidence(d["evidence"], where)
+            except EvidenceError as exc:
+                raise ReportError(str(exc)) from None
         depends_on = d.get("depends_on")
         if depends_on is not None:
             if not isinstance(depends_on, list) or not all(isinstance(x, str) and x for x in depends_on):
@@ -247,6 +259,7 @@ class Claim:
             diagnosis_note=diagnosis_note,
             alternative=alternative,
             depends_on=depends_on,
+            evidence=evidence,
         )
 
 
@@ -831,6 +844,7 @@ def render_report(
                     cl.note,
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
+                    "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
                     f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
                     f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
                     if hasattr(powers.get(id(r)), "power")

@@ -179,7 +179,8 @@ def test_a_reused_id_is_refused(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ power of the predicted rules
-#: The metrics every `predicted` and `underpowered` rule and its alternative read, copied from a quick-preset
+#: The metrics every `predicted` and `underpowered` rule and its alternative read, and those a diagnosis cites as
+#: evidence, copied from a quick-preset
 #: build (`rule_metric_names` of each row); the power test reads book/generated when a notebook has run there.
 QUICK_RULE_METRICS = Path(__file__).parent / "fixtures" / "quick_rule_metrics.json"
 
@@ -216,3 +217,32 @@ def test_every_predicted_rule_rejects_its_alternative_with_power_0_8(row: str) -
 def test_underpowered_rows_say_why() -> None:
     bad = [c.label for c in CLAIMS if c.basis == "underpowered" and not re.search(r"power", c.basis_note, re.I)]
     assert not bad, f"underpowered rows whose basis_note does not state the power or why it is not computable: {bad}"
+
+
+# ------------------------------------------------------------------ evidence behind every diagnosis
+def _commit_exists(ref: str) -> bool:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=ROOT, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return True  # no git here: the reference cannot be checked, not refuted
+    return out.returncode == 0
+
+
+@pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.diagnosis and c.diagnosis != "open"])
+def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
+    """A setting, finite-size, fixed, erratum or reading diagnosis cites runs in the repository (iclbook.evidence):
+    without them the row is `open`."""
+    from iclbook.evidence import errata_headings, evidence_problems
+
+    c = next(c for c in CLAIMS if c.id == row)
+    problems = evidence_problems(
+        c,
+        ROOT,
+        _rule_metrics(c.notebook),
+        {x.id for x in CLAIMS},
+        errata_headings(ROOT / "book" / "errata"),
+        _commit_exists,
+    )
+    assert not problems, f"{c.label} ({c.diagnosis}): " + "; ".join(problems)

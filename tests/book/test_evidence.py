@@ -1,0 +1,124 @@
+"""The evidence behind a diagnosis (``iclbook.evidence``): schema, and what each diagnosis needs.
+
+* A setting, finite-size, fixed, erratum or reading diagnosis without the references it needs is flagged.
+* Every reference resolves: metric keys in the notebook's metrics, a test function, an errata heading, a row id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iclbook.evidence import EvidenceError, errata_headings, evidence_problems, parse_evidence
+from iclbook.pages import Claim, ReportError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _claim(diagnosis: str, evidence=None) -> Claim:
+    d = {
+        "id": "x-01",
+        "claim": "c",
+        "reported": 1.0,
+        "seed": "000",
+        "section": "§1",
+        "kind": "abs",
+        "tolerance": 0.1,
+        "notebook": "nb",
+        "metric": "m",
+        "basis": "predicted",
+        "diagnosis": diagnosis,
+        "diagnosis_note": "why",
+    }
+    if evidence is not None:
+        d["evidence"] = evidence
+    return Claim.from_dict(d, "x.yml")
+
+
+def _problems(c: Claim, metrics=None) -> list[str]:
+    return evidence_problems(c, ROOT, metrics, {"x-01", "x-02"}, {"An entry"}, lambda ref: ref == "abc123")
+
+
+@pytest.mark.parametrize("diagnosis", ["setting", "finite-size", "fixed", "erratum", "reading"])
+def test_a_diagnosis_without_evidence_is_flagged(diagnosis: str) -> None:
+    assert any("needs evidence" in p for p in _problems(_claim(diagnosis)))
+
+
+def test_an_open_diagnosis_needs_nothing() -> None:
+    assert _problems(_claim("open")) == []
+
+
+SERIES = {"metrics": ["gap_D1", "gap_D2", "gap_D4"], "form": "power law in D (Wishart corrections in 1/D)"}
+
+
+@pytest.mark.parametrize(
+    "diagnosis, evidence",
+    [
+        ("finite-size", [SERIES]),
+        ("setting", [{"sweep": {"M": 64}}]),
+        ("setting", [{"metrics": ["gap_D1"]}]),
+        ("fixed", [{"commit": "abc123"}, {"metrics": ["gap_D4"]}]),
+        ("erratum", [{"test": "tests/book/test_evidence.py::test_an_open_diagnosis_needs_nothing"}]),
+        ("reading", [{"errata": "An entry"}, {"row": "x-02"}]),
+    ],
+)
+def test_the_evidence_each_diagnosis_needs(diagnosis: str, evidence: list) -> None:
+    metrics = {"gap_D1": 0.4, "gap_D2": 0.2, "gap_D4": 0.1}
+    assert _problems(_claim(diagnosis, evidence), metrics) == []
+
+
+@pytest.mark.parametrize(
+    "diagnosis, evidence, message",
+    [
+        ("finite-size", [{"metrics": ["gap_D1", "gap_D2"], "form": "1/N"}], "at least 3 metrics"),
+        ("finite-size", [{"metrics": ["gap_D1", "gap_D2", "gap_D4"]}], "and its form"),
+        ("finite-size", [{**SERIES, "metrics": ["gap_D1", "gap_D2", "nope"]}], "not in nb's metrics"),
+        ("erratum", [{"test": "tests/book/test_evidence.py::test_missing"}], "does not exist"),
+        ("reading", [{"errata": "No such entry"}, {"row": "x-02"}], "no errata entry"),
+        ("reading", [{"errata": "An entry"}, {"row": "x-99"}], "no ledger row"),
+        ("fixed", [{"commit": "deadbeef"}, {"metrics": ["gap_D1"]}], "no commit"),
+        ("fixed", [{"metrics": ["gap_D1"]}], "needs evidence commit+metrics or commit+test"),
+    ],
+)
+def test_unsupported_evidence_is_named(diagnosis: str, evidence: list, message: str) -> None:
+    metrics = {"gap_D1": 0.4, "gap_D2": 0.2, "gap_D4": 0.1}
+    assert any(message in p for p in _problems(_claim(diagnosis, evidence), metrics))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([], "non-empty list"),
+        (["tests/x.py::t"], "is a mapping"),
+        ([{"test": "t", "row": "x-02"}], "exactly one of"),
+        ([{"row": "x-02", "form": "1/N"}], "'form' belongs to a metrics"),
+        ([{"metrics": "gap_D1"}], "not well formed"),
+    ],
+)
+def test_malformed_evidence_is_a_one_line_error(value, message) -> None:
+    with pytest.raises(EvidenceError, match=message):
+        parse_evidence(value, "row x")
+
+
+def test_evidence_belongs_to_a_diagnosis() -> None:
+    with pytest.raises(ReportError, match="evidence belongs to a diagnosis"):
+        Claim.from_dict(
+            {
+                "claim": "c",
+                "reported": 1.0,
+                "seed": "000",
+                "section": "§1",
+                "kind": "abs",
+                "tolerance": 0.1,
+                "notebook": "nb",
+                "metric": "m",
+                "evidence": [{"row": "x-02"}],
+            },
+            "x.yml",
+        )
+
+
+def test_the_errata_headings_are_read(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("## Chapter\n\n### An entry\n\ntext\n")
+    assert errata_headings(tmp_path) == {"Chapter", "An entry"}
