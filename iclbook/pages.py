@@ -1001,7 +1001,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
     """The report's closing section: what the sweeps are, the band counts, every fragile row with its
     explanation (its diagnosis or note), the declared settings and the figures (``extra``)."""
     banded = [r for r in rows if id(r) in bands]
-    labels = ("robust", "insensitive", "fragile", "fails", "partial", "not swept")
+    labels = ("robust", "fragile", "fails", "partial", "not swept", "insensitive")
     count = {lab: sum(bands[id(r)].label == lab for r in banded) for lab in labels}
     fragile = [r for r in banded if bands[id(r)].label == "fragile"]
     lines = [
