@@ -460,6 +460,11 @@ def _power_cell(cl: Claim, p: Any) -> str:
     return f"**{p.power:.2f}**{flag} against: {cl.alternative.text}"
 
 
+def _paper_power(p: Any) -> str:
+    """`` · power 0.93`` after a paper-preset status, where the power at the paper metrics was computed."""
+    return f" · power {p.power:.2f}" if hasattr(p, "power") else ""
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -683,8 +688,8 @@ def render_report(
     notebooks' paper-preset runs; where present, a second value and status appear beside the
     quick ones and the summaries count both. ``origins``: notebook -> where its paper run came from, when
     it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table. ``powers``
-    (:func:`rule_powers`, by ``id(row)``): the power of each rule against its stated alternative, shown in a
-    column beside the verdict.
+    (:func:`rule_powers`, by ``id(row)``, of the rows and of the paper-preset rows): the power of each rule
+    against its stated alternative, shown in a column beside the verdict and after the paper-preset status.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
@@ -835,7 +840,11 @@ def render_report(
             ]
             if with_paper:
                 p = paper_of[id(r)]
-                cells += [status_label(p), _fmt(p.reproduced), _difference(p)] if p is not None else ["—", "—", ""]
+                cells += (
+                    [status_label(p) + _paper_power(powers.get(id(p))), _fmt(p.reproduced), _difference(p)]
+                    if p is not None
+                    else ["—", "—", ""]
+                )
             lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
             text = " ".join(
                 t
@@ -1108,17 +1117,17 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
     keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
-    paper = paper_rows(
-        rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}), keys)
-    )
+    stored_paper = paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}), keys)
+    paper = paper_rows(rows, stored_paper)
     from .archive import entry_origin, origin_note
 
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
     bands, sweep_lines = sweep_bands(root, rows, generated)
     own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
+    powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, rule_powers(rows, own)),
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, powers),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

@@ -479,6 +479,22 @@ def test_report_shows_the_power_against_the_alternative_beside_the_verdict() -> 
     assert "*Power:* 1.00 (analytic" in text
 
 
+def test_paper_preset_power_follows_the_paper_preset_status() -> None:
+    from iclbook.pages import paper_rows, rule_powers
+
+    c = Claim.from_dict(
+        row(id="x-01", kind="within_se", se="m_se", tolerance=DROP, alternative={"text": "off by 10 %", "rel": 0.1}),
+        "x.yml",
+    )
+    quick, paper_m = {"m": 1.0, "m_se": 0.01}, {"m": 1.0, "m_se": 0.05}
+    rows = [evaluate(c, quick)]
+    paper = paper_rows(rows, {"nb": paper_m})
+    powers = {**rule_powers(rows, {"nb": quick}), **rule_powers(paper, {"nb": paper_m})}
+    assert powers[id(paper[0])].power < powers[id(rows[0])].power  # a larger SE at the paper preset: less power
+    text = render_report(rows, paper=paper, powers=powers)
+    assert f"✓ reproduced · power {powers[id(paper[0])].power:.2f} |" in text
+
+
 def test_power_of_a_row_whose_notebook_has_not_run_is_said_not_computed() -> None:
     from iclbook.pages import rule_powers
 
