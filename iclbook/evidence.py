@@ -15,7 +15,12 @@ the runs that show it. ``evidence`` is a list of references, each a mapping with
 ``row``
     another ledger row's id;
 ``commit``
-    a commit of this repository (the state before a fix).
+    a commit of this repository (the state before a fix);
+``trend``
+    a size series fitted at every build: ``{values: [metric keys], se: [their SEs], x: [numbers or expressions
+    over metrics], limit: number, form: text}``; the weighted least-squares fit ``c + a x`` (``x`` the
+    transformed size, e.g. ``1/B`` or ``1/D``, as the stated ``form`` justifies) must reach ``limit`` within
+    3 standard errors of ``c`` (:func:`fit_trend`).
 
 What each diagnosis needs (:data:`REQUIRED`, checked by :func:`evidence_problems`): ``finite-size`` a size
 series (``metrics`` with at least three keys and its ``form``), ``setting`` a run at another value of the
@@ -24,7 +29,7 @@ setting (``metrics`` or ``sweep``), ``fixed`` the before (``commit``) and after 
 diagnosis without them is to be ``open``. Runs made outside the repository (a separate script, a store run
 of another machine) are not evidence here: the note may describe them.
 
-This module imports no other ``iclbook`` module.
+This module imports only :mod:`iclbook.predicates` (for the expressions of a trend's sizes).
 """
 
 from __future__ import annotations
@@ -35,12 +40,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "REQUIRED", "EvidenceError", "Reference", "evidence_problems", "parse_evidence"]
+__all__ = [
+    "KINDS",
+    "REQUIRED",
+    "EvidenceError",
+    "Reference",
+    "Trend",
+    "evidence_problems",
+    "fit_trend",
+    "parse_evidence",
+    "trend_of",
+]
 
-KINDS = ("metrics", "sweep", "test", "errata", "row", "commit")
+KINDS = ("metrics", "sweep", "test", "errata", "row", "commit", "trend")
 #: For each diagnosis, alternatives of the reference kinds it needs (every kind of one alternative).
 REQUIRED: dict[str, tuple[tuple[str, ...], ...]] = {
-    "finite-size": (("metrics",),),
+    "finite-size": (("metrics",), ("trend",)),
     "setting": (("metrics",), ("sweep",)),
     "fixed": (("commit", "metrics"), ("commit", "test")),
     "erratum": (("test",),),
@@ -70,6 +85,8 @@ class Reference:
             return text + (f" (size series, {self.form})" if self.form else "")
         if self.kind == "sweep":
             return "sweep point " + ", ".join(f"{k}={v!r}" for k, v in self.target.items())
+        if self.kind == "trend":
+            return f"size series {', '.join(self.target['values'])} fitted as {self.target['form']}"
         if self.kind == "errata":
             return f"errata '{self.target}'"
         return f"{self.kind} `{self.target}`"
@@ -95,12 +112,78 @@ def parse_evidence(value: Any, where: str) -> tuple[Reference, ...]:
             ok = isinstance(target, list) and target and all(isinstance(k, str) and k for k in target)
         elif kind == "sweep":
             ok = isinstance(target, dict) and target and all(isinstance(k, str) for k in target)
+        elif kind == "trend":
+            ok = _trend_ok(target)
         else:
             ok = isinstance(target, str) and target.strip()
         if not ok:
             raise EvidenceError(f"{where}: evidence {kind} {target!r} is not well formed")
         out.append(Reference(kind, tuple(target) if kind == "metrics" else target, form))
     return tuple(out)
+
+
+def _trend_ok(t: Any) -> bool:
+    if not isinstance(t, dict) or set(t) != {"values", "se", "x", "limit", "form"}:
+        return False
+    lists = [t["values"], t["se"], t["x"]]
+    same = all(isinstance(v, list) for v in lists) and len({len(v) for v in lists}) == 1 and len(t["values"]) >= 3
+    number = isinstance(t["limit"], (int, float)) and not isinstance(t["limit"], bool)
+    return same and number and isinstance(t["form"], str) and bool(t["form"].strip())
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The fit ``c + a x`` of a size series: intercept ``c`` with standard error ``c_se``, slope ``a``, the
+    ``chi2`` of the weighted residuals and the ``limit`` it must reach; ``reaches``: ``|c - limit| <= 3 c_se``."""
+
+    c: float
+    c_se: float
+    a: float
+    chi2: float
+    limit: float
+
+    @property
+    def reaches(self) -> bool:
+        return abs(self.c - self.limit) <= 3 * self.c_se
+
+
+def fit_trend(values: Any, se: Any, x: Any, limit: float) -> Trend:
+    """Weighted least squares of ``values`` (n,) with standard errors ``se`` (n,) on ``1`` and ``x`` (n,): the
+    extrapolation of a size series to ``x = 0`` (``x`` = 1/size), with the intercept's standard error."""
+    import numpy as np
+
+    y, s, xs = (np.asarray(v, dtype=float) for v in (values, se, x))
+    if np.any(s <= 0) or len(y) < 3:
+        raise EvidenceError("a trend needs at least 3 points with positive standard errors")
+    design = np.stack([np.ones_like(xs), xs], axis=1) / s[:, None]
+    cov = np.linalg.inv(design.T @ design)
+    beta = cov @ design.T @ (y / s)
+    chi2 = float(np.sum((y / s - design @ beta) ** 2))
+    return Trend(float(beta[0]), float(np.sqrt(cov[0, 0])), float(beta[1]), chi2, float(limit))
+
+
+def _number(expr: Any, metrics: dict[str, Any]) -> float:
+    """A number, or an expression over ``metrics`` in the predicate language, as a float."""
+    from .predicates import ReportError, _eval_node, parse_predicate, predicate_names
+
+    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
+        return float(expr)
+    lacking = [n for n in predicate_names(str(expr)) if n not in metrics]
+    if lacking:
+        raise EvidenceError(f"metrics {lacking} are not in the notebook's metrics.json")
+    try:
+        return float(_eval_node(parse_predicate(str(expr), "trend"), metrics))
+    except (ReportError, ArithmeticError, TypeError, ValueError) as exc:
+        raise EvidenceError(f"trend expression {expr!r} cannot be evaluated: {exc}") from None
+
+
+def trend_of(t: dict[str, Any], metrics: dict[str, Any]) -> Trend:
+    """:func:`fit_trend` of a ``trend`` reference at ``metrics``."""
+
+    def num(v: Any) -> float:
+        return _number(v, metrics)
+
+    return fit_trend([num(v) for v in t["values"]], [num(v) for v in t["se"]], [num(v) for v in t["x"]], t["limit"])
 
 
 def errata_headings(errata_dir: Path) -> set[str]:
@@ -143,6 +226,16 @@ def evidence_problems(
                 lacking = [k for k in r.target if k not in metrics]
                 if lacking:
                     problems.append(f"metrics {lacking} are not in {claim.notebook}'s metrics.json")
+        elif r.kind == "trend" and metrics is not None:
+            try:
+                tr = trend_of(r.target, metrics)
+            except EvidenceError as exc:
+                problems.append(str(exc))
+                continue
+            if not tr.reaches:
+                problems.append(
+                    f"the size series extrapolates to {tr.c:.3g} +- {tr.c_se:.2g}, not to {tr.limit:g} within 3 SE"
+                )
         elif r.kind == "test" and not _test_exists(root, r.target):
             problems.append(f"test {r.target!r} does not exist")
         elif r.kind == "errata" and r.target not in headings:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from iclbook.evidence import EvidenceError, errata_headings, evidence_problems, parse_evidence
@@ -109,3 +110,47 @@ def test_evidence_belongs_to_a_diagnosis() -> None:
 def test_the_errata_headings_are_read(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("## Chapter\n\n### An entry\n\ntext\n")
     assert errata_headings(tmp_path) == {"Chapter", "An entry"}
+
+
+def test_a_trend_fit_recovers_a_known_intercept() -> None:
+    from iclbook.evidence import fit_trend
+
+    x = np.array([1 / 8, 1 / 32, 1 / 128])
+    exact = fit_trend(0.02 + 0.5 * x, [1e-3] * 3, x, 0.02)
+    assert exact.c == pytest.approx(0.02) and exact.a == pytest.approx(0.5) and exact.chi2 == pytest.approx(0, abs=1e-9)
+    assert exact.reaches
+    assert not fit_trend(0.02 + 0.5 * x, [1e-3] * 3, x, 0.0).reaches  # intercept 0.02 is 20 SE from the flow
+
+
+def test_a_trend_fit_intercept_se_matches_its_spread_over_noisy_draws() -> None:
+    from iclbook.evidence import fit_trend
+
+    rng = np.random.default_rng(3)
+    x, se = np.array([1 / 8, 1 / 32, 1 / 128]), np.array([4e-3, 1.5e-3, 6e-4])
+    fits = [fit_trend(0.3 * x + rng.normal(0, se), se, x, 0.0) for _ in range(4000)]
+    cs = np.array([f.c for f in fits])
+    assert abs(cs.std() / fits[0].c_se - 1) < 0.05  # the stated SE of c is its spread (4000 draws: 1 % error)
+    assert 0.99 < np.mean([f.reaches for f in fits]) < 1.0  # false failure near 0.27 %
+
+
+TREND = {
+    "values": ["b1", "b2", "b3"],
+    "se": ["s1", "s2", "s3"],
+    "x": ["16 / B", "4 / B", "1 / B"],
+    "limit": 0,
+    "form": "c + a/B",
+}
+
+
+def test_a_trend_reference_is_fitted_on_the_metrics() -> None:
+    metrics = {"b1": 0.036, "b2": 0.011, "b3": 0.0022, "s1": 0.0046, "s2": 0.0015, "s3": 0.0006, "B": 128}
+    c = _claim("finite-size", [{"trend": TREND}])
+    assert _problems(c, metrics) == []
+    biased = {**metrics, "b1": 0.066, "b2": 0.041, "b3": 0.0322}  # every point 0.03 higher: no flow limit
+    assert any("extrapolates to" in p for p in _problems(c, biased))
+    assert any("not in the notebook's metrics" in p for p in _problems(c, {"b1": 1.0}))
+
+
+def test_a_malformed_trend_is_refused() -> None:
+    with pytest.raises(EvidenceError, match="not well formed"):
+        parse_evidence([{"trend": {**TREND, "x": ["1"]}}], "row x")
