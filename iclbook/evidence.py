@@ -48,6 +48,7 @@ __all__ = [
     "Trend",
     "evidence_problems",
     "fit_trend",
+    "git_commit_exists",
     "parse_evidence",
     "trend_of",
 ]
@@ -192,6 +193,18 @@ def errata_headings(errata_dir: Path) -> set[str]:
     for path in sorted(Path(errata_dir).glob("*.md")):
         found.update(m.strip() for m in re.findall(r"^#{2,4}\s+(.+)$", path.read_text(), flags=re.M))
     return found
+
+
+def git_commit_exists(root: Path, ref: str) -> bool:
+    """Whether ``ref`` names a commit of the git repository at ``root`` (``True`` where git cannot be asked:
+    a reference that cannot be checked is not refuted)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=root, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return out.returncode == 0
 
 
 def _test_exists(root: Path, ref: str) -> bool:

@@ -448,6 +448,27 @@ def rule_powers(rows: list[Row], metrics: dict[str, dict[str, Any] | None]) -> d
     return out
 
 
+def evidence_checks(root: Path, rows: list[Row], metrics: dict[str, dict[str, Any] | None]) -> dict[int, list[str]]:
+    """For every row with a diagnosis other than ``open``, what its evidence lacks
+    (:func:`iclbook.evidence.evidence_problems`), by ``id(row)``; rows whose evidence holds are left out. Metric
+    references are checked against ``metrics`` (notebook -> its metrics; ``None``: not run, not checked)."""
+    from .evidence import errata_headings, evidence_problems, git_commit_exists
+
+    def commit_exists(ref: str) -> bool:
+        return git_commit_exists(root, ref)
+
+    ids = {r.claim.id for r in rows if r.claim.id}
+    headings = errata_headings(root / "book" / "errata")
+    found = {}
+    for r in rows:
+        cl = r.claim
+        if cl.diagnosis and cl.diagnosis != "open":
+            problems = evidence_problems(cl, root, metrics.get(cl.notebook), ids, headings, commit_exists)
+            if problems:
+                found[id(r)] = problems
+    return found
+
+
 def _power_cell(cl: Claim, p: Any) -> str:
     """The report's cell beside a verdict: the power against the stated alternative and the alternative."""
     if cl.alternative is None:
@@ -680,6 +701,7 @@ def render_report(
     sweeps: list[str] | None = None,
     origins: dict[str, str] | None = None,
     powers: dict[int, Any] | None = None,
+    unsupported: dict[int, list[str]] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -690,6 +712,8 @@ def render_report(
     it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table. ``powers``
     (:func:`rule_powers`, by ``id(row)``, of the rows and of the paper-preset rows): the power of each rule
     against its stated alternative, shown in a column beside the verdict and after the paper-preset status.
+    ``unsupported`` (:func:`evidence_checks`): what the evidence of a diagnosis lacks, said in the row's notes
+    and counted under the headline.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
@@ -697,6 +721,7 @@ def render_report(
     paper_of = {id(r): p for r, p in zip(rows, paper)}
     bands = bands or {}
     powers = powers or {}
+    unsupported = unsupported or {}
     c = summary_counts(rows)
     lines = [
         "# Reproduction report",
@@ -741,6 +766,15 @@ def render_report(
         "the rows not computed (absent, out of scope).",
         "",
         *headline_table(rows, paper, bands),
+        "",
+        "Each diagnosis other than *open* cites the runs behind it (its *Evidence*: the notebook's own size series or",
+        "before/after metrics, a test, an errata entry and the row of the adopted reading, or a commit); the build checks",
+        "that they exist"
+        + (
+            f". **{len(unsupported)} diagnosis(es) lack their evidence** (said in the row's notes)."
+            if unsupported
+            else ", and every diagnosis has its evidence."
+        ),
         "",
     ]
     seeds = sorted({r.claim.seed for r in rows})
@@ -854,6 +888,7 @@ def render_report(
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
                     "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
+                    f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
                     f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
                     f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
                     if hasattr(powers.get(id(r)), "power")
@@ -1125,9 +1160,10 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     bands, sweep_lines = sweep_bands(root, rows, generated)
     own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
     powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
+    unsupported = evidence_checks(root, rows, own)
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, powers),
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, powers, unsupported),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

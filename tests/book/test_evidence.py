@@ -17,9 +17,9 @@ from iclbook.pages import Claim, ReportError
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _claim(diagnosis: str, evidence=None) -> Claim:
+def _claim(diagnosis: str, evidence=None, row_id: str = "x-01") -> Claim:
     d = {
-        "id": "x-01",
+        "id": row_id,
         "claim": "c",
         "reported": 1.0,
         "seed": "000",
@@ -154,3 +154,16 @@ def test_a_trend_reference_is_fitted_on_the_metrics() -> None:
 def test_a_malformed_trend_is_refused() -> None:
     with pytest.raises(EvidenceError, match="not well formed"):
         parse_evidence([{"trend": {**TREND, "x": ["1"]}}], "row x")
+
+
+def test_the_report_says_which_diagnoses_lack_their_evidence() -> None:
+    from iclbook.pages import evaluate, evidence_checks, render_report
+
+    bare = evaluate(_claim("setting"), {"m": 5.0})
+    backed = evaluate(_claim("setting", [{"metrics": ["m"]}], row_id="x-02"), {"m": 5.0})
+    unsupported = evidence_checks(ROOT, [bare, backed], {"nb": {"m": 5.0}})
+    assert list(unsupported) == [id(bare)]
+    text = render_report([bare, backed], unsupported=unsupported)
+    assert "**1 diagnosis(es) lack their evidence**" in text
+    assert "**Evidence lacking:** diagnosis 'setting' needs evidence metrics or sweep" in text
+    assert "*Evidence:* metrics `m`." in text

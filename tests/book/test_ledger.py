@@ -220,21 +220,11 @@ def test_underpowered_rows_say_why() -> None:
 
 
 # ------------------------------------------------------------------ evidence behind every diagnosis
-def _commit_exists(ref: str) -> bool:
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=ROOT, capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return True  # no git here: the reference cannot be checked, not refuted
-    return out.returncode == 0
-
-
 @pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.diagnosis and c.diagnosis != "open"])
 def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
     """A setting, finite-size, fixed, erratum or reading diagnosis cites runs in the repository (iclbook.evidence):
     without them the row is `open`."""
-    from iclbook.evidence import errata_headings, evidence_problems
+    from iclbook.evidence import errata_headings, evidence_problems, git_commit_exists
 
     c = next(c for c in CLAIMS if c.id == row)
     problems = evidence_problems(
@@ -243,6 +233,6 @@ def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
         _rule_metrics(c.notebook),
         {x.id for x in CLAIMS},
         errata_headings(ROOT / "book" / "errata"),
-        _commit_exists,
+        lambda ref: git_commit_exists(ROOT, ref),
     )
     assert not problems, f"{c.label} ({c.diagnosis}): " + "; ".join(problems)
