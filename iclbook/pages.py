@@ -76,7 +76,7 @@ OPTIONAL = (
     "evidence",
 )
 #: Bases whose rows get a robustness band from the sweeps; they may declare ``depends_on``.
-SWEPT_BASES = ("predicted", "calibrated")
+SWEPT_BASES = ("predicted", "underpowered", "calibrated")
 
 
 # --------------------------------------------------------------------------- claims
@@ -232,7 +232,7 @@ class Claim:
         if depends_on is not None:
             if not isinstance(depends_on, list) or not all(isinstance(x, str) and x for x in depends_on):
                 raise ReportError(f"{where}: depends_on must be a list of swept setting names (may be empty)")
-            if basis not in SWEPT_BASES + ("underpowered",):
+            if basis not in SWEPT_BASES:
                 raise ReportError(f"{where}: depends_on belongs to the swept bases {SWEPT_BASES}, not {basis!r}")
             depends_on = tuple(depends_on)
         return cls(
@@ -907,7 +907,7 @@ def render_report(
 
 
 def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int, Any], list[str]]:
-    """The robustness band (:func:`iclbook.sweep.band`) of every `predicted` and `calibrated` row, by ``id(row)``,
+    """The robustness band (:func:`iclbook.sweep.band`) of every row of a swept basis (:data:`SWEPT_BASES`), by ``id(row)``,
     from the sweep points the store holds (nothing is executed), and the report lines that describe the
     declared settings with one specification-curve figure per swept notebook (written as
     ``generated/sweep-<notebook>.png`` and ``.pdf``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
@@ -1054,8 +1054,8 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
         "The papers leave most settings unstated (prompt length, noise, conditioning, batch, step size). Each",
         "notebook declares a small range for each of those it uses, and `make sweep` runs the notebook at every",
         "point of a one-at-a-time grid around the quick preset, each point a cached run in the store: a",
-        "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted* and *calibrated*",
-        "row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
+        "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted*, *underpowered* and",
+        "*calibrated* row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
         "preset, fails at some setting), *fails* (fails at the preset), *partial* (holds where run; some points",
         "not run yet), *not swept* (no point in the store), *insensitive* (the metrics the rule reads are the same",
         "number at every stored point, or the row declares in `depends_on` that none of the swept settings enters",
@@ -1063,7 +1063,9 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
         "row is expected to be fragile in the setting it was calibrated on. The figures are specification curves",
         "{cite:p}`simonsohn2020specification`.",
         "",
-        f"Of {len(banded)} predicted and calibrated rows: " + " · ".join(f"{count[k]} {k}" for k in labels) + ".",
+        f"Of {len(banded)} predicted, underpowered and calibrated rows: "
+        + " · ".join(f"{count[k]} {k}" for k in labels)
+        + ".",
         "",
     ]
     if fragile:
