@@ -28,7 +28,8 @@ at its computed value. The power is ``P(the rule fails)``:
 
 * kinds ``within_se``, ``abs``, ``rel``, ``max``, ``min`` accept an interval ``[lo, hi]`` of ``X``, so
   ``power = Phi((lo - mu)/se) + Phi((mu - hi)/se)`` (:func:`interval_power`); for ``within_se``
-  ``[lo, hi] = r ± (z SE + d)``, the issue's ``Phi(-(z SE + d - delta)/SE) + Phi(-(z SE + d + delta)/SE)``;
+  ``[lo, hi] = r ± (z SE + d)``, so against ``mu = r + delta`` the power is
+  ``Phi(-(z SE + d - delta)/SE) + Phi(-(z SE + d + delta)/SE)``;
 * kind ``predicate``: by simulation, the predicate evaluated on ``n`` draws of ``X``
   (:func:`simulated_power`; Monte Carlo error ``sqrt(p (1 - p) / n)``);
 * ``se = 0``: the rule evaluated at ``mu`` (power 1 if it rejects the alternative, else 0).
