@@ -7,7 +7,6 @@ The status of each row is computed here from the numbers, never typed.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import math
@@ -21,18 +20,40 @@ import yaml
 from .architecture import LAYERS, declared_all
 from .measurements import render_measurements
 from .notebooks import toc_order
+from .predicates import (  # noqa: F401 (re-exported: the report's rules and their callers)
+    PREDICATE_FUNCTIONS,
+    ReportError,
+    evaluate_predicate,
+    parse_predicate,
+    predicate_names,
+)
 
 KINDS = ("exact", "rel", "abs", "max", "min", "within_se", "predicate", "absent")
 LEGACY_KINDS = ("qualitative",)  # a boolean metric computed in the notebook; being replaced by `predicate`
-BASES = ("predicted", "calibrated", "construction", "theorem", "erratum", "other-model", "absent", "out-of-scope")
+BASES = (
+    "predicted",
+    "underpowered",
+    "calibrated",
+    "construction",
+    "theorem",
+    "erratum",
+    "other-model",
+    "absent",
+    "out-of-scope",
+)
 #: Bases of rows that no notebook computes (kind ``absent``): not reproduced yet, or impossible offline.
 UNCOMPUTED = ("absent", "out-of-scope")
 #: Why a rule that could disagree does not reproduce (issue: every "differs" is explained).
-DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "open")
+#: ``reading``: the row grades a reading of the paper that the errata does not adopt; the adopted reading is
+#: graded by its own row (named in the evidence).
+DIAGNOSES = ("fixed", "erratum", "finite-size", "setting", "reading", "open")
 #: A row id: the ledger file's stem, a dash, a number never reused (``decoder-07``).
 ROW_ID = re.compile(r"^[a-z][a-z0-9_]*-[0-9]{2,3}$")
 UNLABELLED = "unlabelled"  # default for rows written before `basis` existed; tests/book/test_ledger.py flags it
-NOTE_REQUIRED = ("calibrated", "other-model", "erratum", "absent", "out-of-scope")
+NOTE_REQUIRED = ("underpowered", "calibrated", "other-model", "erratum", "absent", "out-of-scope")
+#: Bases whose rows must state the alternative their rule rejects (iclbook.power): a rule that cannot fail
+#: is no reproduction, and an underpowered row shows how weak its rule is.
+ALTERNATIVE_REQUIRED = ("predicted", "underpowered")
 SEEDS = ("000", "001", "002", "003", "004")
 REQUIRED = ("claim", "reported", "seed", "section", "kind")
 OPTIONAL = (
@@ -51,142 +72,12 @@ OPTIONAL = (
     "note",
     "diagnosis",
     "diagnosis_note",
+    "alternative",
+    "depends_on",
+    "evidence",
 )
-#: Functions a predicate may call (nothing else can be called).
-PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
-
-
-class ReportError(ValueError):
-    """A reported-values file is malformed."""
-
-
-# --------------------------------------------------------------------------- predicates
-_BINOPS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.Pow: lambda a, b: math.pow(a, b),
-}
-_CMPOPS = {
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-}
-
-
-def parse_predicate(expr: str, where: str = "predicate") -> ast.Expression:
-    """Parse ``expr`` and check it against the whitelist; raise :class:`ReportError` naming ``where``.
-
-    Allowed: metric names, numeric and boolean literals, ``+ - * / **``, unary ``-``/``+``, comparisons
-    (chained too), ``and``/``or``/``not``, list or tuple literals, and calls of ``abs``, ``min``, ``max``,
-    ``all`` and ``any`` with positional arguments. Everything else (attributes, subscripts, strings,
-    other calls, lambdas, comprehensions, keywords) is rejected.
-    """
-    if not isinstance(expr, str) or not expr.strip():
-        raise ReportError(f"{where}: the predicate must be a non-empty string")
-    try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ReportError(f"{where}: predicate {expr!r} is not a valid expression ({exc.msg})") from None
-    for node in ast.walk(tree):
-        ok = isinstance(
-            node,
-            (
-                ast.Expression,
-                ast.BoolOp,
-                ast.And,
-                ast.Or,
-                ast.UnaryOp,
-                ast.Not,
-                ast.USub,
-                ast.UAdd,
-                ast.BinOp,
-                ast.Compare,
-                ast.Name,
-                ast.Load,
-                ast.List,
-                ast.Tuple,
-                ast.Call,
-                ast.Constant,
-                *_BINOPS,
-                *_CMPOPS,
-            ),
-        )
-        if isinstance(node, ast.Constant):
-            ok = isinstance(node.value, (int, float, bool))
-        elif isinstance(node, ast.Call):
-            ok = (
-                isinstance(node.func, ast.Name)
-                and node.func.id in PREDICATE_FUNCTIONS
-                and not node.keywords
-                and not any(isinstance(a, ast.Starred) for a in node.args)
-            )
-        if not ok:
-            what = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
-            raise ReportError(
-                f"{where}: predicate {expr!r}: {type(node).__name__} {what!r} is not allowed (only metric names, "
-                f"numbers, arithmetic, comparisons, and/or/not and calls of {', '.join(PREDICATE_FUNCTIONS)})"
-            )
-    return tree
-
-
-def predicate_names(expr: str) -> list[str]:
-    """The metric names a predicate reads, in order of first appearance (function names excluded)."""
-    tree = parse_predicate(expr)
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    found = sorted((n.col_offset, n.id) for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called)
-    return list(dict.fromkeys(name for _, name in found))
-
-
-def _eval_node(node: ast.AST, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Expression):
-        return _eval_node(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_eval_node(e, env) for e in node.elts]
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(bool(_eval_node(v, env)) for v in node.values)
-        return any(bool(_eval_node(v, env)) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        v = _eval_node(node.operand, env)
-        return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
-    if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env))
-    if isinstance(node, ast.Compare):
-        left = _eval_node(node.left, env)
-        for op, comp in zip(node.ops, node.comparators):
-            right = _eval_node(comp, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.Call):
-        args = [_eval_node(a, env) for a in node.args]
-        return PREDICATE_FUNCTIONS[node.func.id](*args)
-    raise ReportError(f"predicate node {type(node).__name__} is not allowed")  # unreachable after parse_predicate
-
-
-def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicate") -> bool:
-    """Evaluate a whitelisted predicate (see :func:`parse_predicate`) over ``values``; it must give a bool."""
-    tree = parse_predicate(expr, where)
-    missing = [n for n in predicate_names(expr) if n not in values]
-    if missing:
-        raise ReportError(f"{where}: predicate {expr!r} reads unknown names {missing}")
-    try:
-        result = _eval_node(tree, values)
-    except (ArithmeticError, TypeError, ValueError) as exc:
-        raise ReportError(f"{where}: predicate {expr!r} cannot be evaluated: {exc}") from None
-    if not isinstance(result, bool):
-        raise ReportError(f"{where}: predicate {expr!r} gives {result!r}, not true/false")
-    return result
+#: Bases whose rows get a robustness band from the sweeps; they may declare ``depends_on``.
+SWEPT_BASES = ("predicted", "underpowered", "calibrated")
 
 
 # --------------------------------------------------------------------------- claims
@@ -219,6 +110,9 @@ class Claim:
     id: str = ""
     diagnosis: str = ""
     diagnosis_note: str = ""
+    alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
+    depends_on: tuple[str, ...] | None = None  # the swept settings the metric depends on (None: not declared)
+    evidence: tuple[Any, ...] = ()  # iclbook.evidence.Reference: the runs behind the diagnosis
 
     @property
     def label(self) -> str:
@@ -315,6 +209,33 @@ class Claim:
                 raise ReportError(f"{where}: discretisation must be a number >= 0")
         elif "z" in d or "discretisation" in d:
             raise ReportError(f"{where}: z and discretisation belong to kind 'within_se'")
+        alternative = None
+        if d.get("alternative") is not None:
+            from .power import Alternative, AlternativeError
+
+            if kind == "absent":
+                raise ReportError(f"{where}: an absent row has no rule to have power")
+            try:
+                alternative = Alternative.from_dict(d["alternative"], where)
+            except AlternativeError as exc:
+                raise ReportError(str(exc)) from None
+        evidence: tuple[Any, ...] = ()
+        if d.get("evidence") is not None:
+            from .evidence import EvidenceError, parse_evidence
+
+            if not diagnosis:
+                raise ReportError(f"{where}: evidence belongs to a diagnosis")
+            try:
+                evidence = parse_evidence(d["evidence"], where)
+            except EvidenceError as exc:
+                raise ReportError(str(exc)) from None
+        depends_on = d.get("depends_on")
+        if depends_on is not None:
+            if not isinstance(depends_on, list) or not all(isinstance(x, str) and x for x in depends_on):
+                raise ReportError(f"{where}: depends_on must be a list of swept setting names (may be empty)")
+            if basis not in SWEPT_BASES:
+                raise ReportError(f"{where}: depends_on belongs to the swept bases {SWEPT_BASES}, not {basis!r}")
+            depends_on = tuple(depends_on)
         return cls(
             claim=str(d["claim"]),
             reported=d["reported"],
@@ -337,6 +258,9 @@ class Claim:
             id=row_id,
             diagnosis=diagnosis,
             diagnosis_note=diagnosis_note,
+            alternative=alternative,
+            depends_on=depends_on,
+            evidence=evidence,
         )
 
 
@@ -510,6 +434,66 @@ def paper_rows(rows: list[Row], metrics: dict[str, dict[str, Any]]) -> list[Row 
     ]
 
 
+def rule_powers(rows: list[Row], metrics: dict[str, dict[str, Any] | None]) -> dict[int, Any]:
+    """The power (:class:`iclbook.power.Power`) of every row that states an alternative, by ``id(row)``, at the
+    metrics of its notebook (``metrics``: notebook -> its metrics, ``None`` if not run); where the power cannot
+    be computed (a metric missing), a one-line string that says why."""
+    from .power import AlternativeError, rule_power
+
+    out: dict[int, Any] = {}
+    for r in rows:
+        cl = r.claim
+        if cl.alternative is None or r.status == "absent":
+            continue
+        m = metrics.get(cl.notebook)
+        if m is None:
+            out[id(r)] = "not computed: the notebook has not run"
+            continue
+        try:
+            out[id(r)] = rule_power(cl, cl.alternative, m)
+        except AlternativeError as exc:
+            out[id(r)] = f"not computed: {exc}"
+    return out
+
+
+def evidence_checks(root: Path, rows: list[Row], metrics: dict[str, dict[str, Any] | None]) -> dict[int, list[str]]:
+    """For every row with a diagnosis other than ``open``, what its evidence lacks
+    (:func:`iclbook.evidence.evidence_problems`), by ``id(row)``; rows whose evidence holds are left out. Metric
+    references are checked against ``metrics`` (notebook -> its metrics; ``None``: not run, not checked)."""
+    from .evidence import errata_headings, evidence_problems, git_commit_exists
+
+    def commit_exists(ref: str) -> bool:
+        return git_commit_exists(root, ref)
+
+    ids = {r.claim.id for r in rows if r.claim.id}
+    headings = errata_headings(root / "book" / "errata")
+    found = {}
+    for r in rows:
+        cl = r.claim
+        if cl.diagnosis and cl.diagnosis != "open":
+            problems = evidence_problems(cl, root, metrics.get(cl.notebook), ids, headings, commit_exists)
+            if problems:
+                found[id(r)] = problems
+    return found
+
+
+def _power_cell(cl: Claim, p: Any) -> str:
+    """The report's cell beside a verdict: the power against the stated alternative and the alternative."""
+    if cl.alternative is None:
+        return "—"
+    if not hasattr(p, "power"):
+        return f"? ({cl.alternative.text}; {p or 'not computed'})"
+    from .power import POWER_MIN
+
+    flag = f" ⚠ below {POWER_MIN:g}" if p.power < POWER_MIN else ""
+    return f"**{p.power:.2f}**{flag} against: {cl.alternative.text}"
+
+
+def _paper_power(p: Any) -> str:
+    """`` · power 0.93`` after a paper-preset status, where the power at the paper metrics was computed."""
+    return f" · power {p.power:.2f}" if hasattr(p, "power") else ""
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -527,6 +511,7 @@ def _cell(text: str) -> str:
 #: Status as shown, by basis: a passing rule means different things for different bases.
 PASS_LABEL = {
     "predicted": "✓ reproduced",
+    "underpowered": "✓ holds (underpowered)",
     "theorem": "✓ identity verified",
     "construction": "✓ holds (by construction)",
     "calibrated": "✓ matches (calibrated)",
@@ -536,6 +521,7 @@ PASS_LABEL = {
 }
 FAIL_LABEL = {
     "predicted": "✗ differs",
+    "underpowered": "✗ differs (underpowered)",
     "theorem": "✗ identity fails",
     "construction": "✗ differs",
     "calibrated": "✗ differs (calibrated)",
@@ -551,7 +537,10 @@ PAPERS = {
     "004": "Nagy: in-context learning as gradient descent (identities)",
 }
 BASIS_MEANING = {
-    "predicted": "an independent computation that could disagree with the paper's number",
+    "predicted": "an independent computation that could disagree with the paper's number, whose rule rejects the "
+    "stated alternative (a result that would change the paper's conclusion) with power at least 0.8",
+    "underpowered": "an independent computation whose rule cannot reject that alternative with power 0.8 "
+    "(the note says why and what would make it decisive): shown, not counted as a reproduction",
     "calibrated": "a free setting was chosen from the paper's number (the note names it)",
     "construction": "true because of how the experiment is built",
     "theorem": "holds for every input: a check of our code",
@@ -599,12 +588,12 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
 
 
 #: Diagnoses that explain a `predicted` row that differs (issue 27: erratum / finite-size / setting).
-EXPLAINED = ("erratum", "finite-size", "setting")
+EXPLAINED = ("erratum", "finite-size", "setting", "reading")
 
 
 def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict[str, int]:
     """The headline of issue 27: `predicted` rows reproduced / explained (a differing row whose diagnosis is
-    erratum, finite-size or setting) / open (any other differing row) / missing, rows absent and out of
+    erratum, finite-size, setting or reading) / open (any other differing row) / missing, rows absent and out of
     scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
     pred = [r for r in rows if r.claim.basis == "predicted"]
     bands = bands or {}
@@ -719,6 +708,8 @@ def render_report(
     bands: dict[int, Any] | None = None,
     sweeps: list[str] | None = None,
     origins: dict[str, str] | None = None,
+    powers: dict[int, Any] | None = None,
+    unsupported: dict[int, list[str]] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -726,13 +717,19 @@ def render_report(
     ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
     notebooks' paper-preset runs; where present, a second value and status appear beside the
     quick ones and the summaries count both. ``origins``: notebook -> where its paper run came from, when
-    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table.
+    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table. ``powers``
+    (:func:`rule_powers`, by ``id(row)``, of the rows and of the paper-preset rows): the power of each rule
+    against its stated alternative, shown in a column beside the verdict and after the paper-preset status.
+    ``unsupported`` (:func:`evidence_checks`): what the evidence of a diagnosis lacks, said in the row's notes
+    and counted under the headline.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
         raise ValueError("paper: must be aligned with rows")
     paper_of = {id(r): p for r, p in zip(rows, paper)}
     bands = bands or {}
+    powers = powers or {}
+    unsupported = unsupported or {}
     c = summary_counts(rows)
     lines = [
         "# Reproduction report",
@@ -744,6 +741,13 @@ def render_report(
         "*within_se* — \\|computed − reported\\| ≤ z·SE (+ a stated discretisation term), with SE the standard",
         "error the notebook computed; *predicate* — an expression over metrics, shown with the values it read.",
         "Tolerances come from an error model stated in the row's note.",
+        "",
+        "A rule that cannot fail proves nothing, so every *predicted* row states the **alternative** it must reject",
+        "(a result that would change the paper's conclusion: an exponent off by 0.1, a ratio off by 3 %, …) and the",
+        "report computes the rule's **power** against it from the row's own error model (the statistic normal with",
+        "the standard error the notebook computed: analytic for interval rules, a seeded simulation of 100,000 draws",
+        "for predicates; `iclbook/power.py`). A rule with power below 0.8 is not a reproduction: its row is",
+        "*underpowered*.",
         "",
         "Each row also has a **basis**, which says what a passing rule is worth:",
         "",
@@ -766,10 +770,19 @@ def render_report(
     lines += [
         "Outcome of the *predicted* rows, per paper: reproduced (of which **robust**: the rule holds at every",
         "swept setting the paper leaves unstated, see *Robustness across unstated settings* below), explained",
-        "(differs, with an erratum, finite-size or setting diagnosis), open (differs otherwise), missing; and",
+        "(differs, with an erratum, finite-size, setting or reading diagnosis), open (differs otherwise), missing; and",
         "the rows not computed (absent, out of scope).",
         "",
         *headline_table(rows, paper, bands),
+        "",
+        "Each diagnosis other than *open* cites the runs behind it (its *Evidence*: the notebook's own size series or",
+        "before/after metrics, a test, an errata entry and the row of the adopted reading, or a commit); the build checks",
+        "that they exist"
+        + (
+            f". **{len(unsupported)} diagnosis(es) lack their evidence** (said in the row's notes)."
+            if unsupported
+            else ", and every diagnosis has its evidence."
+        ),
         "",
     ]
     seeds = sorted({r.claim.seed for r in rows})
@@ -837,7 +850,10 @@ def render_report(
 
     for nb in notebooks:
         with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
-        head = "| id | status | basis | claim (paper, section) | reported | computed | difference / values used |"
+        head = (
+            "| id | status | power against the alternative | basis | claim (paper, section) | reported | computed "
+            "| difference / values used |"
+        )
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
@@ -857,6 +873,7 @@ def render_report(
                 status_label(r)
                 + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
                 + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
+                _power_cell(cl, powers.get(id(r))),
                 cl.basis,
                 f"{cl.claim} ({cl.seed} {cl.section})",
                 _fmt(cl.reported),
@@ -865,7 +882,11 @@ def render_report(
             ]
             if with_paper:
                 p = paper_of[id(r)]
-                cells += [status_label(p), _fmt(p.reproduced), _difference(p)] if p is not None else ["—", "—", ""]
+                cells += (
+                    [status_label(p) + _paper_power(powers.get(id(p))), _fmt(p.reproduced), _difference(p)]
+                    if p is not None
+                    else ["—", "—", ""]
+                )
             lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
             text = " ".join(
                 t
@@ -874,7 +895,12 @@ def render_report(
                     cl.note,
                     f"*No standard error:* {cl.no_se}" if cl.no_se else "",
                     f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
-                    f"*Robustness:* {bands[id(r)].describe()}." if id(r) in bands else "",
+                    "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
+                    f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
+                    f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
+                    f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
+                    if hasattr(powers.get(id(r)), "power")
+                    else "",
                 )
                 if t
             )
@@ -888,16 +914,13 @@ def render_report(
     return "\n".join(lines)
 
 
-#: Bases whose rows get a robustness band from the sweeps (issue 26).
-SWEPT_BASES = ("predicted", "calibrated")
-
-
 def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int, Any], list[str]]:
-    """The robustness band (:func:`iclbook.sweep.band`) of every `predicted` and `calibrated` row, by ``id(row)``,
+    """The robustness band (:func:`iclbook.sweep.band`) of every row of a swept basis (:data:`SWEPT_BASES`), by ``id(row)``,
     from the sweep points the store holds (nothing is executed), and the report lines that describe the
     declared settings with one specification-curve figure per swept notebook (written as
     ``generated/sweep-<notebook>.png`` and ``.pdf``). A malformed ``notebooks/sweeps.yml`` is a :class:`ReportError`."""
     from .notebooks import NotebookError, discover_all
+    from .sensitivity import INSENSITIVE, metric_sensitivity, with_sensitivity
     from .store import import_scans
     from .sweep import SWEEPS, band, load_plans, spec_curve, stored_points
 
@@ -910,11 +933,21 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
 
     recorded = recorded_sweep_metrics(root)  # the committed record's points stand in for runs the store lacks
     stored = {name: stored_points(root, plan, scans, recorded) for name, plan in plans.items()}
-    bands = {
-        id(r): band(r.claim, stored.get(r.claim.notebook, []), evaluate)
-        for r in rows
-        if r.claim.basis in SWEPT_BASES and r.status != "absent"
-    }
+    bands = {}
+    for r in rows:
+        cl = r.claim
+        if cl.basis not in SWEPT_BASES or r.status == "absent":
+            continue
+        points = stored.get(cl.notebook, [])
+        swept = {st.name for st in plans[cl.notebook].settings} if cl.notebook in plans else set()
+        unknown = sorted(set(cl.depends_on or ()) - swept)
+        if unknown:
+            raise ReportError(
+                f"{cl.source}: {cl.label}: depends_on names {unknown}, not swept settings of {cl.notebook} "
+                f"({', '.join(sorted(swept)) or 'none'}; {SWEEPS.as_posix()})"
+            )
+        b = band(cl, points, evaluate)
+        bands[id(r)] = with_sensitivity(b, metric_sensitivity(rule_names(cl), points, cl.depends_on)) if points else b
     lines = [
         f"The settings each notebook sweeps, declared in `{SWEEPS.as_posix()}` with the reason for each range:",
         "",
@@ -951,6 +984,7 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             generated / f"sweep-{name}",  # beside report.md: not a notebook's figure (those live in <notebook>/)
         )
         unrun = len(stored[name]) - len(points)
+        flat = bands.get(id(target)) is not None and bands[id(target)].label == INSENSITIVE
         lines += [
             f"```{{figure}} sweep-{name}.png",
             f":name: fig-sweep-{name.replace('_', '-')}",
@@ -960,12 +994,30 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
             f"the reported value (dashed) and the rule's band (grey; at the preset's SE); below, the setting that produced "
             f"each point (*preset*: the quick preset)."
             + (f" {unrun} point(s) not run yet." if unrun else "")
+            + (
+                " **The metric is the same at every point: the swept settings do not enter it, so this curve shows no"
+                " robustness (the row is labelled *insensitive*).**"
+                if flat
+                else ""
+            )
             + " Drawn when the book is built from the store's runs of the sweep points (nothing is executed); "
             "regenerate with `make sweep`, then `make book`.",
             "```",
             "",
         ]
     return bands, lines
+
+
+def rule_names(c: Claim) -> list[str]:
+    """The metric keys a row's rule reads (its metric, or the names of its predicate)."""
+    return predicate_names(c.predicate) if c.kind == "predicate" else [c.metric] if c.metric else []
+
+
+def band_text(b: Any) -> str:
+    """A band's description with its reason (:func:`iclbook.sensitivity.band_text`)."""
+    from .sensitivity import band_text as text
+
+    return text(b)
 
 
 def _figure_row(rows: list[Row], notebook: str, row_id: str) -> Row | None:
@@ -1004,7 +1056,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
     """The report's closing section: what the sweeps are, the band counts, every fragile row with its
     explanation (its diagnosis or note), the declared settings and the figures (``extra``)."""
     banded = [r for r in rows if id(r) in bands]
-    labels = ("robust", "fragile", "fails", "partial", "not swept")
+    labels = ("robust", "fragile", "fails", "partial", "not swept", "insensitive")
     count = {lab: sum(bands[id(r)].label == lab for r in banded) for lab in labels}
     fragile = [r for r in banded if bands[id(r)].label == "fragile"]
     lines = [
@@ -1013,13 +1065,18 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
         "The papers leave most settings unstated (prompt length, noise, conditioning, batch, step size). Each",
         "notebook declares a small range for each of those it uses, and `make sweep` runs the notebook at every",
         "point of a one-at-a-time grid around the quick preset, each point a cached run in the store: a",
-        "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted* and *calibrated*",
-        "row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
+        "multiverse analysis {cite:p}`steegen2016multiverse`. The rule of every *predicted*, *underpowered* and",
+        "*calibrated* row is evaluated at each stored point: *robust* (holds at every setting), *fragile* (holds at the",
         "preset, fails at some setting), *fails* (fails at the preset), *partial* (holds where run; some points",
-        "not run yet), *not swept* (no point in the store). A calibrated row is expected to be fragile in the",
-        "setting it was calibrated on. The figures are specification curves {cite:p}`simonsohn2020specification`.",
+        "not run yet), *not swept* (no point in the store), *insensitive* (the metrics the rule reads are the same",
+        "number at every stored point, or the row declares in `depends_on` that none of the swept settings enters",
+        "them: holding there says nothing about robustness, so such a row is not counted as robust). A calibrated",
+        "row is expected to be fragile in the setting it was calibrated on. The figures are specification curves",
+        "{cite:p}`simonsohn2020specification`.",
         "",
-        f"Of {len(banded)} predicted and calibrated rows: " + " · ".join(f"{count[k]} {k}" for k in labels) + ".",
+        f"Of {len(banded)} predicted, underpowered and calibrated rows: "
+        + " · ".join(f"{count[k]} {k}" for k in labels)
+        + ".",
         "",
     ]
     if fragile:
@@ -1031,7 +1088,7 @@ def robustness_section(rows: list[Row], bands: dict[int, Any], extra: list[str])
                 if cl.diagnosis
                 else "The ledger gives no diagnosis of this dependence yet."
             )
-            lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {bands[id(r)].describe()}. {why}")
+            lines.append(f"- **{cl.id}** ({cl.basis}, `{cl.notebook}`): {band_text(bands[id(r)])}. {why}")
         lines.append("")
     return [*lines, *extra]
 
@@ -1115,13 +1172,17 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
 
     built_with_paper = {n for n in names if _built_preset(generated, n) == PAPER_PRESET}
     recorded, record_notes = recorded_runs(root, PAPER_PRESET, skip=set(found) | built_with_paper)
-    paper = paper_rows(rows, {**found, **recorded})
+    stored_paper = {**found, **recorded}
+    paper = paper_rows(rows, stored_paper)
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
     origins.update(record_notes)
     bands, sweep_lines = sweep_bands(root, rows, generated)
+    own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
+    powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
+    unsupported = evidence_checks(root, rows, own)
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins),
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, powers, unsupported),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

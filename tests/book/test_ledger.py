@@ -176,3 +176,63 @@ def test_a_reused_id_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x.yml").write_text(row + row.replace("claim: c", "claim: d"))
     with pytest.raises(ReportError, match="x-01.*used twice"):
         load_claims(tmp_path)
+
+
+# ------------------------------------------------------------------ power of the predicted rules
+#: The metrics every `predicted` and `underpowered` rule and its alternative read, and those a diagnosis cites as
+#: evidence, copied from a quick-preset
+#: build (`rule_metric_names` of each row); the power test reads book/generated when a notebook has run there.
+QUICK_RULE_METRICS = Path(__file__).parent / "fixtures" / "quick_rule_metrics.json"
+
+
+def _rule_metrics(notebook: str) -> dict:
+    import json
+
+    built = load_metrics(GENERATED, notebook)
+    return built if built is not None else json.loads(QUICK_RULE_METRICS.read_text()).get(notebook, {})
+
+
+def test_every_predicted_and_underpowered_row_states_its_alternative() -> None:
+    from iclbook.pages import ALTERNATIVE_REQUIRED
+
+    bad = [c.label for c in CLAIMS if c.basis in ALTERNATIVE_REQUIRED and c.alternative is None]
+    assert not bad, f"rows without the alternative their rule must reject: {bad}"
+
+
+@pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.basis == "predicted"])
+def test_every_predicted_rule_rejects_its_alternative_with_power_0_8(row: str) -> None:
+    from iclbook.power import POWER_MIN, AlternativeError, rule_power
+
+    c = next(c for c in CLAIMS if c.id == row)
+    try:
+        p = rule_power(c, c.alternative, _rule_metrics(c.notebook))
+    except AlternativeError as exc:
+        pytest.fail(f"{c.label}: the power against its alternative cannot be computed: {exc}")
+    assert p.power >= POWER_MIN, (
+        f"{c.label}: power {p.describe()} against '{c.alternative.text}' is below {POWER_MIN}: tighten the rule "
+        "or relabel the row 'underpowered' with its reason"
+    )
+
+
+def test_underpowered_rows_say_why() -> None:
+    bad = [c.label for c in CLAIMS if c.basis == "underpowered" and not re.search(r"power", c.basis_note, re.I)]
+    assert not bad, f"underpowered rows whose basis_note does not state the power or why it is not computable: {bad}"
+
+
+# ------------------------------------------------------------------ evidence behind every diagnosis
+@pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.diagnosis and c.diagnosis != "open"])
+def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
+    """A setting, finite-size, fixed, erratum or reading diagnosis cites runs in the repository (iclbook.evidence):
+    without them the row is `open`."""
+    from iclbook.evidence import errata_headings, evidence_problems, git_commit_exists
+
+    c = next(c for c in CLAIMS if c.id == row)
+    problems = evidence_problems(
+        c,
+        ROOT,
+        _rule_metrics(c.notebook),
+        {x.id for x in CLAIMS},
+        errata_headings(ROOT / "book" / "errata"),
+        lambda ref: git_commit_exists(ROOT, ref),
+    )
+    assert not problems, f"{c.label} ({c.diagnosis}): " + "; ".join(problems)

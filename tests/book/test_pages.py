@@ -457,6 +457,52 @@ def test_ids_and_diagnoses_are_shown_in_the_report() -> None:
     assert "- **x-07.**" in text and "*Diagnosis (finite-size):* the gap halves" in text
 
 
+def test_report_shows_the_power_against_the_alternative_beside_the_verdict() -> None:
+    from iclbook.pages import rule_powers
+
+    strong = Claim.from_dict(
+        row(id="x-01", kind="within_se", se="m_se", tolerance=DROP, alternative={"text": "off by 10 %", "rel": 0.1}),
+        "x.yml",
+    )
+    weak = Claim.from_dict(
+        row(id="x-02", kind="abs", tolerance=0.5, alternative={"text": "off by 0.1", "shift": 0.1, "se": "m_se"}),
+        "x.yml",
+    )
+    metrics = {"m": 1.0, "m_se": 0.01}
+    rows = [evaluate(strong, metrics), evaluate(weak, metrics)]
+    powers = rule_powers(rows, {"nb": metrics})
+    assert powers[id(rows[0])].power > 0.99 and powers[id(rows[1])].power < 1e-6
+    text = render_report(rows, powers=powers)
+    assert "power against the alternative" in text
+    assert "**1.00** against: off by 10 %" in text
+    assert "**0.00** ⚠ below 0.8 against: off by 0.1" in text
+    assert "*Power:* 1.00 (analytic" in text
+
+
+def test_paper_preset_power_follows_the_paper_preset_status() -> None:
+    from iclbook.pages import paper_rows, rule_powers
+
+    c = Claim.from_dict(
+        row(id="x-01", kind="within_se", se="m_se", tolerance=DROP, alternative={"text": "off by 10 %", "rel": 0.1}),
+        "x.yml",
+    )
+    quick, paper_m = {"m": 1.0, "m_se": 0.01}, {"m": 1.0, "m_se": 0.05}
+    rows = [evaluate(c, quick)]
+    paper = paper_rows(rows, {"nb": paper_m})
+    powers = {**rule_powers(rows, {"nb": quick}), **rule_powers(paper, {"nb": paper_m})}
+    assert powers[id(paper[0])].power < powers[id(rows[0])].power  # a larger SE at the paper preset: less power
+    text = render_report(rows, paper=paper, powers=powers)
+    assert f"✓ reproduced · power {powers[id(paper[0])].power:.2f} |" in text
+
+
+def test_power_of_a_row_whose_notebook_has_not_run_is_said_not_computed() -> None:
+    from iclbook.pages import rule_powers
+
+    c = Claim.from_dict(row(alternative={"text": "off by 0.1", "shift": 0.1, "se": 0.01}), "x.yml")
+    r = evaluate(c, None)
+    assert rule_powers([r], {"nb": None})[id(r)].startswith("not computed")
+
+
 def test_figure_provenance_line() -> None:
     """The line under each figure (iclbook.sphinx_figures): notebook, setting, regenerate command, key."""
     from iclbook.sphinx_figures import provenance, saved_stems

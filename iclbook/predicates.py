@@ -1,0 +1,153 @@
+"""The ledger's predicate language: whitelisted expressions over a notebook's metrics.
+
+A ledger row of kind ``predicate`` (``book/reported/*.yml``) states its rule as an expression such as
+``abs(x - 0.5) <= 3 * x_se``. :func:`parse_predicate` checks it against a whitelist (names, numbers,
+arithmetic, comparisons, and/or/not, lists, and calls of ``abs``, ``min``, ``max``, ``all``, ``any``);
+:func:`evaluate_predicate` evaluates it on the metrics. Nothing else can be called or read. Used by the report
+(:mod:`iclbook.pages`) and by the power of a rule (:mod:`iclbook.power`); this module imports no other
+``iclbook`` module.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+__all__ = ["PREDICATE_FUNCTIONS", "ReportError", "evaluate_predicate", "parse_predicate", "predicate_names"]
+
+#: Functions a predicate may call (nothing else can be called).
+PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
+
+
+class ReportError(ValueError):
+    """A reported-values file is malformed."""
+
+
+# --------------------------------------------------------------------------- predicates
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: math.pow(a, b),
+}
+_CMPOPS = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
+
+
+def parse_predicate(expr: str, where: str = "predicate") -> ast.Expression:
+    """Parse ``expr`` and check it against the whitelist; raise :class:`ReportError` naming ``where``.
+
+    Allowed: metric names, numeric and boolean literals, ``+ - * / **``, unary ``-``/``+``, comparisons
+    (chained too), ``and``/``or``/``not``, list or tuple literals, and calls of ``abs``, ``min``, ``max``,
+    ``all`` and ``any`` with positional arguments. Everything else (attributes, subscripts, strings,
+    other calls, lambdas, comprehensions, keywords) is rejected.
+    """
+    if not isinstance(expr, str) or not expr.strip():
+        raise ReportError(f"{where}: the predicate must be a non-empty string")
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ReportError(f"{where}: predicate {expr!r} is not a valid expression ({exc.msg})") from None
+    for node in ast.walk(tree):
+        ok = isinstance(
+            node,
+            (
+                ast.Expression,
+                ast.BoolOp,
+                ast.And,
+                ast.Or,
+                ast.UnaryOp,
+                ast.Not,
+                ast.USub,
+                ast.UAdd,
+                ast.BinOp,
+                ast.Compare,
+                ast.Name,
+                ast.Load,
+                ast.List,
+                ast.Tuple,
+                ast.Call,
+                ast.Constant,
+                *_BINOPS,
+                *_CMPOPS,
+            ),
+        )
+        if isinstance(node, ast.Constant):
+            ok = isinstance(node.value, (int, float, bool))
+        elif isinstance(node, ast.Call):
+            ok = (
+                isinstance(node.func, ast.Name)
+                and node.func.id in PREDICATE_FUNCTIONS
+                and not node.keywords
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+            )
+        if not ok:
+            what = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
+            raise ReportError(
+                f"{where}: predicate {expr!r}: {type(node).__name__} {what!r} is not allowed (only metric names, "
+                f"numbers, arithmetic, comparisons, and/or/not and calls of {', '.join(PREDICATE_FUNCTIONS)})"
+            )
+    return tree
+
+
+def predicate_names(expr: str) -> list[str]:
+    """The metric names a predicate reads, in order of first appearance (function names excluded)."""
+    tree = parse_predicate(expr)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    found = sorted((n.col_offset, n.id) for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called)
+    return list(dict.fromkeys(name for _, name in found))
+
+
+def _eval_node(node: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Expression):
+        return _eval_node(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_eval_node(e, env) for e in node.elts]
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            return all(bool(_eval_node(v, env)) for v in node.values)
+        return any(bool(_eval_node(v, env)) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        v = _eval_node(node.operand, env)
+        return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env))
+    if isinstance(node, ast.Compare):
+        left = _eval_node(node.left, env)
+        for op, comp in zip(node.ops, node.comparators):
+            right = _eval_node(comp, env)
+            if not _CMPOPS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Call):
+        args = [_eval_node(a, env) for a in node.args]
+        return PREDICATE_FUNCTIONS[node.func.id](*args)
+    raise ReportError(f"predicate node {type(node).__name__} is not allowed")  # unreachable after parse_predicate
+
+
+def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicate") -> bool:
+    """Evaluate a whitelisted predicate (see :func:`parse_predicate`) over ``values``; it must give a bool."""
+    tree = parse_predicate(expr, where)
+    missing = [n for n in predicate_names(expr) if n not in values]
+    if missing:
+        raise ReportError(f"{where}: predicate {expr!r} reads unknown names {missing}")
+    try:
+        result = _eval_node(tree, values)
+    except (ArithmeticError, TypeError, ValueError) as exc:
+        raise ReportError(f"{where}: predicate {expr!r} cannot be evaluated: {exc}") from None
+    if not isinstance(result, bool):
+        raise ReportError(f"{where}: predicate {expr!r} gives {result!r}, not true/false")
+    return result
