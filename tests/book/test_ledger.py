@@ -236,3 +236,13 @@ def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
         lambda ref: git_commit_exists(ROOT, ref),
     )
     assert not problems, f"{c.label} ({c.diagnosis}): " + "; ".join(problems)
+
+
+def test_the_intro_counts_every_basis_so_its_counts_add_up_to_the_total() -> None:
+    """Each basis of the ledger appears in the intro's coverage paragraph, so its counts sum to ledger:total."""
+    from iclbook.pages import BASES
+
+    intro = (Path(__file__).resolve().parents[2] / "book" / "intro.md").read_text()
+    named = {"predicted": "ledger:predicted", "theorem": "ledger:theorems"}
+    missing = [b for b in BASES if named.get(b, f"ledger:basis_{b.replace('-', '_')}") not in intro]
+    assert not missing, f"book/intro.md does not count the rows of basis {missing}"
