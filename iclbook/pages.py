@@ -701,6 +701,133 @@ def _uncomputed_table(rows: list[Row], why: str) -> list[str]:
     return [*lines, ""]
 
 
+def _notebook_details(
+    notebooks: list[str],
+    by_notebook: dict[str, list[Row]],
+    paper_of: dict[int, Row | None],
+    bands: dict[int, Any],
+    powers: dict[int, Any],
+    unsupported: dict[int, list[str]],
+    origins: dict[str, str] | None,
+) -> list[str]:
+    """One table per notebook (in the order given) of its rows, with the notes by row."""
+    lines: list[str] = []
+
+    def _difference(r: Row) -> str:
+        if r.claim.kind == "predicate" and r.used:
+            return _used(r) + (f"; {r.difference}" if r.difference else "")
+        return r.difference
+
+    for nb in notebooks:
+        with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
+        head = (
+            "| id | status | power against the alternative | basis | claim (paper, section) | reported | computed "
+            "| difference / values used |"
+        )
+        if with_paper:
+            head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
+        lines += [f"### Notebook `{nb}`", ""]
+        if with_paper:
+            lines += [
+                "The first status and values are those of the preset the book was built with; the `paper`",
+                "columns evaluate the same rule on the stored run of the notebook's `paper` preset"
+                + (f", {(origins or {})[nb]}." if nb in (origins or {}) else "."),
+                "",
+            ]
+        lines += [head + " rule |", "|---" * head.count("|") + "|"]
+        notes = []
+        for i, r in enumerate(by_notebook[nb], start=1):
+            cl = r.claim
+            cells = [
+                cl.id or str(i),
+                status_label(r)
+                + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
+                + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
+                _power_cell(cl, powers.get(id(r))),
+                cl.basis,
+                f"{cl.claim} ({cl.seed} {cl.section})",
+                _fmt(cl.reported),
+                _fmt(r.reproduced),
+                _difference(r),
+            ]
+            if with_paper:
+                p = paper_of[id(r)]
+                cells += (
+                    [status_label(p) + _paper_power(powers.get(id(p))), _fmt(p.reproduced), _difference(p)]
+                    if p is not None
+                    else ["—", "—", ""]
+                )
+            lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
+            text = " ".join(
+                t
+                for t in (
+                    f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
+                    cl.note,
+                    f"*No standard error:* {cl.no_se}" if cl.no_se else "",
+                    f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
+                    "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
+                    f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
+                    f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
+                    f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
+                    if hasattr(powers.get(id(r)), "power")
+                    else "",
+                )
+                if t
+            )
+            if text:
+                notes.append(f"- **{cl.id or i}.** {text}")
+        lines.append("")
+        if notes:
+            lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]
+    return lines
+
+
+def report_page(seed: str) -> str:
+    """The document name of the report page of paper ``seed`` (beside ``report.md``)."""
+    return f"report-{seed}"
+
+
+def render_paper_report(
+    seed: str,
+    rows: list[Row],
+    order: list[str] | None = None,
+    paper: list[Row | None] | None = None,
+    bands: dict[int, Any] | None = None,
+    origins: dict[str, str] | None = None,
+    powers: dict[int, Any] | None = None,
+    unsupported: dict[int, list[str]] | None = None,
+) -> str:
+    """The report page of one paper: its counts, basis × status, and one table per notebook of its rows."""
+    paper = list(paper) if paper is not None else [None] * len(rows)
+    paper_of = {id(r): p for r, p in zip(rows, paper)}
+    sub = [r for r in rows if r.claim.seed == seed]
+    sc = summary_counts(sub)
+    lines = [
+        f"# Paper {seed}: {PAPERS.get(seed, '')}",
+        "",
+        "The rows of the ledger that grade this paper's claims; the rules, bases and columns are explained on the",
+        "{doc}`summary page <report>`.",
+        "",
+        f"**{sc['reproduced']} reproduced** of {sc['predicted']} predicted claims · **{sc['identities']} identities "
+        f"verified** of {sc['theorems']} · {sc['absent']} absent · {sc['out_of_scope']} out of scope · "
+        f"{sc['missing']} missing · {sc['total']} rows.",
+        "",
+        *basis_status_table(sub),
+        "",
+    ]
+    line = _paper_summary(sub, [paper_of[id(r)] for r in sub])
+    if line:
+        lines += [line, ""]
+    by_notebook: dict[str, list[Row]] = {}
+    for r in sub:
+        if r.status != "absent":
+            by_notebook.setdefault(r.claim.notebook, []).append(r)
+    rank = {name: i for i, name in enumerate(order or [])}
+    notebooks = sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n))
+    lines += _notebook_details(notebooks, by_notebook, paper_of, bands or {}, powers or {}, unsupported or {}, origins)
+    return "\n".join(lines)
+
+
 def render_report(
     rows: list[Row],
     order: list[str] | None = None,
@@ -710,8 +837,12 @@ def render_report(
     origins: dict[str, str] | None = None,
     powers: dict[int, Any] | None = None,
     unsupported: dict[int, list[str]] | None = None,
+    details: bool = True,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
+
+    With ``details=False`` the tables by notebook are left out (the book puts them on one page per paper,
+    :func:`render_paper_report`) and the page links to those pages instead.
 
     ``order`` lists notebook names in book order; notebooks not in it come last, by name.
     ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
@@ -843,72 +974,14 @@ def render_report(
         )
     lines.append("")
 
-    def _difference(r: Row) -> str:
-        if r.claim.kind == "predicate" and r.used:
-            return _used(r) + (f"; {r.difference}" if r.difference else "")
-        return r.difference
-
-    for nb in notebooks:
-        with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
-        head = (
-            "| id | status | power against the alternative | basis | claim (paper, section) | reported | computed "
-            "| difference / values used |"
-        )
-        if with_paper:
-            head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
-        lines += [f"### Notebook `{nb}`", ""]
-        if with_paper:
-            lines += [
-                "The first status and values are those of the preset the book was built with; the `paper`",
-                "columns evaluate the same rule on the stored run of the notebook's `paper` preset"
-                + (f", {(origins or {})[nb]}." if nb in (origins or {}) else "."),
-                "",
-            ]
-        lines += [head + " rule |", "|---" * head.count("|") + "|"]
-        notes = []
-        for i, r in enumerate(by_notebook[nb], start=1):
-            cl = r.claim
-            cells = [
-                cl.id or str(i),
-                status_label(r)
-                + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
-                + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
-                _power_cell(cl, powers.get(id(r))),
-                cl.basis,
-                f"{cl.claim} ({cl.seed} {cl.section})",
-                _fmt(cl.reported),
-                _fmt(r.reproduced),
-                _difference(r),
-            ]
-            if with_paper:
-                p = paper_of[id(r)]
-                cells += (
-                    [status_label(p) + _paper_power(powers.get(id(p))), _fmt(p.reproduced), _difference(p)]
-                    if p is not None
-                    else ["—", "—", ""]
-                )
-            lines.append("| " + " | ".join(_cell(x) for x in (*cells, _rule(cl))) + " |")
-            text = " ".join(
-                t
-                for t in (
-                    f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
-                    cl.note,
-                    f"*No standard error:* {cl.no_se}" if cl.no_se else "",
-                    f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
-                    "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
-                    f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
-                    f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
-                    f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
-                    if hasattr(powers.get(id(r)), "power")
-                    else "",
-                )
-                if t
-            )
-            if text:
-                notes.append(f"- **{cl.id or i}.** {text}")
-        lines.append("")
-        if notes:
-            lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]
+    if details:
+        lines += _notebook_details(notebooks, by_notebook, paper_of, bands, powers, unsupported, origins)
+    else:
+        lines += [
+            "The rows of each paper, notebook by notebook (reported, computed, rule, verdict, power and notes), are on",
+            "one page per paper: " + ", ".join(f"{{doc}}`paper {seed} <{report_page(seed)}>`" for seed in PAPERS) + ".",
+            "",
+        ]
     if bands:
         lines += robustness_section(rows, bands, sweeps or [])
     return "\n".join(lines)
@@ -1161,7 +1234,8 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def write_pages(root: Path, generated: Path) -> list[Row]:
-    """Write report.md, errata.md, api.md and measurements.md into ``generated``; return the report rows."""
+    """Write report.md (the summary), report-<paper>.md (one page per paper), errata.md, api.md and
+    measurements.md into ``generated``; return the report rows."""
     generated.mkdir(parents=True, exist_ok=True)
     rows = report_rows(root, generated)
     keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
@@ -1180,10 +1254,16 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
     powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
     unsupported = evidence_checks(root, rows, own)
+    order = toc_order(root / "_toc.yml")
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, powers, unsupported),
+        render_report(rows, order, paper, bands, sweep_lines, origins, powers, unsupported, details=False),
     )
+    for seed in PAPERS:
+        _write_if_changed(
+            generated / f"{report_page(seed)}.md",
+            render_paper_report(seed, rows, order, paper, bands, origins, powers, unsupported),
+        )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(
         generated / LEDGER / "metrics.json",
