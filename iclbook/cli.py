@@ -5,6 +5,7 @@ Examples
 ::
 
     icl-book list
+    icl-book list proof_ladder   # its parameters: descriptions, domains, quick and paper values
     icl-book run proof_ladder -p K 16 --out /tmp/figs
     icl-book run --preset paper -j 1
     icl-book build            # run (cached) every notebook, then build the HTML
@@ -25,8 +26,8 @@ import time
 from pathlib import Path
 
 from .archive import add_commands
-from .execution import Interrupts
-from .notebooks import QUICK, Notebook, NotebookError, discover_all
+from .execution import Interrupted, Interrupts
+from .notebooks import QUICK, Notebook, NotebookError, discover_all, notebook_name
 from .plan import add_command as add_plan_command
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
@@ -112,9 +113,10 @@ def check_store(root: Path) -> Path:
 
 
 def select(notebooks: list[Notebook], names: list[str], bad: dict[str, NotebookError] | None = None) -> list[Notebook]:
-    """The notebooks named (each once, in the order given), or all when ``names`` is empty."""
+    """The notebooks named (each once, in the order given; ``notebooks/x.py`` is ``x``), or all when ``names`` is empty."""
     if not names:
         return notebooks
+    names = [notebook_name(n) for n in names]
     by_name = {nb.name: nb for nb in notebooks}
     for n in names:
         if bad and n in bad:
@@ -130,33 +132,49 @@ def _report_unusable(bad: dict[str, NotebookError]) -> None:
         print(f"icl-book: error: {exc} (skipped; the other notebooks are unaffected)", file=sys.stderr)
 
 
-TIME_ROW = "run time"
-
-
 def cmd_list(args: argparse.Namespace, root: Path) -> int:
-    """Each notebook, its parameters per preset, and the expected run time per preset (store or hint)."""
+    """One line per notebook (its presets, parameters and expected quick run time), or with ``NAME`` the
+    parameters of one notebook: description, domain, quick and preset values."""
     notebooks, bad = discover_all(root)
+    if args.names:
+        for nb in select(notebooks, args.names, bad):
+            print(describe_notebook(nb, root))
+        return 0
     timed = timed_seconds(root)
+    width = max((len(nb.name) for nb in notebooks), default=8)
+    print(f"{'notebook':<{width}}  {'quick run':>15}  {'presets':<12}  parameters")
     for nb in notebooks:
-        print(f"{nb.name}  ({nb.path.relative_to(root)})")
-        width = max((len(k) for k in [*nb.parameters, TIME_ROW]), default=0)
-        presets = sorted(nb.presets)
-        header = f"    {'parameter':<{width}}  {QUICK:>15}" + "".join(f"  {p:>15}" for p in presets)
-        print(header)
-        times = [describe_seconds(timed.get((nb.name, p))) for p in [QUICK, *presets]]
-        print(f"    {TIME_ROW:<{width}}" + "".join(f"  {t:>15}" for t in times))
-        for key, value in nb.parameters.items():
-            row = f"    {key:<{width}}  {value!r:>15}"
-            for p in presets:
-                row += f"  {nb.presets[p].get(key, value)!r:>15}"
-            if key in nb.ranges:
-                row += f"  range {nb.ranges[key].describe()}"
-            if key in nb.lengths:
-                row += f"  length {nb.lengths[key].describe()}"
-            print(row)
-        print()
+        presets = ", ".join(nb.preset_names)
+        params = ", ".join(nb.parameters)
+        if len(params) > 60:
+            params = params[:57] + "..."
+        quick = describe_seconds(timed.get((nb.name, QUICK)))
+        print(f"{nb.name:<{width}}  {quick:>15}  {presets:<12}  {params}")
+    print(f"icl-book: {len(notebooks)} notebooks; `icl-book list NAME` shows one notebook's parameters")
     _report_unusable(bad)
     return EXIT_USAGE if bad else 0
+
+
+def describe_notebook(nb: Notebook, root: Path) -> str:
+    """The parameters of ``nb``: a table of name, quick value, each preset's value, domain, then its description."""
+    from .notebooks import python_literal
+
+    presets = sorted(nb.presets)
+    rows = []
+    for key, value in nb.parameters.items():
+        domain = [f"range {nb.ranges[key].describe()}"] if key in nb.ranges else []
+        domain += [f"length {nb.lengths[key].describe()}"] if key in nb.lengths else []
+        values = [python_literal(value)] + [python_literal(nb.presets[p].get(key, value)) for p in presets]
+        rows.append((key, values, "; ".join(domain) or "-", nb.descriptions.get(key, "")))
+    head = ["parameter", QUICK, *presets, "domain"]
+    cols = [[r[0] for r in rows], *([r[1][i] for r in rows] for i in range(1 + len(presets))), [r[2] for r in rows]]
+    widths = [max([len(h), *(len(c) for c in col)]) for h, col in zip(head, cols)]
+    lines = [f"{nb.name} ({nb.path.relative_to(root) if nb.path.is_relative_to(root) else nb.path})"]
+    lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(head, widths)) + "  description")
+    for key, values, domain, text in rows:
+        cells = [key, *values, domain]
+        lines.append(("  " + "  ".join(f"{c:<{w}}" for c, w in zip(cells, widths)) + f"  {text}").rstrip())
+    return "\n".join(lines)
 
 
 def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
@@ -308,12 +326,22 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
+TRASH_PREFIX = ".icl-trash-"
+
+
 def cmd_clean(args: argparse.Namespace, root: Path) -> int:
+    """Remove the outputs: each folder is first renamed aside (one step, so an interrupt never leaves it half
+    removed), then deleted; what an earlier interrupted clean left aside goes too."""
     paths = [root / "book" / "generated", root / "_build"] + ([root / STORE] if args.store else [])
+    for leftover in sorted(root.glob(TRASH_PREFIX + "*")):
+        shutil.rmtree(leftover, ignore_errors=True)
     for path in paths:
         if path.exists():
-            shutil.rmtree(path)
-            print(f"icl-book: removed {path}")
+            aside = Path(tempfile.mkdtemp(prefix=TRASH_PREFIX, dir=root))
+            with args.interrupts.held():
+                os.rename(path, aside / path.name)
+                print(f"icl-book: removed {path}")
+            shutil.rmtree(aside)
     return 0
 
 
@@ -322,7 +350,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="project root (default: found from the working directory)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="notebooks in book order with their parameters and presets").set_defaults(func=cmd_list)
+    ls = sub.add_parser("list", help="notebooks in book order, one line each; with NAME, one notebook's parameters")
+    ls.add_argument("names", nargs="*", metavar="NAME", help="show these notebooks' parameters (notebooks/x.py is x)")
+    ls.set_defaults(func=cmd_list)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("names", nargs="*", metavar="NAME", help="notebooks to run (default: all)")
@@ -362,6 +392,9 @@ def parser() -> argparse.ArgumentParser:
     )
     b.set_defaults(func=cmd_build)
 
+    from .sweep import MAX_POINTS as SWEEP_MAX_POINTS
+    from .sweep import cmd_sweep
+
     sw = sub.add_parser("sweep", help="run notebooks over their unstated settings (notebooks/sweeps.yml), cached")
     sw.add_argument("names", nargs="*", metavar="NAME", help="notebooks to sweep")
     sw.add_argument("--all", action="store_true", help="sweep every notebook declared in notebooks/sweeps.yml")
@@ -369,9 +402,15 @@ def parser() -> argparse.ArgumentParser:
         "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"), help='a grid: -p M "[64, 128]"'
     )
     sw.add_argument("--full", action="store_true", help="the product grid instead of one setting at a time")
+    sw.add_argument(
+        "--max-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"refuse a sweep of more than N points before it starts (default: {SWEEP_MAX_POINTS})",
+    )
     sw.add_argument("-j", "--jobs", type=int, default=None, help="parallel points (default: number of cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS", default=None, help="execute on Dask (as for `run`)")
-    from .sweep import cmd_sweep
 
     sw.set_defaults(func=cmd_sweep)
 
@@ -384,20 +423,35 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; SIGINT/SIGTERM end running notebooks (kernels included) and exit 130/143."""
+    """Entry point. SIGINT/SIGTERM end any command within a second: the handler ends running notebooks
+    (kernels included) and raises :class:`~iclbook.execution.Interrupted` in the main thread, whatever it
+    waits for; every write is renamed into place, so nothing is left half-written; exit 130/143."""
     args = parser().parse_args(argv)
     args.interrupts = Interrupts()
     previous = {}
     if threading_is_main():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda signum, frame: args.interrupts.stop(signum))
+            previous[sig] = signal.signal(sig, args.interrupts.handler)
     try:
         if getattr(args, "out", None) is not None and args.command == "build":
             raise UsageError("--out is for `run`; `build` reads book/generated/")
         if getattr(args, "jobs", None) is not None and args.jobs < 1:
             raise UsageError(f"-j/--jobs must be at least 1, got {args.jobs}")
+        if getattr(args, "scheduler", None) is not None:
+            from .distributed import check_scheduler  # parses the address only; Dask is not imported
+            from .worker_env import available_cores
+
+            check_scheduler(args.scheduler, available_cores())
         root = check_root(args.root) if args.root is not None else find_root()
         return args.func(args, root)
+    except Interrupted as exc:
+        args.interrupts.finish()
+        print(
+            f"icl-book: interrupted by {signal.Signals(exc.signum).name}; stopped work is not stored "
+            "and nothing was left half-written",
+            file=sys.stderr,
+        )
+        return 128 + exc.signum
     except PathError as exc:
         print(f"icl-book: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -646,6 +646,14 @@ def toc_order(toc_path: Path) -> list[str]:
     return list(seen)
 
 
+def notebook_name(raw: str) -> str:
+    """The notebook name of a command-line argument: ``x``, or a tab-completed ``notebooks/x.py`` or ``x.py``."""
+    path = Path(raw)
+    if path.suffix == ".py" and path.parent.name in ("", "notebooks"):
+        return path.stem
+    return raw
+
+
 def discover_all(root: Path) -> tuple[list[Notebook], dict[str, NotebookError]]:
     """Readable notebooks under ``root/notebooks`` (toc order first, then by name) and the unreadable ones.
 

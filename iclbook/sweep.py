@@ -47,7 +47,16 @@ from pathlib import Path
 from typing import Any
 
 from .execution import Interrupts
-from .notebooks import QUICK, Notebook, NotebookError, check_type, is_sequence, python_literal
+from .notebooks import (
+    MAX_LITERAL_CHARS,
+    QUICK,
+    Notebook,
+    NotebookError,
+    brief,
+    check_type,
+    is_sequence,
+    python_literal,
+)
 from .progress import Progress
 from .runs import RunRequest, RunResult
 from .scheduling import check_loopback, expected_seconds, run_one
@@ -56,6 +65,7 @@ from .worker_env import available_cores
 
 __all__ = [
     "FAILED_POINTS",
+    "MAX_POINTS",
     "MIN_VALUES",
     "SWEEPS",
     "Band",
@@ -66,6 +76,7 @@ __all__ = [
     "SweepSummary",
     "band",
     "cmd_sweep",
+    "count_points",
     "expand",
     "grid_overrides",
     "load_plans",
@@ -77,8 +88,10 @@ __all__ = [
 
 #: The declared ranges of unstated settings, relative to the project root.
 SWEEPS = Path("notebooks") / "sweeps.yml"
-#: The smallest grid of a declared setting (the issue: at least three settings of each).
+#: The smallest grid of a declared setting (at least three settings of each).
 MIN_VALUES = 3
+#: The most points a sweep runs unless ``--max-points`` allows more (each point is a notebook run).
+MAX_POINTS = 500
 _SEEDS = ("000", "001", "002", "003", "004")
 
 
@@ -138,7 +151,7 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
     if is_sequence(default):
         raise SweepError(f"{where}: parameter {name!r} of {nb.name} is a list; only scalar settings are swept")
     if not isinstance(values, (list, tuple)):
-        raise SweepError(f"{where}: parameter {name!r}: the grid must be a list of values, got {values!r}")
+        raise SweepError(f"{where}: parameter {name!r}: the grid must be a list of values, got {brief(values)}")
     if not values:
         raise SweepError(f"{where}: parameter {name!r}: the grid is empty")
     out = []
@@ -207,12 +220,42 @@ def grid_overrides(plan: Plan, pairs: Sequence[Sequence[str]] | None) -> dict[st
                 f"parameter {name!r} is not swept in {plan.notebook.name} (the paper states it, or it is not a "
                 f"setting); its swept settings are: {', '.join(grid) or 'none'} ({SWEEPS.as_posix()})"
             )
+        if len(raw) > MAX_LITERAL_CHARS:
+            raise SweepError(
+                f"parameter {name!r}: the grid has {len(raw):,} characters, more than the {MAX_LITERAL_CHARS:,} "
+                "a command-line value may have"
+            )
         try:
             values = ast.literal_eval(raw.strip())
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise SweepError(f"parameter {name!r}: cannot read {raw!r} as a list such as [64, 128, 256]") from None
+            raise SweepError(f"parameter {name!r}: cannot read {brief(raw)} as a list such as [64, 128, 256]") from None
         grid[name] = check_values(plan.notebook, name, values, "-p")
     return grid
+
+
+def count_points(grid: dict[str, Sequence[Any]], full: bool = False) -> int:
+    """The number of points :func:`expand` makes of ``grid`` at most (before duplicates are dropped), computed
+    without making them: the preset and each value alone, or the product of the grid's sizes."""
+    return math.prod(len(v) for v in grid.values()) + 1 if full else 1 + sum(len(v) for v in grid.values())
+
+
+def check_points(plans: Sequence[tuple[Plan, dict[str, tuple[Any, ...]]]], full: bool, bound: int, root: Path) -> None:
+    """A :class:`SweepError` before anything runs if the sweep of ``plans`` (each with its grid) has more than
+    ``bound`` points: the count, the expected time from the notebooks' quick runs, and how to allow it."""
+    counts = {plan.notebook.name: count_points(grid, full) for plan, grid in plans}
+    total = sum(counts.values())
+    if total <= bound:
+        return
+    seconds = expected_seconds(root)
+    known = [(n, c * seconds[(n, QUICK)]) for n, c in counts.items() if (n, QUICK) in seconds]
+    work = sum(t for _, t in known)
+    when = f", ~{work / 3600:,.1f} CPU hours at the notebooks' quick run times" if known else ""
+    what = "the full product grid" if full else "one setting at a time"
+    sizes = " x ".join(str(len(v)) for _, grid in plans for v in grid.values()) if full else ""
+    raise SweepError(
+        f"sweep of {', '.join(counts)}: {what} is {total:,} points{f' ({sizes})' if sizes else ''}{when}; "
+        f"more than the bound of {bound:,}: pass --max-points {total} to run it, or shrink the grid"
+    )
 
 
 def expand(nb: Notebook, grid: dict[str, Sequence[Any]], full: bool = False) -> list[Point]:
@@ -492,11 +535,14 @@ def cmd_sweep(args: Any, root: Path) -> int:
     import signal
     import sys
 
-    from .notebooks import discover_all
+    from .notebooks import discover_all, notebook_name
 
     good, bad = discover_all(root)
     plans = load_plans(root, good)
-    names = list(dict.fromkeys(args.names))
+    names = list(dict.fromkeys(notebook_name(n) for n in args.names))
+    bound = MAX_POINTS if getattr(args, "max_points", None) is None else args.max_points
+    if bound < 1:
+        raise SweepError(f"--max-points must be at least 1, got {bound}")
     if args.all == bool(names):
         raise SweepError("give one or more notebooks, or --all (not both)")
     if args.param and (args.all or len(names) != 1):
@@ -509,7 +555,9 @@ def cmd_sweep(args: Any, root: Path) -> int:
             what = "declares no unstated setting in " + SWEEPS.as_posix() if n in known else "is not a notebook"
             raise SweepError(f"{n!r} {what}; sweepable notebooks: {', '.join(plans)}")
     chosen = [plans[n] for n in names] if names else list(plans.values())
-    points = [p for plan in chosen for p in expand(plan.notebook, grid_overrides(plan, args.param), args.full)]
+    grids = [(plan, grid_overrides(plan, args.param)) for plan in chosen]
+    check_points(grids, args.full, bound, root)  # before a single point is made
+    points = [p for plan, grid in grids for p in expand(plan.notebook, grid, args.full)]
     (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
     interrupts: Interrupts = args.interrupts
     start = time.monotonic()
@@ -527,7 +575,8 @@ def cmd_sweep(args: Any, root: Path) -> int:
     cached = sum(r.status == "cached" for r in summary.results)
     print(
         f"icl-book: sweep of {len(chosen)} notebook(s): {len(points)} points, {executed} executed, {cached} cached, "
-        f"{len(summary.failures)} failed in {elapsed:.1f}s (results in the store; the report shows the bands)"
+        f"{len(summary.failures)} failed in {elapsed:.1f}s; results in the store: rebuild the book "
+        "(`make book` or `icl-book build`) to see the bands"
     )
     if summary.failures:
         print("icl-book: FAILED sweep points:", file=sys.stderr)
