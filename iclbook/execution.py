@@ -163,12 +163,27 @@ def loopback_problem(timeout: float = 0.05) -> str:
     return ""
 
 
-def kernel_hint(detail: str) -> str:
-    """``detail`` with :data:`LOOPBACK_HINT` added when it says the kernel didn't respond or died."""
+def kernel_hint(detail: str, problem: Callable[[], str] = loopback_problem) -> str:
+    """``detail`` with :data:`LOOPBACK_HINT` and the reason added when it says the kernel didn't respond or
+    died *and* loopback TCP fails now (``problem()`` non-empty); a kernel that died for another reason is
+    never blamed on the network."""
     low = detail.lower()
     if any(s in low for s in ("kernel didn't respond", "kernel died", "deadkernel", "kernel did not respond")):
-        return f"{detail} (hint: {LOOPBACK_HINT})"
+        reason = problem()
+        if reason:
+            return f"{detail} (hint: {LOOPBACK_HINT}; here: {reason})"
     return detail
+
+
+def child_end(rc: int) -> str:
+    """How the runner's child ended, from its exit code (negative: the signal that killed it)."""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return f"papermill was killed by {name}"
+    return f"papermill exited with code {rc}"
 
 
 # --- interrupts ----------------------------------------------------------------------------------
@@ -417,7 +432,9 @@ def execute(
             detail = failing_cell(executed)
             if not detail:
                 tail = [ln for ln in log.read_text(errors="replace").strip().splitlines() if ln.strip()]
-                detail = kernel_hint(tail[-1] if tail else f"papermill exited with code {rc}")
+                detail = kernel_hint(tail[-1]) if tail and rc > 0 else child_end(rc)
+                if tail and rc < 0:
+                    detail += f"; its last words: {tail[-1][:200]}"
             return _failed(request, root, executed, seconds, detail)
         problem = failing_cell(executed) or check_metrics(work / "metrics.json")
         if problem:
