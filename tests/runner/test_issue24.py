@@ -86,10 +86,13 @@ def test_no_loopback_is_one_line_before_any_kernel(demo_project: Path, monkeypat
     )
 
 
-def test_kernel_timeouts_get_the_loopback_hint() -> None:
-    assert "127.0.0.1" in kernel_hint("RuntimeError: Kernel didn't respond in 60 seconds")
-    assert "127.0.0.1" in kernel_hint("DeadKernelError: Kernel died")
-    assert kernel_hint("ValueError: x") == "ValueError: x"
+def test_kernel_timeouts_get_the_loopback_hint_only_when_loopback_fails() -> None:
+    down = lambda: "[Errno 101] Network is unreachable"  # noqa: E731
+    assert "127.0.0.1" in kernel_hint("RuntimeError: Kernel didn't respond in 60 seconds", down)
+    assert "127.0.0.1" in kernel_hint("DeadKernelError: Kernel died", down)
+    assert kernel_hint("ValueError: x", down) == "ValueError: x"
+    # loopback works: a dead kernel is not blamed on the network
+    assert kernel_hint("DeadKernelError: Kernel died", lambda: "") == "DeadKernelError: Kernel died"
 
 
 # --- deliver 2: filesystem problems are one line naming the path, exit 2 ---------------------------------
