@@ -184,8 +184,12 @@ def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
     good, bad = discover_all(root)
     notebooks = select(good, args.names, bad)
-    out_root = check_out(args.out) if args.out is not None else root / "book" / "generated"
-    requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
+    if args.out is not None and not args.out.strip():
+        raise UsageError("--out is empty; give a folder")
+    out_root = resolve_path(args.out, "--out") if args.out is not None else root / "book" / "generated"
+    requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))  # checked before any write
+    if args.out is not None:
+        check_writable(out_root, "--out")
     check_store(root)
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts

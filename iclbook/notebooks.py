@@ -420,7 +420,7 @@ def _literal_sequence(raw: str, default: list | tuple, name: str, max_elements: 
             f"more than the {MAX_LITERAL_CHARS:,} a command-line value may have"
         )
     unreadable = NotebookError(
-        f"parameter {name!r}: cannot read {raw if len(raw) <= 80 else raw[:77] + '...'!r} as a "
+        f"parameter {name!r}: cannot read {brief(raw)} as a "
         f"{type(default).__name__} literal such as {python_literal(default)}"
     )
     try:
@@ -485,7 +485,7 @@ def coerce(
     except ValueError:
         accepted = f"; use {INT_ACCEPTED}" if type(default) is int else ""
         raise NotebookError(
-            f"parameter {name!r}: cannot read {raw!r} as {type(default).__name__} (default is {default!r}){accepted}"
+            f"parameter {name!r}: cannot read {brief(raw)} as {type(default).__name__} (default is {default!r}){accepted}"
         ) from None
     return raw
 
