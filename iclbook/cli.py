@@ -432,10 +432,12 @@ def main(argv: list[str] | None = None) -> int:
     waits for; every write is renamed into place, so nothing is left half-written; exit 130/143."""
     args = parser().parse_args(argv)
     args.interrupts = Interrupts()
-    previous = {}
-    if threading_is_main():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, args.interrupts.handler)
+    with args.interrupts.installed():
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command of ``args``; every error is one line on stderr and an exit code."""
     try:
         if getattr(args, "out", None) is not None and args.command == "build":
             raise UsageError("--out is for `run`; `build` reads book/generated/")
@@ -468,15 +470,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # any other filesystem problem (store, output folder, log): one line naming the path
         print(f"icl-book: {exc.filename or 'error'}: {os_reason(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def threading_is_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":  # pragma: no cover

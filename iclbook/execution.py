@@ -309,6 +309,48 @@ class Interrupts:
             self._raised = True
             raise Interrupted(self.signum)
 
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """:meth:`handler` as the SIGINT and SIGTERM handler while the block runs (main thread only; the
+        previous handlers are restored after).
+
+        Python runs a handler between two bytecodes of the main thread; a signal that arrives just before the
+        main thread enters a blocking call (a read of a FIFO) would wait for the call to end. So the signal
+        also wakes a watcher thread (``signal.set_wakeup_fd``), which sends it to the main thread again
+        (``pthread_kill``: the call fails with EINTR and the handler runs) until the handler has seen it.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        signums = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, self.handler) for sig in signums}
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        old_wakeup = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        watcher = threading.Thread(target=self._resend, args=(read_end, signums), daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(old_wakeup)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            os.close(write_end)  # the watcher's read ends
+            watcher.join(timeout=1.0)
+            os.close(read_end)
+
+    def _resend(self, read_end: int, signums: tuple[int, ...], patience: float = 0.25) -> None:
+        """Watcher thread of :meth:`installed`: each signal the handler has not seen within ``patience``
+        seconds is sent to the main thread again."""
+        main = threading.main_thread().ident
+        while data := os.read(read_end, 64):
+            for signum in (b for b in data if b in signums):
+                for _ in range(40):
+                    time.sleep(patience)
+                    if self.stopping:
+                        break
+                    signal.pthread_kill(main, signum)
+
     def _handling(self) -> bool:
         """Whether :meth:`handler` is this process's SIGINT handler (else a stop is polled, not raised)."""
         current = signal.getsignal(signal.SIGINT)
