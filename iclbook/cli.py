@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from .archive import add_commands
 from .execution import Interrupted, Interrupts
@@ -349,8 +350,50 @@ def cmd_clean(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr (``icl-book: error: ...``), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("icl-book").strip()
+        self.exit(EXIT_USAGE, f"icl-book: error: {command + ': ' if command else ''}{message} (see --help)\n")
+
+
+PARAM_FLAGS = ("-p", "--param")
+
+
+def take_params(argv: list[str]) -> tuple[list[str], list[list[str]]]:
+    """``argv`` without its ``-p NAME VALUE`` triples, and those pairs: a value may start with ``-``
+    (``-p eta -inf``), which ``argparse`` would take for an option. After ``--`` nothing is taken."""
+    rest: list[str] = []
+    pairs: list[list[str]] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            rest += argv[i:]
+            break
+        if argv[i] in PARAM_FLAGS and i + 2 < len(argv):
+            pairs.append([argv[i + 1], argv[i + 2]])
+            i += 3
+            continue
+        rest.append(argv[i])
+        i += 1
+    return rest, pairs
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The parsed command line; ``-p`` pairs are taken out first (:func:`take_params`)."""
+    p = parser()
+    rest, pairs = take_params(argv)
+    args = p.parse_args(rest)
+    if pairs:
+        if not hasattr(args, "param"):
+            p.error(f"-p/--param is not an option of `{args.command}`")
+        args.param = (args.param or []) + pairs
+    return args
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
+    p = OneLineParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
     p.add_argument("--root", help="project root (default: found from the working directory)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -430,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point. SIGINT/SIGTERM end any command within a second: the handler ends running notebooks
     (kernels included) and raises :class:`~iclbook.execution.Interrupted` in the main thread, whatever it
     waits for; every write is renamed into place, so nothing is left half-written; exit 130/143."""
-    args = parser().parse_args(argv)
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
     args.interrupts = Interrupts()
     with args.interrupts.installed():
         return _dispatch(args)

@@ -177,7 +177,11 @@ def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise SweepError(f"{where}: not valid YAML ({exc})") from None
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}:" if mark is not None else ""
+        raise SweepError(
+            f"{where}:{at} not valid YAML ({' '.join(str(getattr(exc, 'problem', exc)).split())})"
+        ) from None
     if not isinstance(data, dict):
         raise SweepError(f"{where}: must map notebook names to their sweeps")
     by_name = {nb.name: nb for nb in notebooks}
