@@ -134,34 +134,38 @@ def _report_unusable(bad: dict[str, NotebookError]) -> None:
 
 
 def cmd_list(args: argparse.Namespace, root: Path) -> int:
-    """One line per notebook (its presets, parameters and expected quick run time), or with ``NAME`` the
-    parameters of one notebook: description, domain, quick and preset values."""
+    """One line per notebook (expected run time per preset, from the store or the hint, and its parameters), or
+    with ``NAME`` the parameters of one notebook: description, domain, quick and preset values."""
     notebooks, bad = discover_all(root)
+    timed = timed_seconds(root)
     if args.names:
         for nb in select(notebooks, args.names, bad):
-            print(describe_notebook(nb, root))
+            print(describe_notebook(nb, root, timed))
         return 0
-    timed = timed_seconds(root)
+    presets = [QUICK, *sorted({p for nb in notebooks for p in nb.presets})]
     width = max((len(nb.name) for nb in notebooks), default=8)
-    print(f"{'notebook':<{width}}  {'quick run':>15}  {'presets':<12}  parameters")
+    print(f"{'notebook':<{width}}" + "".join(f"  {p + ' run':>15}" for p in presets) + "  parameters")
     for nb in notebooks:
-        presets = ", ".join(nb.preset_names)
+        times = [describe_seconds(timed.get((nb.name, p))) if p in nb.preset_names else "-" for p in presets]
         params = ", ".join(nb.parameters)
         if len(params) > 60:
             params = params[:57] + "..."
-        quick = describe_seconds(timed.get((nb.name, QUICK)))
-        print(f"{nb.name:<{width}}  {quick:>15}  {presets:<12}  {params}")
+        print(f"{nb.name:<{width}}" + "".join(f"  {t:>15}" for t in times) + f"  {params}")
     print(f"icl-book: {len(notebooks)} notebooks; `icl-book list NAME` shows one notebook's parameters")
     _report_unusable(bad)
     return EXIT_USAGE if bad else 0
 
 
-def describe_notebook(nb: Notebook, root: Path) -> str:
-    """The parameters of ``nb``: a table of name, quick value, each preset's value, domain, then its description."""
+TIME_ROW = "run time"
+
+
+def describe_notebook(nb: Notebook, root: Path, timed: dict[tuple[str, str], tuple[float, str]]) -> str:
+    """The parameters of ``nb``: a table of name, quick value, each preset's value, domain, then its description;
+    its first row is the expected run time of each preset (``timed``, :func:`~iclbook.scheduling.timed_seconds`)."""
     from .notebooks import python_literal
 
     presets = sorted(nb.presets)
-    rows = []
+    rows = [(TIME_ROW, [describe_seconds(timed.get((nb.name, p))) for p in nb.preset_names], "", "")]
     for key, value in nb.parameters.items():
         domain = [f"range {nb.ranges[key].describe()}"] if key in nb.ranges else []
         domain += [f"length {nb.lengths[key].describe()}"] if key in nb.lengths else []
@@ -346,7 +350,10 @@ def cmd_clean(args: argparse.Namespace, root: Path) -> int:
             with args.interrupts.held():
                 os.rename(path, aside / path.name)
                 print(f"icl-book: removed {path}")
-            shutil.rmtree(aside)
+            try:
+                shutil.rmtree(aside)
+            except OSError as exc:
+                raise PathError(path, f"{os_reason(exc)} (moved to {aside}, not yet deleted)") from None
     return 0
 
 
