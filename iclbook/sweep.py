@@ -37,6 +37,7 @@ import ast
 import itertools
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -323,57 +324,60 @@ def run_sweep(
     interrupts = interrupts or Interrupts()
     cleanup_stale_temp(root)
     (store_dir(root) / "tmp").mkdir(parents=True, exist_ok=True)
-    out_root = Path(tempfile.mkdtemp(prefix="sweep-", dir=store_dir(root) / "tmp"))
-    requests = [
-        RunRequest(notebooks[p.notebook], p.params, QUICK, out_root / f"{p.notebook}-{i:04d}")
-        for i, p in enumerate(points)
-    ]
-    scans = import_scans(root)
-    keys = [cache_key(req, root, scans) for req in requests]
-    scans.save()
-    launcher = None
-    if scheduler:
-        from .distributed import DaskLauncher  # Dask is imported only on this path
+    # the points' output copies, removed in any case; named with this process's id, so that a later run
+    # removes it if this one is killed (iclbook.store.cleanup_stale_temp)
+    with tempfile.TemporaryDirectory(prefix=f"sweep-{os.getpid()}-", dir=store_dir(root) / "tmp") as tmp:
+        out_root = Path(tmp)
+        requests = [
+            RunRequest(notebooks[p.notebook], p.params, QUICK, out_root / f"{p.notebook}-{i:04d}")
+            for i, p in enumerate(points)
+        ]
+        scans = import_scans(root)
+        keys = [cache_key(req, root, scans) for req in requests]
+        with interrupts.held():  # the scan cache is renamed into place: not cut in two
+            scans.save()
+        launcher = None
+        if scheduler:
+            from .distributed import DaskLauncher  # Dask is imported only on this path
 
-        launcher = DaskLauncher(scheduler, root)
-        jobs, threads = max(1, min(jobs or launcher.slots(), len(points) or 1)), 1
-    else:
-        if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
-            check_loopback()
-        cores = cores or available_cores()
-        jobs = max(1, min(jobs or cores, len(points) or 1))
-        threads = max(1, cores // jobs)
-    seconds = expected_seconds(root)
-    order = sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0))
-    summary = SweepSummary(list(points))
-    try:
-        with Progress(len(points), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
+            launcher = DaskLauncher(scheduler, root)
+            jobs, threads = max(1, min(jobs or launcher.slots(), len(points) or 1)), 1
+        else:
+            if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
+                check_loopback()
+            cores = cores or available_cores()
+            jobs = max(1, min(jobs or cores, len(points) or 1))
+            threads = max(1, cores // jobs)
+        seconds = expected_seconds(root)
+        order = sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0))
+        summary = SweepSummary(list(points))
+        try:
+            with Progress(len(points), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
 
-            def work(i: int) -> RunResult:
-                p, req = points[i], requests[i]
-                label = f"{p.notebook} ({p.label})"
-                if interrupts.stopping:
-                    return RunResult(label, "interrupted", 0.0, "", req.out_dir)
-                progress.start(label)
-                res = run_one(req, root, keys[i], threads, False, interrupts, progress.say, launcher)
-                res.name = label
-                if res.status == "failed":
-                    res.error = " ".join(res.error.split())[:300]
-                    _record_failure(root, keys[i], res.error)
-                elif res.status in ("executed", "cached"):
-                    (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
-                progress.finish(res)
-                shutil.rmtree(req.out_dir, ignore_errors=True)
-                return res
+                def work(i: int) -> RunResult:
+                    p, req = points[i], requests[i]
+                    label = f"{p.notebook} ({p.label})"
+                    if interrupts.stopping:
+                        return RunResult(label, "interrupted", 0.0, "", req.out_dir)
+                    progress.start(label)
+                    res = run_one(req, root, keys[i], threads, False, interrupts, progress.say, launcher)
+                    res.name = label
+                    if res.status == "failed":
+                        res.error = " ".join(res.error.split())[:300]
+                        _record_failure(root, keys[i], res.error)
+                    elif res.status in ("executed", "cached"):
+                        (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
+                    progress.finish(res)
+                    shutil.rmtree(req.out_dir, ignore_errors=True)
+                    return res
 
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                done = dict(zip(order, pool.map(work, order)))
-        summary.results = [done[i] for i in range(len(points))]
-    finally:
-        if launcher is not None:
-            launcher.close()
-        shutil.rmtree(out_root, ignore_errors=True)
-    return summary
+                with ThreadPoolExecutor(max_workers=jobs) as pool:
+                    done = dict(zip(order, pool.map(work, order)))
+            summary.results = [done[i] for i in range(len(points))]
+        finally:
+            if launcher is not None:
+                launcher.close()
+        return summary
 
 
 # --------------------------------------------------------------------------- reading the store
