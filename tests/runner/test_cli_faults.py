@@ -27,7 +27,10 @@ def refused(project: Path, capsys: pytest.CaptureFixture[str], *args: str, limit
     """Run ``args``; assert exit 2, one line, within ``limit`` seconds, the store untouched; the line."""
     before = store_snapshot(project)
     start = time.monotonic()
-    rc = cli_main(project, *args)
+    try:
+        rc = cli_main(project, *args)
+    except SystemExit as exc:  # a usage error of argparse
+        rc = exc.code
     seconds = time.monotonic() - start
     line = one_line(capsys.readouterr().err)
     assert rc == 2, line
@@ -66,6 +69,8 @@ PARAM_FAULTS = [
     ("list-call", "lists", "warmups", "__import__('os').getpid()", "cannot read"),
     ("list-multiplied", "lists", "warmups", "[1] * 10**9", "cannot read"),
     ("list-element-out-of-range", "lists", "long", _list(5000, "11"), "element 0 (11) is outside its range [0, 10]"),
+    ("value-starting-with-dash", "sized", "eta", "-inf", "= -inf is outside its range (0, 1)"),
+    ("value-looking-like-an-option", "sized", "K", "--help", "cannot read '--help' as int"),
 ]
 
 
@@ -204,6 +209,10 @@ OTHER_FAULTS = [
     ("plan-zero-workers", ("plan", "--workers", "0"), "--workers: expected a number of workers >= 1"),
     ("run-zero-jobs", ("run", "sized", "-j", "0"), "-j/--jobs must be at least 1, got 0"),
     ("build-with-out", ("build", "--out", "x"), "--out is for `run`"),
+    ("p-without-value", ("status", "sized", "-p", "K"), "status: argument -p/--param: expected 2 arguments"),
+    ("p-on-list", ("list", "-p", "K", "8"), "-p/--param is not an option of `list`"),
+    ("unknown-command", ("bogus",), "invalid choice: 'bogus'"),
+    ("unknown-option", ("status", "--bogus"), "unrecognized arguments: --bogus"),
 ]
 
 

@@ -210,3 +210,25 @@ def test_a_running_notebook_stops_within_a_second_and_nothing_is_stored(tmp_path
     assert not list((store_dir(root) / "entries").iterdir())
     assert not list((store_dir(root) / "tmp").iterdir()), "the run's temporary folder was left behind"
     assert not (root / "book" / "generated" / "slow").exists()
+
+
+def test_a_signal_inside_a_held_step_is_raised_when_the_step_ends() -> None:
+    """In this process: the handler raises at once outside held(), and only after the step inside it."""
+    from iclbook.execution import Interrupted, Interrupts
+
+    interrupts = Interrupts()
+    steps = []
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with pytest.raises(Interrupted) as raised, interrupts.installed():
+        with interrupts.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here, and must not raise
+            steps.append("both writes")
+        steps.append("after the step")  # never reached
+    assert steps == ["both writes"] and raised.value.signum == signal.SIGTERM
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before  # handlers restored
+    interrupts = Interrupts()
+    with pytest.raises(Interrupted), interrupts.installed():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1.0)  # interrupted long before the end
+        pytest.fail("the signal was not raised")
