@@ -304,8 +304,12 @@ class DaskLauncher:
             inherited = os.environ.pop(MALLOC_TRIM_ENV, None)
             try:
                 with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
-                    self.cluster = LocalCluster(
-                        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+                    self.cluster = LocalCluster(  # no dashboard; its HTTP routes on a free loopback port, so that
+                        n_workers=n,  # a port 8787 held by another cluster prints no warning
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     )
             finally:
                 if inherited is not None:
@@ -325,6 +329,7 @@ class DaskLauncher:
                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:200] or 'no detail'})"
             ) from None
         self.package = package_files(root)
+        self.interrupts: Any = None  # the Interrupts of the runs, seen by close()
 
     def slots(self) -> int:
         """Worker threads in the cluster (at least 1): how many notebooks to keep in flight."""
@@ -345,6 +350,7 @@ class DaskLauncher:
             "progress": f"{key}-progress",
             "scheduler": self.address,
         }
+        self.interrupts = interrupts
         progress, seen = Variable(payload["progress"], client=self.client), "{}"
         progress.set(seen)  # a value from the start: a get never waits (a timed-out get logs an error on the scheduler)
         future = self.client.submit(run_on_worker, payload, key=key, pure=False)
@@ -381,11 +387,42 @@ class DaskLauncher:
         return int(result["rc"])
 
     def close(self) -> None:
+        """Close the client and a ``local:N`` cluster. After an interrupt, quickly and quietly: the local
+        worker processes (and the notebooks they run) are killed first, and Dask's warnings about them are not
+        shown (the command's one line says what happened)."""
+        interrupted = self.interrupts is not None and self.interrupts.stopping
+        if not interrupted:
+            try:
+                self.client.close()
+            finally:
+                if self.cluster is not None:
+                    self.cluster.close()
+            return
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        if self.cluster is not None:
+            _kill_local_workers()
+        for close in (self.client.close, *([self.cluster.close] if self.cluster is not None else [])):
+            try:
+                close(timeout=2)
+            except Exception:  # noqa: BLE001  (an interrupted command exits anyway; its one line is printed)
+                pass
+
+
+def _kill_local_workers() -> None:
+    """Kill the worker processes of this process's ``LocalCluster`` with everything they started (the
+    ``multiprocessing`` spawned children; the resource tracker is left to exit on its own)."""
+    import psutil
+
+    for child in psutil.Process().children():
         try:
-            self.client.close()
-        finally:
-            if self.cluster is not None:
-                self.cluster.close()
+            if "spawn_main" not in " ".join(child.cmdline()):
+                continue
+            for proc in [*child.children(recursive=True), child]:
+                proc.kill()
+        except psutil.Error:
+            continue
 
 
 __all__ = [

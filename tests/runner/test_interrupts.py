@@ -177,6 +177,15 @@ def test_clean_interrupted_removes_a_folder_whole_or_not_at_all(project, sig) ->
     assert again.returncode == 0 and not list(project.glob(".icl-trash-*")), "the next clean removes what was left"
 
 
+def _cmdline(proc) -> str:
+    import psutil
+
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def _descendants(pid: int) -> list:
     import psutil
 
@@ -232,3 +241,35 @@ def test_a_signal_inside_a_held_step_is_raised_when_the_step_ends() -> None:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1.0)  # interrupted long before the end
         pytest.fail("the signal was not raised")
+
+
+@pytest.mark.fault
+@pytest.mark.slow
+def test_a_notebook_running_on_a_local_dask_cluster_stops_within_a_second(tmp_path) -> None:
+    import psutil
+
+    pytest.importorskip("distributed")
+    root = tmp_path / "p"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "iclcore").mkdir()
+    (root / "requirements.lock").write_text("numpy==0\n")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: book/generated/slow/slow\n")
+    (root / "notebooks" / "slow.py").write_text(HEADER + NOTEBOOKS["slow"])
+    proc = start(root, "run", "slow", "-p", "seconds", "60", "--scheduler", "local:1")
+
+    def kernel_runs():
+        kids = _descendants(proc.pid)
+        return kids if any("ipykernel" in _cmdline(k) for k in kids) else None
+
+    wait_for(kernel_runs, proc, "the notebook's kernel started on the worker", timeout=180)
+    time.sleep(0.5)
+    children = _descendants(proc.pid)
+    seconds, _ = interrupt(proc, signal.SIGINT)
+    assert seconds < WITHIN, f"{seconds:.2f} s"
+    time.sleep(1.0)
+    alive = [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    alive = [p for p in alive if "resource_tracker" not in _cmdline(p)]
+    for p in alive:
+        p.kill()
+    assert not alive, "a worker, papermill or the kernel outlived the command"
+    assert not list((store_dir(root) / "entries").iterdir())
