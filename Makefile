@@ -93,9 +93,11 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 ## make lab: JupyterLab on notebooks/ (py:percent files open as notebooks through jupytext); options for
-## headless or SSH use go in LAB_ARGS, e.g. make lab LAB_ARGS="--no-browser --port 8899 --ip 127.0.0.1"
+## headless or SSH use go in LAB_ARGS, e.g. make lab LAB_ARGS="--no-browser --port 8899 --ip 127.0.0.1".
+## One Ctrl-C stops it (answer_yes: no confirmation prompt, which a headless terminal cannot answer); the
+## figures and metrics.json a notebook writes when run here are ignored by notebooks/.gitignore.
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --JupyterApp.answer_yes=True $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## make screenshots: every built page at 1280 px and 390 px (headless Chromium) into $(SCREENSHOTS)/
 screenshots: $(STAMP)

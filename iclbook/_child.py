@@ -7,6 +7,9 @@ spec holds: ``source`` (py:percent path), ``output`` (executed ipynb path),
 assignments, one per parameter, values written with ``repr``-exact literals),
 ``table`` (markdown of the parameter table) and ``metadata``.
 
+A kernel that dies is reported by how it ended (its exit code or the signal that killed it, read from
+the kernel process that :func:`recording_kernel_manager` keeps), as the last line of the log.
+
 Parameters are injected as a code cell right after the cell tagged
 ``parameters`` (tagged ``injected-parameters`` and ``remove-cell``, so the
 book does not show it); papermill's own parameter path (YAML/JSON) is never
@@ -55,13 +58,54 @@ def prepare(spec: dict):
     return nb
 
 
+def recording_kernel_manager(kernels: list) -> type:
+    """A jupyter_client ``AsyncKernelManager`` class that appends each kernel process it starts to ``kernels``
+    (a ``subprocess.Popen``; its ``returncode`` says how the kernel ended)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class RecordingKernelManager(AsyncKernelManager):
+        async def _async_post_start_kernel(self, **kw: object) -> None:
+            await super()._async_post_start_kernel(**kw)
+            process = getattr(self.provisioner, "process", None)
+            if process is not None:
+                kernels.append(process)
+
+    return RecordingKernelManager
+
+
+def kernel_end(kernels: list) -> str:
+    """How the last recorded kernel ended: ``"it was killed by SIGKILL"``, ``"it exited with code 3"``, or ``""``."""
+    import signal
+
+    if not kernels:
+        return ""
+    process = kernels[-1]
+    for _ in range(20):  # a dead kernel is reaped within moments
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    rc = process.returncode
+    if rc is None:
+        return ""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        extra = " (the kernel ran out of memory, or something killed it)" if -rc == signal.SIGKILL else ""
+        return f"it was killed by {name}{extra}"
+    return f"it exited with code {rc}"
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(open(argv[0], encoding="utf-8").read())
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     nb = prepare(spec)
+    kernels: list = []
     try:
         papermill.execute_notebook(
             nb,
@@ -71,9 +115,14 @@ def main(argv: list[str]) -> int:
             kernel_name="python3",
             progress_bar=False,
             log_output=False,
+            kernel_manager_class=recording_kernel_manager(kernels),
         )
     except PapermillExecutionError as exc:
         print(f"{exc.ename}: {exc.evalue}", file=sys.stderr)
+        return 1
+    except DeadKernelError:
+        how = kernel_end(kernels)
+        print(f"the Jupyter kernel died while a cell ran{': ' + how if how else ''}", file=sys.stderr)
         return 1
     return 0
 

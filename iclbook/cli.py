@@ -5,6 +5,7 @@ Examples
 ::
 
     icl-book list
+    icl-book list proof_ladder   # its parameters: descriptions, domains, quick and paper values
     icl-book run proof_ladder -p K 16 --out /tmp/figs
     icl-book run --preset paper -j 1
     icl-book build            # run (cached) every notebook, then build the HTML
@@ -23,10 +24,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from .archive import add_commands
-from .execution import Interrupts
-from .notebooks import QUICK, Notebook, NotebookError, discover_all
+from .execution import Interrupted, Interrupts
+from .notebooks import QUICK, Notebook, NotebookError, discover_all, notebook_name
 from .plan import add_command as add_plan_command
 from .record import add_commands as add_record_commands
 from .runs import make_requests
@@ -113,9 +115,10 @@ def check_store(root: Path) -> Path:
 
 
 def select(notebooks: list[Notebook], names: list[str], bad: dict[str, NotebookError] | None = None) -> list[Notebook]:
-    """The notebooks named (each once, in the order given), or all when ``names`` is empty."""
+    """The notebooks named (each once, in the order given; ``notebooks/x.py`` is ``x``), or all when ``names`` is empty."""
     if not names:
         return notebooks
+    names = [notebook_name(n) for n in names]
     by_name = {nb.name: nb for nb in notebooks}
     for n in names:
         if bad and n in bad:
@@ -131,33 +134,53 @@ def _report_unusable(bad: dict[str, NotebookError]) -> None:
         print(f"icl-book: error: {exc} (skipped; the other notebooks are unaffected)", file=sys.stderr)
 
 
+def cmd_list(args: argparse.Namespace, root: Path) -> int:
+    """One line per notebook (expected run time per preset, from the store or the hint, and its parameters), or
+    with ``NAME`` the parameters of one notebook: description, domain, quick and preset values."""
+    notebooks, bad = discover_all(root)
+    timed = timed_seconds(root)
+    if args.names:
+        for nb in select(notebooks, args.names, bad):
+            print(describe_notebook(nb, root, timed))
+        return 0
+    presets = [QUICK, *sorted({p for nb in notebooks for p in nb.presets})]
+    width = max((len(nb.name) for nb in notebooks), default=8)
+    print(f"{'notebook':<{width}}" + "".join(f"  {p + ' run':>15}" for p in presets) + "  parameters")
+    for nb in notebooks:
+        times = [describe_seconds(timed.get((nb.name, p))) if p in nb.preset_names else "-" for p in presets]
+        params = ", ".join(nb.parameters)
+        if len(params) > 60:
+            params = params[:57] + "..."
+        print(f"{nb.name:<{width}}" + "".join(f"  {t:>15}" for t in times) + f"  {params}")
+    print(f"icl-book: {len(notebooks)} notebooks; `icl-book list NAME` shows one notebook's parameters")
+    _report_unusable(bad)
+    return EXIT_USAGE if bad else 0
+
+
 TIME_ROW = "run time"
 
 
-def cmd_list(args: argparse.Namespace, root: Path) -> int:
-    """Each notebook, its parameters per preset, and the expected run time per preset (store or hint)."""
-    notebooks, bad = discover_all(root)
-    timed = timed_seconds(root)
-    for nb in notebooks:
-        print(f"{nb.name}  ({nb.path.relative_to(root)})")
-        width = max((len(k) for k in [*nb.parameters, TIME_ROW]), default=0)
-        presets = sorted(nb.presets)
-        header = f"    {'parameter':<{width}}  {QUICK:>15}" + "".join(f"  {p:>15}" for p in presets)
-        print(header)
-        times = [describe_seconds(timed.get((nb.name, p))) for p in [QUICK, *presets]]
-        print(f"    {TIME_ROW:<{width}}" + "".join(f"  {t:>15}" for t in times))
-        for key, value in nb.parameters.items():
-            row = f"    {key:<{width}}  {value!r:>15}"
-            for p in presets:
-                row += f"  {nb.presets[p].get(key, value)!r:>15}"
-            if key in nb.ranges:
-                row += f"  range {nb.ranges[key].describe()}"
-            if key in nb.lengths:
-                row += f"  length {nb.lengths[key].describe()}"
-            print(row)
-        print()
-    _report_unusable(bad)
-    return EXIT_USAGE if bad else 0
+def describe_notebook(nb: Notebook, root: Path, timed: dict[tuple[str, str], tuple[float, str]]) -> str:
+    """The parameters of ``nb``: a table of name, quick value, each preset's value, domain, then its description;
+    its first row is the expected run time of each preset (``timed``, :func:`~iclbook.scheduling.timed_seconds`)."""
+    from .notebooks import python_literal
+
+    presets = sorted(nb.presets)
+    rows = [(TIME_ROW, [describe_seconds(timed.get((nb.name, p))) for p in nb.preset_names], "", "")]
+    for key, value in nb.parameters.items():
+        domain = [f"range {nb.ranges[key].describe()}"] if key in nb.ranges else []
+        domain += [f"length {nb.lengths[key].describe()}"] if key in nb.lengths else []
+        values = [python_literal(value)] + [python_literal(nb.presets[p].get(key, value)) for p in presets]
+        rows.append((key, values, "; ".join(domain) or "-", nb.descriptions.get(key, "")))
+    head = ["parameter", QUICK, *presets, "domain"]
+    cols = [[r[0] for r in rows], *([r[1][i] for r in rows] for i in range(1 + len(presets))), [r[2] for r in rows]]
+    widths = [max([len(h), *(len(c) for c in col)]) for h, col in zip(head, cols)]
+    lines = [f"{nb.name} ({nb.path.relative_to(root) if nb.path.is_relative_to(root) else nb.path})"]
+    lines.append("  " + "  ".join(f"{h:<{w}}" for h, w in zip(head, widths)) + "  description")
+    for key, values, domain, text in rows:
+        cells = [key, *values, domain]
+        lines.append(("  " + "  ".join(f"{c:<{w}}" for c, w in zip(cells, widths)) + f"  {text}").rstrip())
+    return "\n".join(lines)
 
 
 def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
@@ -167,8 +190,12 @@ def _overrides(pairs: list[list[str]] | None) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
     good, bad = discover_all(root)
     notebooks = select(good, args.names, bad)
-    out_root = check_out(args.out) if args.out is not None else root / "book" / "generated"
-    requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
+    if args.out is not None and not args.out.strip():
+        raise UsageError("--out is empty; give a folder")
+    out_root = resolve_path(args.out, "--out") if args.out is not None else root / "book" / "generated"
+    requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))  # checked before any write
+    if args.out is not None:
+        check_writable(out_root, "--out")
     check_store(root)
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts
@@ -309,21 +336,78 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
+TRASH_PREFIX = ".icl-trash-"
+
+
 def cmd_clean(args: argparse.Namespace, root: Path) -> int:
+    """Remove the outputs: each folder is first renamed aside (one step, so an interrupt never leaves it half
+    removed), then deleted; what an earlier interrupted clean left aside goes too."""
     paths = [root / "book" / "generated", root / "_build"] + ([root / STORE] if args.store else [])
+    for leftover in sorted(root.glob(TRASH_PREFIX + "*")):
+        shutil.rmtree(leftover, ignore_errors=True)
     for path in paths:
         if path.exists():
-            shutil.rmtree(path)
-            print(f"icl-book: removed {path}")
+            aside = Path(tempfile.mkdtemp(prefix=TRASH_PREFIX, dir=root))
+            with args.interrupts.held():
+                os.rename(path, aside / path.name)
+                print(f"icl-book: removed {path}")
+            try:
+                shutil.rmtree(aside)
+            except OSError as exc:
+                raise PathError(path, f"{os_reason(exc)} (moved to {aside}, not yet deleted)") from None
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr (``icl-book: error: ...``), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("icl-book").strip()
+        self.exit(EXIT_USAGE, f"icl-book: error: {command + ': ' if command else ''}{message} (see --help)\n")
+
+
+PARAM_FLAGS = ("-p", "--param")
+
+
+def take_params(argv: list[str]) -> tuple[list[str], list[list[str]]]:
+    """``argv`` without its ``-p NAME VALUE`` triples, and those pairs: a value may start with ``-``
+    (``-p eta -inf``), which ``argparse`` would take for an option. After ``--`` nothing is taken."""
+    rest: list[str] = []
+    pairs: list[list[str]] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            rest += argv[i:]
+            break
+        if argv[i] in PARAM_FLAGS and i + 2 < len(argv):
+            pairs.append([argv[i + 1], argv[i + 2]])
+            i += 3
+            continue
+        rest.append(argv[i])
+        i += 1
+    return rest, pairs
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The parsed command line; ``-p`` pairs are taken out first (:func:`take_params`)."""
+    p = parser()
+    rest, pairs = take_params(argv)
+    args = p.parse_args(rest)
+    if pairs:
+        if not hasattr(args, "param"):
+            p.error(f"-p/--param is not an option of `{args.command}`")
+        args.param = (args.param or []) + pairs
+    return args
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
+    p = OneLineParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
     p.add_argument("--root", help="project root (default: found from the working directory)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="notebooks in book order with their parameters and presets").set_defaults(func=cmd_list)
+    ls = sub.add_parser("list", help="notebooks in book order, one line each; with NAME, one notebook's parameters")
+    ls.add_argument("names", nargs="*", metavar="NAME", help="show these notebooks' parameters (notebooks/x.py is x)")
+    ls.set_defaults(func=cmd_list)
 
     def run_options(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("names", nargs="*", metavar="NAME", help="notebooks to run (default: all)")
@@ -363,6 +447,9 @@ def parser() -> argparse.ArgumentParser:
     )
     b.set_defaults(func=cmd_build)
 
+    from .sweep import MAX_POINTS as SWEEP_MAX_POINTS
+    from .sweep import cmd_sweep
+
     sw = sub.add_parser("sweep", help="run notebooks over their unstated settings (notebooks/sweeps.yml), cached")
     sw.add_argument("names", nargs="*", metavar="NAME", help="notebooks to sweep")
     sw.add_argument("--all", action="store_true", help="sweep every notebook declared in notebooks/sweeps.yml")
@@ -370,9 +457,15 @@ def parser() -> argparse.ArgumentParser:
         "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"), help='a grid: -p M "[64, 128]"'
     )
     sw.add_argument("--full", action="store_true", help="the product grid instead of one setting at a time")
+    sw.add_argument(
+        "--max-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"refuse a sweep of more than N points before it starts (default: {SWEEP_MAX_POINTS})",
+    )
     sw.add_argument("-j", "--jobs", type=int, default=None, help="parallel points (default: number of cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS", default=None, help="execute on Dask (as for `run`)")
-    from .sweep import cmd_sweep
 
     sw.set_defaults(func=cmd_sweep)
 
@@ -386,20 +479,37 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; SIGINT/SIGTERM end running notebooks (kernels included) and exit 130/143."""
-    args = parser().parse_args(argv)
+    """Entry point. SIGINT/SIGTERM end any command within a second: the handler ends running notebooks
+    (kernels included) and raises :class:`~iclbook.execution.Interrupted` in the main thread, whatever it
+    waits for; every write is renamed into place, so nothing is left half-written; exit 130/143."""
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
     args.interrupts = Interrupts()
-    previous = {}
-    if threading_is_main():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda signum, frame: args.interrupts.stop(signum))
+    with args.interrupts.installed():
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command of ``args``; every error is one line on stderr and an exit code."""
     try:
         if getattr(args, "out", None) is not None and args.command == "build":
             raise UsageError("--out is for `run`; `build` reads book/generated/")
         if getattr(args, "jobs", None) is not None and args.jobs < 1:
             raise UsageError(f"-j/--jobs must be at least 1, got {args.jobs}")
+        if getattr(args, "scheduler", None) is not None:
+            from .distributed import check_scheduler  # parses the address only; Dask is not imported
+            from .worker_env import available_cores
+
+            check_scheduler(args.scheduler, available_cores())
         root = check_root(args.root) if args.root is not None else find_root()
         return args.func(args, root)
+    except Interrupted as exc:
+        args.interrupts.finish()
+        print(
+            f"icl-book: interrupted by {signal.Signals(exc.signum).name}; stopped work is not stored "
+            "and nothing was left half-written",
+            file=sys.stderr,
+        )
+        return 128 + exc.signum
     except PathError as exc:
         print(f"icl-book: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -412,15 +522,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # any other filesystem problem (store, output folder, log): one line naming the path
         print(f"icl-book: {exc.filename or 'error'}: {os_reason(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def threading_is_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":  # pragma: no cover

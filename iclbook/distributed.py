@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -58,6 +60,85 @@ CONNECT_TIMEOUT = 8.0  # seconds before an unreachable scheduler is reported
 
 class SchedulerError(NotebookError):
     """The Dask scheduler cannot be reached or started (one-line message; the CLI prints it as an error)."""
+
+
+#: Address schemes of a Dask scheduler (``distributed.comm``); an address without one is ``tcp``.
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+#: The most workers of a ``local:N`` cluster, per core of this machine (each worker is a process).
+LOCAL_WORKERS_PER_CORE = 4
+_ADDRESS_RE = re.compile(
+    r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/\s]+):(?P<port>[^/\s]*)/?"
+)
+
+
+def local_workers(scheduler: str, cores: int) -> int | None:
+    """N of ``local:N`` (None for another address); a :class:`SchedulerError` unless ``1 <= N <= 4 * cores``."""
+    if not scheduler.startswith("local:"):
+        return None
+    try:
+        n = int(scheduler.split(":", 1)[1])
+        if n < 1:
+            raise ValueError
+    except ValueError:
+        raise SchedulerError(f"--scheduler {scheduler}: expected local:N with N >= 1 workers") from None
+    bound = LOCAL_WORKERS_PER_CORE * max(1, cores)
+    if n > bound:
+        raise SchedulerError(
+            f"--scheduler {scheduler}: {n} worker processes on {cores} core(s) is more than the bound of {bound} "
+            f"({LOCAL_WORKERS_PER_CORE} per core); start a cluster of that size yourself and pass its address"
+        )
+    return n
+
+
+def parse_address(scheduler: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of a scheduler address ``[scheme://]host:port``; a one-line :class:`SchedulerError`
+    naming the address and what is wrong with it otherwise (checked before Dask is imported)."""
+    shown = scheduler if scheduler.strip() else repr(scheduler)
+    m = _ADDRESS_RE.fullmatch(scheduler.strip())
+    scheme = (m.group("scheme") if m else None) or "tcp"
+    if m is None:
+        raw_scheme = scheduler.split("://", 1)[0] if "://" in scheduler else ""
+        if raw_scheme and raw_scheme.lower() not in SCHEMES:
+            raise SchedulerError(
+                f"--scheduler {shown}: unknown address scheme {raw_scheme!r}; use tcp://HOST:PORT ({', '.join(SCHEMES)}) "
+                "or local:N"
+            )
+        raise SchedulerError(f"--scheduler {shown}: not an address; use tcp://HOST:PORT or local:N")
+    if scheme.lower() not in SCHEMES:
+        raise SchedulerError(
+            f"--scheduler {shown}: unknown address scheme {scheme!r}; use tcp://HOST:PORT ({', '.join(SCHEMES)}) "
+            "or local:N"
+        )
+    port = m.group("port")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SchedulerError(f"--scheduler {shown}: port {port!r} is not a number from 1 to 65535")
+    return scheme.lower(), m.group("host").strip("[]"), int(port)
+
+
+def check_scheduler(scheduler: str, cores: int) -> None:
+    """A one-line :class:`SchedulerError` if ``scheduler`` is neither a valid ``local:N`` nor a parsable address."""
+    if local_workers(scheduler, cores) is None:
+        parse_address(scheduler)
+
+
+def probe_scheduler(scheduler: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """A one-line :class:`SchedulerError` naming the address and the cause if no TCP connection to it opens
+    within ``timeout`` seconds (name not resolved, connection refused, no route, timeout)."""
+    scheme, host, port = parse_address(scheduler)
+    if scheme in ("ucx", "inproc"):
+        return  # not TCP: left to Dask
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except socket.gaierror as exc:
+        raise SchedulerError(f"--scheduler {scheduler}: cannot resolve the host {host!r} ({exc.strerror})") from None
+    except TimeoutError:
+        raise SchedulerError(
+            f"--scheduler {scheduler}: no answer from {host}:{port} within {timeout:.0f} s (no scheduler there?)"
+        ) from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise SchedulerError(f"--scheduler {scheduler}: cannot reach the Dask scheduler: {reason}") from None
 
 
 def package_files(root: Path) -> dict[str, bytes]:
@@ -209,15 +290,12 @@ class DaskLauncher:
             from dask.distributed import Client, LocalCluster
         except ImportError:
             raise SchedulerError("--scheduler needs dask and distributed: pip install -e '.[cluster]'") from None
+        from .worker_env import available_cores
+
         self.root = root
         self.cluster = None
-        if scheduler.startswith("local:"):
-            try:
-                n = int(scheduler.split(":", 1)[1])
-                if n < 1:
-                    raise ValueError
-            except ValueError:
-                raise SchedulerError(f"--scheduler {scheduler}: expected local:N with N >= 1 workers") from None
+        n = local_workers(scheduler, available_cores())
+        if n is not None:
             import dask
 
             # the workers run inner tasks in their own process: no nanny trim threshold there (MALLOC_TRIM_ENV),
@@ -226,25 +304,32 @@ class DaskLauncher:
             inherited = os.environ.pop(MALLOC_TRIM_ENV, None)
             try:
                 with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
-                    self.cluster = LocalCluster(
-                        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+                    self.cluster = LocalCluster(  # no dashboard; its HTTP routes on a free loopback port, so that
+                        n_workers=n,  # a port 8787 held by another cluster prints no warning
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     )
             finally:
                 if inherited is not None:
                     os.environ[MALLOC_TRIM_ENV] = inherited
             address = self.cluster.scheduler_address
         else:
+            probe_scheduler(scheduler)  # one line in milliseconds for a refused or unresolvable address
             address = scheduler
         self.address = address
         try:
             self.client = Client(address, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # noqa: BLE001  (Dask raises OSError, TimeoutError, ValueError, ...: one line each)
             if self.cluster is not None:
                 self.cluster.close()
             raise SchedulerError(
-                f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT:.0f} s ({type(exc).__name__})"
+                f"--scheduler {scheduler}: cannot connect to the Dask scheduler at {address} "
+                f"({type(exc).__name__}: {' '.join(str(exc).split())[:200] or 'no detail'})"
             ) from None
         self.package = package_files(root)
+        self.interrupts: Any = None  # the Interrupts of the runs, seen by close()
 
     def slots(self) -> int:
         """Worker threads in the cluster (at least 1): how many notebooks to keep in flight."""
@@ -265,6 +350,7 @@ class DaskLauncher:
             "progress": f"{key}-progress",
             "scheduler": self.address,
         }
+        self.interrupts = interrupts
         progress, seen = Variable(payload["progress"], client=self.client), "{}"
         progress.set(seen)  # a value from the start: a get never waits (a timed-out get logs an error on the scheduler)
         future = self.client.submit(run_on_worker, payload, key=key, pure=False)
@@ -301,11 +387,53 @@ class DaskLauncher:
         return int(result["rc"])
 
     def close(self) -> None:
+        """Close the client and a ``local:N`` cluster. After an interrupt, quickly and quietly: the local
+        worker processes (and the notebooks they run) are killed first, and Dask's warnings about them are not
+        shown (the command's one line says what happened)."""
+        interrupted = self.interrupts is not None and self.interrupts.stopping
+        if not interrupted:
+            try:
+                self.client.close()
+            finally:
+                if self.cluster is not None:
+                    self.cluster.close()
+            return
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        if self.cluster is not None:
+            _kill_local_workers()
+        for close in (self.client.close, *([self.cluster.close] if self.cluster is not None else [])):
+            try:
+                close(timeout=2)
+            except Exception:  # noqa: BLE001  (an interrupted command exits anyway; its one line is printed)
+                pass
+
+
+def _kill_local_workers() -> None:
+    """Kill the worker processes of this process's ``LocalCluster`` with everything they started (the
+    ``multiprocessing`` spawned children; the resource tracker is left to exit on its own)."""
+    import psutil
+
+    for child in psutil.Process().children():
         try:
-            self.client.close()
-        finally:
-            if self.cluster is not None:
-                self.cluster.close()
+            if "spawn_main" not in " ".join(child.cmdline()):
+                continue
+            for proc in [*child.children(recursive=True), child]:
+                proc.kill()
+        except psutil.Error:
+            continue
 
 
-__all__ = ["DaskLauncher", "ProgressRelay", "SchedulerError", "package_files", "run_on_worker", "CONNECT_TIMEOUT"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DaskLauncher",
+    "ProgressRelay",
+    "SchedulerError",
+    "check_scheduler",
+    "local_workers",
+    "package_files",
+    "parse_address",
+    "probe_scheduler",
+    "run_on_worker",
+]

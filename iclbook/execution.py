@@ -21,11 +21,18 @@ start (:func:`iclbook.scheduling.check_loopback`), and :func:`kernel_hint` adds 
 
 Interrupts: :class:`Interrupts` ends every running child's process group and
 its kernel (which jupyter starts in a session of its own); the temporary
-folders are removed and nothing of an interrupted run is stored.
+folders are removed and nothing of an interrupted run is stored. Installed as the
+SIGINT/SIGTERM handler of the command line (:meth:`Interrupts.handler`), it also raises
+:class:`Interrupted` in the main thread, so that any command stops at once, whatever it is
+waiting for (a FIFO, a parse, a lock, its worker threads); a step of several writes that must not be
+cut in two runs inside :meth:`Interrupts.held`, where the exception waits for the step's end.
+Every write that others read (store entries, output folders, archives, the hint) is a temporary
+file or folder renamed into place, so what an interrupt leaves is either the old or the new version.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -36,7 +43,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +54,7 @@ from .worker_env import CPU_FILE, INNER_FILE, PROGRESS_ENV, PROGRESS_FILE, read_
 
 __all__ = [
     "LOOPBACK_HINT",
+    "Interrupted",
     "Interrupts",
     "execute",
     "failing_cell",
@@ -155,18 +163,33 @@ def loopback_problem(timeout: float = 0.05) -> str:
     return ""
 
 
-def kernel_hint(detail: str) -> str:
-    """``detail`` with :data:`LOOPBACK_HINT` added when it says the kernel didn't respond or died."""
+def kernel_hint(detail: str, problem: Callable[[], str] = loopback_problem) -> str:
+    """``detail`` with :data:`LOOPBACK_HINT` and the reason added when it says the kernel didn't respond or
+    died *and* loopback TCP fails now (``problem()`` non-empty); a kernel that died for another reason is
+    never blamed on the network."""
     low = detail.lower()
     if any(s in low for s in ("kernel didn't respond", "kernel died", "deadkernel", "kernel did not respond")):
-        return f"{detail} (hint: {LOOPBACK_HINT})"
+        reason = problem()
+        if reason:
+            return f"{detail} (hint: {LOOPBACK_HINT}; here: {reason})"
     return detail
+
+
+def child_end(rc: int) -> str:
+    """How the runner's child ended, from its exit code (negative: the signal that killed it)."""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return f"papermill was killed by {name}"
+    return f"papermill exited with code {rc}"
 
 
 # --- interrupts ----------------------------------------------------------------------------------
 
 
-def _kill_tree(proc: subprocess.Popen, grace: float = 3.0) -> None:
+def _kill_tree(proc: subprocess.Popen, grace: float = 0.4) -> None:
     """End ``proc`` (a session leader), its process group, and every descendant's process group (the kernel's)."""
     import psutil
 
@@ -206,6 +229,17 @@ def _kill_tree(proc: subprocess.Popen, grace: float = 3.0) -> None:
         pass
 
 
+class Interrupted(BaseException):
+    """Raised in the main thread by :meth:`Interrupts.handler`: the command ends with exit code ``128 + signum``.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except Exception`` on the way swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class Interrupts:
     """Running child processes of one ``icl-book`` call; :meth:`stop` ends them all."""
 
@@ -213,6 +247,9 @@ class Interrupts:
         self.signum = 0
         self._lock = threading.Lock()
         self._procs: set[subprocess.Popen] = set()
+        self._killers: list[threading.Thread] = []
+        self._held = 0  # depth of held() sections of the main thread
+        self._raised = False
 
     @property
     def stopping(self) -> bool:
@@ -242,7 +279,88 @@ class Interrupts:
             procs = list(self._procs)
         if first:
             for proc in procs:
-                threading.Thread(target=_kill_tree, args=(proc,), daemon=True).start()
+                killer = threading.Thread(target=_kill_tree, args=(proc,), daemon=True)
+                killer.start()
+                self._killers.append(killer)
+
+    def handler(self, signum: int, frame: Any = None) -> None:
+        """The SIGINT/SIGTERM handler (Python runs it in the main thread): :meth:`stop`, then raise
+        :class:`Interrupted` there, unless inside :meth:`held` (raised at its end) or raised already
+        (a second signal while the first unwinds only ends the children again)."""
+        self.stop(signum)
+        if not self._held and not self._raised:
+            self._raised = True
+            raise Interrupted(self.signum)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """A step of the main thread that a signal must not cut in two (several writes that belong together):
+        a signal inside it raises :class:`Interrupted` when it ends. In another thread (never interrupted)
+        it does nothing."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held and self.stopping and not self._raised and self._handling():
+            self._raised = True
+            raise Interrupted(self.signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """:meth:`handler` as the SIGINT and SIGTERM handler while the block runs (main thread only; the
+        previous handlers are restored after).
+
+        Python runs a handler between two bytecodes of the main thread; a signal that arrives just before the
+        main thread enters a blocking call (a read of a FIFO) would wait for the call to end. So the signal
+        also wakes a watcher thread (``signal.set_wakeup_fd``), which sends it to the main thread again
+        (``pthread_kill``: the call fails with EINTR and the handler runs) until the handler has seen it.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        signums = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, self.handler) for sig in signums}
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        old_wakeup = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        watcher = threading.Thread(target=self._resend, args=(read_end, signums), daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(old_wakeup)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            os.close(write_end)  # the watcher's read ends
+            watcher.join(timeout=1.0)
+            os.close(read_end)
+
+    def _resend(self, read_end: int, signums: tuple[int, ...], patience: float = 0.25) -> None:
+        """Watcher thread of :meth:`installed`: each signal the handler has not seen within ``patience``
+        seconds is sent to the main thread again."""
+        main = threading.main_thread().ident
+        while data := os.read(read_end, 64):
+            for signum in (b for b in data if b in signums):
+                for _ in range(40):
+                    time.sleep(patience)
+                    if self.stopping:
+                        break
+                    signal.pthread_kill(main, signum)
+
+    def _handling(self) -> bool:
+        """Whether :meth:`handler` is this process's SIGINT handler (else a stop is polled, not raised)."""
+        current = signal.getsignal(signal.SIGINT)
+        return getattr(current, "__self__", None) is self
+
+    def finish(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout`` seconds) for the children ended by :meth:`stop` to be gone."""
+        deadline = time.monotonic() + timeout
+        for killer in list(self._killers):
+            killer.join(max(0.0, deadline - time.monotonic()))
 
     def kill_all_now(self) -> None:
         with self._lock:
@@ -356,7 +474,9 @@ def execute(
             detail = failing_cell(executed)
             if not detail:
                 tail = [ln for ln in log.read_text(errors="replace").strip().splitlines() if ln.strip()]
-                detail = kernel_hint(tail[-1] if tail else f"papermill exited with code {rc}")
+                detail = kernel_hint(tail[-1]) if tail and rc > 0 else child_end(rc)
+                if tail and rc < 0:
+                    detail += f"; its last words: {tail[-1][:200]}"
             return _failed(request, root, executed, seconds, detail)
         problem = failing_cell(executed) or check_metrics(work / "metrics.json")
         if problem:

@@ -89,6 +89,10 @@ class Notebook:
         Parameter name -> default value (the ``quick`` preset).
     presets : dict
         Preset name -> overrides of ``parameters``.
+    ranges, lengths : dict
+        Parameter name -> its declared domain (of each element) and number of elements.
+    descriptions : dict
+        Parameter name -> the words of its line's comment (:func:`parse_description`).
     """
 
     name: str
@@ -97,10 +101,19 @@ class Notebook:
     presets: dict[str, dict[str, ParamValue]] = field(default_factory=dict)
     ranges: dict[str, Range] = field(default_factory=dict)
     lengths: dict[str, Range] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     @property
     def preset_names(self) -> list[str]:
         return [QUICK, *sorted(self.presets)]
+
+    def element_bound(self, key: str) -> tuple[int, str]:
+        """The most elements a value of the list parameter ``key`` may have, and how to allow more."""
+        where = f"notebooks/{self.path.name}"
+        declared = self.lengths.get(key)
+        if declared is not None and math.isfinite(declared.hi):
+            return int(declared.hi), f"its length must be in {declared.describe()}, declared in {where}; widen it there"
+        return MAX_ELEMENTS, f"declare `length: [lo, hi]` in its comment in {where} to allow more"
 
     def resolve(self, preset: str = QUICK, overrides: dict[str, Any] | None = None) -> dict[str, ParamValue]:
         """Parameters for ``preset`` with ``overrides`` applied.
@@ -124,14 +137,14 @@ class Notebook:
                 )
             default = self.parameters[key]
             if isinstance(raw, str) and not isinstance(default, str):
-                params[key] = coerce(raw, default, key)
+                params[key] = coerce(raw, default, key, *self.element_bound(key))
             else:
                 params[key] = check_type(raw, default, key)
         where = f"notebooks/{self.path.name}"
         for key, value in params.items():
             if key in self.lengths and is_sequence(value) and not self.lengths[key].contains(len(value)):
                 raise NotebookError(
-                    f"parameter {key!r} = {value!r} has {len(value)} element(s); "
+                    f"parameter {key!r} = {brief(value)} has {len(value)} element(s); "
                     f"its length must be in {self.lengths[key].describe()} (declared in {where})"
                 )
             if key in self.ranges:
@@ -181,9 +194,15 @@ class Range:
         for i, item in enumerate(value):
             if not self.contains(item):
                 raise NotebookError(
-                    f"parameter {name!r} = {value!r}: element {i} ({item!r}) is outside its range "
+                    f"parameter {name!r} = {brief(value)}: element {i} ({item!r}) is outside its range "
                     f"{self.describe()} (declared in {where})"
                 )
+
+
+def brief(value: Any, width: int = 80) -> str:
+    """``repr(value)``, cut to ``width`` characters with ``...`` (a long list in a one-line error)."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _num(x: float) -> str:
@@ -213,6 +232,15 @@ def _bounds(m: re.Match, where: str) -> Range:
     if not lo <= hi:
         raise NotebookError(f"{where}: empty range {m.group(0)!r}")
     return Range(lo, hi, m.group("open") == "(", m.group("close") == ")")
+
+
+_DECLARATION_RE = re.compile(r"\s*(range|choices|length):")
+
+
+def parse_description(comment: str) -> str:
+    """The words of a parameter line's ``comment``: its ``;``-separated parts that declare no domain."""
+    parts = [part.strip() for part in comment.split(";")]
+    return "; ".join(part for part in parts if part and not _DECLARATION_RE.match(part))
 
 
 def parse_length(comment: str, where: str) -> Range | None:
@@ -337,25 +365,84 @@ def _exact_int(raw: str) -> int:
     return int(text)
 
 
-def _check_plain_ints(raw: str, name: str) -> None:
-    """Refuse an integer element of the list literal ``raw`` not spelled ``[+-]?[0-9]+`` (``0x10``, ``1_000``)."""
-    try:
-        tree = ast.parse(raw.strip(), mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return  # literal_eval has accepted it, so this does not happen
+#: The most characters a command-line value may have (a list literal of that size parses in well under a second).
+MAX_LITERAL_CHARS = 1_000_000
+#: The most elements of a list or tuple value whose parameter declares no ``length:`` (declaring one raises it).
+MAX_ELEMENTS = 10_000
+
+
+def _segments(source: str, nodes: list[ast.expr]) -> list[str]:
+    """The source text of each node of ``source`` (:func:`ast.get_source_segment` for many nodes, linear in total).
+
+    ``ast`` offsets are UTF-8 byte columns of 1-based lines; the line starts are computed once.
+    """
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    out = []
+    for node in nodes:
+        if node.end_lineno is None or node.end_col_offset is None:
+            out.append("")
+            continue
+        lo = starts[node.lineno - 1] + node.col_offset
+        hi = starts[node.end_lineno - 1] + node.end_col_offset
+        out.append(data[lo:hi].decode("utf-8", "replace"))
+    return out
+
+
+def _check_plain_ints(tree: ast.expr, source: str, name: str) -> None:
+    """Refuse an integer element of the list literal ``tree`` (parsed from ``source``) not spelled ``[+-]?[0-9]+``
+    (``0x10``, ``1_000``); linear in the length of ``source``."""
     if not isinstance(tree, (ast.List, ast.Tuple)):
         return
-    for i, node in enumerate(tree.elts):
-        value = node.operand if isinstance(node, ast.UnaryOp) else node
-        if isinstance(value, ast.Constant) and type(value.value) is int:
-            text = ast.get_source_segment(raw.strip(), node) or ""
-            if not _PLAIN_INT_RE.fullmatch(text.replace(" ", "")):
-                raise NotebookError(
-                    f"parameter {name!r}: element {i} ({text}) is not a plain decimal integer; use {INT_ACCEPTED}"
-                )
+    ints = [
+        (i, node)
+        for i, node in enumerate(tree.elts)
+        if isinstance(v := node.operand if isinstance(node, ast.UnaryOp) else node, ast.Constant)
+        and type(v.value) is int
+    ]
+    for (i, _), text in zip(ints, _segments(source, [node for _, node in ints])):
+        if not _PLAIN_INT_RE.fullmatch(text.replace(" ", "")):
+            raise NotebookError(
+                f"parameter {name!r}: element {i} ({text}) is not a plain decimal integer; use {INT_ACCEPTED}"
+            )
 
 
-def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
+def _literal_sequence(raw: str, default: list | tuple, name: str, max_elements: int, raise_hint: str) -> ParamValue:
+    """The list or tuple literal ``raw`` checked against ``default``; refused before its elements are read if it
+    is longer than :data:`MAX_LITERAL_CHARS` characters or has more than ``max_elements`` elements."""
+    text = raw.strip()
+    how = raise_hint or "declare `length: [lo, hi]` in the parameter's comment to allow more"
+    if len(text) > MAX_LITERAL_CHARS:
+        raise NotebookError(
+            f"parameter {name!r}: the value has {len(text):,} characters (~{text.count(',') + 1:,} elements), "
+            f"more than the {MAX_LITERAL_CHARS:,} a command-line value may have"
+        )
+    unreadable = NotebookError(
+        f"parameter {name!r}: cannot read {brief(raw)} as a "
+        f"{type(default).__name__} literal such as {python_literal(default)}"
+    )
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        raise unreadable from None
+    if isinstance(tree, (ast.List, ast.Tuple)) and len(tree.elts) > max_elements:
+        raise NotebookError(
+            f"parameter {name!r}: the value has {len(tree.elts):,} element(s), more than the {max_elements:,} "
+            f"allowed ({how})"
+        )
+    try:
+        value = ast.literal_eval(tree)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise unreadable from None
+    _check_plain_ints(tree, text, name)
+    return check_type(value, default, name)
+
+
+def coerce(
+    raw: str, default: ParamValue, name: str, max_elements: int = MAX_ELEMENTS, raise_hint: str = ""
+) -> ParamValue:
     """Convert the command-line string ``raw`` to the type of ``default``, exactly.
 
     Integers are read exactly (``"12345678901234567891"``), never through ``float``, and only
@@ -364,18 +451,17 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
     Floats accept ``1e-5``, ``1e300``, ``nan``, ``inf``. For a ``None``
     default, ``raw`` is read as a Python literal (``None``, a number, a
     quoted string), else kept as a string. For a list or tuple ``default``, ``raw`` must be a
-    list or tuple literal (``"[50, 200]"``, :func:`ast.literal_eval`) of the default's element type.
+    list or tuple literal (``"[50, 200]"``, :func:`ast.literal_eval`) of the default's element type,
+    with at most ``max_elements`` elements (counted before any is read; ``raise_hint`` says how to allow
+    more) and at most :data:`MAX_LITERAL_CHARS` characters; the work is linear in its length.
     """
     if is_sequence(default):
-        try:
-            value = ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise NotebookError(
-                f"parameter {name!r}: cannot read {raw!r} as a {type(default).__name__} literal "
-                f"such as {python_literal(default)}"
-            ) from None
-        _check_plain_ints(raw, name)
-        return check_type(value, default, name)
+        return _literal_sequence(raw, default, name, max_elements, raise_hint)
+    if len(raw) > MAX_LITERAL_CHARS:
+        raise NotebookError(
+            f"parameter {name!r}: the value has {len(raw):,} characters, more than the {MAX_LITERAL_CHARS:,} "
+            "a command-line value may have"
+        )
     if default is None:
         if raw.strip() in {"None", "none", "null"}:
             return None
@@ -399,7 +485,7 @@ def coerce(raw: str, default: ParamValue, name: str) -> ParamValue:
     except ValueError:
         accepted = f"; use {INT_ACCEPTED}" if type(default) is int else ""
         raise NotebookError(
-            f"parameter {name!r}: cannot read {raw!r} as {type(default).__name__} (default is {default!r}){accepted}"
+            f"parameter {name!r}: cannot read {brief(raw)} as {type(default).__name__} (default is {default!r}){accepted}"
         ) from None
     return raw
 
@@ -536,7 +622,13 @@ def read_notebook(path: str | Path) -> Notebook:
                 except NotebookError as exc:
                     raise NotebookError(f"{path}: preset {pname!r}: {exc}") from None
     notebook = Notebook(
-        name=path.stem, path=path, parameters=parameters, presets=presets, ranges=ranges, lengths=lengths
+        name=path.stem,
+        path=path,
+        parameters=parameters,
+        presets=presets,
+        ranges=ranges,
+        lengths=lengths,
+        descriptions={key: parse_description(comments.get(key, "")) for key in parameters},
     )
     for pname in notebook.preset_names:  # defaults and presets must respect the declared ranges
         notebook.resolve(pname)
@@ -552,6 +644,14 @@ def toc_order(toc_path: Path) -> list[str]:
     for n in names:
         seen.setdefault(n, None)
     return list(seen)
+
+
+def notebook_name(raw: str) -> str:
+    """The notebook name of a command-line argument: ``x``, or a tab-completed ``notebooks/x.py`` or ``x.py``."""
+    path = Path(raw)
+    if path.suffix == ".py" and path.parent.name in ("", "notebooks"):
+        return path.stem
+    return raw
 
 
 def discover_all(root: Path) -> tuple[list[Notebook], dict[str, NotebookError]]:

@@ -33,11 +33,13 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import os
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .notebooks import NotebookError, discover_all
+from .notebooks import NotebookError, discover_all, notebook_name
 from .scheduling import SECONDS_HINT
 from .store import STAMP, store_dir
 
@@ -273,11 +275,22 @@ def hint_from_store(root: Path, preset: str, names: list[str] | None = None) -> 
     return hint, written
 
 
+def check_preset(preset: str, known: list[str]) -> None:
+    """A :class:`NotebookError` (one line, the CLI's exit code 2) unless some notebook defines ``preset``."""
+    if preset in known:
+        return
+    near = [k for k in known if k.lower() == preset.strip().lower()]
+    hint = f"; did you mean {near[0]!r}? (presets are case-sensitive)" if near else ""
+    raise NotebookError(f"--preset {preset!r}: no notebook defines it; the presets are: {', '.join(known)}{hint}")
+
+
 def load_tasks(root: Path, preset: str, names: list[str] | None = None) -> tuple[list[Task], list[str]]:
     """Tasks of every notebook (or of ``names``) at ``preset``, store first, then hint; and the notebooks without a time."""
     notebooks, _ = discover_all(root)
+    check_preset(preset, sorted({p for nb in notebooks for p in nb.preset_names}))
     wanted = [nb.name for nb in notebooks if preset in nb.presets or preset == "quick"]
     if names:
+        names = [notebook_name(n) for n in names]
         unknown = sorted(set(names) - {nb.name for nb in notebooks})
         if unknown:
             raise NotebookError(f"plan: no notebook named {', '.join(unknown)}")
@@ -332,10 +345,18 @@ def cmd_plan(args: argparse.Namespace, root: Path) -> int:
     if args.workers < 1:
         raise NotebookError(f"--workers: expected a number of workers >= 1, got {args.workers}")
     if args.write_hint:
+        check_preset(args.preset, sorted({p for nb in discover_all(root)[0] for p in nb.preset_names}))
         hint, written = hint_from_store(root, args.preset, args.names or None)
         if not written:
             raise NotebookError(f"plan --write-hint: no {args.preset} run in the store to write")
-        (root / SECONDS_HINT).write_text(json.dumps(hint, indent=1, sort_keys=True) + "\n")
+        target = root / SECONDS_HINT
+        fd, part = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        try:  # renamed into place: an interrupt leaves the old hint or the new one, never half of it
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(hint, indent=1, sort_keys=True) + "\n")
+            os.replace(part, target)
+        finally:
+            Path(part).unlink(missing_ok=True)
         print(f"wrote the {args.preset} durations of {len(written)} notebook(s) into {SECONDS_HINT.as_posix()}")
     tasks, missing = load_tasks(root, args.preset, args.names or None)
     plan = simulate(tasks, args.workers)

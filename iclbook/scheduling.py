@@ -172,7 +172,8 @@ def _run_all(
     cleanup_stale_temp(root)
     scans = import_scans(root)
     keys = {req.notebook.name: cache_key(req, root, scans) for req in requests}
-    scans.save()
+    with interrupts.held():  # the scan cache is renamed into place: not cut in two
+        scans.save()
     if launcher is None and (force or any(not (store_dir(root) / "entries" / k).exists() for k in keys.values())):
         check_loopback()
     order = longest_first(requests, expected_seconds(root))

@@ -37,6 +37,7 @@ import ast
 import itertools
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -47,7 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from .execution import Interrupts
-from .notebooks import QUICK, Notebook, NotebookError, check_type, is_sequence, python_literal
+from .notebooks import (
+    MAX_LITERAL_CHARS,
+    QUICK,
+    Notebook,
+    NotebookError,
+    brief,
+    check_type,
+    is_sequence,
+    python_literal,
+)
 from .progress import Progress
 from .runs import RunRequest, RunResult
 from .scheduling import check_loopback, expected_seconds, run_one
@@ -56,6 +66,7 @@ from .worker_env import available_cores
 
 __all__ = [
     "FAILED_POINTS",
+    "MAX_POINTS",
     "MIN_VALUES",
     "SWEEPS",
     "Band",
@@ -66,6 +77,7 @@ __all__ = [
     "SweepSummary",
     "band",
     "cmd_sweep",
+    "count_points",
     "expand",
     "grid_overrides",
     "load_plans",
@@ -77,8 +89,10 @@ __all__ = [
 
 #: The declared ranges of unstated settings, relative to the project root.
 SWEEPS = Path("notebooks") / "sweeps.yml"
-#: The smallest grid of a declared setting (the issue: at least three settings of each).
+#: The smallest grid of a declared setting (at least three settings of each).
 MIN_VALUES = 3
+#: The most points a sweep runs unless ``--max-points`` allows more (each point is a notebook run).
+MAX_POINTS = 500
 _SEEDS = ("000", "001", "002", "003", "004")
 
 
@@ -138,7 +152,7 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
     if is_sequence(default):
         raise SweepError(f"{where}: parameter {name!r} of {nb.name} is a list; only scalar settings are swept")
     if not isinstance(values, (list, tuple)):
-        raise SweepError(f"{where}: parameter {name!r}: the grid must be a list of values, got {values!r}")
+        raise SweepError(f"{where}: parameter {name!r}: the grid must be a list of values, got {brief(values)}")
     if not values:
         raise SweepError(f"{where}: parameter {name!r}: the grid is empty")
     out = []
@@ -164,7 +178,11 @@ def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise SweepError(f"{where}: not valid YAML ({exc})") from None
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}:" if mark is not None else ""
+        raise SweepError(
+            f"{where}:{at} not valid YAML ({' '.join(str(getattr(exc, 'problem', exc)).split())})"
+        ) from None
     if not isinstance(data, dict):
         raise SweepError(f"{where}: must map notebook names to their sweeps")
     by_name = {nb.name: nb for nb in notebooks}
@@ -207,12 +225,42 @@ def grid_overrides(plan: Plan, pairs: Sequence[Sequence[str]] | None) -> dict[st
                 f"parameter {name!r} is not swept in {plan.notebook.name} (the paper states it, or it is not a "
                 f"setting); its swept settings are: {', '.join(grid) or 'none'} ({SWEEPS.as_posix()})"
             )
+        if len(raw) > MAX_LITERAL_CHARS:
+            raise SweepError(
+                f"parameter {name!r}: the grid has {len(raw):,} characters, more than the {MAX_LITERAL_CHARS:,} "
+                "a command-line value may have"
+            )
         try:
             values = ast.literal_eval(raw.strip())
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise SweepError(f"parameter {name!r}: cannot read {raw!r} as a list such as [64, 128, 256]") from None
+            raise SweepError(f"parameter {name!r}: cannot read {brief(raw)} as a list such as [64, 128, 256]") from None
         grid[name] = check_values(plan.notebook, name, values, "-p")
     return grid
+
+
+def count_points(grid: dict[str, Sequence[Any]], full: bool = False) -> int:
+    """The number of points :func:`expand` makes of ``grid`` at most (before duplicates are dropped), computed
+    without making them: the preset and each value alone, or the product of the grid's sizes."""
+    return math.prod(len(v) for v in grid.values()) + 1 if full else 1 + sum(len(v) for v in grid.values())
+
+
+def check_points(plans: Sequence[tuple[Plan, dict[str, tuple[Any, ...]]]], full: bool, bound: int, root: Path) -> None:
+    """A :class:`SweepError` before anything runs if the sweep of ``plans`` (each with its grid) has more than
+    ``bound`` points: the count, the expected time from the notebooks' quick runs, and how to allow it."""
+    counts = {plan.notebook.name: count_points(grid, full) for plan, grid in plans}
+    total = sum(counts.values())
+    if total <= bound:
+        return
+    seconds = expected_seconds(root)
+    known = [(n, c * seconds[(n, QUICK)]) for n, c in counts.items() if (n, QUICK) in seconds]
+    work = sum(t for _, t in known)
+    when = f", ~{work / 3600:,.1f} CPU hours at the notebooks' quick run times" if known else ""
+    what = "the full product grid" if full else "one setting at a time"
+    sizes = " x ".join(str(len(v)) for _, grid in plans for v in grid.values()) if full else ""
+    raise SweepError(
+        f"sweep of {', '.join(counts)}: {what} is {total:,} points{f' ({sizes})' if sizes else ''}{when}; "
+        f"more than the bound of {bound:,}: pass --max-points {total} to run it, or shrink the grid"
+    )
 
 
 def expand(nb: Notebook, grid: dict[str, Sequence[Any]], full: bool = False) -> list[Point]:
@@ -276,57 +324,60 @@ def run_sweep(
     interrupts = interrupts or Interrupts()
     cleanup_stale_temp(root)
     (store_dir(root) / "tmp").mkdir(parents=True, exist_ok=True)
-    out_root = Path(tempfile.mkdtemp(prefix="sweep-", dir=store_dir(root) / "tmp"))
-    requests = [
-        RunRequest(notebooks[p.notebook], p.params, QUICK, out_root / f"{p.notebook}-{i:04d}")
-        for i, p in enumerate(points)
-    ]
-    scans = import_scans(root)
-    keys = [cache_key(req, root, scans) for req in requests]
-    scans.save()
-    launcher = None
-    if scheduler:
-        from .distributed import DaskLauncher  # Dask is imported only on this path
+    # the points' output copies, removed in any case; named with this process's id, so that a later run
+    # removes it if this one is killed (iclbook.store.cleanup_stale_temp)
+    with tempfile.TemporaryDirectory(prefix=f"sweep-{os.getpid()}-", dir=store_dir(root) / "tmp") as tmp:
+        out_root = Path(tmp)
+        requests = [
+            RunRequest(notebooks[p.notebook], p.params, QUICK, out_root / f"{p.notebook}-{i:04d}")
+            for i, p in enumerate(points)
+        ]
+        scans = import_scans(root)
+        keys = [cache_key(req, root, scans) for req in requests]
+        with interrupts.held():  # the scan cache is renamed into place: not cut in two
+            scans.save()
+        launcher = None
+        if scheduler:
+            from .distributed import DaskLauncher  # Dask is imported only on this path
 
-        launcher = DaskLauncher(scheduler, root)
-        jobs, threads = max(1, min(jobs or launcher.slots(), len(points) or 1)), 1
-    else:
-        if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
-            check_loopback()
-        cores = cores or available_cores()
-        jobs = max(1, min(jobs or cores, len(points) or 1))
-        threads = max(1, cores // jobs)
-    seconds = expected_seconds(root)
-    order = sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0))
-    summary = SweepSummary(list(points))
-    try:
-        with Progress(len(points), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
+            launcher = DaskLauncher(scheduler, root)
+            jobs, threads = max(1, min(jobs or launcher.slots(), len(points) or 1)), 1
+        else:
+            if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
+                check_loopback()
+            cores = cores or available_cores()
+            jobs = max(1, min(jobs or cores, len(points) or 1))
+            threads = max(1, cores // jobs)
+        seconds = expected_seconds(root)
+        order = sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0))
+        summary = SweepSummary(list(points))
+        try:
+            with Progress(len(points), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
 
-            def work(i: int) -> RunResult:
-                p, req = points[i], requests[i]
-                label = f"{p.notebook} ({p.label})"
-                if interrupts.stopping:
-                    return RunResult(label, "interrupted", 0.0, "", req.out_dir)
-                progress.start(label)
-                res = run_one(req, root, keys[i], threads, False, interrupts, progress.say, launcher)
-                res.name = label
-                if res.status == "failed":
-                    res.error = " ".join(res.error.split())[:300]
-                    _record_failure(root, keys[i], res.error)
-                elif res.status in ("executed", "cached"):
-                    (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
-                progress.finish(res)
-                shutil.rmtree(req.out_dir, ignore_errors=True)
-                return res
+                def work(i: int) -> RunResult:
+                    p, req = points[i], requests[i]
+                    label = f"{p.notebook} ({p.label})"
+                    if interrupts.stopping:
+                        return RunResult(label, "interrupted", 0.0, "", req.out_dir)
+                    progress.start(label)
+                    res = run_one(req, root, keys[i], threads, False, interrupts, progress.say, launcher)
+                    res.name = label
+                    if res.status == "failed":
+                        res.error = " ".join(res.error.split())[:300]
+                        _record_failure(root, keys[i], res.error)
+                    elif res.status in ("executed", "cached"):
+                        (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
+                    progress.finish(res)
+                    shutil.rmtree(req.out_dir, ignore_errors=True)
+                    return res
 
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                done = dict(zip(order, pool.map(work, order)))
-        summary.results = [done[i] for i in range(len(points))]
-    finally:
-        if launcher is not None:
-            launcher.close()
-        shutil.rmtree(out_root, ignore_errors=True)
-    return summary
+                with ThreadPoolExecutor(max_workers=jobs) as pool:
+                    done = dict(zip(order, pool.map(work, order)))
+            summary.results = [done[i] for i in range(len(points))]
+        finally:
+            if launcher is not None:
+                launcher.close()
+        return summary
 
 
 # --------------------------------------------------------------------------- reading the store
@@ -498,11 +549,14 @@ def cmd_sweep(args: Any, root: Path) -> int:
     import signal
     import sys
 
-    from .notebooks import discover_all
+    from .notebooks import discover_all, notebook_name
 
     good, bad = discover_all(root)
     plans = load_plans(root, good)
-    names = list(dict.fromkeys(args.names))
+    names = list(dict.fromkeys(notebook_name(n) for n in args.names))
+    bound = MAX_POINTS if getattr(args, "max_points", None) is None else args.max_points
+    if bound < 1:
+        raise SweepError(f"--max-points must be at least 1, got {bound}")
     if args.all == bool(names):
         raise SweepError("give one or more notebooks, or --all (not both)")
     if args.param and (args.all or len(names) != 1):
@@ -515,7 +569,9 @@ def cmd_sweep(args: Any, root: Path) -> int:
             what = "declares no unstated setting in " + SWEEPS.as_posix() if n in known else "is not a notebook"
             raise SweepError(f"{n!r} {what}; sweepable notebooks: {', '.join(plans)}")
     chosen = [plans[n] for n in names] if names else list(plans.values())
-    points = [p for plan in chosen for p in expand(plan.notebook, grid_overrides(plan, args.param), args.full)]
+    grids = [(plan, grid_overrides(plan, args.param)) for plan in chosen]
+    check_points(grids, args.full, bound, root)  # before a single point is made
+    points = [p for plan, grid in grids for p in expand(plan.notebook, grid, args.full)]
     (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
     interrupts: Interrupts = args.interrupts
     start = time.monotonic()
@@ -533,7 +589,8 @@ def cmd_sweep(args: Any, root: Path) -> int:
     cached = sum(r.status == "cached" for r in summary.results)
     print(
         f"icl-book: sweep of {len(chosen)} notebook(s): {len(points)} points, {executed} executed, {cached} cached, "
-        f"{len(summary.failures)} failed in {elapsed:.1f}s (results in the store; the report shows the bands)"
+        f"{len(summary.failures)} failed in {elapsed:.1f}s; results in the store: rebuild the book "
+        "(`make book` or `icl-book build`) to see the bands"
     )
     if summary.failures:
         print("icl-book: FAILED sweep points:", file=sys.stderr)

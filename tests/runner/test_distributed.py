@@ -202,7 +202,7 @@ def test_unreachable_scheduler_is_a_one_line_error_within_10_s(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert rc != 0 and elapsed < 10
     assert err.count("\n") == 0 and err.startswith(
-        "icl-book: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"
+        "icl-book: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask scheduler: Connection refused"
     )
 
 

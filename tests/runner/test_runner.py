@@ -178,7 +178,9 @@ def test_cli_unknown_notebook(demo_project: Path, capsys: pytest.CaptureFixture[
 def test_list_shows_parameters_and_presets(demo_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(demo_project, "list") == 0
     out = capsys.readouterr().out
-    assert out.index("second") < out.index("demo")
+    assert out.index("second") < out.index("demo") and "paper run" in out and "omega" in out
+    assert run_cli(demo_project, "list", "demo") == 0
+    out = capsys.readouterr().out
     assert "paper" in out and "500" in out and "omega" in out
 
 

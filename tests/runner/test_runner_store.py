@@ -278,8 +278,10 @@ def test_stray_file_is_named_and_the_others_still_list(tmp_path: Path, capsys: p
     (root / "notebooks" / "scratch.py").write_text("print('no parameters cell')\n")
     assert cli.main(["--root", str(root), "list"]) == 2
     captured = capsys.readouterr()
-    assert "second" in captured.out and "sized" in captured.out and "range [1, 4096]" in captured.out
+    assert "second" in captured.out and "sized" in captured.out and "K, eta" in captured.out
     assert "scratch.py" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert cli.main(["--root", str(root), "list", "sized"]) == 0
+    assert "range [1, 4096]" in capsys.readouterr().out
     good, bad = discover_all(root)
     assert [nb.name for nb in good] == ["second", "sized"] and list(bad) == ["scratch"]
     assert cli.main(["--root", str(root), "run", "scratch"]) == 2
