@@ -14,7 +14,6 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -30,7 +29,7 @@ from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .plan import add_command as add_plan_command
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
-from .store import STAMP, STORE, cache_key, import_scans, os_reason, store_dir, verify_folder
+from .store import STORE, cache_key, import_scans, os_reason, read_manifest, store_dir, verify_folder
 
 EXIT_USAGE = 2
 
@@ -300,7 +299,7 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
             stale += 1
             print(f"{req.notebook.name:28s} would execute ({problem})")
         else:
-            files = json.loads((entry / STAMP).read_text())["files"]
+            files = read_manifest(entry)["files"]
             out = verify_folder(req.out_dir, key, files) if req.out_dir.exists() else "missing"
             print(f"{req.notebook.name:28s} stored" + (f"; output folder would be copied ({out})" if out else ""))
     print(f"icl-book: {stale} of {len(requests)} notebook(s) would execute")

@@ -3,7 +3,7 @@
 The last cell of each notebook shows its ledger rows' verdicts (:mod:`iclbook.verdicts`). So that the
 stored executed notebook never shows a verdict other than the report's, a notebook's key covers what
 decides or labels those verdicts (:data:`RULE_FIELDS`), and not the notes: editing a note re-executes
-nothing. This module imports no other ``iclbook`` module (the store imports it).
+nothing. Ledger files are read through :mod:`iclbook.loaders` (bounded, schema-checked).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from .loaders import LEDGER, parse_bytes
 
 __all__ = ["RULE_FIELDS", "ledger_rule_digest"]
 
@@ -32,35 +34,23 @@ RULE_FIELDS = (
 
 
 @lru_cache(maxsize=32)
-def _parse_yaml(text: bytes) -> Any:
-    """The parsed YAML of ``text``, or ``text`` itself if it does not parse (memoised by content: every
-    notebook's cache key reads the same ledgers; callers only read the result)."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
-    except yaml.YAMLError:
-        return text
-
-
-def _load_yaml(path: Path) -> Any:
-    """The parsed YAML of ``path``; its raw bytes if it does not parse."""
-    return _parse_yaml(path.read_bytes())
+def _parse_ledger(text: bytes, where: str) -> Any:
+    """The checked ledger ``text`` (:func:`iclbook.loaders.parse_bytes`), memoised by content: every
+    notebook's cache key reads the same ledgers; callers only read the result."""
+    return parse_bytes(text, LEDGER, where)
 
 
 def ledger_rule_digest(reported_dir: Path, notebook: str) -> bytes:
     """The rule fields (:data:`RULE_FIELDS`) of the ledger rows naming ``notebook``, as canonical JSON.
 
-    A file that is not a YAML list of mappings contributes its raw bytes (a broken ledger still changes
-    the key). Notes, claims, sections and diagnoses are left out: editing them re-executes nothing.
+    A ledger file that is not a valid ledger (:data:`iclbook.loaders.LEDGER`) is an
+    :class:`~iclbook.loaders.InputFileError` naming it and its line: a broken ledger stops the command
+    instead of silently re-keying (and re-executing) every notebook. Notes, claims, sections and diagnoses
+    are left out: editing them re-executes nothing.
     """
     parts: list[Any] = []
     for path in sorted(Path(reported_dir).glob("*.yml")):
-        data = _load_yaml(path)
-        if isinstance(data, bytes) or not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-            parts.append([path.name, data.decode("utf-8", "replace") if isinstance(data, bytes) else repr(data)])
-            continue
+        data = _parse_ledger(path.read_bytes(), f"book/reported/{path.name}") or []
         for d in data:
             if str(d.get("notebook") or "") == notebook:
                 parts.append({k: d[k] for k in RULE_FIELDS if k in d})

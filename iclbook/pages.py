@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .architecture import LAYERS, declared_all
 from .notebooks import toc_order
 
@@ -353,10 +351,13 @@ STATUSES = ("reproduced", "differs", "missing", "absent")
 
 def load_claims(reported_dir: Path) -> list[Claim]:
     claims = []
+    from .loaders import LEDGER, InputFileError, load_file
+
     for path in sorted(reported_dir.glob("*.yml")):
-        data = yaml.safe_load(path.read_text()) or []
-        if not isinstance(data, list):
-            raise ReportError(f"{path.name}: the file must hold a YAML list of entries")
+        try:
+            data = load_file(path, LEDGER, f"book/reported/{path.name}") or []
+        except InputFileError as exc:
+            raise ReportError(str(exc)) from None
         claims.extend(Claim.from_dict(d, path.name) for d in data)
     seen: dict[str, str] = {}
     for c in claims:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .imports import ScanCache, dependency_files
+from .loaders import RUN_MANIFEST, InputFileError, load_file
 from .notebooks import python_literal
 from .runs import RunRequest
 from .worker_env import STAMP, output_files
@@ -64,6 +65,7 @@ __all__ = [
     "json_value",
     "keep_failed",
     "os_reason",
+    "read_manifest",
     "remove_tree",
     "sha256_file",
     "store_dir",
@@ -176,6 +178,13 @@ def json_value(value: Any) -> Any:
     return value
 
 
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest ``.icl-run.json`` of the entry or output ``folder``, read through the loader
+    (:data:`iclbook.loaders.RUN_MANIFEST`: bounded, schema-checked); an :class:`~iclbook.loaders.InputFileError`
+    naming the file and line if it is damaged, an :class:`OSError` if it cannot be read."""
+    return load_file(folder / STAMP, RUN_MANIFEST)
+
+
 def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None) -> str:
     """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem.
 
@@ -183,12 +192,14 @@ def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None
     """
     stamp = folder / STAMP
     try:
-        manifest = json.loads(stamp.read_text())
+        manifest = read_manifest(folder)
         files = manifest["files"]
     except FileNotFoundError:
         return f"{stamp.name} is missing"
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"{stamp.name} is unreadable"
+    except InputFileError as exc:
+        return f"{stamp.name} is damaged ({str(exc).split(': ', 1)[-1]})"
+    except OSError as exc:
+        return f"{stamp.name} is unreadable ({os_reason(exc)})"
     if manifest.get("key") != key or (expected is not None and files != expected):
         return "it holds another run"
     for rel, digest in files.items():

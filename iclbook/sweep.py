@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from .execution import Interrupts
+from .loaders import SWEEPS as SWEEPS_FILE
+from .loaders import InputFileError, load_file
 from .notebooks import QUICK, Notebook, NotebookError, check_type, is_sequence, python_literal
 from .progress import Progress
 from .runs import RunRequest, RunResult
@@ -155,16 +157,14 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
 
 def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
     """The checked sweep of every notebook in ``notebooks/sweeps.yml`` (see the module docstring)."""
-    import yaml
-
     path = root / SWEEPS
     if not path.exists():
         return {}
     where = SWEEPS.as_posix()
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise SweepError(f"{where}: not valid YAML ({exc})") from None
+        data = load_file(path, SWEEPS_FILE, where) or {}
+    except InputFileError as exc:
+        raise SweepError(str(exc)) from None
     if not isinstance(data, dict):
         raise SweepError(f"{where}: must map notebook names to their sweeps")
     by_name = {nb.name: nb for nb in notebooks}

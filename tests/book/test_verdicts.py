@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from iclbook.ledger_rules import ledger_rule_digest
+from iclbook.loaders import InputFileError
 from iclbook.notebooks import discover_all
 from iclbook.pages import evaluate, load_claims, status_label
 from iclbook.runs import make_requests
@@ -99,5 +100,6 @@ def test_rule_fields_change_the_key_notes_do_not(project: Path) -> None:
         assert (key() != base) == changes, (old, new)
         reported.write_text(text)
         assert key() == base
-    reported.write_text(LEDGER + "- not: [valid")  # a broken ledger still keys the notebook
-    assert key() != base
+    reported.write_text(LEDGER + "- not: [valid")  # a broken ledger stops the key with one line; never re-keys
+    with pytest.raises(InputFileError, match=r"^book/reported/demo.yml:\d+: not valid YAML"):
+        key()
