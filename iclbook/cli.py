@@ -29,7 +29,16 @@ from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .plan import add_command as add_plan_command
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
-from .store import STORE, cache_key, import_scans, os_reason, read_manifest, store_dir, verify_folder
+from .store import (
+    STORE,
+    cache_key,
+    check_output_folder,
+    import_scans,
+    os_reason,
+    read_manifest,
+    store_dir,
+    verify_folder,
+)
 
 EXIT_USAGE = 2
 
@@ -167,6 +176,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     notebooks = select(good, args.names, bad)
     out_root = check_out(args.out) if args.out is not None else root / "book" / "generated"
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))
+    for req in requests if args.out is not None else []:  # book/generated/ is icl-book's own
+        check_output_folder(req.out_dir, root, args.force, "--out")
     check_store(root)
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts

@@ -712,6 +712,7 @@ def render_report(
     bands: dict[int, Any] | None = None,
     sweeps: list[str] | None = None,
     origins: dict[str, str] | None = None,
+    built: dict[str, str] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -719,7 +720,8 @@ def render_report(
     ``paper`` (aligned with ``rows``, from :func:`paper_rows`): the same rules evaluated on the
     notebooks' paper-preset runs; where present, a second value and status appear beside the
     quick ones and the summaries count both. ``origins``: notebook -> where its paper run came from, when
-    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table.
+    it was imported from an archive (:func:`iclbook.archive.origin_note`), said above its table; ``built``:
+    the same for the run the book was built with (the first status and values).
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
@@ -834,6 +836,8 @@ def render_report(
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
+        if nb in (built or {}):
+            lines += [f"The first status and values come from a run {(built or {})[nb]}.", ""]
         if with_paper:
             lines += [
                 "The first status and values are those of the preset the book was built with; the `paper`",
@@ -1101,13 +1105,14 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     paper = paper_rows(
         rows, paper_metrics(root, generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}), keys)
     )
-    from .archive import entry_origin, origin_note
+    from .archive import built_origins, entry_origin, origin_note
 
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
+    built = built_origins(generated, sorted({r.claim.notebook for r in rows if r.claim.notebook}))
     bands, sweep_lines = sweep_bands(root, rows, generated)
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins),
+        render_report(rows, toc_order(root / "_toc.yml"), paper, bands, sweep_lines, origins, built),
     )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

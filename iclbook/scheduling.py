@@ -88,7 +88,11 @@ def run_one(
             if res.status != "executed":
                 return res
             status, seconds = "executed", res.seconds
-        expected = read_manifest(entry)["files"]
+        stamp = read_manifest(entry)
+        expected = stamp["files"]
+        if status == "cached" and isinstance(stamp.get("origin"), dict):
+            note = f"imported from archive {stamp['origin'].get('archive_sha256', '')[:16]}, not computed here"
+            say(f"icl-book: {name}: served from the store: {note}")
         out_problem = verify_folder(req.out_dir, key, expected) if req.out_dir.exists() else "missing"
         if out_problem:
             req.out_dir.parent.mkdir(parents=True, exist_ok=True)

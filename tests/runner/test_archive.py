@@ -18,7 +18,7 @@ from runner_project import make_project
 
 from iclbook import cli
 from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
-from iclbook.notebooks import discover_all
+from iclbook.notebooks import discover_all, python_literal
 from iclbook.pages import paper_metrics
 from iclbook.runs import make_requests
 from iclbook.store import STAMP, add_entry, cache_key, hash_files, store_dir, verify_folder
@@ -36,7 +36,9 @@ def _store_run(root: Path, name: str, preset: str) -> str:
     (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
     (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
     (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
-    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "files": hash_files(work)}
+    literals = {k: python_literal(v) for k, v in req.params.items()}
+    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "param_literals": literals}
+    manifest["files"] = hash_files(work)
     (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
     add_entry(root, key, work, manifest, work.parent)
     return key
@@ -86,11 +88,21 @@ def test_round_trip_gives_identical_entries_and_records_the_origin(exported, tmp
     res = import_archive(dst, archive, say=lambda s: None)
     assert sorted(res.imported) == NAMES and not res.refused
     for key in keys.values():
-        assert _entry_bytes(dst, key) == _entry_bytes(src, key)
+        got, sent = _entry_bytes(dst, key), _entry_bytes(src, key)
+        assert {k: v for k, v in got.items() if k != STAMP} == {k: v for k, v in sent.items() if k != STAMP}
+        stamp = json.loads(got[STAMP])  # the manifest is the exported one plus its origin
+        assert {k: v for k, v in stamp.items() if k != "origin"} == json.loads(sent[STAMP])
         assert verify_folder(store_dir(dst) / "entries" / key, key) == ""
         origin = entry_origin(dst, key)
-        assert origin is not None and origin["archive_sha256"] == res.archive_sha256
-        assert f"`{res.archive_sha256[:16]}`" in origin_note(origin)
+        assert origin == stamp["origin"] and origin["archive_sha256"] == res.archive_sha256
+        assert (
+            origin["archive_file"] == archive.name
+            and origin["file_sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+        )
+        assert origin["sha256_checked"] is False
+        assert f"`{res.archive_sha256[:16]}` (its file digest not checked on import), not computed here" in origin_note(
+            origin
+        )
     assert len(list((store_dir(dst) / "entries").iterdir())) == 2  # nothing else entered
     # the report's paper column now reads these runs, and the second import finds them stored
     assert set(paper_metrics(dst, dst / "book" / "generated", NAMES)) == set(NAMES)
@@ -175,7 +187,8 @@ def test_cli_unknown_preset_empty_store_and_exit_codes(exported, tmp_path: Path,
     assert err == "icl-book: error: unknown preset 'bogus'; the notebooks define: paper, quick"
     empty = _clone(tmp_path, src, "empty")
     assert cli.main(["--root", str(empty), "export", "--preset", "paper", str(tmp_path / "y.tar")]) == 1
-    assert "no stored run of preset 'paper'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the store holds none of the 2 runs of preset 'paper' for this checkout" in err
     assert not (tmp_path / "y.tar").exists()
     assert cli.main(["--root", str(empty), "import", str(archive)]) == 0
     assert "2 imported, 0 already stored, 0 refused" in capsys.readouterr().out
@@ -210,7 +223,10 @@ def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) ->
     origin = entry_origin(dst, keys["demo"])
     assert origin is not None
     text = render_report(rows, paper=paper, origins={"demo": origin_note(origin)})
-    assert f"imported from archive `{manifest['archive_sha256'][:16]}`; computed at commit `unknown`" in text
+    assert (
+        f"imported from archive `paper.tar.gz` `{manifest['archive_sha256'][:16]}` (its file digest not checked on "
+        "import), not computed here; computed at commit `unknown`"
+    ) in text
     assert manifest["entries"][0]["computed"]["machine"]["host"] in text
     assert entry_origin(src, keys["demo"]) is None  # the exporting store's own run has no import record
 
