@@ -6,10 +6,12 @@ start (a few seconds) and no computation.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
 
@@ -125,3 +127,26 @@ def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.Complete
         stdin=subprocess.DEVNULL,
         cwd=cwd,
     )
+
+
+def store_run(root: Path, name: str, preset: str = "quick", overrides: dict[str, Any] | None = None) -> str:
+    """Put a verified store entry for ``name`` at ``preset`` (with ``-p`` ``overrides``) under the key the runner
+    would use, without a kernel (a metrics file, a figure, an executed notebook); its key."""
+    from iclbook.notebooks import discover_all, python_literal
+    from iclbook.runs import make_requests
+    from iclbook.store import add_entry, cache_key, hash_files, store_dir
+
+    nb = next(n for n in discover_all(root)[0] if n.name == name)
+    req = make_requests([nb], root / "book" / "generated", preset, overrides)[0]
+    key = cache_key(req, root)
+    work = store_dir(root) / "tmp" / f"w-{key}"
+    (work / "figures").mkdir(parents=True)
+    (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
+    (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
+    (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
+    literals = {k: python_literal(v) for k, v in req.params.items()}
+    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "param_literals": literals}
+    manifest["files"] = hash_files(work)
+    (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
+    add_entry(root, key, work, manifest, work.parent)
+    return key

@@ -14,34 +14,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from runner_project import make_project
+from runner_project import make_project, store_run
 
 from iclbook import cli
 from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
-from iclbook.notebooks import discover_all, python_literal
 from iclbook.pages import paper_metrics
-from iclbook.runs import make_requests
-from iclbook.store import STAMP, add_entry, cache_key, hash_files, store_dir, verify_folder
+from iclbook.store import STAMP, store_dir, verify_folder
 
 NAMES = ["second", "types"]
-
-
-def _store_run(root: Path, name: str, preset: str) -> str:
-    """Put a verified store entry for ``name`` at ``preset`` under this checkout's key; the key."""
-    nb = next(n for n in discover_all(root)[0] if n.name == name)
-    req = make_requests([nb], root / "book" / "generated", preset)[0]
-    key = cache_key(req, root)
-    work = store_dir(root) / "tmp" / f"w-{name}-{preset}"
-    (work / "figures").mkdir(parents=True)
-    (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
-    (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
-    (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
-    literals = {k: python_literal(v) for k, v in req.params.items()}
-    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "param_literals": literals}
-    manifest["files"] = hash_files(work)
-    (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
-    add_entry(root, key, work, manifest, work.parent)
-    return key
 
 
 def _entry_bytes(root: Path, key: str) -> dict[str, bytes]:
@@ -53,8 +33,8 @@ def _entry_bytes(root: Path, key: str) -> dict[str, bytes]:
 def exported(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     """A project with paper runs of two notebooks in its store, exported; (project, archive, name -> key)."""
     src = make_project(tmp_path / "src", NAMES)
-    keys = {n: _store_run(src, n, "paper") for n in NAMES}
-    _store_run(src, "second", "quick")  # another preset: never in a paper archive
+    keys = {n: store_run(src, n, "paper") for n in NAMES}
+    store_run(src, "second", "quick")  # another preset: never in a paper archive
     archive = tmp_path / "paper.tar"
     export_archive(src, "paper", archive, say=lambda s: None)
     return src, archive, keys
@@ -207,7 +187,7 @@ def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) ->
         "- notebook: demo\n  metric: value\n  claim: 'a value'\n  reported: 4\n  seed: '000'\n  section: '§1'\n"
         "  kind: abs\n  tolerance: 0.5\n  basis: predicted\n  note: 'a test row'\n"
     )
-    _store_run(src, "demo", "paper")  # metrics.json: value = len("demo") = 4
+    store_run(src, "demo", "paper")  # metrics.json: value = len("demo") = 4
     archive = tmp_path / "paper.tar.gz"
     manifest = export_archive(src, "paper", archive, say=lambda s: None)
     dst = _clone(tmp_path, src)
