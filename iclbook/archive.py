@@ -662,7 +662,14 @@ def cmd_export(args: argparse.Namespace, root: Path) -> int:
         )
     try:
         manifest = export_archive(
-            root, args.preset, path, names=args.names, overrides=overrides, sweep=args.sweep, force=args.force
+            root,
+            args.preset,
+            path,
+            say=lambda s: print(s, file=sys.stderr),
+            names=args.names,
+            overrides=overrides,
+            sweep=args.sweep,
+            force=args.force,
         )
     except ArchiveError as exc:
         print(f"icl-book: {exc}", file=sys.stderr)

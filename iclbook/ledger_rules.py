@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .loaders import LEDGER, parse_bytes
+from .loaders import LEDGER, parse_bytes, read_bounded
 
 __all__ = ["RULE_FIELDS", "ledger_rule_digest"]
 
@@ -50,7 +50,8 @@ def ledger_rule_digest(reported_dir: Path, notebook: str) -> bytes:
     """
     parts: list[Any] = []
     for path in sorted(Path(reported_dir).glob("*.yml")):
-        data = _parse_ledger(path.read_bytes(), f"book/reported/{path.name}") or []
+        where = f"book/reported/{path.name}"
+        data = _parse_ledger(read_bounded(path, LEDGER, where), where) or []
         for d in data:
             if str(d.get("notebook") or "") == notebook:
                 parts.append({k: d[k] for k in RULE_FIELDS if k in d})

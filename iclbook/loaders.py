@@ -4,8 +4,7 @@ file kind, and one-line errors naming the file and the line.
 Kinds (:data:`KINDS`, one :class:`FileKind` each): the declared sweep ranges ``notebooks/sweeps.yml``
 (:data:`SWEEPS`), a ledger file ``book/reported/*.yml`` (:data:`LEDGER`), a store entry's manifest
 ``.icl-run.json`` (:data:`RUN_MANIFEST`), an archive's manifest ``icl-archive.json``
-(:data:`ARCHIVE_MANIFEST`), the origin record of an imported entry (:data:`ORIGIN`) and the committed
-timing hint ``notebooks/seconds.json`` (:data:`SECONDS_HINT`).
+(:data:`ARCHIVE_MANIFEST`) and the committed timing hint ``notebooks/seconds.json`` (:data:`SECONDS_HINT`).
 
 :func:`load_file` reads a path (a regular file only: a FIFO or a device is refused before it is opened
 for reading), :func:`parse_bytes` the bytes of an archive member. In order, each refuses with an
@@ -40,7 +39,6 @@ __all__ = [
     "KINDS",
     "LEDGER",
     "MAX_ALIASES",
-    "ORIGIN",
     "RUN_MANIFEST",
     "SECONDS_HINT",
     "SWEEPS",
@@ -48,6 +46,7 @@ __all__ = [
     "InputFileError",
     "load_file",
     "parse_bytes",
+    "read_bounded",
 ]
 
 #: The most YAML alias uses (``*name``) a file may hold; none of the project's files needs any.
@@ -75,7 +74,7 @@ _NUMBER = {"type": "number"}
 
 _RUN_MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["key", "notebook", "preset", "files"],
+    "required": ["key", "notebook", "preset", "files", "seconds"],
     "properties": {
         "key": _SHA,
         "notebook": {"type": "string", "minLength": 1},
@@ -126,12 +125,6 @@ _ARCHIVE_MANIFEST_SCHEMA: dict[str, Any] = {
             },
         },
     },
-}
-
-_ORIGIN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["archive_sha256", "manifest_sha256"],
-    "properties": {"archive_sha256": _SHA, "manifest_sha256": _SHA, "computed": _COMPUTED},
 }
 
 _SETTING = {
@@ -190,9 +183,8 @@ SWEEPS = FileKind("sweep declaration", "yaml", 1 << 20, 12, _SWEEPS_SCHEMA)
 LEDGER = FileKind("ledger file", "yaml", 4 << 20, 12, _LEDGER_SCHEMA)
 RUN_MANIFEST = FileKind("run manifest", "json", 8 << 20, 24, _RUN_MANIFEST_SCHEMA)
 ARCHIVE_MANIFEST = FileKind("archive manifest", "json", 64 << 20, 24, _ARCHIVE_MANIFEST_SCHEMA)
-ORIGIN = FileKind("origin record", "json", 1 << 20, 12, _ORIGIN_SCHEMA)
 SECONDS_HINT = FileKind("timing hint", "json", 4 << 20, 12, _SECONDS_SCHEMA)
-KINDS = (SWEEPS, LEDGER, RUN_MANIFEST, ARCHIVE_MANIFEST, ORIGIN, SECONDS_HINT)
+KINDS = (SWEEPS, LEDGER, RUN_MANIFEST, ARCHIVE_MANIFEST, SECONDS_HINT)
 
 
 def load_file(path: Path, kind: FileKind, shown: str | None = None) -> Any:
@@ -202,16 +194,22 @@ def load_file(path: Path, kind: FileKind, shown: str | None = None) -> Any:
     is optional; anything else wrong is an :class:`InputFileError`.
     """
     where = shown or str(path)
+    return parse_bytes(read_bounded(path, kind, where), kind, where)
+
+
+def read_bounded(path: Path, kind: FileKind, where: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``kind.max_bytes + 1`` of them (so that
+    :func:`parse_bytes` sees an oversized file as such); a FIFO, device or folder is an :class:`InputFileError`
+    before anything is read from it."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InputFileError(f"{where}: not a regular file (a {kind.name} must be one)")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(kind.max_bytes + 1)
+            return f.read(kind.max_bytes + 1)
     finally:
         os.close(fd)
-    return parse_bytes(data, kind, where)
 
 
 def parse_bytes(data: bytes, kind: FileKind, where: str) -> Any:

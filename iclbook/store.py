@@ -195,12 +195,12 @@ def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None
     """
     stamp = folder / STAMP
     try:
-        manifest = read_manifest(folder)
+        manifest = load_file(stamp, RUN_MANIFEST, STAMP)
         files = manifest["files"]
     except FileNotFoundError:
         return f"{stamp.name} is missing"
     except InputFileError as exc:
-        return f"{stamp.name} is damaged ({str(exc).split(': ', 1)[-1]})"
+        return f"its manifest is damaged: {exc}"
     except OSError as exc:
         return f"{stamp.name} is unreadable ({os_reason(exc)})"
     if manifest.get("key") != key or (expected is not None and files != expected):

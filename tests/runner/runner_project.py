@@ -146,7 +146,7 @@ def store_run(root: Path, name: str, preset: str = "quick", overrides: dict[str,
     (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
     literals = {k: python_literal(v) for k, v in req.params.items()}
     manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "param_literals": literals}
-    manifest["files"] = hash_files(work)
+    manifest.update(files=hash_files(work), seconds=1.0, threads=1)
     (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
     add_entry(root, key, work, manifest, work.parent)
     return key

@@ -259,7 +259,13 @@ def test_verify_folder_names_the_problem(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a.png").write_bytes(b"png")
     k = "a" * 64
-    manifest = {"key": k, "notebook": "n", "preset": "quick", "files": {"a.png": sha256_file(folder / "a.png")}}
+    manifest = {
+        "key": k,
+        "notebook": "n",
+        "preset": "quick",
+        "seconds": 1.0,
+        "files": {"a.png": sha256_file(folder / "a.png")},
+    }
     (folder / STAMP).write_text(json.dumps(manifest))
     assert verify_folder(folder, k) == ""
     assert verify_folder(folder, "other") == "it holds another run"
