@@ -275,6 +275,35 @@ def _requests(
     ]
 
 
+def _literal_value(text: str) -> Any:
+    """The value of a parameter literal written by :func:`iclbook.notebooks.python_literal` (its exact
+    inverse: numbers, strings, bools, None, ``float("nan")``, ``float("inf")``, lists and tuples of them)."""
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "float"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in ("nan", "inf")
+        ):
+            return float(node.args[0].value)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [value(e) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        raise NotebookError(f"{text[:60]!r} is not a parameter literal")
+
+    try:
+        return value(ast.parse(text, mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise NotebookError(f"{text[:60]!r} is not a parameter literal") from None
+
+
 def _key_here(root: Path, nb: Notebook, stamp: dict[str, Any], scans: Any) -> str:
     """The key ``icl-book run`` computes in this checkout for the notebook, preset and exact parameters that
     the run's manifest ``stamp`` records (its ``param_literals``); a :class:`NotebookError` if they are not
@@ -282,8 +311,7 @@ def _key_here(root: Path, nb: Notebook, stamp: dict[str, Any], scans: Any) -> st
     literals = stamp.get("param_literals")
     if not isinstance(literals, dict):
         raise NotebookError("its manifest records no parameters")
-    overrides = {k: ast.literal_eval(v) if isinstance(nb.parameters.get(k), str) else v for k, v in literals.items()}
-    params = nb.resolve(str(stamp["preset"]), overrides)
+    params = nb.resolve(str(stamp["preset"]), {str(k): _literal_value(str(v)) for k, v in literals.items()})
     return cache_key(RunRequest(nb, params, str(stamp["preset"]), root / "book" / "generated"), root, scans)
 
 
@@ -610,8 +638,8 @@ def import_archive(
             name, key, stamp = e["notebook"], e["key"], stamps[e["key"]]
             try:
                 here = _key_here(root, by_name[name], stamp, scans) if name in by_name else ""
-            except (NotebookError, ValueError, SyntaxError) as exc:
-                here = f"({exc})"
+            except NotebookError:
+                here = ""
             if here != key:
                 line = (
                     f"{where}: refused entry {name} (preset {preset}, key {key[:12]}): its key does not match this "

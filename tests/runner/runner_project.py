@@ -150,3 +150,15 @@ def store_run(root: Path, name: str, preset: str = "quick", overrides: dict[str,
     (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
     add_entry(root, key, work, manifest, work.parent)
     return key
+
+
+def rewrite_archive(path: Path, out: Path, change: Any) -> None:
+    """Copy the tar file ``path`` to ``out`` member by member, passing each ``(name, bytes)`` through ``change``."""
+    import io
+    import tarfile
+
+    with tarfile.open(path) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
+        for m in tin:
+            data = change(m.name, tin.extractfile(m).read())
+            m.size = len(data)
+            tout.addfile(m, io.BytesIO(data))

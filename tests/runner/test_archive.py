@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from runner_project import make_project, store_run
+from runner_project import make_project, rewrite_archive, store_run
 
 from iclbook import cli
 from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
@@ -44,15 +44,6 @@ def _clone(tmp_path: Path, src: Path, name: str = "dst") -> Path:
     dst = tmp_path / name
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".icl-store"))
     return dst
-
-
-def _rewrite(archive: Path, out: Path, change) -> None:
-    """Copy ``archive`` to ``out`` member by member, passing each (name, bytes) through ``change``."""
-    with tarfile.open(archive) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
-        for m in tin:
-            data = change(m.name, tin.extractfile(m).read())
-            m.size = len(data)
-            tout.addfile(m, io.BytesIO(data))
 
 
 def test_round_trip_gives_identical_entries_and_records_the_origin(exported, tmp_path: Path) -> None:
@@ -101,7 +92,7 @@ def test_a_tampered_member_is_refused_naming_the_entry(exported, tmp_path: Path,
     src, archive, keys = exported
     bad = tmp_path / "bad.tar"
     target = f"entries/{keys['types']}/{member}"
-    _rewrite(archive, bad, lambda n, d: d[:-2] + b"00" if n == target else d)
+    rewrite_archive(archive, bad, lambda n, d: d[:-2] + b"00" if n == target else d)
     dst = _clone(tmp_path, src)
     with pytest.raises(ArchiveError, match=rf"refused: entry types: {member}.*tampered"):
         import_archive(dst, bad, say=lambda s: None)
@@ -120,7 +111,7 @@ def test_a_rehashed_listing_is_refused(exported, tmp_path: Path) -> None:
         return data
 
     bad = tmp_path / "bad.tar"
-    _rewrite(archive, bad, change)
+    rewrite_archive(archive, bad, change)
     with pytest.raises(ArchiveError, match="does not match its archive_sha256"):
         import_archive(_clone(tmp_path, src), bad, say=lambda s: None)
 
