@@ -310,9 +310,14 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
             stale += 1
             print(f"{req.notebook.name:28s} would execute ({problem})")
         else:
-            files = read_manifest(entry)["files"]
-            out = verify_folder(req.out_dir, key, files) if req.out_dir.exists() else "missing"
-            print(f"{req.notebook.name:28s} stored" + (f"; output folder would be copied ({out})" if out else ""))
+            stamp = read_manifest(entry)
+            out = verify_folder(req.out_dir, key, stamp["files"]) if req.out_dir.exists() else "missing"
+            origin = stamp.get("origin")
+            imported = f" (imported from archive {origin['archive_sha256'][:16]})" if isinstance(origin, dict) else ""
+            print(
+                f"{req.notebook.name:28s} stored{imported}"
+                + (f"; output folder would be copied ({out})" if out else "")
+            )
     print(f"icl-book: {stale} of {len(requests)} notebook(s) would execute")
     _report_unusable(bad if not args.names else {})
     return 0

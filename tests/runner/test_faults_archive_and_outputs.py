@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -118,6 +119,15 @@ def test_run_says_when_it_serves_an_imported_entry(src: Path) -> None:
     assert "icl-book: second: served from the store: imported from archive " in err and "not computed here" in err
     stamp = json.loads((dst / "book" / "generated" / "second" / STAMP).read_text())
     assert stamp["origin"]["archive_file"] == "runs.tar"  # the output folder carries the origin too
+
+
+def test_status_names_an_imported_entry(src: Path) -> None:
+    dst = clone(src)
+    call(dst, "import", str(export(src, "second")))
+    rc, out, _ = call(dst, "status", "second", "sized")
+    lines = out.splitlines()
+    assert rc == 0 and re.match(r"^second +stored \(imported from archive [0-9a-f]{16}\)", lines[0]), lines[0]
+    assert re.match(r"^sized +would execute \(no stored run\)", lines[1]), lines[1]
 
 
 def test_a_local_run_is_served_without_an_import_note(src: Path) -> None:
