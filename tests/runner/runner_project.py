@@ -115,6 +115,19 @@ def icl_cmd(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "iclbook.cli", "--root", str(root), *args]
 
 
+def popen_icl(root: Path, *args: str) -> subprocess.Popen:
+    """``icl-book --root root args`` started in a subprocess (text pipes), for a signal or a concurrent run."""
+    return subprocess.Popen(
+        icl_cmd(root, *args),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``icl-book --root root args`` in a subprocess (its own interpreter, like a user's shell)."""
     cwd = root if root.is_dir() else root.parent

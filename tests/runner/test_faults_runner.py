@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from runner_project import HEADER, icl_cmd, icl_env, make_project
+from runner_project import HEADER, icl_cmd, icl_env, make_project, popen_icl, run_icl
 
 ROWS: list[tuple[str, bool, Callable[[Path], str]]] = []
 
@@ -35,16 +35,8 @@ def row(name: str, slow: bool) -> Callable[[Callable[[Path], str]], Callable[[Pa
     return deco
 
 
-def icl(root: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        icl_cmd(root, *args),
-        capture_output=True,
-        text=True,
-        env=icl_env(),
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd or (root if root.is_dir() else Path(tempfile.gettempdir())),
-    )
+def icl(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_icl(root, *args, timeout=600)
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
@@ -318,15 +310,7 @@ def _kill_while_running(root: Path, sig: int) -> str:
     import psutil
 
     args = ["run", "slow", "-p", "seconds", "5"]
-    proc = subprocess.Popen(
-        icl_cmd(root, *args),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = popen_icl(root, *args)
     deadline = time.monotonic() + 300
     while not list((root / ".icl-store" / "tmp").rglob("started")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -416,25 +400,9 @@ def _(root: Path) -> str:
 
 
 def _concurrent(root: Path, a: list[str], b: list[str]) -> tuple[subprocess.CompletedProcess, ...]:
-    pa = subprocess.Popen(
-        icl_cmd(root, *a),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    pa = popen_icl(root, *a)
     time.sleep(0.2)
-    pb = subprocess.Popen(
-        icl_cmd(root, *b),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    pb = popen_icl(root, *b)
     return tuple(subprocess.CompletedProcess(p.args, p.wait(600), *p.communicate()) for p in (pa, pb))
 
 
