@@ -28,7 +28,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -304,11 +306,28 @@ def _parse_json(text: str, kind: FileKind, where: str) -> Any:
     return doc
 
 
-def _check_schema(doc: Any, text: str, node: Any, kind: FileKind, where: str) -> None:
+def _jsonschema() -> Any:
+    """``jsonschema``, imported without its optional IRI-syntax format checker: ``rfc3987_syntax`` builds a
+    grammar when imported (seconds, on every command that reads a file), and no schema here uses a format."""
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # the import raises ImportError
+        try:
+            import jsonschema
+        finally:
+            del sys.modules["rfc3987_syntax"]
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(kind.schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    return jsonschema
+
+
+@cache
+def _validator(kind: FileKind) -> Any:
+    jsonschema = _jsonschema()
+    return jsonschema.Draft202012Validator(kind.schema)
+
+
+def _check_schema(doc: Any, text: str, node: Any, kind: FileKind, where: str) -> None:
+    error = _jsonschema().exceptions.best_match(_validator(kind).iter_errors(doc))
     if error is None:
         return
     path = list(error.absolute_path)

@@ -186,12 +186,11 @@ def test_fill_puts_the_previous_folder_back_when_the_swap_fails(tmp_path: Path, 
 
 def test_list_shows_quick_and_paper_times_with_their_source(demo_project: Path, capsys) -> None:
     (demo_project / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"demo": 12.3}}))
-    entry = store_dir(demo_project) / "entries" / "k"
+    entry = store_dir(demo_project) / "entries" / ("a" * 64)
     entry.mkdir(parents=True)
     exact = scheduling.preset_literals(demo_project)[("demo", "quick")]  # a run at the preset's own parameters
-    (entry / store.STAMP).write_text(
-        json.dumps({"notebook": "demo", "preset": "quick", "seconds": 2.0, "threads": 2, "param_literals": exact})
-    )
+    manifest = {"key": "a" * 64, "notebook": "demo", "preset": "quick", "files": {}, "seconds": 2.0, "threads": 2}
+    (entry / store.STAMP).write_text(json.dumps(dict(manifest, param_literals=exact)))
     assert run_cli(demo_project, "list") == 0
     out = capsys.readouterr().out
     demo = out[out.index("demo  (") :]
