@@ -175,3 +175,31 @@ def rewrite_archive(path: Path, out: Path, change: Any) -> None:
             data = change(m.name, tin.extractfile(m).read())
             m.size = len(data)
             tout.addfile(m, io.BytesIO(data))
+
+
+def call(root: Path, *args: str) -> tuple[int, str, str]:
+    """``icl-book --root root args`` in this process: exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from iclbook import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["--root", str(root), *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def one_line(err: str, pattern: str) -> None:
+    """``err`` is one line, with no traceback, matching the regular expression ``pattern``."""
+    import re
+
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert re.search(pattern, lines[0]), (pattern, lines[0])
+
+
+def store_snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the store's entries, by path: equal before and after means the store is unchanged."""
+    entries = root / ".icl-store" / "entries"
+    return {p.relative_to(entries).as_posix(): p.read_bytes() for p in sorted(entries.rglob("*")) if p.is_file()}

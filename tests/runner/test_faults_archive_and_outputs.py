@@ -18,8 +18,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from runner_project import make_project, rewrite_archive, store_run
-from test_faults_input_files import call, one_line, store_snapshot
+from runner_project import call, make_project, one_line, rewrite_archive, store_run, store_snapshot
 
 from iclbook import archive
 from iclbook.archive import MANIFEST, _entry_hash, archive_hash, entry_origin, origin_note

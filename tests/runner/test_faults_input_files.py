@@ -9,7 +9,6 @@ ledger file ``book/reported/*.yml`` (``status``: the cache key reads the ledger'
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -20,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from runner_project import make_project, store_run
+from runner_project import call, make_project, one_line, store_run, store_snapshot
 
-from iclbook import cli, loaders
+from iclbook import loaders
 from iclbook.store import STAMP, store_dir
 
 pytestmark = pytest.mark.fault
@@ -38,19 +37,6 @@ ALIAS_BOMB = (
 )
 
 
-def call(root: Path, *args: str) -> tuple[int, str, str]:
-    """``icl-book --root root args`` in this process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(["--root", str(root), *args])
-    return rc, out.getvalue(), err.getvalue()
-
-
-def store_snapshot(root: Path) -> dict[str, bytes]:
-    entries = store_dir(root) / "entries"
-    return {p.relative_to(entries).as_posix(): p.read_bytes() for p in sorted(entries.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A throw-away project with a sweep declaration, a ledger, a hint and stored runs of two notebooks."""
@@ -62,12 +48,6 @@ def project(tmp_path: Path) -> Path:
     store_run(root, "second")
     store_run(root, "sized")
     return root
-
-
-def one_line(err: str, pattern: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert re.search(pattern, lines[0]), (pattern, lines[0])
 
 
 # --- the five kinds: where each lives and the command that reads it ---------------------------------------------
