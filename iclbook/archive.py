@@ -1,16 +1,18 @@
-"""A verified archive of store entries: ``icl-book export --preset P FILE`` and ``icl-book import FILE``.
+"""A verified archive of store entries: ``icl-book export FILE [NAMES] [--preset P] [-p NAME VALUE] [--sweep]``
+and ``icl-book import FILE [--sha256 HEX]``.
 
 Why
 ---
 A paper-preset build costs CPU-hours; its store entries live on the machine that ran it. An archive
 carries them to another checkout (a reader's clone, the machine that publishes the book) so that the
-report's paper column can be shown there without executing anything, and without trusting the file.
+report's paper column can be shown there without executing anything. The runs of a preset, of ``-p``
+values (``-p NAME VALUE``) or of the declared sweeps (``--sweep``) can be carried alike.
 
 Format (:data:`FORMAT`)
 -----------------------
 One tar file (gzip-compressed when ``FILE`` ends in ``.gz`` or ``.tgz``; the gzip header carries no
 time), members in a fixed order: first :data:`MANIFEST` (``icl-archive.json``), then for each entry,
-in book order, ``entries/<key>/.icl-run.json`` followed by the entry's files sorted by path. Every
+in book order (a sweep's points in grid order), ``entries/<key>/.icl-run.json`` followed by the entry's files sorted by path. Every
 member has mode 0644, owner 0 and time 0. The top-level manifest holds
 
 * ``preset``, the exporting checkout's ``commit`` (``git rev-parse HEAD``, ``dirty`` if its tracked
