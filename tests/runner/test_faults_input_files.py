@@ -347,3 +347,18 @@ def test_the_repository_files_follow_their_schemas() -> None:
         assert isinstance(loaders.load_file(path, loaders.LEDGER), list)
     assert loaders.load_file(root / "notebooks" / "sweeps.yml", loaders.SWEEPS)
     assert loaders.load_file(root / "notebooks" / "seconds.json", loaders.SECONDS_HINT)["quick"]
+
+
+def test_a_fifo_or_malformed_hint_only_loses_the_order_of_the_nbval_copies(project: Path) -> None:
+    from iclbook.nbval_copies import costs
+
+    generated = project / "book" / "generated"
+    (generated / "second").mkdir(parents=True)
+    (generated / "second" / "second.ipynb").write_text("{}")
+    hint = project / "notebooks" / "seconds.json"
+    assert costs(project, generated) == {"second": 3.0}
+    hint.write_text('{"quick": {"second": "slow"}}')
+    assert costs(project, generated) == {"second": 0.0}
+    hint.unlink()
+    os.mkfifo(hint)
+    assert costs(project, generated) == {"second": 0.0}
