@@ -604,7 +604,6 @@ def _(root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     return make_project(tmp_path_factory.mktemp("runner-faults") / "project")
 
 
