@@ -29,6 +29,7 @@ import json
 import os
 import stat
 import sys
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -309,15 +310,19 @@ def _parse_json(text: str, kind: FileKind, where: str) -> Any:
 def _jsonschema() -> Any:
     """``jsonschema``, imported without its optional IRI-syntax format checker: ``rfc3987_syntax`` builds a
     grammar when imported (seconds, on every command that reads a file), and no schema here uses a format."""
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # the import raises ImportError
-        try:
-            import jsonschema
-        finally:
-            del sys.modules["rfc3987_syntax"]
-    import jsonschema
+    with _IMPORT_LOCK:  # worker threads read manifests at once; the mask below must be set and removed once
+        if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # the import raises ImportError
+            try:
+                import jsonschema
+            finally:
+                del sys.modules["rfc3987_syntax"]
+        import jsonschema
 
     return jsonschema
+
+
+_IMPORT_LOCK = threading.Lock()
 
 
 @cache
