@@ -350,9 +350,10 @@ STATUSES = ("reproduced", "differs", "missing", "absent")
 
 
 def load_claims(reported_dir: Path) -> list[Claim]:
-    claims = []
+    """The claims of every ledger file in ``reported_dir``, each file read through :mod:`iclbook.loaders`."""
     from .loaders import LEDGER, InputFileError, load_file
 
+    claims = []
     for path in sorted(reported_dir.glob("*.yml")):
         try:
             data = load_file(path, LEDGER, f"book/reported/{path.name}") or []
