@@ -259,20 +259,21 @@ def _presets(notebooks: list[Notebook]) -> list[str]:
 
 
 def _requests(
-    root: Path, notebooks: list[Notebook], preset: str, overrides: dict[str, str] | None, sweep: bool
+    root: Path, notebooks: list[Notebook], names: set[str], preset: str, overrides: dict[str, str] | None, sweep: bool
 ) -> list[RunRequest]:
-    """The runs an export selects: each notebook at ``preset`` (with ``overrides``), or every point of the
-    declared sweeps of ``notebooks`` (``sweep``; :mod:`iclbook.sweep`)."""
+    """The runs an export selects among ``notebooks`` (those in ``names``): each at ``preset`` (with
+    ``overrides``), or every point of their declared sweeps (``sweep``; :mod:`iclbook.sweep`)."""
     out = root / "book" / "generated"
     if not sweep:
-        chosen = [nb for nb in notebooks if preset == QUICK or preset in nb.presets]
+        chosen = [nb for nb in notebooks if nb.name in names and (preset == QUICK or preset in nb.presets)]
         return make_requests(chosen, out, preset, overrides) if chosen else []
     from .sweep import expand, load_plans
 
-    plans = load_plans(root, notebooks)
+    plans = load_plans(root, notebooks)  # the declaration is checked against every notebook
     return [
         RunRequest(plan.notebook, p.params, QUICK, out / plan.notebook.name)
         for plan in plans.values()
+        if plan.notebook.name in names
         for p in expand(plan.notebook, plan.grid)
     ]
 
@@ -363,9 +364,8 @@ def export_archive(
         unknown = sorted(set(names) - {nb.name for nb in notebooks})
         if unknown:
             raise NotebookError(f"unknown notebook(s) {unknown}; available: {', '.join(nb.name for nb in notebooks)}")
-        notebooks = [nb for nb in notebooks if nb.name in names]
     scans = import_scans(root)
-    requests = _requests(root, notebooks, preset, overrides, sweep)
+    requests = _requests(root, notebooks, set(names or [nb.name for nb in notebooks]), preset, overrides, sweep)
     entries_dir = store_dir(root) / "entries"
     commit, dirty = _commit(root)
     machine = machine_record()

@@ -253,6 +253,18 @@ def test_sweep_points_export_and_import(src: Path) -> None:
     assert all((store_dir(dst) / "entries" / k).is_dir() for k in keys)
 
 
+def test_a_named_notebook_exports_only_its_sweep(src: Path) -> None:
+    (src / "notebooks" / "sweeps.yml").write_text(
+        SWEEPS_TEXT + 'types:\n  settings:\n    i:\n      values: [1, 2, 5]\n      why: "x"\n      paper: "001"\n'
+    )
+    store_run(src, "sized", overrides={"K": "4"})
+    store_run(src, "types", overrides={"i": "5"})
+    path = export(src, "sized", "--sweep")
+    with tarfile.open(path) as tar:
+        manifest = json.loads(tar.extractfile(MANIFEST).read())
+    assert {e["notebook"] for e in manifest["entries"]} == {"sized"} and len(manifest["entries"]) == 2
+
+
 def test_a_partial_sweep_export_names_what_it_leaves_out_in_one_line(src: Path) -> None:
     store_run(src, "sized", overrides={"K": "4"})
     rc, out, err = call(src, "export", str(src.parent / "s.tar"), "--sweep")
