@@ -15,7 +15,6 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -33,7 +32,16 @@ from .plan import add_command as add_plan_command
 from .record import add_commands as add_record_commands
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
-from .store import STAMP, STORE, cache_key, import_scans, os_reason, store_dir, verify_folder
+from .store import (
+    STORE,
+    cache_key,
+    check_output_folder,
+    import_scans,
+    os_reason,
+    read_manifest,
+    store_dir,
+    verify_folder,
+)
 
 EXIT_USAGE = 2
 
@@ -196,6 +204,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     requests = make_requests(notebooks, out_root, args.preset, _overrides(args.param))  # checked before any write
     if args.out is not None:
         check_writable(out_root, "--out")
+        for req in requests:  # book/generated/ is icl-book's own
+            check_output_folder(req.out_dir, root, args.force, "--out")
     check_store(root)
     start = time.monotonic()
     interrupts: Interrupts = args.interrupts
@@ -328,9 +338,14 @@ def cmd_status(args: argparse.Namespace, root: Path) -> int:
             stale += 1
             print(f"{req.notebook.name:28s} would execute ({problem})")
         else:
-            files = json.loads((entry / STAMP).read_text())["files"]
-            out = verify_folder(req.out_dir, key, files) if req.out_dir.exists() else "missing"
-            print(f"{req.notebook.name:28s} stored" + (f"; output folder would be copied ({out})" if out else ""))
+            stamp = read_manifest(entry)
+            out = verify_folder(req.out_dir, key, stamp["files"]) if req.out_dir.exists() else "missing"
+            origin = stamp.get("origin")
+            imported = f" (imported from archive {origin['archive_sha256'][:16]})" if isinstance(origin, dict) else ""
+            print(
+                f"{req.notebook.name:28s} stored{imported}"
+                + (f"; output folder would be copied ({out})" if out else "")
+            )
     print(f"icl-book: {stale} of {len(requests)} notebook(s) would execute")
     _report_unusable(bad if not args.names else {})
     return 0
@@ -398,6 +413,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"-p/--param is not an option of `{args.command}`")
         args.param = (args.param or []) + pairs
     return args
+
+
+def cmd_verdicts(args: argparse.Namespace, root: Path) -> int:
+    """``icl-book verdicts NAME [--out DIR]``: the ledger rows of NAME graded on a run's metrics, as the book does."""
+    from .verdicts import main as verdicts_main
+
+    return verdicts_main([notebook_name(args.name), "--root", str(root), *(["--out", args.out] if args.out else [])])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -475,6 +497,10 @@ def parser() -> argparse.ArgumentParser:
     add_commands(sub)  # export, import: a verified archive of store entries (iclbook/archive.py)
     add_plan_command(sub)  # plan: predicted wall time on N workers (iclbook/plan.py)
     add_record_commands(sub)  # record status|verify|refresh: the committed record (iclbook/record.py)
+    v = sub.add_parser("verdicts", help="grade a notebook's ledger rows on a run's metrics.json (nothing is executed)")
+    v.add_argument("name", metavar="NAME", help="the notebook")
+    v.add_argument("--out", metavar="DIR", help="the output root given to `run --out` (default: book/generated)")
+    v.set_defaults(func=cmd_verdicts)
     return p
 
 

@@ -38,6 +38,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .loaders import SECONDS_HINT as SECONDS_FILE
+from .loaders import InputFileError, load_file
 from .scheduling import SECONDS_HINT, cpu_seconds
 from .store import STAMP
 
@@ -126,9 +128,9 @@ def changed_checked_cells(root: Path, names: list[str], base: str) -> tuple[set[
 def costs(root: Path, generated: Path) -> dict[str, float]:
     """CPU seconds per executed notebook: its manifest's, else the quick hint of ``notebooks/seconds.json``."""
     try:
-        hint = {str(k): float(v) for k, v in json.loads((root / SECONDS_HINT).read_text()).get("quick", {}).items()}
-    except (OSError, ValueError, AttributeError, TypeError):
-        hint = {}
+        hint = load_file(root / SECONDS_HINT, SECONDS_FILE, SECONDS_HINT.as_posix()).get("quick", {})
+    except (OSError, InputFileError):
+        hint = {}  # the hint only orders the copies
     return {name: seconds or hint.get(name, 0.0) for seconds, name, _ in executed_notebooks(generated)}
 
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .architecture import LAYERS, declared_all
 from .measurements import render_measurements
 from .notebooks import toc_order
@@ -277,11 +275,15 @@ STATUSES = ("reproduced", "differs", "missing", "absent")
 
 
 def load_claims(reported_dir: Path) -> list[Claim]:
+    """The claims of every ledger file in ``reported_dir``, each file read through :mod:`iclbook.loaders`."""
+    from .loaders import LEDGER, InputFileError, load_file
+
     claims = []
     for path in sorted(reported_dir.glob("*.yml")):
-        data = yaml.safe_load(path.read_text()) or []
-        if not isinstance(data, list):
-            raise ReportError(f"{path.name}: the file must hold a YAML list of entries")
+        try:
+            data = load_file(path, LEDGER, f"book/reported/{path.name}") or []
+        except InputFileError as exc:
+            raise ReportError(str(exc)) from None
         claims.extend(Claim.from_dict(d, path.name) for d in data)
     seen: dict[str, str] = {}
     for c in claims:
@@ -709,6 +711,7 @@ def _notebook_details(
     powers: dict[int, Any],
     unsupported: dict[int, list[str]],
     origins: dict[str, str] | None,
+    built: dict[str, str] | None = None,
 ) -> list[str]:
     """One table per notebook (in the order given) of its rows, with the notes by row."""
     lines: list[str] = []
@@ -727,6 +730,8 @@ def _notebook_details(
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
         lines += [f"### Notebook `{nb}`", ""]
+        if nb in (built or {}):
+            lines += [f"The first status and values come from a run {(built or {})[nb]}.", ""]
         if with_paper:
             lines += [
                 "The first status and values are those of the preset the book was built with; the `paper`",
@@ -796,6 +801,7 @@ def render_paper_report(
     origins: dict[str, str] | None = None,
     powers: dict[int, Any] | None = None,
     unsupported: dict[int, list[str]] | None = None,
+    built: dict[str, str] | None = None,
 ) -> str:
     """The report page of one paper: its counts, basis × status, and one table per notebook of its rows."""
     paper = list(paper) if paper is not None else [None] * len(rows)
@@ -838,6 +844,7 @@ def render_report(
     powers: dict[int, Any] | None = None,
     unsupported: dict[int, list[str]] | None = None,
     details: bool = True,
+    built: dict[str, str] | None = None,
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -853,6 +860,7 @@ def render_report(
     against its stated alternative, shown in a column beside the verdict and after the paper-preset status.
     ``unsupported`` (:func:`evidence_checks`): what the evidence of a diagnosis lacks, said in the row's notes
     and counted under the headline.
+    ``built``: notebook -> where the run the book was built with came from, when it was imported.
     """
     paper = list(paper) if paper is not None else [None] * len(rows)
     if len(paper) != len(rows):
@@ -975,7 +983,7 @@ def render_report(
     lines.append("")
 
     if details:
-        lines += _notebook_details(notebooks, by_notebook, paper_of, bands, powers, unsupported, origins)
+        lines += _notebook_details(notebooks, by_notebook, paper_of, bands, powers, unsupported, origins, built)
     else:
         lines += [
             "The rows of each paper, notebook by notebook (reported, computed, rule, verdict, power and notes), are on",
@@ -1241,7 +1249,7 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     keys: dict[str, str] = {}  # notebook -> key of its stored paper run; an imported one says where from
     names = sorted({r.claim.notebook for r in rows if r.claim.notebook})
     found = paper_metrics(root, generated, names, keys)
-    from .archive import entry_origin, origin_note
+    from .archive import built_origins, entry_origin, origin_note
     from .record import recorded_runs
 
     built_with_paper = {n for n in names if _built_preset(generated, n) == PAPER_PRESET}
@@ -1250,6 +1258,7 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     paper = paper_rows(rows, stored_paper)
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
     origins.update(record_notes)
+    built = built_origins(generated, names)
     bands, sweep_lines = sweep_bands(root, rows, generated)
     own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
     powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
@@ -1257,12 +1266,12 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     order = toc_order(root / "_toc.yml")
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, order, paper, bands, sweep_lines, origins, powers, unsupported, details=False),
+        render_report(rows, order, paper, bands, sweep_lines, origins, powers, unsupported, details=False, built=built),
     )
     for seed in PAPERS:
         _write_if_changed(
             generated / f"{report_page(seed)}.md",
-            render_paper_report(seed, rows, order, paper, bands, origins, powers, unsupported),
+            render_paper_report(seed, rows, order, paper, bands, origins, powers, unsupported, built),
         )
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(

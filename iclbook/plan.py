@@ -39,9 +39,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .loaders import SECONDS_HINT as SECONDS_FILE
+from .loaders import load_file
 from .notebooks import NotebookError, discover_all, notebook_name
 from .scheduling import SECONDS_HINT
-from .store import STAMP, store_dir
+from .store import STAMP, read_manifest, store_dir
 
 __all__ = ["Plan", "Task", "add_command", "cmd_plan", "hint_from_store", "load_tasks", "simulate"]
 
@@ -159,7 +161,7 @@ def _store_runs(root: Path, preset: str) -> dict[str, tuple[Path, dict]]:
     newest: dict[str, tuple[float, Path, dict]] = {}
     for path in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
         try:
-            m = json.loads(path.read_text())
+            m = read_manifest(path.parent)
             when = path.stat().st_mtime
             if m.get("preset") == preset and when > newest.get(m["notebook"], (-1.0, path, {}))[0]:
                 newest[str(m["notebook"])] = (when, path, m)
@@ -202,11 +204,11 @@ def tasks_from_manifest(m: dict) -> list[Task]:
 
 
 def _hint(root: Path) -> dict:
+    """The committed hint through the loader; ``{}`` if there is none (a malformed one is an error naming it)."""
     try:
-        data = json.loads((root / SECONDS_HINT).read_text())
-    except (OSError, ValueError):
+        return load_file(root / SECONDS_HINT, SECONDS_FILE, SECONDS_HINT.as_posix())
+    except OSError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def tasks_from_hint(hint: dict, preset: str, nb: str) -> list[Task] | None:

@@ -13,13 +13,14 @@ no worker idles at the end while another finishes a long run. Results are report
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .execution import LOOPBACK_HINT, Interrupts, execute, loopback_problem
+from .loaders import SECONDS_HINT as SECONDS_FILE
+from .loaders import InputFileError, load_file
 from .notebooks import NotebookError, discover_all, python_literal
 from .progress import Progress
 from .runs import RunRequest, RunResult, RunSummary
@@ -31,6 +32,7 @@ from .store import (
     fill,
     import_scans,
     os_reason,
+    read_manifest,
     store_dir,
     verify_folder,
 )
@@ -86,7 +88,11 @@ def run_one(
             if res.status != "executed":
                 return res
             status, seconds = "executed", res.seconds
-        expected = json.loads((entry / STAMP).read_text())["files"]
+        stamp = read_manifest(entry)
+        expected = stamp["files"]
+        if status == "cached" and isinstance(stamp.get("origin"), dict):
+            note = f"imported from archive {stamp['origin'].get('archive_sha256', '')[:16]}, not computed here"
+            say(f"icl-book: {name}: served from the store: {note}")
         out_problem = verify_folder(req.out_dir, key, expected) if req.out_dir.exists() else "missing"
         if out_problem:
             req.out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -226,24 +232,24 @@ def timed_seconds(root: Path) -> dict[tuple[str, str], tuple[float, str]]:
     """
     seconds: dict[tuple[str, str], tuple[float, str]] = {}
     try:
-        hint = json.loads((root / SECONDS_HINT).read_text())
-        for preset, table in hint.items():
-            for name, sec in table.items():
-                if isinstance(sec, (int, float)):  # {"inner": {preset: {name: [...]}}} is for icl-book plan
-                    seconds[(str(name), str(preset))] = (float(sec), "hint")
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+        hint = load_file(root / SECONDS_HINT, SECONDS_FILE, SECONDS_HINT.as_posix())
+    except (OSError, InputFileError):
+        hint = {}  # a missing or malformed hint only changes the order of execution (plan and list say so)
+    for preset, table in hint.items():
+        for name, sec in table.items():
+            if isinstance(sec, (int, float)):  # {"inner": {preset: {name: [...]}}} is for icl-book plan
+                seconds[(str(name), str(preset))] = (float(sec), "hint")
     exact = preset_literals(root)
     newest: dict[tuple[str, str], float] = {}
     for manifest in (store_dir(root) / "entries").glob(f"*/{STAMP}"):
         try:
-            m = json.loads(manifest.read_text())
+            m = read_manifest(manifest.parent)
             when, k = manifest.stat().st_mtime, (str(m["notebook"]), str(m["preset"]))
             if k not in exact or m.get("param_literals") != exact[k]:
                 continue
             if when > newest.get(k, -1.0):
                 newest[k], seconds[k] = when, (cpu_seconds(m), "store")
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError):
             continue
     return seconds
 

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from .imports import ScanCache, dependency_files
-from .notebooks import python_literal
+from .loaders import RUN_MANIFEST, InputFileError, load_file
+from .notebooks import NotebookError, python_literal
 from .runs import RunRequest
 from .worker_env import STAMP, output_files
 
@@ -55,8 +56,11 @@ __all__ = [
     "STORE",
     "acquire",
     "add_entry",
+    "OutputPathError",
     "cache_key",
     "check_metrics",
+    "check_new_file",
+    "check_output_folder",
     "cleanup_stale_temp",
     "fill",
     "hash_files",
@@ -64,6 +68,7 @@ __all__ = [
     "json_value",
     "keep_failed",
     "os_reason",
+    "read_manifest",
     "remove_tree",
     "sha256_file",
     "store_dir",
@@ -175,6 +180,13 @@ def json_value(value: Any) -> Any:
     return value
 
 
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest ``.icl-run.json`` of the entry or output ``folder``, read through the loader
+    (:data:`iclbook.loaders.RUN_MANIFEST`: bounded, schema-checked); an :class:`~iclbook.loaders.InputFileError`
+    naming the file and line if it is damaged, an :class:`OSError` if it cannot be read."""
+    return load_file(folder / STAMP, RUN_MANIFEST)
+
+
 def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None) -> str:
     """'' if ``folder`` holds exactly the files of its manifest, with their hashes, for ``key``; else the first problem.
 
@@ -182,12 +194,14 @@ def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None
     """
     stamp = folder / STAMP
     try:
-        manifest = json.loads(stamp.read_text())
+        manifest = load_file(stamp, RUN_MANIFEST, STAMP)
         files = manifest["files"]
     except FileNotFoundError:
         return f"{stamp.name} is missing"
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"{stamp.name} is unreadable"
+    except InputFileError as exc:
+        return f"its manifest is damaged: {exc}"
+    except OSError as exc:
+        return f"{stamp.name} is unreadable ({os_reason(exc)})"
     if manifest.get("key") != key or (expected is not None and files != expected):
         return "it holds another run"
     for rel, digest in files.items():
@@ -336,6 +350,78 @@ def fill(entry: Path, out_dir: Path) -> None:
     finally:
         if new.exists():
             remove_tree(new)
+
+
+# --- output paths ---------------------------------------------------------------------------------
+
+
+class OutputPathError(NotebookError):
+    """A path a command would write is refused: it would overwrite something it does not own (one line)."""
+
+
+def _tracked(path: Path) -> list[str]:
+    """The files under ``path`` (itself, or a folder's) that git tracks in the repository holding it; [] outside git."""
+    import subprocess
+
+    folder = path if path.is_dir() else path.parent
+    if not folder.is_dir():
+        return []
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--", str(path)],
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [p for p in out.stdout.decode(errors="replace").split("\0") if p] if out.returncode == 0 else []
+
+
+def _inside_store(path: Path, root: Path) -> bool:
+    store = store_dir(root)
+    return path.resolve().is_relative_to(store.resolve()) or path.absolute().is_relative_to(store.absolute())
+
+
+def check_new_file(path: Path, root: Path, force: bool, command: str) -> None:
+    """Refuse (an :class:`OutputPathError` naming ``path``) to write the file ``path`` over what ``command`` does
+    not own: a file tracked by git and a path inside the store always, a folder always, any other existing
+    file unless ``force``."""
+    if _inside_store(path, root):
+        raise OutputPathError(
+            f"{command}: {path} is inside the store {store_dir(root)}; only icl-book's own code writes there"
+        )
+    if path.is_dir():
+        raise OutputPathError(f"{command}: {path} is a folder; give a file name")
+    tracked = _tracked(path) or (_tracked(path.resolve()) if path.is_symlink() else [])
+    if tracked:
+        raise OutputPathError(
+            f"{command}: {path} is a file tracked by git; refusing to overwrite it (choose another path)"
+        )
+    if (path.exists() or path.is_symlink()) and not force:
+        raise OutputPathError(f"{command}: {path} exists; refusing to overwrite it (give --force to replace it)")
+
+
+def check_output_folder(folder: Path, root: Path, force: bool, command: str) -> None:
+    """Refuse (an :class:`OutputPathError` naming ``folder``) to replace the output folder ``folder`` when it
+    is inside the store or holds files tracked by git (always), or when it holds files but is not an
+    output folder of icl-book (no ``.icl-run.json``) unless ``force``: :func:`fill` swaps the whole folder."""
+    if _inside_store(folder, root):
+        raise OutputPathError(
+            f"{command}: {folder} is inside the store {store_dir(root)}; only icl-book's own code writes there"
+        )
+    if not folder.is_dir():
+        return
+    tracked = _tracked(folder)
+    if tracked:
+        raise OutputPathError(
+            f"{command}: {folder} holds {len(tracked)} file(s) tracked by git ({tracked[0]}); refusing to replace it"
+        )
+    if not force and not (folder / STAMP).is_file() and any(folder.iterdir()):
+        raise OutputPathError(
+            f"{command}: {folder} holds files but no {STAMP} (not an icl-book output folder); refusing to replace "
+            "it (give --force to replace it)"
+        )
 
 
 def acquire(lock: Any, what: str, stopping: Callable[[], bool], say: Callable[[str], None]) -> bool:

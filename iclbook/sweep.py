@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from .execution import Interrupts
+from .loaders import SWEEPS as SWEEPS_FILE
+from .loaders import InputFileError, load_file
 from .notebooks import (
     MAX_LITERAL_CHARS,
     QUICK,
@@ -169,20 +171,14 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
 
 def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
     """The checked sweep of every notebook in ``notebooks/sweeps.yml`` (see the module docstring)."""
-    import yaml
-
     path = root / SWEEPS
     if not path.exists():
         return {}
     where = SWEEPS.as_posix()
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}:" if mark is not None else ""
-        raise SweepError(
-            f"{where}:{at} not valid YAML ({' '.join(str(getattr(exc, 'problem', exc)).split())})"
-        ) from None
+        data = load_file(path, SWEEPS_FILE, where) or {}
+    except InputFileError as exc:
+        raise SweepError(str(exc)) from None
     if not isinstance(data, dict):
         raise SweepError(f"{where}: must map notebook names to their sweeps")
     by_name = {nb.name: nb for nb in notebooks}

@@ -195,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    ledger = ledger_verdicts(args.name, {}, root)  # the ledger first: a broken one is named before any run
+    if ledger.error:
+        print(f"icl-book verdicts: error: {ledger.message}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else root / "book" / "generated"
     path = out / args.name / "metrics.json"
     try:

@@ -307,7 +307,7 @@ def test_load_claims_and_render(tmp_path: Path) -> None:
 
 def test_load_claims_rejects_non_list(tmp_path: Path) -> None:
     (tmp_path / "a.yml").write_text("notebook: nb\n")
-    with pytest.raises(ReportError, match="YAML list"):
+    with pytest.raises(ReportError, match=r"^book/reported/a\.yml:1: .* is not of type 'array'"):
         load_claims(tmp_path)
 
 
@@ -396,6 +396,7 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
                 "key": key,
                 "notebook": "demo",
                 "preset": "paper",
+                "seconds": 1.0,
                 "files": {"metrics.json": hashlib.sha256(metrics).hexdigest()},
             }
         )

@@ -6,10 +6,12 @@ start (a few seconds) and no computation.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
 
@@ -113,6 +115,19 @@ def icl_cmd(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "iclbook.cli", "--root", str(root), *args]
 
 
+def popen_icl(root: Path, *args: str) -> subprocess.Popen:
+    """``icl-book --root root args`` started in a subprocess (text pipes), for a signal or a concurrent run."""
+    return subprocess.Popen(
+        icl_cmd(root, *args),
+        env=icl_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``icl-book --root root args`` in a subprocess (its own interpreter, like a user's shell)."""
     cwd = root if root.is_dir() else root.parent
@@ -125,3 +140,66 @@ def run_icl(root: Path, *args: str, timeout: float = 300) -> subprocess.Complete
         stdin=subprocess.DEVNULL,
         cwd=cwd,
     )
+
+
+def store_run(root: Path, name: str, preset: str = "quick", overrides: dict[str, Any] | None = None) -> str:
+    """Put a verified store entry for ``name`` at ``preset`` (with ``-p`` ``overrides``) under the key the runner
+    would use, without a kernel (a metrics file, a figure, an executed notebook); its key."""
+    from iclbook.notebooks import discover_all, python_literal
+    from iclbook.runs import make_requests
+    from iclbook.store import add_entry, cache_key, hash_files, store_dir
+
+    nb = next(n for n in discover_all(root)[0] if n.name == name)
+    req = make_requests([nb], root / "book" / "generated", preset, overrides)[0]
+    key = cache_key(req, root)
+    work = store_dir(root) / "tmp" / f"w-{key}"
+    (work / "figures").mkdir(parents=True)
+    (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
+    (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
+    (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
+    literals = {k: python_literal(v) for k, v in req.params.items()}
+    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "param_literals": literals}
+    manifest.update(files=hash_files(work), seconds=1.0, threads=1)
+    (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
+    add_entry(root, key, work, manifest, work.parent)
+    return key
+
+
+def rewrite_archive(path: Path, out: Path, change: Any) -> None:
+    """Copy the tar file ``path`` to ``out`` member by member, passing each ``(name, bytes)`` through ``change``."""
+    import io
+    import tarfile
+
+    with tarfile.open(path) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
+        for m in tin:
+            data = change(m.name, tin.extractfile(m).read())
+            m.size = len(data)
+            tout.addfile(m, io.BytesIO(data))
+
+
+def call(root: Path, *args: str) -> tuple[int, str, str]:
+    """``icl-book --root root args`` in this process: exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from iclbook import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["--root", str(root), *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def one_line(err: str, pattern: str) -> None:
+    """``err`` is one line, with no traceback, matching the regular expression ``pattern``."""
+    import re
+
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert re.search(pattern, lines[0]), (pattern, lines[0])
+
+
+def store_snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the store's entries, by path: equal before and after means the store is unchanged."""
+    entries = root / ".icl-store" / "entries"
+    return {p.relative_to(entries).as_posix(): p.read_bytes() for p in sorted(entries.rglob("*")) if p.is_file()}

@@ -14,32 +14,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from runner_project import make_project
+from runner_project import make_project, rewrite_archive, store_run
 
 from iclbook import cli
 from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
-from iclbook.notebooks import discover_all
 from iclbook.pages import paper_metrics
-from iclbook.runs import make_requests
-from iclbook.store import STAMP, add_entry, cache_key, hash_files, store_dir, verify_folder
+from iclbook.store import STAMP, store_dir, verify_folder
 
 NAMES = ["second", "types"]
-
-
-def _store_run(root: Path, name: str, preset: str) -> str:
-    """Put a verified store entry for ``name`` at ``preset`` under this checkout's key; the key."""
-    nb = next(n for n in discover_all(root)[0] if n.name == name)
-    req = make_requests([nb], root / "book" / "generated", preset)[0]
-    key = cache_key(req, root)
-    work = store_dir(root) / "tmp" / f"w-{name}-{preset}"
-    (work / "figures").mkdir(parents=True)
-    (work / "metrics.json").write_text(json.dumps({"value": len(name), "preset": preset}))
-    (work / "figures" / "fig.png").write_bytes(bytes(range(256)) * 4)
-    (work / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"preset": preset}}))
-    manifest = {"key": key, "notebook": name, "preset": preset, "params": req.params, "files": hash_files(work)}
-    (store_dir(root) / "entries").mkdir(parents=True, exist_ok=True)
-    add_entry(root, key, work, manifest, work.parent)
-    return key
 
 
 def _entry_bytes(root: Path, key: str) -> dict[str, bytes]:
@@ -51,8 +33,8 @@ def _entry_bytes(root: Path, key: str) -> dict[str, bytes]:
 def exported(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     """A project with paper runs of two notebooks in its store, exported; (project, archive, name -> key)."""
     src = make_project(tmp_path / "src", NAMES)
-    keys = {n: _store_run(src, n, "paper") for n in NAMES}
-    _store_run(src, "second", "quick")  # another preset: never in a paper archive
+    keys = {n: store_run(src, n, "paper") for n in NAMES}
+    store_run(src, "second", "quick")  # another preset: never in a paper archive
     archive = tmp_path / "paper.tar"
     export_archive(src, "paper", archive, say=lambda s: None)
     return src, archive, keys
@@ -62,15 +44,6 @@ def _clone(tmp_path: Path, src: Path, name: str = "dst") -> Path:
     dst = tmp_path / name
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".icl-store"))
     return dst
-
-
-def _rewrite(archive: Path, out: Path, change) -> None:
-    """Copy ``archive`` to ``out`` member by member, passing each (name, bytes) through ``change``."""
-    with tarfile.open(archive) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
-        for m in tin:
-            data = change(m.name, tin.extractfile(m).read())
-            m.size = len(data)
-            tout.addfile(m, io.BytesIO(data))
 
 
 def test_round_trip_gives_identical_entries_and_records_the_origin(exported, tmp_path: Path) -> None:
@@ -86,11 +59,21 @@ def test_round_trip_gives_identical_entries_and_records_the_origin(exported, tmp
     res = import_archive(dst, archive, say=lambda s: None)
     assert sorted(res.imported) == NAMES and not res.refused
     for key in keys.values():
-        assert _entry_bytes(dst, key) == _entry_bytes(src, key)
+        got, sent = _entry_bytes(dst, key), _entry_bytes(src, key)
+        assert {k: v for k, v in got.items() if k != STAMP} == {k: v for k, v in sent.items() if k != STAMP}
+        stamp = json.loads(got[STAMP])  # the manifest is the exported one plus its origin
+        assert {k: v for k, v in stamp.items() if k != "origin"} == json.loads(sent[STAMP])
         assert verify_folder(store_dir(dst) / "entries" / key, key) == ""
         origin = entry_origin(dst, key)
-        assert origin is not None and origin["archive_sha256"] == res.archive_sha256
-        assert f"`{res.archive_sha256[:16]}`" in origin_note(origin)
+        assert origin == stamp["origin"] and origin["archive_sha256"] == res.archive_sha256
+        assert (
+            origin["archive_file"] == archive.name
+            and origin["file_sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+        )
+        assert origin["sha256_checked"] is False
+        assert f"`{res.archive_sha256[:16]}` (its file digest not checked on import), not computed here" in origin_note(
+            origin
+        )
     assert len(list((store_dir(dst) / "entries").iterdir())) == 2  # nothing else entered
     # the report's paper column now reads these runs, and the second import finds them stored
     assert set(paper_metrics(dst, dst / "book" / "generated", NAMES)) == set(NAMES)
@@ -109,7 +92,7 @@ def test_a_tampered_member_is_refused_naming_the_entry(exported, tmp_path: Path,
     src, archive, keys = exported
     bad = tmp_path / "bad.tar"
     target = f"entries/{keys['types']}/{member}"
-    _rewrite(archive, bad, lambda n, d: d[:-2] + b"00" if n == target else d)
+    rewrite_archive(archive, bad, lambda n, d: d[:-2] + b"00" if n == target else d)
     dst = _clone(tmp_path, src)
     with pytest.raises(ArchiveError, match=rf"refused: entry types: {member}.*tampered"):
         import_archive(dst, bad, say=lambda s: None)
@@ -128,7 +111,7 @@ def test_a_rehashed_listing_is_refused(exported, tmp_path: Path) -> None:
         return data
 
     bad = tmp_path / "bad.tar"
-    _rewrite(archive, bad, change)
+    rewrite_archive(archive, bad, change)
     with pytest.raises(ArchiveError, match="does not match its archive_sha256"):
         import_archive(_clone(tmp_path, src), bad, say=lambda s: None)
 
@@ -175,7 +158,8 @@ def test_cli_unknown_preset_empty_store_and_exit_codes(exported, tmp_path: Path,
     assert err == "icl-book: error: unknown preset 'bogus'; the notebooks define: paper, quick"
     empty = _clone(tmp_path, src, "empty")
     assert cli.main(["--root", str(empty), "export", "--preset", "paper", str(tmp_path / "y.tar")]) == 1
-    assert "no stored run of preset 'paper'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the store holds none of the 2 runs of preset 'paper' for this checkout" in err
     assert not (tmp_path / "y.tar").exists()
     assert cli.main(["--root", str(empty), "import", str(archive)]) == 0
     assert "2 imported, 0 already stored, 0 refused" in capsys.readouterr().out
@@ -194,7 +178,7 @@ def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) ->
         "- notebook: demo\n  metric: value\n  claim: 'a value'\n  reported: 4\n  seed: '000'\n  section: '§1'\n"
         "  kind: abs\n  tolerance: 0.5\n  basis: predicted\n  note: 'a test row'\n"
     )
-    _store_run(src, "demo", "paper")  # metrics.json: value = len("demo") = 4
+    store_run(src, "demo", "paper")  # metrics.json: value = len("demo") = 4
     archive = tmp_path / "paper.tar.gz"
     manifest = export_archive(src, "paper", archive, say=lambda s: None)
     dst = _clone(tmp_path, src)
@@ -210,7 +194,10 @@ def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) ->
     origin = entry_origin(dst, keys["demo"])
     assert origin is not None
     text = render_report(rows, paper=paper, origins={"demo": origin_note(origin)})
-    assert f"imported from archive `{manifest['archive_sha256'][:16]}`; computed at commit `unknown`" in text
+    assert (
+        f"imported from archive `paper.tar.gz` `{manifest['archive_sha256'][:16]}` (its file digest not checked on "
+        "import), not computed here; computed at commit `unknown`"
+    ) in text
     assert manifest["entries"][0]["computed"]["machine"]["host"] in text
     assert entry_origin(src, keys["demo"]) is None  # the exporting store's own run has no import record
 

@@ -98,7 +98,17 @@ def test_cli_reads_the_store_else_the_hint_and_refuses_zero_workers(tmp_path, ca
     entry.mkdir(parents=True)
     inner = [{"label": "m", "wall": 9.0, "seconds": [3.0, 6.0], "cpu": [3.0, 6.0], "where": "serial"}]
     (entry / ".icl-run.json").write_text(
-        json.dumps({"notebook": "demo", "preset": "quick", "seconds": 12.0, "threads": 1, "cpu": 12.0, "inner": inner})
+        json.dumps(
+            {
+                "key": "1" * 64,
+                "files": {},
+                "notebook": "demo",
+                "preset": "quick",
+                "seconds": 12.0,
+                "cpu": 12.0,
+                "inner": inner,
+            }
+        )
     )
     tasks, missing = load_tasks(root, "quick")
     assert sorted((t.name, t.seconds, t.source) for t in tasks) == [
@@ -133,7 +143,8 @@ def test_write_hint_puts_the_store_durations_into_the_committed_hint(tmp_path, c
     (entry / ".icl-run.json").write_text(
         json.dumps(
             {
-                "key": "k1",
+                "key": "1" * 64,
+                "files": {},
                 "notebook": "demo",
                 "preset": "paper",
                 "seconds": 14.0,

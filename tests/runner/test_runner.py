@@ -211,12 +211,11 @@ def test_longest_expected_run_starts_first(demo_project: Path) -> None:
     hint.write_text(json.dumps({"quick": {names[0]: 1.0, names[-1]: 9.0}}))
     assert expected_seconds(demo_project) == {(names[0], "quick"): 1.0, (names[-1], "quick"): 9.0}
     assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][:2] == [names[-1], names[0]]
-    entry = store_dir(demo_project) / "entries" / "k1"
+    entry = store_dir(demo_project) / "entries" / ("1" * 64)
     entry.mkdir(parents=True)
     exact = preset_literals(demo_project)[(names[0], "quick")]
-    (entry / STAMP).write_text(
-        json.dumps({"notebook": names[0], "preset": "quick", "seconds": 10.0, "threads": 2, "param_literals": exact})
-    )
+    manifest = {"key": "1" * 64, "files": {}, "notebook": names[0], "preset": "quick", "seconds": 10.0, "threads": 2}
+    (entry / STAMP).write_text(json.dumps(dict(manifest, param_literals=exact)))
     assert expected_seconds(demo_project)[(names[0], "quick")] == 20.0  # CPU seconds: wall time x threads
     assert [names[i] for i in longest_first(reqs, expected_seconds(demo_project))][0] == names[0]
     hint.write_text("not json")  # a broken hint only loses the order
@@ -232,9 +231,8 @@ def test_store_time_only_from_runs_at_the_preset_parameters(demo_project: Path) 
     for key, lits, sec in (("preset", exact, 3.0), ("point", other, 50.0)):
         (entries / key).mkdir(parents=True)
         stamp = entries / key / STAMP
-        stamp.write_text(
-            json.dumps({"notebook": name, "preset": "quick", "seconds": sec, "threads": 1, "param_literals": lits})
-        )
+        manifest = {"key": "1" * 64, "files": {}, "notebook": name, "preset": "quick", "seconds": sec}
+        stamp.write_text(json.dumps(dict(manifest, threads=1, param_literals=lits)))
     os.utime(entries / "point" / STAMP, (2e9, 2e9))  # the sweep point is the newest record
     assert timed_seconds(demo_project)[(name, "quick")] == (3.0, "store")
     (entries / "preset" / STAMP).unlink()  # only off-preset runs left: the hint (none here) or nothing

@@ -1,8 +1,8 @@
-"""Regression tests, one per defect D1-D12 of the reliability review (shared/notes/review/reliability.md).
-
-Each test failed on the runner of commit 851d829 (checked by running this file against that code). D7 is a
-library defect (``iclcore.lsq.moments``) fixed by the restructuring; its test only checks the fix.
-Runs use the small notebooks of ``runner_project`` (a kernel start each, no computation).
+"""The runner's contract under bad input and faults: exact parameter types, no stale or damaged output served
+from the cache, signals end papermill and the kernel, runs into one folder take turns, one-line errors for an
+unusable ``--out``, ``--root`` or ``-j``, repeated names run once, sizes checked before a kernel starts, and the
+validation of ``iclcore.lsq.moments``. Runs use the small notebooks of ``runner_project`` (a kernel start each,
+no computation).
 """
 
 from __future__ import annotations
@@ -58,20 +58,14 @@ def _no_traceback(proc: subprocess.CompletedProcess) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-# D1 -------------------------------------------------------------------------------------------------
-
-
-def test_d1_exponent_nan_inf_floats_reach_the_kernel_as_floats(typed_run: dict) -> None:
+def test_exponent_nan_inf_floats_reach_the_kernel_as_floats(typed_run: dict) -> None:
     assert typed_run["type_f"] == "float" and typed_run["repr_f"] == "1e-05"
     assert typed_run["type_g"] == "float" and typed_run["repr_g"] == "nan"
     assert typed_run["type_h"] == "float" and typed_run["repr_h"] == "1e+300"
     assert typed_run["type_s"] == "str" and typed_run["repr_s"] == "'1e-5'"  # a str parameter stays a str
 
 
-# D2 -------------------------------------------------------------------------------------------------
-
-
-def test_d2_missing_or_corrupt_outputs_are_never_served_as_cached(project: Path) -> None:
+def test_missing_or_corrupt_outputs_are_never_served_as_cached(project: Path) -> None:
     assert run_icl(project, "run", "second").returncode == 0
     folder = project / "book" / "generated" / "second"
     good_metrics = (folder / "metrics.json").read_bytes()
@@ -87,9 +81,6 @@ def test_d2_missing_or_corrupt_outputs_are_never_served_as_cached(project: Path)
     (folder / "metrics.json").write_text('{"other": 1}\n')  # valid JSON, wrong content
     assert run_icl(project, "run", "second").returncode == 0
     assert (folder / "metrics.json").read_bytes() == good_metrics
-
-
-# D3 -------------------------------------------------------------------------------------------------
 
 
 def _descendants(pid: int) -> list:
@@ -131,7 +122,7 @@ def _wait_started(root: Path, proc: subprocess.Popen, timeout: float = 180) -> N
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 @pytest.mark.slow
-def test_d3_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signals, code: int) -> None:
+def test_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signals, code: int) -> None:
     proc = subprocess.Popen(
         icl_cmd(project, "run", "slow", "-p", "seconds", "6"),
         env=icl_env(),
@@ -167,10 +158,7 @@ def test_d3_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Si
     assert json.loads((project / "book" / "generated" / "slow" / "metrics.json").read_text()) == {"slept": 6.0}
 
 
-# D4 -------------------------------------------------------------------------------------------------
-
-
-def test_d4_runs_into_one_output_folder_take_turns(project: Path) -> None:
+def test_runs_into_one_output_folder_take_turns(project: Path) -> None:
     from filelock import FileLock
 
     out = project / "shared"
@@ -202,10 +190,7 @@ def test_d4_runs_into_one_output_folder_take_turns(project: Path) -> None:
     assert json.loads((out / "second" / "metrics.json").read_text()) == {"k_squared": 144}
 
 
-# D5 -------------------------------------------------------------------------------------------------
-
-
-def test_d5_a_stale_metrics_file_does_not_count(project: Path) -> None:
+def test_a_stale_metrics_file_does_not_count(project: Path) -> None:
     out = project / "book" / "generated" / "nometrics"
     out.mkdir(parents=True)
     (out / "metrics.json").write_text('{"k": 1}\n')  # left over from an older run
@@ -215,11 +200,8 @@ def test_d5_a_stale_metrics_file_does_not_count(project: Path) -> None:
     assert not (out / ".icl-run.json").exists()
 
 
-# D6 -------------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("out", ["/proc/x", "FILE"])
-def test_d6_unusable_out_is_a_one_line_error(project: Path, out: str) -> None:
+def test_unusable_out_is_a_one_line_error(project: Path, out: str) -> None:
     if out == "FILE":
         out = str(project / "a_file")
         Path(out).write_text("x")
@@ -229,10 +211,10 @@ def test_d6_unusable_out_is_a_one_line_error(project: Path, out: str) -> None:
     assert "--out" in proc.stderr
 
 
-# D7 (library) ---------------------------------------------------------------------------------------
+# the library: iclcore.lsq.moments ---------------------------------------------------------------------
 
 
-def test_d7_moments_validate_their_matrices() -> None:
+def test_moments_validate_their_matrices() -> None:
     from iclcore.lsq import moments
 
     bad = np.diag([4.0, 2.0, 1.0, -0.5])
@@ -247,38 +229,26 @@ def test_d7_moments_validate_their_matrices() -> None:
         moments.effective_dimension(nan, 0.1)
 
 
-# D8 -------------------------------------------------------------------------------------------------
-
-
-def test_d8_large_integers_are_exact(typed_run: dict) -> None:
+def test_large_integers_are_exact(typed_run: dict) -> None:
     assert typed_run["type_big"] == "int"
     assert typed_run["repr_big"] == "12345678901234567891"
 
 
-# D9 -------------------------------------------------------------------------------------------------
-
-
-def test_d9_missing_root_is_a_one_line_error(tmp_path: Path) -> None:
+def test_missing_root_is_a_one_line_error(tmp_path: Path) -> None:
     proc = run_icl(tmp_path / "nonexistent", "run")
     assert proc.returncode == 2
     _no_traceback(proc)
     assert "--root" in proc.stderr
 
 
-# D10 ------------------------------------------------------------------------------------------------
-
-
-def test_d10_a_repeated_name_runs_once(project: Path) -> None:
+def test_a_repeated_name_runs_once(project: Path) -> None:
     proc = run_icl(project, "run", "second", "second", "-j", "2")
     assert proc.returncode == 0, proc.stderr
     assert "1 executed, 0 cached" in proc.stdout
     assert proc.stderr.count("] ran") == 1
 
 
-# D11 ------------------------------------------------------------------------------------------------
-
-
-def test_d11_size_out_of_declared_range_is_refused_before_a_kernel_starts(project: Path) -> None:
+def test_size_out_of_declared_range_is_refused_before_a_kernel_starts(project: Path) -> None:
     proc = run_icl(project, "run", "sized", "-p", "K", "1000000000")
     assert proc.returncode == 2
     _no_traceback(proc)
@@ -286,11 +256,8 @@ def test_d11_size_out_of_declared_range_is_refused_before_a_kernel_starts(projec
     assert not (project / ".icl-store" / "entries").exists()
 
 
-# D12 ------------------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("jobs", ["-1", "0"])
-def test_d12_jobs_below_one_is_a_usage_error(project: Path, jobs: str) -> None:
+def test_jobs_below_one_is_a_usage_error(project: Path, jobs: str) -> None:
     proc = run_icl(project, "run", "second", "-j", jobs)
     assert proc.returncode == 2
     _no_traceback(proc)

@@ -258,16 +258,24 @@ def test_verify_folder_names_the_problem(tmp_path: Path) -> None:
     folder = tmp_path / "f"
     folder.mkdir()
     (folder / "a.png").write_bytes(b"png")
-    (folder / STAMP).write_text(json.dumps({"key": "k", "files": {"a.png": sha256_file(folder / "a.png")}}))
-    assert verify_folder(folder, "k") == ""
+    k = "a" * 64
+    manifest = {
+        "key": k,
+        "notebook": "n",
+        "preset": "quick",
+        "seconds": 1.0,
+        "files": {"a.png": sha256_file(folder / "a.png")},
+    }
+    (folder / STAMP).write_text(json.dumps(manifest))
+    assert verify_folder(folder, k) == ""
     assert verify_folder(folder, "other") == "it holds another run"
     (folder / "stale.pdf").write_bytes(b"old")
-    assert verify_folder(folder, "k") == "stale.pdf is not an output of this run"
+    assert verify_folder(folder, k) == "stale.pdf is not an output of this run"
     (folder / "stale.pdf").unlink()
     (folder / "a.png").write_bytes(b"PNG")
-    assert verify_folder(folder, "k") == "a.png changed"
+    assert verify_folder(folder, k) == "a.png changed"
     (folder / "a.png").unlink()
-    assert verify_folder(folder, "k") == "a.png is missing"
+    assert verify_folder(folder, k) == "a.png is missing"
 
 
 # --- CLI errors (no kernel) ----------------------------------------------------------------------------------

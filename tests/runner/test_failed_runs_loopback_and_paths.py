@@ -1,5 +1,6 @@
-"""Issue 24, the CLI's items: kept failed notebooks (9), loopback check (12), filesystem errors (deliver 2),
-run times in ``icl-book list`` (deliver 6). Integer spelling (11) is in ``test_runner_store.py``."""
+"""A failed run keeps its executed notebook and names the failing line; no loopback is one line before any
+kernel; a filesystem problem anywhere is one line naming the path; ``icl-book list`` shows run times and
+their source. Integer spelling is in ``test_runner_store.py``."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-# --- (9) a failed run keeps its executed notebook and names the failing line ------------------------------
+# --- a failed run keeps its executed notebook and names the failing line ------------------------------
 
 
 def test_failing_line_follows_the_traceback() -> None:
@@ -65,7 +66,7 @@ def test_keep_failed_keeps_the_newest_few(tmp_path: Path) -> None:
     assert keep_failed(tmp_path, "nb", tmp_path / "missing.ipynb") is None
 
 
-# --- (12) loopback --------------------------------------------------------------------------------------
+# --- loopback --------------------------------------------------------------------------------------
 
 
 def test_loopback_check_is_fast_and_passes_here() -> None:
@@ -95,7 +96,7 @@ def test_kernel_timeouts_get_the_loopback_hint_only_when_loopback_fails() -> Non
     assert kernel_hint("DeadKernelError: Kernel died", lambda: "") == "DeadKernelError: Kernel died"
 
 
-# --- deliver 2: filesystem problems are one line naming the path, exit 2 ---------------------------------
+# --- filesystem problems are one line naming the path, exit 2 ---------------------------------
 
 
 def test_a_file_where_the_out_folder_should_be(demo_project: Path, capsys) -> None:
@@ -186,17 +187,16 @@ def test_fill_puts_the_previous_folder_back_when_the_swap_fails(tmp_path: Path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "out"]
 
 
-# --- deliver 6: run times in `icl-book list` -------------------------------------------------------------
+# --- run times in `icl-book list` -------------------------------------------------------------
 
 
 def test_list_shows_quick_and_paper_times_with_their_source(demo_project: Path, capsys) -> None:
     (demo_project / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"demo": 12.3}}))
-    entry = store_dir(demo_project) / "entries" / "k"
+    entry = store_dir(demo_project) / "entries" / ("a" * 64)
     entry.mkdir(parents=True)
     exact = scheduling.preset_literals(demo_project)[("demo", "quick")]  # a run at the preset's own parameters
-    (entry / store.STAMP).write_text(
-        json.dumps({"notebook": "demo", "preset": "quick", "seconds": 2.0, "threads": 2, "param_literals": exact})
-    )
+    manifest = {"key": "a" * 64, "notebook": "demo", "preset": "quick", "files": {}, "seconds": 2.0, "threads": 2}
+    (entry / store.STAMP).write_text(json.dumps(dict(manifest, param_literals=exact)))
     assert run_cli(demo_project, "list") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:5] == ["notebook", "quick", "run", "paper", "run"]

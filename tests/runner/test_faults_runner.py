@@ -1,24 +1,13 @@
-"""Replay the reliability review's bad-input and fault table against ``icl-book``; report the defects left.
+"""Fault table, the runner: bad command lines and faults injected into ``icl-book run`` on a throw-away project.
 
-Usage::
-
-    .venv/bin/python tests/runner/replay_reliability.py [--keep] [-k ID]
-
-The review's rows (CLI rows c01-c41, fault rows F1-F20, defects D1-D12, as the review of 851d829 saw them;
-and rows c42-c49, issue 24's measurements, defects I2-I12) are data in this repository, ``tests/runner/fixtures/reliability_cases.yml``; this script reads nothing
-outside the repository. Each row is replayed on a throw-away project (``tests/runner/runner_project.py``:
-tiny notebooks with integer, float, string, sized and slow parameters, so that a run costs a kernel start,
-not a computation). Rows the fixture marks ``not_replayed`` say why (the content of a science notebook,
-c40 and c41, is covered by the unit tests of ``iclcore``, as are the library rows and D7; F16-F20,
-determinism, HTML and network namespaces, are not runner inputs). The script prints one line per row
-(``ok`` or ``DEFECT``, with the review's verdict at 851d829) and exits 1 if any defect remains, or if the
-fixture and the replayed rows disagree (a row neither replayed nor marked ``not_replayed``, or a replay of
-a row the fixture lacks).
+Each row (one parametrised case of :func:`test_runner_fault_row`) replays one bad input or fault on the small
+notebooks of ``runner_project`` (integer, float, string, sized and slow parameters: a run costs a kernel start,
+not a computation) and returns ``""`` when the behaviour is right, else what went wrong. Rows that start a
+kernel are marked ``slow``. The rows share one project per test worker, in the order written here.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -30,69 +19,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
+import pytest
+from runner_project import HEADER, icl_cmd, icl_env, make_project, popen_icl, run_icl
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runner_project import HEADER, icl_cmd, icl_env, make_project  # noqa: E402
-
-CASES = Path(__file__).resolve().parent / "fixtures" / "reliability_cases.yml"
-ROWS: list[tuple[str, str, Callable[[Path], str]]] = []
+ROWS: list[tuple[str, bool, Callable[[Path], str]]] = []
 
 
-def load_cases(path: Path = CASES) -> dict[str, dict]:
-    """The review's rows by id (see the fixture's header)."""
-    return {str(r["id"]): r for r in yaml.safe_load(path.read_text())["rows"]}
+def row(name: str, slow: bool) -> Callable[[Callable[[Path], str]], Callable[[Path], str]]:
+    """Register a row: its name says what it checks; ``slow`` if it starts a kernel."""
 
-
-def _case_id(cases: dict[str, dict], rid: str) -> str:
-    """The fixture's id for a replay id: itself, or the row it extends (F6b, a build-side check of F6)."""
-    return rid if rid in cases or not rid.endswith("b") else rid[:-1]
-
-
-def coverage_problems(cases: dict[str, dict]) -> list[str]:
-    """Rows of the fixture neither replayed nor marked ``not_replayed``, and replayed ids the fixture lacks."""
-    replayed = {_case_id(cases, i) for rid, _, _ in ROWS for i in rid.split("/")}
-    problems = [f"{i}: replayed, but not a row of {CASES.name}" for i in sorted(replayed - set(cases))]
-    problems += [
-        f"{i}: neither replayed nor marked not_replayed"
-        for i, r in cases.items()
-        if i not in replayed and not r.get("not_replayed")
-    ]
-    problems += [
-        f"{i}: replayed and marked not_replayed" for i in sorted(replayed) if cases.get(i, {}).get("not_replayed")
-    ]
-    return problems
-
-
-def review_verdict(cases: dict[str, dict], rid: str) -> str:
-    """The review's verdicts (and defects) at its commit for a replay id such as ``F1/F2/F5``."""
-    seen = []
-    for i in rid.split("/"):
-        r = cases.get(_case_id(cases, i), {})
-        v = r.get("review_verdict", "?") + (f" {r['defect']}" if r.get("defect") else "")
-        if v not in seen:
-            seen.append(v)
-    return ", ".join(seen)
-
-
-def row(rid: str, what: str):
     def deco(fn: Callable[[Path], str]) -> Callable[[Path], str]:
-        ROWS.append((rid, what, fn))
+        ROWS.append((name, slow, fn))
         return fn
 
     return deco
 
 
-def icl(root: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        icl_cmd(root, *args),
-        capture_output=True,
-        text=True,
-        env=icl_env(),
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd or (root if root.is_dir() else Path(tempfile.gettempdir())),
-    )
+def icl(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_icl(root, *args, timeout=600)
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
@@ -120,42 +64,48 @@ def folder_consistent(folder: Path) -> str:
 # --- CLI rows ----------------------------------------------------------------------------------------------
 
 
-@row("c01", "unknown notebook")
+@row("an-unknown-notebook-is-one-line", slow=False)  # unknown notebook
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "no_such_notebook"), "unknown notebook")
 
 
-@row("c02", "unknown parameter lists the parameters")
+@row("an-unknown-parameter-lists-the-parameters", slow=False)  # unknown parameter lists the parameters
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "nope", "3"), "no parameter 'nope'", "K (default 8)")
 
 
-@row("c03", "-p K abc")
+@row("a-non-integer-for-an-int-parameter-is-one-line", slow=False)  # -p K abc
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "abc"), "'K'")
 
 
-@row("c04", "-p K 1.5 (int parameter)")
+@row("a-fraction-for-an-int-parameter-is-one-line", slow=False)  # -p K 1.5 (int parameter)
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "1.5"), "'K'")
 
 
-@row("c09", "-p K -3 (declared range [1, 4096]) refused before a kernel starts")
+@row(
+    "a-value-below-the-declared-range-is-refused-before-a-kernel", slow=False
+)  # -p K -3 (declared range [1, 4096]) refused before a kernel starts
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "-3"), "'K'", "range")
 
 
-@row("c10", "-p K 0")
+@row("zero-outside-the-declared-range-is-refused", slow=False)  # -p K 0
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "0"), "'K'", "range")
 
 
-@row("c11", "-p K 1000000000: size guard (D11); 1e9 is not an integer spelling (issue 24)")
+@row(
+    "a-size-far-above-the-declared-range-is-refused", slow=False
+)  # -p K 1000000000: size guard; 1e9 is not an integer spelling
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "1000000000"), "'K'", "[1, 4096]")
 
 
-@row("c12/c13/c14/c15/c33", "1e-5, 0.00001, nan, inf, 1e300 as floats; 12345678901234567891 exact (D1, D8)")
+@row(
+    "exponent-nan-inf-floats-and-big-ints-reach-the-kernel-exactly", slow=True
+)  # 1e-5, 0.00001, nan, inf, 1e300 as floats; 12345678901234567891 exact
 def _(root: Path) -> str:
     out = root / "typed"
     expect = {
@@ -197,50 +147,50 @@ def _(root: Path) -> str:
     )
 
 
-@row("c06", "code as an int value")
+@row("code-given-as-a-value-is-refused", slow=False)  # code as an int value
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "sized", "-p", "K", "__import__('os').system('id')"), "'K'")
 
 
-@row("c05", "--preset huge")
+@row("an-unknown-preset-is-one-line", slow=False)  # --preset huge
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "types", "--preset", "huge"), "no preset 'huge'")
 
 
-@row("c16", "-j 0")
+@row("zero-jobs-is-one-line", slow=False)  # -j 0
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "second", "-j", "0"), "-j")
 
 
-@row("c17", "-j -1 --force (D12)")
+@row("negative-jobs-is-one-line", slow=False)  # -j -1 --force
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "second", "-j", "-1", "--force"), "-j")
 
 
-@row("c17b", "-j abc")
+@row("non-numeric-jobs-is-a-usage-error", slow=False)  # -j abc
 def _(root: Path) -> str:
     proc = icl(root, "run", "-j", "abc")
     return "" if proc.returncode == 2 and "invalid int value" in proc.stderr else f"exit {proc.returncode}"
 
 
-@row("c18", "--out /proc/x (D6)")
+@row("an-out-folder-under-proc-is-one-line", slow=False)  # --out /proc/x
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "second", "--out", "/proc/x"), "--out")
 
 
-@row("c22", "--out an existing file (D6)")
+@row("an-out-that-is-a-file-is-one-line", slow=False)  # --out an existing file
 def _(root: Path) -> str:
     path = root / "a_file"
     path.write_text("x")
     return one_line_error(icl(root, "run", "second", "--out", str(path)), "--out", "not a folder")
 
 
-@row("c38", "--out '' (empty)")
+@row("an-empty-out-is-one-line", slow=False)  # --out '' (empty)
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "second", "--out", ""), "--out")
 
 
-@row("c19", "--out with a space and a quote")
+@row("an-out-with-a-space-and-a-quote-works", slow=True)  # --out with a space and a quote
 def _(root: Path) -> str:
     out = root / "with space" / "and 'quote'"
     proc = icl(root, "run", "second", "--out", str(out))
@@ -249,7 +199,7 @@ def _(root: Path) -> str:
     return folder_consistent(out / "second")
 
 
-@row("c20", "run from notebooks/ (root found upwards)")
+@row("the-root-is-found-from-a-subfolder", slow=True)  # run from notebooks/ (root found upwards)
 def _(root: Path) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "iclbook.cli", "run", "second"],
@@ -263,7 +213,7 @@ def _(root: Path) -> str:
     return "" if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr[-200:]!r}"
 
 
-@row("c21", "run outside any project")
+@row("outside-any-project-is-one-line", slow=False)  # run outside any project
 def _(root: Path) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
@@ -278,43 +228,45 @@ def _(root: Path) -> str:
     return one_line_error(proc, "no project root")
 
 
-@row("c21b", "--root /nonexistent (D9)")
+@row("a-missing-root-is-one-line", slow=False)  # --root /nonexistent
 def _(root: Path) -> str:
     return one_line_error(icl(root.parent / "nonexistent", "run"), "--root")
 
 
-@row("c23", "duplicate names run once (D10)")
+@row("a-repeated-notebook-name-runs-once", slow=True)  # duplicate names run once
 def _(root: Path) -> str:
     proc = icl(root, "run", "second", "second", "-j", "2", "--force")
     ran = proc.stderr.count("] ran")
     return "" if proc.returncode == 0 and ran == 1 else f"exit {proc.returncode}, executed {ran} times"
 
 
-@row("c07", "unknown command")
+@row("an-unknown-command-is-a-usage-error", slow=False)  # unknown command
 def _(root: Path) -> str:
     proc = icl(root, "frobnicate")
     return "" if proc.returncode == 2 and "invalid choice" in proc.stderr else f"exit {proc.returncode}"
 
 
-@row("c08", "-p K without a value")
+@row("a-parameter-without-a-value-is-a-usage-error", slow=False)  # -p K without a value
 def _(root: Path) -> str:
     proc = icl(root, "run", "-p", "K")
     return "" if proc.returncode == 2 and "expected 2 arguments" in proc.stderr else f"exit {proc.returncode}"
 
 
-@row("c37", "-p K 12 -p K 16: the last wins")
+@row("the-last-of-two-values-for-a-parameter-wins", slow=True)  # -p K 12 -p K 16: the last wins
 def _(root: Path) -> str:
     out = root / "c37"
     proc = icl(root, "run", "sized", "-p", "K", "12", "-p", "K", "16", "--out", str(out))
     return "" if proc.returncode == 0 and metrics(root, "sized", out)["K"] == 16 else f"exit {proc.returncode}"
 
 
-@row("c39", "a parameter one of the named notebooks lacks")
+@row("a-parameter-one-named-notebook-lacks-names-it", slow=False)  # a parameter one of the named notebooks lacks
 def _(root: Path) -> str:
     return one_line_error(icl(root, "run", "second", "sized", "-p", "k", "3"), "'sized'", "no parameter 'k'")
 
 
-@row("c34", "stray notebooks/scratch.py without a parameters cell")
+@row(
+    "a-stray-notebook-without-parameters-blocks-only-itself", slow=True
+)  # stray notebooks/scratch.py without a parameters cell
 def _(root: Path) -> str:
     stray = root / "notebooks" / "scratch.py"
     stray.write_text("print('scratch')\n")
@@ -330,7 +282,7 @@ def _(root: Path) -> str:
         stray.unlink()
 
 
-@row("c35", "K = 2**3 in the parameters cell")
+@row("a-computed-parameter-value-is-one-line", slow=False)  # K = 2**3 in the parameters cell
 def _(root: Path) -> str:
     path = root / "notebooks" / "sized.py"
     text = path.read_text()
@@ -346,7 +298,7 @@ def _(root: Path) -> str:
         path.write_text(text)
 
 
-@row("c36", "build --out X")
+@row("build-with-out-is-one-line", slow=False)  # build --out X
 def _(root: Path) -> str:
     return one_line_error(icl(root, "build", "--out", "x"), "--out is for")
 
@@ -358,15 +310,7 @@ def _kill_while_running(root: Path, sig: int) -> str:
     import psutil
 
     args = ["run", "slow", "-p", "seconds", "5"]
-    proc = subprocess.Popen(
-        icl_cmd(root, *args),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = popen_icl(root, *args)
     deadline = time.monotonic() + 300
     while not list((root / ".icl-store" / "tmp").rglob("started")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -388,7 +332,7 @@ def _kill_while_running(root: Path, sig: int) -> str:
     return "" if "1 executed, 0 cached" in again.stdout else f"the next run did not execute: {again.stdout!r}"
 
 
-@row("F1/F2/F5", "SIGTERM while a notebook runs (D3)")
+@row("sigterm-during-a-run-ends-papermill-and-the-kernel", slow=True)  # SIGTERM while a notebook runs
 def _(root: Path) -> str:
     shutil.rmtree(root / "book" / "generated" / "slow", ignore_errors=True)
     for entry in (root / ".icl-store" / "entries").glob("*"):
@@ -397,7 +341,7 @@ def _(root: Path) -> str:
     return _kill_while_running(root, signal.SIGTERM)
 
 
-@row("F3/F4", "SIGINT while a notebook runs")
+@row("sigint-during-a-run-ends-papermill-and-the-kernel", slow=True)  # SIGINT while a notebook runs
 def _(root: Path) -> str:
     for entry in (root / ".icl-store" / "entries").glob("*"):
         if json.loads((entry / ".icl-run.json").read_text())["notebook"] == "slow":
@@ -419,27 +363,29 @@ def _damage_then_run(root: Path, damage: Callable[[Path], None], name: str) -> s
     return ""
 
 
-@row("F6", "truncated metrics.json, then run (D2)")
+@row("a-truncated-output-metrics-file-is-restored", slow=True)  # truncated metrics.json, then run
 def _(root: Path) -> str:
     return _damage_then_run(root, lambda f: (f / "metrics.json").write_text('{"k_sq'), "metrics.json")
 
 
-@row("F7", "metrics.json with wrong content, then run (D2)")
+@row("an-output-metrics-file-with-other-content-is-restored", slow=True)  # metrics.json with wrong content, then run
 def _(root: Path) -> str:
     return _damage_then_run(root, lambda f: (f / "metrics.json").write_text('{"other": 1}'), "metrics.json")
 
 
-@row("F8", "a figure removed, then run (D2)")
+@row("a-removed-output-figure-is-restored", slow=True)  # a figure removed, then run
 def _(root: Path) -> str:
     return _damage_then_run(root, lambda f: (f / "figure.txt").unlink(), "figure.txt")
 
 
-@row("F9", "metrics.json removed, then run (D2)")
+@row("a-removed-output-metrics-file-is-restored", slow=True)  # metrics.json removed, then run
 def _(root: Path) -> str:
     return _damage_then_run(root, lambda f: (f / "metrics.json").unlink(), "metrics.json")
 
 
-@row("F6b", "build-side reading of a truncated metrics.json names the file")
+@row(
+    "the-report-names-a-truncated-metrics-file", slow=False
+)  # build-side reading of a truncated metrics.json names the file
 def _(root: Path) -> str:
     from iclbook.pages import ReportError, load_metrics
 
@@ -454,29 +400,15 @@ def _(root: Path) -> str:
 
 
 def _concurrent(root: Path, a: list[str], b: list[str]) -> tuple[subprocess.CompletedProcess, ...]:
-    pa = subprocess.Popen(
-        icl_cmd(root, *a),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    pa = popen_icl(root, *a)
     time.sleep(0.2)
-    pb = subprocess.Popen(
-        icl_cmd(root, *b),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-    )
+    pb = popen_icl(root, *b)
     return tuple(subprocess.CompletedProcess(p.args, p.wait(600), *p.communicate()) for p in (pa, pb))
 
 
-@row("F13", "two identical runs at once: one executes, the other waits and hits the store")
+@row(
+    "two-identical-runs-at-once-execute-once", slow=True
+)  # two identical runs at once: one executes, the other waits and hits the store
 def _(root: Path) -> str:
     out = root / "conc13"
     a, b = _concurrent(
@@ -488,7 +420,7 @@ def _(root: Path) -> str:
     return folder_consistent(out / "sized")
 
 
-@row("F14", "two runs with different parameters into one folder (D4), 3 trials")
+@row("two-runs-into-one-folder-take-turns", slow=True)  # two runs with different parameters into one folder, 3 trials
 def _(root: Path) -> str:
     for trial in range(3):
         out = root / f"conc14-{trial}"
@@ -504,7 +436,9 @@ def _(root: Path) -> str:
     return ""
 
 
-@row("F15", "a notebook that writes no metrics.json into a folder holding an old one (D5)")
+@row(
+    "a-stale-metrics-file-never-counts-for-a-run-that-wrote-none", slow=True
+)  # a notebook that writes no metrics.json into a folder holding an old one
 def _(root: Path) -> str:
     folder = root / "book" / "generated" / "nometrics"
     folder.mkdir(parents=True, exist_ok=True)
@@ -515,12 +449,14 @@ def _(root: Path) -> str:
     return "" if not (folder / ".icl-run.json").exists() else "the folder was stamped"
 
 
-# --- issue 24 ------------------------------------------------------------------------------------------------
+# --- failures, integers, loopback, paths --------------------------------------------------------------------
 
 BROKEN = '# %% tags=["parameters"]\nx = 1\n\n# %%\na = 1\nb = 2\nraise ValueError("line three")\n'
 
 
-@row("c42", "a failed run keeps its executed notebook and names the failing line (I9)")
+@row(
+    "a-failed-run-keeps-its-executed-notebook-and-names-the-line", slow=True
+)  # a failed run keeps its executed notebook and names the failing line
 def _(root: Path) -> str:
     path = root / "notebooks" / "broken.py"
     path.write_text(HEADER + BROKEN)
@@ -536,7 +472,9 @@ def _(root: Path) -> str:
     return ""
 
 
-@row("c43", "-p K 16.0 / 1e1 / 0x10 / full-width 16, and [0x10] in a list, are refused (I11)")
+@row(
+    "lenient-integer-spellings-are-refused", slow=False
+)  # -p K 16.0 / 1e1 / 0x10 / full-width 16, and [0x10] in a list, are refused
 def _(root: Path) -> str:
     from iclbook.notebooks import NotebookError, coerce
 
@@ -574,7 +512,9 @@ def _no_loopback(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, rc, out.getvalue(), err.getvalue())
 
 
-@row("c44", "no loopback: one line within seconds, before a kernel starts (I12)")
+@row(
+    "no-loopback-is-one-line-before-a-kernel", slow=False
+)  # no loopback: one line within seconds, before a kernel starts
 def _(root: Path) -> str:
     t0 = time.monotonic()
     proc = _no_loopback(root, "run", "second", "--force")
@@ -582,14 +522,14 @@ def _(root: Path) -> str:
     return problem or ("" if time.monotonic() - t0 < 30 else f"took {time.monotonic() - t0:.0f}s")
 
 
-@row("c45", "--out under a file: one line naming the path (I2)")
+@row("an-out-under-a-file-names-the-file", slow=False)  # --out under a file: one line naming the path
 def _(root: Path) -> str:
     blocker = root / "c45_file"
     blocker.write_text("x")
     return one_line_error(icl(root, "run", "second", "--out", str(blocker / "sub")), "--out", str(blocker))
 
 
-@row("c46", "--out through a symbolic link loop: one line naming the path (I2)")
+@row("an-out-through-a-link-loop-names-it", slow=False)  # --out through a symbolic link loop: one line naming the path
 def _(root: Path) -> str:
     a, b = root / "loop_a", root / "loop_b"
     a.symlink_to(b)
@@ -601,14 +541,18 @@ def _(root: Path) -> str:
         b.unlink()
 
 
-@row("c47", "a file where the store should be: one line naming the store (I2)")
+@row(
+    "a-file-where-the-store-should-be-names-the-store", slow=False
+)  # a file where the store should be: one line naming the store
 def _(root: Path) -> str:
     other = make_project(root.parent / "c47", ["second"])
     (other / ".icl-store").write_text("not a folder")
     return one_line_error(icl(other, "run", "second"), "store", str(other / ".icl-store"), "not a folder")
 
 
-@row("c48", "no space or no permission in --out, clean that cannot remove: one line naming the path (I2)")
+@row(
+    "no-space-or-permission-names-the-path", slow=False
+)  # no space or no permission in --out, clean that cannot remove: one line naming the path
 def _(root: Path) -> str:
     import contextlib
     import errno
@@ -642,7 +586,9 @@ def _(root: Path) -> str:
     return one_line_error(proc, f"icl-book: {root}/", ": permission denied")  # the first folder it cannot remove
 
 
-@row("c49", "list shows each preset's run time, from the store or the hint (I6)")
+@row(
+    "list-shows-run-times-from-the-store-or-the-hint", slow=True
+)  # list shows each preset's run time, from the store or the hint
 def _(root: Path) -> str:
     icl(root, "run", "second")
     (root / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"second": 12.0}}))
@@ -656,48 +602,14 @@ def _(root: Path) -> str:
     return "" if ok else f"run time row {times!r}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--keep", action="store_true", help="keep the throw-away project")
-    p.add_argument("-k", metavar="ID", help="only rows whose id contains ID")
-    args = p.parse_args(argv)
-    cases = load_cases()
-    problems = coverage_problems(cases)
-    for problem in problems:
-        print(f"fixture: {problem}", flush=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    base = Path(tempfile.mkdtemp(prefix="icl-replay-"))
-    root = make_project(base / "project")
-    defects = 0
-    start = time.monotonic()
-    try:
-        for rid, what, fn in ROWS:
-            if args.k and args.k not in rid:
-                continue
-            t0 = time.monotonic()
-            try:
-                problem = fn(root)
-            except Exception as exc:  # a crash of the replay is a defect too
-                problem = f"{type(exc).__name__}: {exc}"
-            defects += bool(problem)
-            verdict = "DEFECT" if problem else "ok"
-            print(
-                f"{rid:22s} {verdict:6s} {time.monotonic() - t0:5.1f}s  {what}  [review: {review_verdict(cases, rid)}]"
-                + (f"\n{'':30s}{problem}" if problem else ""),
-                flush=True,
-            )
-    finally:
-        if args.keep:
-            print(f"project kept in {root}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-    skipped = [i for i, r in cases.items() if r.get("not_replayed") and (not args.k or args.k in i)]
-    print(
-        f"replay: {len([r for r in ROWS if not args.k or args.k in r[0]])} rows, {defects} defect(s), "
-        f"{time.monotonic() - start:.0f}s; not replayed ({CASES.name}): {', '.join(skipped) or 'none'}"
-    )
-    return 1 if defects or problems else 0
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_project(tmp_path_factory.mktemp("runner-faults") / "project")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.fault
+@pytest.mark.parametrize(
+    "check", [pytest.param(fn, id=name, marks=[pytest.mark.slow] if slow else []) for name, slow, fn in ROWS]
+)
+def test_runner_fault_row(project: Path, check: Callable[[Path], str]) -> None:
+    assert check(project) == ""
