@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -61,12 +62,14 @@ __all__ = [
     "STALE",
     "EntryState",
     "RecordError",
+    "TIMING_METRIC",
     "add_commands",
     "entry_hash",
     "entry_state",
     "metrics_digest",
     "read_digest",
     "recorded_runs",
+    "result_metrics",
     "recorded_sweep_metrics",
     "state_note",
     "record_entry",
@@ -116,9 +119,19 @@ def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
+#: Wall-clock timings a notebook writes beside its results (``runtime_s``, ``seconds_*``, ``train_seconds``,
+#: ``t_fit``, ``time_total``, ``train_time_s``; not model times such as ``w5_time_exponent_fit``): they differ between any two runs, so "identical quick metrics" leaves them out.
+TIMING_METRIC = re.compile(r"(^|_)(runtime|seconds|secs|wall)(_|$)|^runtime|^t_[a-z0-9_]+$|^time_total$|_time_s$")
+
+
+def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` without its wall-clock timings (:data:`TIMING_METRIC`)."""
+    return {k: v for k, v in metrics.items() if not TIMING_METRIC.search(k)}
+
+
 def metrics_digest(metrics: dict[str, Any]) -> str:
-    """SHA-256 of a metrics object in canonical JSON (keys sorted): equal digests, identical metrics."""
-    return hashlib.sha256(_canonical(metrics)).hexdigest()
+    """SHA-256 of a run's results (timings left out) in canonical JSON: equal digests, identical results."""
+    return hashlib.sha256(_canonical(result_metrics(metrics))).hexdigest()
 
 
 def entry_hash(folder: Path) -> str:
@@ -213,6 +226,11 @@ def _machine() -> dict[str, Any]:
     return {"arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 0}
 
 
+def _stored_at(stamp: Path) -> str:
+    """When the run was stored (its manifest's modification time), as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return _dt.datetime.fromtimestamp(stamp.stat().st_mtime, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def write_entry(
     root: Path, preset: str, notebook: str, run_folder: Path, *, quick_metrics: dict[str, Any] | None
 ) -> str:
@@ -256,7 +274,7 @@ def write_entry(
             "key": stamp["key"],
             "params": stamp.get("params", {}),
             "commit": _git(root, "rev-parse", "HEAD") or "unknown",
-            "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "date": _stored_at(run_folder / STAMP),
             "machine": _machine(),
             "seconds": stamp.get("seconds"),
             "cpu_seconds": stamp.get("cpu"),

@@ -220,3 +220,13 @@ def test_the_report_takes_current_and_carried_runs_and_leaves_stale_ones(project
     path.write_text(path.read_text().replace("k * k", "k * k + 1"))
     put_run(project, "second", "quick", {"k_squared": 10})
     assert rec.recorded_runs(project, "paper", skip=set()) == ({}, {})
+
+
+def test_carried_forward_ignores_wall_clock_timings_only() -> None:
+    a = {"k_squared": 9, "runtime_s": 1.5, "seconds_fit": 2.0, "train_seconds": 3.0, "t_fit": 0.1}
+    b = {"k_squared": 9, "runtime_s": 7.5, "seconds_fit": 1.0, "train_seconds": 4.0, "t_fit": 0.2}
+    assert rec.metrics_digest(a) == rec.metrics_digest(b)
+    assert rec.metrics_digest(a) != rec.metrics_digest({**a, "k_squared": 10})
+    assert rec.result_metrics({"seconds_per_step_ratio": 1, "second_moment": 2}) == {"second_moment": 2}
+    kept = {"w5_time_exponent_fit": 1, "noisy_rel_err_time_avg": 2, "cliff_B_time_se_over_tau_max": 3}
+    assert rec.result_metrics({**kept, "time_total": 4, "train_time_s": 5}) == kept
