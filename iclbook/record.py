@@ -679,6 +679,6 @@ def add_commands(sub: Any) -> None:
     rf.add_argument("--preset", default="paper")
     rf.add_argument("--only", nargs="+", default=[], metavar="NAME")
     rf.add_argument("-j", "--jobs", type=int, default=1)
-    rf.add_argument("--scheduler", default="")
+    rf.add_argument("--scheduler", default=None, metavar="ADDRESS", help="execute on Dask (as for `run`)")
     rf.add_argument("--sweeps", action="store_true", help="record the metrics of every sweep point instead")
     rf.set_defaults(func=_one_line(cmd_refresh))

@@ -230,3 +230,10 @@ def test_carried_forward_ignores_wall_clock_timings_only() -> None:
     assert rec.result_metrics({"seconds_per_step_ratio": 1, "second_moment": 2}) == {"second_moment": 2}
     kept = {"w5_time_exponent_fit": 1, "noisy_rel_err_time_avg": 2, "cliff_B_time_se_over_tau_max": 3}
     assert rec.result_metrics({**kept, "time_total": 4, "train_time_s": 5}) == kept
+
+
+def test_refresh_with_nothing_stale_runs_nothing(project: Path) -> None:
+    proc = run_icl(project, "record", "refresh", "--only", "second")
+    assert proc.returncode == 0 and "nothing to refresh" in proc.stdout, proc.stderr
+    proc = run_icl(project, "record", "refresh", "--only", "nope")
+    assert proc.returncode == 2 and "unknown notebook 'nope'" in proc.stderr
