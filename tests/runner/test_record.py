@@ -237,3 +237,10 @@ def test_refresh_with_nothing_stale_runs_nothing(project: Path) -> None:
     assert proc.returncode == 0 and "nothing to refresh" in proc.stdout, proc.stderr
     proc = run_icl(project, "record", "refresh", "--only", "nope")
     assert proc.returncode == 2 and "unknown notebook 'nope'" in proc.stderr
+
+
+def test_the_repository_record_stays_within_its_size_bound() -> None:
+    """The README promises a record of at most 25 MB (it travels with every clone)."""
+    root = Path(__file__).resolve().parents[2] / "record"
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+    assert size <= 25 * 2**20, f"record/ is {size / 2**20:.1f} MB"
