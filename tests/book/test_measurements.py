@@ -57,3 +57,13 @@ def test_committed_results_all_parse() -> None:
     for _name, record in load_results(ROOT):
         assert isinstance(record, dict), record
         json.dumps(record)
+
+
+def test_make_test_phases_are_read_from_its_log() -> None:
+    from record_make_test import phases_from_log, pytest_counts
+
+    log = "== venv: 46 s\n...\n== notebooks: 540 s\n== tests: 610 s\n== HTML build (in the background):\n== HTML build: 140 s\n= 1,396 passed, 2 skipped in 600.00s =\n"
+    assert phases_from_log(log) == {"venv": 46, "notebooks": 540, "tests": 610, "HTML build": 140}
+    assert pytest_counts(log) == {"passed": 1396, "failed": 0, "skipped": 2}
+    with pytest.raises(ValueError, match="'== tests: N s'"):
+        phases_from_log("== notebooks: 5 s\n")
