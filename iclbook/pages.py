@@ -712,8 +712,9 @@ def _notebook_details(
     unsupported: dict[int, list[str]],
     origins: dict[str, str] | None,
     built: dict[str, str] | None = None,
+    heading: str = "###",
 ) -> list[str]:
-    """One table per notebook (in the order given) of its rows, with the notes by row."""
+    """One table per notebook (in the order given) of its rows, with the notes by row, under ``heading``s."""
     lines: list[str] = []
 
     def _difference(r: Row) -> str:
@@ -729,7 +730,7 @@ def _notebook_details(
         )
         if with_paper:
             head += " paper preset: status | paper preset: computed | paper preset: difference / values used |"
-        lines += [f"### Notebook `{nb}`", ""]
+        lines += [f"{heading} Notebook `{nb}`", ""]
         if nb in (built or {}):
             lines += [f"The first status and values come from a run {(built or {})[nb]}.", ""]
         if with_paper:

@@ -69,6 +69,15 @@ def _record_state(srcdir: Path, name: str) -> tuple[str | None, str | None, list
     return state_note(state), state.state, figures
 
 
+def _paragraph(text: str) -> nodes.paragraph:
+    """A paragraph of ``text`` whose backquoted parts (``like this``) are code."""
+    para = nodes.paragraph()
+    for i, part in enumerate(text.split("`")):
+        if part:
+            para += nodes.literal(part, part) if i % 2 else nodes.Text(part)
+    return para
+
+
 def add_record_banner(app: Any, doctree: nodes.document) -> None:
     """``doctree-read`` handler: the banner (and the record's paper-size figures) at the top of a notebook page."""
     env = app.env
@@ -84,7 +93,7 @@ def add_record_banner(app: Any, doctree: nodes.document) -> None:
     classes = ["icl-record-banner"] + (["icl-record-stale"] if state == STALE else [])
     banner = nodes.admonition(classes=classes)
     banner += nodes.title("", "Paper-size run" if figures else f"The {built} preset")
-    banner += nodes.paragraph("", banner_text(built, name, note, state))
+    banner += _paragraph(banner_text(built, name, note, state))
     for fig in figures:
         banner += nodes.image(uri="/" + fig, alt=f"{name}: {Path(fig).name} at the paper preset")
     sections = list(doctree.findall(nodes.section))

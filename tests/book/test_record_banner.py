@@ -24,3 +24,13 @@ def test_a_stale_run_is_named_and_not_counted() -> None:
 
 def test_a_paper_build_needs_no_record() -> None:
     assert banner_text("paper", "gd_probe", None, None).endswith("executed when the book was built.")
+
+
+def test_backquoted_parts_of_the_banner_are_code() -> None:
+    from docutils import nodes
+
+    from iclbook.sphinx_record import _paragraph
+
+    para = _paragraph("the `quick`-preset run of `gd_probe`.")
+    assert [type(c) for c in para.children] == [nodes.Text, nodes.literal, nodes.Text, nodes.literal, nodes.Text]
+    assert para.astext() == "the quick-preset run of gd_probe."
