@@ -686,7 +686,7 @@ def _paper_summary(rows: list[Row], paper: list[Row | None]) -> str:
     changed = sum(r.status != p.status for r, p in pairs)
     n_nb = len({r.claim.notebook for r, _ in pairs})
     return (
-        f"At the **paper preset** ({n_nb} notebook(s) with a stored paper-size run, {len(pairs)} rows): "
+        f"At the **paper preset** ({n_nb} notebook(s) with a paper-size run, {len(pairs)} rows): "
         f"**{pc['reproduced']} reproduced** of {pc['predicted']} predicted claims (quick: {q['reproduced']}) · "
         f"**{pc['identities']} identities verified** of {pc['theorems']} (quick: {q['identities']}) · "
         f"{pc['missing']} missing · {changed} row(s) change status between the sizes."
@@ -846,6 +846,7 @@ def render_report(
     unsupported: dict[int, list[str]] | None = None,
     details: bool = True,
     built: dict[str, str] | None = None,
+    paper_sources: str = "",
 ) -> str:
     """The report page: headline, basis × status per paper, absent claims, then one table per notebook.
 
@@ -906,7 +907,7 @@ def render_report(
         "",
     ]
     if _paper_summary(rows, paper):
-        lines += [_paper_summary(rows, paper), ""]
+        lines += [_paper_summary(rows, paper) + (f" {paper_sources}" if paper_sources else ""), ""]
     lines += [
         "Outcome of the *predicted* rows, per paper: reproduced (of which **robust**: the rule holds at every",
         "swept setting the paper leaves unstated, see *Robustness across unstated settings* below), explained",
@@ -1251,10 +1252,11 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     names = sorted({r.claim.notebook for r in rows if r.claim.notebook})
     found = paper_metrics(root, generated, names, keys)
     from .archive import built_origins, entry_origin, origin_note
-    from .record import recorded_runs
+    from .record import record_sources, recorded_runs
 
     built_with_paper = {n for n in names if _built_preset(generated, n) == PAPER_PRESET}
     recorded, record_notes = recorded_runs(root, PAPER_PRESET, skip=set(found) | built_with_paper)
+    paper_sources = record_sources(root, found, recorded)
     stored_paper = {**found, **recorded}
     paper = paper_rows(rows, stored_paper)
     origins = {nb: origin_note(o) for nb, key in keys.items() if (o := entry_origin(root, key)) is not None}
@@ -1267,7 +1269,19 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     order = toc_order(root / "_toc.yml")
     _write_if_changed(
         generated / "report.md",
-        render_report(rows, order, paper, bands, sweep_lines, origins, powers, unsupported, details=False, built=built),
+        render_report(
+            rows,
+            order,
+            paper,
+            bands,
+            sweep_lines,
+            origins,
+            powers,
+            unsupported,
+            details=False,
+            built=built,
+            paper_sources=paper_sources,
+        ),
     )
     for seed in PAPERS:
         _write_if_changed(

@@ -68,6 +68,7 @@ __all__ = [
     "entry_state",
     "metrics_digest",
     "read_digest",
+    "record_sources",
     "recorded_runs",
     "result_metrics",
     "recorded_sweep_metrics",
@@ -555,6 +556,20 @@ def recorded_runs(root: Path, preset: str, skip: set[str]) -> tuple[dict[str, di
         if isinstance(m, dict):
             metrics[s.notebook], notes[s.notebook] = m, state_note(s)
     return metrics, notes
+
+
+def record_sources(root: Path, stored: dict[str, Any], recorded: dict[str, Any], preset: str = "paper") -> str:
+    """One sentence for the report's headline: where its ``preset`` runs come from (this machine's store, the
+    record's current and carried-forward entries) and how many record entries are stale and left out."""
+    states = [s for s in record_states(root)[0] if s.preset == preset]
+    used = [s for s in states if s.notebook in recorded]
+    n_current = sum(s.state == CURRENT for s in used)
+    n_carried = sum(s.state == CARRIED for s in used)
+    n_stale = sum(s.state == STALE for s in states)
+    return (
+        f"Runs: {len(stored)} from this machine's store, {n_current} current and {n_carried} carried forward "
+        f"from the committed record; {n_stale} stale record entr{'y' if n_stale == 1 else 'ies'} not counted."
+    )
 
 
 # --- command line ---------------------------------------------------------------------------------

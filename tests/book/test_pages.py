@@ -405,7 +405,7 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
     assert [p.status for p in paper] == ["reproduced", "reproduced"] and paper[0].reproduced == 500
     text = render_report(rows, paper=paper)
     assert (
-        "At the **paper preset** (1 notebook(s) with a stored paper-size run, 2 rows): **1 reproduced** of 1 predicted claims (quick: 0)"
+        "At the **paper preset** (1 notebook(s) with a paper-size run, 2 rows): **1 reproduced** of 1 predicted claims (quick: 0)"
         in text
     )
     assert "1 row(s) change status between the sizes" in text

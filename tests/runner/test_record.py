@@ -244,3 +244,12 @@ def test_the_repository_record_stays_within_its_size_bound() -> None:
     root = Path(__file__).resolve().parents[2] / "record"
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
     assert size <= 25 * 2**20, f"record/ is {size / 2**20:.1f} MB"
+
+
+def test_the_headline_says_where_the_paper_runs_come_from(project: Path) -> None:
+    metrics, _ = rec.recorded_runs(project, "paper", skip=set())
+    text = rec.record_sources(project, {}, metrics)
+    assert (
+        text
+        == "Runs: 0 from this machine's store, 1 current and 0 carried forward from the committed record; 0 stale record entries not counted."
+    )
