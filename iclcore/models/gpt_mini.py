@@ -5,6 +5,13 @@ token; tokens ``[BOS, x_1, y_1, ..., x_n, y_n, x_q]`` with ``x`` tokens ``[x; 0]
 ``[0; y]`` embedded by one linear map (``d + 1 -> width``). The per-layer readout (:meth:`GPTMini.lens`)
 is the shared final LayerNorm and head applied to each layer's residual stream (the logit-lens
 analogue), as in the depth-contraction probe of Nagy §8.2–§8.5 (:mod:`iclcore.gd.depth_probe`).
+
+Attention is written out (:func:`causal_self_attention`): one projection to queries, keys and values,
+the scaled scores plus an additive causal mask in one batched product, a softmax and the weighted
+values. The parameters are those of ``nn.MultiheadAttention`` (which only holds them), so the
+initialisation is unchanged; the forward computes the same function as its fused call to float32
+rounding (the fused path is kept in :mod:`iclcore.models._reference` for the tests and the benchmark)
+and is faster on a CPU at these sizes (many heads of a few dozen tokens).
 """
 
 from __future__ import annotations
@@ -13,13 +20,42 @@ import threading
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from iclcore.validation import positive_int
 
-__all__ = ["GPTMini"]
+__all__ = ["GPTMini", "causal_mask", "causal_self_attention"]
 
 
 _GLOBAL_RNG = threading.Lock()
+
+
+def causal_mask(T: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """Additive causal mask ``(T, T)``: ``0`` on and below the diagonal, ``-inf`` above (token ``t``
+    attends to ``s <= t``)."""
+    return torch.full((T, T), float("-inf"), dtype=dtype, device=device).triu(1)
+
+
+def causal_self_attention(
+    x: torch.Tensor, attn: nn.MultiheadAttention, mask: torch.Tensor, need_weights: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Multi-head causal self-attention of ``x (B, T, W)`` with the parameters of ``attn`` (``H`` heads
+    of width ``h = W / H``).
+
+    ``[Q K V] = x W_in^T + b_in``; per head ``A = softmax(Q K^T / sqrt(h) + mask)`` (``(B, H, T, T)``,
+    ``mask`` from :func:`causal_mask`) and ``O = A V``; the heads concatenated, ``O W_out^T + b_out``.
+    Returns the output ``(B, T, W)`` and, if ``need_weights``, the head-averaged ``A`` ``(B, T, T)``
+    (what ``nn.MultiheadAttention`` returns), else ``None``.
+    """
+    B, T, W = x.shape
+    H = attn.num_heads
+    h = W // H
+    qkv = F.linear(x, attn.in_proj_weight, attn.in_proj_bias).view(B, T, 3, H, h).permute(2, 0, 3, 1, 4)
+    q, k, v = qkv.reshape(3, B * H, T, h).unbind(0)
+    a = torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2), alpha=h**-0.5), dim=-1)
+    o = torch.bmm(a, v).view(B, H, T, h).transpose(1, 2).reshape(B, T, W)
+    o = F.linear(o, attn.out_proj.weight, attn.out_proj.bias)
+    return o, a.view(B, H, T, T).mean(1) if need_weights else None
 
 
 class GPTMini(nn.Module):
@@ -70,12 +106,10 @@ class GPTMini(nn.Module):
     def hidden(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
         """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps."""
         h = self._tokens(X, y, xq)
-        T = h.shape[1]
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+        mask = causal_mask(h.shape[1], h.dtype, h.device)
         hs, att = [h], []
         for l in range(self.L):
-            a_in = self.ln1[l](h)
-            o, wts = self.attn[l](a_in, a_in, a_in, attn_mask=mask, need_weights=need_attn)
+            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn)
             h = h + o
             h = h + self.mlp[l](self.ln2[l](h))
             hs.append(h)
