@@ -28,8 +28,11 @@ trained model and every number of the book is bit-identical to theirs.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,11 +40,75 @@ import torch
 from iclcore.progress import report_progress
 from iclcore.validation import nonnegative_float, positive_float, positive_int
 
-__all__ = ["OPTIMIZERS", "SCHEDULES", "NONFINITE", "TrainConfig", "TrainLog", "cadence_steps", "train_loop"]
+__all__ = [
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "NONFINITE",
+    "TrainConfig",
+    "TrainLog",
+    "cadence_steps",
+    "to_device",
+    "torch_device",
+    "train_loop",
+]
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "warmup", "cosine")
 NONFINITE = ("ignore", "raise", "skip")
+
+
+_DEVICE_RE = re.compile(r"(cpu|cuda|mps)(:[0-9]+)?")
+
+
+def torch_device(device: str | torch.device) -> torch.device:
+    """The device ``device`` names (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``).
+
+    A one-line ``ValueError`` naming ``device`` for any other string and for a device this machine does
+    not have (``"cuda"`` without a CUDA GPU, ``"cuda:7"`` with fewer than eight).
+    """
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str) and _DEVICE_RE.fullmatch(device):
+        dev = torch.device(device)
+    else:
+        raise ValueError(f"device: not a torch device: {device!r}; expected 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(
+                f"device: {device!r} but this machine has no CUDA device (torch {torch.__version__}); use 'cpu'"
+            )
+        if (dev.index or 0) >= count:
+            raise ValueError(
+                f"device: {device!r} but this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
+            )
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device: {device!r} but this machine has no MPS device; use 'cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device: unsupported device type {dev.type!r}; expected 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    return dev
+
+
+def to_device(batch: Any, device: str | torch.device) -> Any:
+    """``batch`` with every tensor moved to ``device``: a tensor, or a dataclass, tuple or list of them
+    (other fields unchanged; a tensor already there is returned as is).
+
+    Batches are drawn on the CPU from the caller's ``torch.Generator`` and moved afterwards, so the
+    data of a training do not depend on the device it runs on.
+    """
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        moved = {
+            f.name: to_device(getattr(batch, f.name), device)
+            for f in dataclasses.fields(batch)
+            if f.init and isinstance(getattr(batch, f.name), (torch.Tensor, tuple, list))
+        }
+        return dataclasses.replace(batch, **moved) if moved else batch
+    if isinstance(batch, (tuple, list)) and any(isinstance(b, torch.Tensor) for b in batch):
+        moved = [to_device(b, device) for b in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
+    return batch
 
 
 @dataclass(frozen=True)
