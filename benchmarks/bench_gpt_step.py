@@ -9,14 +9,17 @@ d 5, n 20 so 42 tokens, 6 layers, width 64, 4 heads, batch 64, float32, all-posi
 warm-up and gradient clipping through :func:`iclcore.models.training.train_loop`: fresh batch,
 forward, backward, clipping, update). "old" is the forward through the fused ``nn.MultiheadAttention``
 call (:func:`iclcore.models._reference.gpt_hidden`, the code before the change), "new" the package's
-:meth:`GPTMini.hidden` (explicit masked-matmul attention). Both train from the same initialisation on
+:meth:`GPTMini.forward_all` (explicit masked-matmul attention; the last layer computes only the rows
+that are read out). Both train from the same initialisation on
 the same batches, in this process, on one torch thread, in alternating blocks of ``--steps`` steps
 (the order flips every repeat); times are CPU seconds (``time.process_time``), steadier than wall
 time on a shared machine. The script prints the median and the spread (min-max) of each, the ratio of
 the medians and the median of the per-repeat ratios, checks that the first losses agree to float32
 rounding, and says whether the 1.25x goal is met or by how much it is missed.
 
-Achieved GFLOP/s counts ``3 x`` the forward's matrix-product FLOPs (``bench_roofline.gpt_forward_flops``),
+Achieved GFLOP/s counts ``3 x`` the forward's matrix-product FLOPs (``bench_roofline.gpt_forward_flops``)
+for both steps (the new one skips the rows of the last layer that are not read out, so its figure is
+the rate at which it does the old step's work),
 against the GEMM peak measured here: ``torch.matmul`` of a ``2688 x 64`` by ``64 x 256`` float32 matrix
 (the MLP's first product: 2,688 = batch x tokens) and of two ``1024 x 1024`` matrices, one thread,
 median of repeats. The BLAS kernel actually called is shown by running one such product in a child
@@ -58,10 +61,12 @@ def paper_gpt(
     """Parameters, batch loss and config of the paper GPT training with ``forward`` in {"old", "new"}."""
     g = torch.Generator().manual_seed(1)
     model = GPTMini(D, N, L, W, H, g).float()
-    hidden = ref.gpt_hidden if forward == "old" else GPTMini.hidden
 
     def loss_of(X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, yq: torch.Tensor) -> torch.Tensor:
-        pred = model.lens(hidden(model, X, y, xq)[0][-1])[:, 1::2]
+        if forward == "old":
+            pred = model.lens(ref.gpt_hidden(model, X, y, xq)[0][-1])[:, 1::2]
+        else:
+            pred = model.forward_all(X, y, xq)
         return 0.5 * ((pred - torch.cat([y, yq], 1)) ** 2).mean()
 
     f = torch.compile(loss_of) if compiled else loss_of

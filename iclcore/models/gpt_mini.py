@@ -37,25 +37,38 @@ def causal_mask(T: int, dtype: torch.dtype, device: torch.device | str) -> torch
 
 
 def causal_self_attention(
-    x: torch.Tensor, attn: nn.MultiheadAttention, mask: torch.Tensor, need_weights: bool = False
+    x: torch.Tensor,
+    attn: nn.MultiheadAttention,
+    mask: torch.Tensor,
+    need_weights: bool = False,
+    queries: slice | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Multi-head causal self-attention of ``x (B, T, W)`` with the parameters of ``attn`` (``H`` heads
     of width ``h = W / H``).
 
     ``[Q K V] = x W_in^T + b_in``; per head ``A = softmax(Q K^T / sqrt(h) + mask)`` (``(B, H, T, T)``,
     ``mask`` from :func:`causal_mask`) and ``O = A V``; the heads concatenated, ``O W_out^T + b_out``.
-    Returns the output ``(B, T, W)`` and, if ``need_weights``, the head-averaged ``A`` ``(B, T, T)``
-    (what ``nn.MultiheadAttention`` returns), else ``None``.
+    ``queries`` (a slice of the ``T`` positions, ``T_q`` of them) computes only those rows of the
+    output: the same rows as without it (every key and value is still used). Returns the output
+    ``(B, T_q, W)`` and, if ``need_weights``, the head-averaged ``A`` ``(B, T_q, T)`` (what
+    ``nn.MultiheadAttention`` returns), else ``None``.
     """
     B, T, W = x.shape
     H = attn.num_heads
     h = W // H
-    qkv = F.linear(x, attn.in_proj_weight, attn.in_proj_bias).view(B, T, 3, H, h).permute(2, 0, 3, 1, 4)
-    q, k, v = qkv.reshape(3, B * H, T, h).unbind(0)
+    w, b = attn.in_proj_weight, attn.in_proj_bias
+    if queries is None:
+        qkv = F.linear(x, w, b).view(B, T, 3, H, h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.reshape(3, B * H, T, h).unbind(0)
+    else:
+        k, v = F.linear(x, w[W:], b[W:]).view(B, T, 2, H, h).permute(2, 0, 3, 1, 4).reshape(2, B * H, T, h).unbind(0)
+        xq, mask = x[:, queries], mask[queries]
+        q = F.linear(xq, w[:W], b[:W]).view(B, xq.shape[1], H, h).transpose(1, 2).reshape(B * H, xq.shape[1], h)
+    Tq = q.shape[1]
     a = torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2), alpha=h**-0.5), dim=-1)
-    o = torch.bmm(a, v).view(B, H, T, h).transpose(1, 2).reshape(B, T, W)
+    o = torch.bmm(a, v).view(B, H, Tq, h).transpose(1, 2).reshape(B, Tq, W)
     o = F.linear(o, attn.out_proj.weight, attn.out_proj.bias)
-    return o, a.view(B, H, T, T).mean(1) if need_weights else None
+    return o, a.view(B, H, Tq, T).mean(1) if need_weights else None
 
 
 class GPTMini(nn.Module):
@@ -103,14 +116,22 @@ class GPTMini(nn.Module):
         h = torch.cat([self.bos.expand(B, 1, -1), h], 1)
         return h + self.pos[: h.shape[1]]
 
-    def hidden(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
-        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps."""
+    def hidden(
+        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False, rows: slice | None = None
+    ):
+        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps.
+
+        ``rows`` (a slice of the ``T`` positions): the last layer computes only those rows of ``h_L``
+        (``(B, T_rows, width)``), the same values as the full stream's rows (the other rows of the last
+        layer feed nothing but the readout).
+        """
         h = self._tokens(X, y, xq)
         mask = causal_mask(h.shape[1], h.dtype, h.device)
         hs, att = [h], []
         for l in range(self.L):
-            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn)
-            h = h + o
+            queries = rows if l == self.L - 1 else None
+            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn, queries)
+            h = (h if queries is None else h[:, queries]) + o
             h = h + self.mlp[l](self.ln2[l](h))
             hs.append(h)
             if need_attn:
@@ -121,9 +142,10 @@ class GPTMini(nn.Module):
         return self.head(self.ln_f(h))[..., 0]
 
     def forward_all(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        """Final predictions at every ``x`` position (``x_1..x_n, x_q``): ``(B, n+1)``."""
-        hs, _ = self.hidden(X, y, xq)
-        return self.lens(hs[-1])[:, 1::2]
+        """Final predictions at every ``x`` position (``x_1..x_n, x_q``, positions ``1, 3, ..., 2n+1``):
+        ``(B, n+1)``; the last layer computes only those rows."""
+        hs, _ = self.hidden(X, y, xq, rows=slice(1, None, 2))
+        return self.lens(hs[-1])
 
     def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
         """Lens readouts at the query position for ``xq (B, m, d)`` (one sequence per query): ``(L+1, B, m)``."""

@@ -84,6 +84,15 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
     g_ref = torch.autograd.grad(model.lens(hs_ref[-1]).square().sum(), params)
     for a, b in zip(g, g_ref):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    # the training forward computes only the read rows of the last layer: the same predictions
+    hs_ref = ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0]
+    pred, pred_ref = model.forward_all(t.X, t.y, t.xq[:, 0]), model.lens(hs_ref[-1])[:, 1::2]
+    assert pred.shape == (5, 8)
+    torch.testing.assert_close(pred, pred_ref, rtol=1e-12, atol=1e-13)
+    g = torch.autograd.grad(pred.square().sum(), params)
+    g_ref = torch.autograd.grad(pred_ref.square().sum(), params)
+    for a, b in zip(g, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
 def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
@@ -103,13 +112,16 @@ def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
     from iclcore.models.training import train_loop
 
     curves = []
-    for hidden in (GPTMini.hidden, ref.gpt_hidden):
+    for fused in (False, True):
         g = torch.Generator().manual_seed(3)
         model = GPTMini(4, 10, 3, 16, 4, g).float()
 
-        def loss(_k: int, model=model, g=g, hidden=hidden) -> torch.Tensor:
+        def loss(_k: int, model=model, g=g, fused=fused) -> torch.Tensor:
             t = sample_probe_tasks(16, 10, 4, g, 1, dtype=torch.float32)
-            pred = model.lens(hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
+            if fused:
+                pred = model.lens(ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
+            else:
+                pred = model.forward_all(t.X, t.y, t.xq[:, 0])
             return 0.5 * ((pred - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
 
         curves.append(
