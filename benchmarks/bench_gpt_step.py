@@ -7,7 +7,8 @@ Plain script::
 The step is that of a paper-preset GPT training of ``gd_probe`` (:class:`iclcore.models.gpt_mini.GPTMini`,
 d 5, n 20 so 42 tokens, 6 layers, width 64, 4 heads, batch 64, float32, all-position loss; Adam with
 warm-up and gradient clipping through :func:`iclcore.models.training.train_loop`: fresh batch,
-forward, backward, clipping, update). "old" is the forward through the fused ``nn.MultiheadAttention``
+forward, backward, clipping, update; the new step's Adam is the fused kernel, as gd_probe's GPT runs
+use it). "old" is the forward through the fused ``nn.MultiheadAttention``
 call (:func:`iclcore.models._reference.gpt_hidden`, the code before the change), "new" the package's
 :meth:`GPTMini.forward_all` (explicit masked-matmul attention; the last layer computes only the rows
 that are read out). Both train from the same initialisation on
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -75,7 +77,8 @@ def paper_gpt(
         t = sample_probe_tasks(B, N, D, g, 1, dtype=torch.float32)
         return f(t.X, t.y, t.xq[:, 0], t.yq[:, :1])
 
-    return list(model.parameters()), loss, probe_train_config(steps=steps, lr=1e-3, batch=B, warmup=200)
+    cfg = probe_train_config(steps=steps, lr=1e-3, batch=B, warmup=200, fused=forward == "new")
+    return list(model.parameters()), loss, cfg
 
 
 def block_seconds(run: tuple[list, Callable[[int], torch.Tensor], TrainConfig]) -> float:
@@ -136,8 +139,7 @@ def main() -> None:
 
     flops = 3 * gpt_forward_flops(B, N, D, L, W)
     runs = {k: paper_gpt(k, args.steps) for k in ("old", "new")}
-    first = {k: train_loop(r[0], r[1], probe_train_config(steps=3, lr=1e-3, batch=B, warmup=200)).loss for k, r in
-             {k: paper_gpt(k, 3) for k in ("old", "new")}.items()}  # fmt: skip
+    first = {k: train_loop(*paper_gpt(k, 3)).loss for k in ("old", "new")}
     rel = float(np.max(np.abs(first["old"] - first["new"]) / np.abs(first["old"])))
     print(f"\nfirst 3 losses, old {first['old']}, new {first['new']}: max relative difference {rel:.2e}"
           f" ({rel / np.finfo(np.float32).eps:.1f} float32 ulp)")  # fmt: skip
@@ -172,7 +174,7 @@ def main() -> None:
     if args.compile:
         t0, w0 = time.process_time(), time.perf_counter()
         comp = paper_gpt("new", args.steps, compiled=True)
-        train_loop(comp[0], comp[1], probe_train_config(steps=2, lr=1e-3, batch=B, warmup=200))
+        train_loop(comp[0], comp[1], replace(comp[2], steps=2))
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         ct, nt = [], []
         for _ in range(args.repeats):

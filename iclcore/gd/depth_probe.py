@@ -183,9 +183,11 @@ class ProbeTraining:
             raise ValueError(f"s_hi: expected s_hi >= s_lo = {self.s_lo}, got {self.s_hi}")
 
 
-def probe_train_config(steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0) -> TrainConfig:
+def probe_train_config(
+    steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0, fused: bool = False
+) -> TrainConfig:
     """The probe's optimizer: Adam, linear warm-up over ``warmup`` steps, gradient-norm clipping at
-    ``clip``, non-finite steps skipped."""
+    ``clip``, non-finite steps skipped; ``fused``: torch's fused Adam kernel (:class:`TrainConfig`)."""
     return TrainConfig(
         steps=steps,
         lr=lr,
@@ -195,6 +197,7 @@ def probe_train_config(steps: int, lr: float, batch: int = 64, warmup: int = 200
         schedule="warmup",
         warmup=warmup,
         nonfinite="skip",
+        fused=fused,
     )
 
 
@@ -601,6 +604,8 @@ class ProbeSweep:
         return [(k, w, s) for k in ("lsa", "gpt") for w in self.warmups for s in self.seeds]
 
     def config(self, kind: str, warmup: int) -> ProbeTraining:
+        """The training of a ``kind`` run with ``warmup``; the GPT's Adam is the fused kernel (its
+        update to rounding, faster for the GPT's many small tensors), the LSA's the per-tensor loop."""
         lsa = kind == "lsa"
         return ProbeTraining(
             probe_train_config(
@@ -608,6 +613,7 @@ class ProbeSweep:
                 lr=self.lsa_lr if lsa else self.gpt_lr,
                 batch=self.batch if lsa else self.gpt_batch,
                 warmup=warmup,
+                fused=not lsa,
             ),
             n=self.n,
             d=self.d,

@@ -96,7 +96,9 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
 
 
 def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
-    """Eight float32 Adam steps of gd_probe's GPT training give the same losses with either attention.
+    """Eight float32 Adam steps of gd_probe's GPT training give the same losses with the new step
+    (explicit attention, last layer on the read rows, fused Adam) and the old one (fused attention
+    call, per-tensor Adam).
 
     Error model, fixed in advance: the two attentions sum the same products in a different order, a
     reordered reduction of length ``n`` moves a float32 result by at most about ``n`` ulp, and the
@@ -124,7 +126,6 @@ def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
                 pred = model.forward_all(t.X, t.y, t.xq[:, 0])
             return 0.5 * ((pred - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
 
-        curves.append(
-            train_loop(model.parameters(), loss, probe_train_config(steps=8, lr=1e-2, batch=16, warmup=2)).loss
-        )
+        cfg = probe_train_config(steps=8, lr=1e-2, batch=16, warmup=2, fused=not fused)
+        curves.append(train_loop(model.parameters(), loss, cfg).loss)
     np.testing.assert_allclose(curves[0], curves[1], rtol=128 * np.finfo(np.float32).eps, atol=0.0)
