@@ -149,6 +149,10 @@ class Notebook:
                 )
             if key in self.ranges:
                 self.ranges[key].check(key, value, where)
+        from iclbook.devices import device_error  # `domain: device` parameters (iclbook.devices)
+
+        if error := device_error(self.path, params, where):
+            raise NotebookError(error)
         return params
 
 

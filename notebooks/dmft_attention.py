@@ -52,6 +52,7 @@ steps_readout = 200 # SGD steps of the read-in/read-out runs; range: [1, 20000]
 readout_seeds = 4   # independent read-in/read-out SGD runs (at least 2: their spread is the SE); range: [2, 100]
 readout_draws = 2000  # context covariances drawn for the Eq. 124 theory (Monte Carlo); range: [4, 100000]
 seed = 0            # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 100000, "D_untied": 64,
@@ -145,7 +146,7 @@ fig6 = {k: theory_fig6(k) for k in ("iso", "rrs")}
 # a diverging run raises a ValueError naming eta
 keys6 = [(kind, L) for kind in ("iso", "rrs") for L in depths]
 runs6 = [FullAttentionRun(kind, tuple(spectra6[kind][0]), tuple(spectra6[kind][1]), P, K, B, L, s0, eta, decay, steps,
-                          seed + 10 * L + (kind == "rrs")) for kind, L in keys6]
+                          seed + 10 * L + (kind == "rrs"), device=device) for kind, L in keys6]
 for (kind, L), res in zip(keys6, map_configs(full_attention_run, runs6, thread_budget(), cost=lambda r: r.L,
                                              label="Figure-6 SGD runs")):
     fig6[kind][L]["res"] = res
@@ -246,7 +247,7 @@ print("w^5 exponent fit %.3f (5b/(5b+2) = %.3f); gamma-flow exponent %.3f (b/(2+
 # %%
 lam_u, om_u = power_law_spectrum(D_untied, nu, beta)
 tu = eta_untied * np.arange(steps_untied + 1)
-runs8 = [UntiedSGDRun(tuple(lam_u), tuple(om_u), L, B_untied, eta_untied, steps_untied, seed + 100 + L) for L in (2, 4, 8)]
+runs8 = [UntiedSGDRun(tuple(lam_u), tuple(om_u), L, B_untied, eta_untied, steps_untied, seed + 100 + L, device=device) for L in (2, 4, 8)]
 untied = {}
 for run, res in zip(runs8, map_configs(untied_sgd_run, runs8, thread_budget(), cost=lambda r: r.L, label="Figure-8 SGD runs")):
     g_th, l_th = rrs_gradient_flow(tu, lam_u, om_u, run.L)
@@ -296,7 +297,7 @@ B_sw = [max(1, B_untied // 4), B_untied, 4 * B_untied]
 
 def untied_task(eta_k, B_k, n_k, r):
     return ReducedSGDTask(tuple(lam_u), tuple(om_u), L_sw, False, None, eta_k, B_k, n_k,
-                          train_seed=seed + 5000 + 100 * r + B_k)
+                          train_seed=seed + 5000 + 100 * r + B_k, device=device)
 
 
 sw8 = [(pt.bias, pt.se) for pt in late_bias_sweep(
@@ -359,7 +360,7 @@ late_n = slice(steps_untied // 2, steps_untied)  # loss before the update of ste
 sim_n, sim_n_curves = [], []
 # untied_seeds independent runs on contexts of P_n tokens and D_untied queries, noisy labels (tasks)
 runs_n = [UntiedSGDRun(tuple(lam_u), tuple(om_u), L_noise, B_untied, eta_untied, steps_untied, seed + 9000 + r,
-                       P=P_n, K=D_untied, sigma=sigma_noise) for r in range(untied_seeds)]
+                       P=P_n, K=D_untied, sigma=sigma_noise, device=device) for r in range(untied_seeds)]
 for res_n in map_configs(untied_sgd_run, runs_n, thread_budget(), label="label-noise SGD runs"):
     sim_n.append(np.mean(res_n.loss[late_n]) - sigma_noise**2)  # excess over the query noise
     sim_n_curves.append(res_n.loss - sigma_noise**2)
@@ -408,7 +409,7 @@ peaks_blocks = [
 ]
 m_peak_th_se = float(np.std(peaks_blocks, ddof=1) / 2.0)  # SD of one block / sqrt(4 blocks)
 runs_r = map_configs(readout_sgd_run, [ReadoutSGDRun(D, P, K, B, L_readout, s0, a0_readout, eta_readout, steps_readout,
-                                                    seed + 7000 + r) for r in range(readout_seeds)],
+                                                    seed + 7000 + r, device=device) for r in range(readout_seeds)],
                      thread_budget(), label="read-out SGD runs")
 m_runs = np.array([rr.a_o * rr.a_y for rr in runs_r])
 m_peak_sim = m_runs.max(axis=1)

@@ -39,6 +39,7 @@ D_de = 600          # dimension of the deterministic-equivalent checks; range: [
 n_nodes = 240       # contour nodes; range: [1, 5000]
 D_exp = 100000      # dimension of the bottleneck-exponent fits; range: [1, 5000000]
 seed = 0            # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 4096, "n_draws": 4, "D_sim": 64, "steps_sim": 600, "D_de": 2000,
@@ -161,7 +162,7 @@ t_sim = eta_sim * np.arange(steps_sim + 1)
 # dynamics in the SGD's discrete steps, gamma <- gamma - (eta/2) L'(gamma) (the discretisation term of the error model)
 sim_N = (4, 8, 16, D_sim)
 sim_runs = [WidthSGDRun(tuple(lam_s), tuple(om_s), N, L_sim, B_sim, eta_sim, steps_sim, frame_seed=seed + N,
-                        train_seed=seed + 100 + N, theory_seed=seed + 7) for N in sim_N]
+                        train_seed=seed + 100 + N, theory_seed=seed + 7, device=device) for N in sim_N]
 sim = dict(zip(sim_N, map_configs(width_sgd_run, sim_runs, thread_budget(), cost=lambda r: r.N, label="width SGD runs")))
 
 ax = axs[3]
@@ -209,7 +210,7 @@ sweep_cfg = [(eta_sim, max(1, B_sim // 4)), (eta_sim, B_sim), (eta_sim, 4 * B_si
 
 def sweep_task(eta_k, B_k, n_k, r):
     return ReducedSGDTask(tuple(lam_s), tuple(om_s), L_sim, True, N_sweep, eta_k, B_k, n_k,
-                          train_seed=seed + 1000 * (r + 1) + 100 + N_sweep, frame_seed=seed + 1000 * (r + 1) + N_sweep)
+                          train_seed=seed + 1000 * (r + 1) + 100 + N_sweep, frame_seed=seed + 1000 * (r + 1) + N_sweep, device=device)
 
 
 try:

@@ -35,6 +35,7 @@ clip = 1.0         # EB clipping level c; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
 n_small = 64       # small held-out set for the EB bound at the paper's scale; range: [1, 1000]
 seed = 0           # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 16, "M": 64, "L": 16, "n_train": 8192, "n_test": 8192, "steps": 2000, "batch": 512}}
@@ -118,7 +119,7 @@ models = {
         P_init=P_free),
 }
 # the four trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
-jobs = [PreconditionerJob(model, prompt_sampler(cfg), L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))})
+jobs = [PreconditionerJob(model, prompt_sampler(cfg), L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))}, device=device)
         for i, model in enumerate(models.values())]
 trained = map_configs(train_preconditioner_job, jobs, thread_budget(), label="flexformer models")
 models = {name: model for name, (model, _) in zip(models, trained)}

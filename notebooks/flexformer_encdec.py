@@ -39,6 +39,7 @@ lr = 3e-3          # Adam step size; range: (0, inf)
 clip = 1.0         # EB clipping level; range: (0, inf)
 delta = 0.05       # EB failure probability; range: (0, 1)
 seed = 0           # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_eval": 16384, "n_train": 16384, "steps": 2000, "batch": 512}}
@@ -108,7 +109,7 @@ models = {
 }
 # the two trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`);
 # the Flexformer's heads make it the longer one
-jobs = [PreconditionerJob(m, sampler, L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))})
+jobs = [PreconditionerJob(m, sampler, L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))}, device=device)
         for i, m in enumerate(models.values())]
 trained = map_configs(train_preconditioner_job, jobs, thread_budget(),
                       cost=lambda job: job.model.config.n_heads, label="latent decoders")

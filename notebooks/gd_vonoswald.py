@@ -28,6 +28,7 @@ batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
 max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_eta": 100000, "n_test": 50000, "train_steps": 10000, "batch": 2048}}
@@ -75,7 +76,7 @@ eta_star = optimal_single_step(Xt, yt, xqt, yqt)
 Xe, ye, xqe, yqe, _ = sample_regression(n_test, N, d, rng)
 pred_gd = gd_predict(Xe, ye, xqe, [eta_star])
 pred_lsa = lsa_forward(Xe, ye, xqe, von_oswald_layers(d, [eta_star]))
-model, curve = train_one_layer_lsa(d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1)
+model, curve = train_one_layer_lsa(d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device)
 with torch.no_grad():
     pred_tr = model(*(torch.from_numpy(a) for a in (Xe, ye, xqe))).numpy()
 L_gd, se_gd = squared_loss_half(pred_gd, yqe)

@@ -40,6 +40,7 @@ grok_d_mlp = 128  # range: [1, 5000]
 grok_lr = 0.003  # range: (0, inf)
 grok_steps = 2500  # range: [1, 100000]
 grok_log_every = 50  # range: [1, 1000]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"d_model": 64, "n_heads": 4, "d_head": 16, "seq_len": 48, "icl_batch": 64, "icl_steps": 1500,
@@ -83,10 +84,10 @@ cfgs = {L: tt.AttnConfig(n_layers=L, d_model=d_model, n_heads=n_heads, d_head=d_
                          log_every=icl_log_every) for L in range(1, max_layers + 1)}
 gcfg = tt.GrokConfig(p=grok_p, frac_train=grok_frac, d_model=grok_d_model, n_heads=grok_heads, d_head=grok_d_head,
                      d_mlp=grok_d_mlp, lr=grok_lr, steps=grok_steps, log_every=grok_log_every)
-jobs = ([tt.ToyModelJob(cfg, seed, ("depth", (L, max_layers))) for L, cfg in cfgs.items()]
-        + [tt.ToyModelJob(cfgs[min(2, max_layers)], seed + 1000 * j, ("stagger seed", (j + 1, stagger_seeds)))
+jobs = ([tt.ToyModelJob(cfg, seed, ("depth", (L, max_layers)), device=device) for L, cfg in cfgs.items()]
+        + [tt.ToyModelJob(cfgs[min(2, max_layers)], seed + 1000 * j, ("stagger seed", (j + 1, stagger_seeds)), device=device)
            for j in range(1, stagger_seeds)]
-        + [tt.ToyModelJob(gcfg, seed, ("grokking", "training"))])
+        + [tt.ToyModelJob(gcfg, seed, ("grokking", "training"), device=device)])
 trained = map_configs(tt.train_toy_model, jobs, thread_budget(), cost=tt.toy_model_cost, label="probe models")
 icl = dict(zip(cfgs, trained[:max_layers], strict=True))
 stagger_runs = trained[max_layers:-1]  # seeds seed + 1000 j, j = 1..stagger_seeds - 1

@@ -42,6 +42,7 @@ n_small = 128      # held-out subset for the EB bound at the paper's scale; rang
 seed = 0           # random seed; range: [0, 4294967295]
 gp_prompts_max = 1024  # largest number of prompts (M forcings each) of the finite-prompt d_eff estimate; range: [16, 100000]
 gp_seeds = 40      # independent draws of the prompt set per size (the estimate's standard error); range: [2, 10000]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"n_train": 2048, "n_test": 4096, "free_iter": 500, "steps": 1000, "batch": 64}}
@@ -144,9 +145,9 @@ free = Flexformer(FlexformerConfig(K=op.n_h, rank=op.n_h, n_heads=0), torch.Gene
 static = KernelDictionaryPreconditioner(
     kernel_dictionary(op.nodes, ("identity", "green", "matern52:0.1", "matern52:0.3")), P_init=sc.param * eye)
 # the three trainings are independent tasks; flex and free see the same fresh prompts (seed + 1)
-jobs = [PreconditionerJob(flex, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (1, 3)}),
-        PreconditionerJob(free, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (2, 3)}),
-        PreconditionerJob(static, sampler, L, steps, batch, lr, seed + 2, {"model": (3, 3)})]
+jobs = [PreconditionerJob(flex, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (1, 3)}, device=device),
+        PreconditionerJob(free, sampler, L, steps, batch, lr_flex, seed + 1, {"model": (2, 3)}, device=device),
+        PreconditionerJob(static, sampler, L, steps, batch, lr, seed + 2, {"model": (3, 3)}, device=device)]
 trained = map_configs(train_preconditioner_job, jobs, thread_budget(), cost=lambda j: j.steps * j.batch,
                       label="pde decoder models")
 (flex, _), (free, _), (static, _) = trained

@@ -38,6 +38,7 @@ topk = 2              # k of the top-k energy; range: [1, 20]
 n_eval = 256          # held-out prompts for the Jacobian analysis; range: [1, 10000]
 L_rich = 8            # Richardson steps used to sample states (z, prompt) for P_proj; range: [1, 100]
 seed = 0              # random seed; range: [0, 4294967295]
+device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"K": 16, "M": 64, "n_heads": 8, "d_k": 16, "init_std": 0.03, "steps": 2000, "batch": 128, "log_every": 25, "n_eval": 1024}}
@@ -89,7 +90,7 @@ loss_floor = oracle_risk(moments) / 2  # training loss is (1/2K) E||Delta - beta
 train_cfg = TrainConfig(steps=steps, batch=batch, lr=lr, optimizer="sgd", log_every=log_every)
 attentions = ("softmax", "linear")
 runs = [AttentionRun(AttentionConfig(K=K, n_heads=n_heads, d_k=d_k, attention=attention, init_std=init_std,
-                                     qk_init_ratio=qk_init_ratio), task, train_cfg, seed, seed + 1, topk)
+                                     qk_init_ratio=qk_init_ratio), task, train_cfg, seed, seed + 1, topk, device=device)
         for attention in attentions]
 trained = map_configs(train_attention_run, runs, thread_budget(),
                       cost=lambda r: 2 if r.attention.attention == "softmax" else 1, label="attention models")

@@ -49,7 +49,7 @@ from iclcore.models.attention import (
     sample_rrs_contexts,
     train,
 )
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, to_device, torch_device, train_loop
 from iclcore.validation import nondecreasing_times, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -223,21 +223,32 @@ class ReadoutRun:
     a_y: np.ndarray
 
 
-def train_readout(model: ReadoutAttention, sampler, steps: int, lr: float, gen: torch.Generator) -> ReadoutRun:
+def train_readout(
+    model: ReadoutAttention,
+    sampler,
+    steps: int,
+    lr: float,
+    gen: torch.Generator,
+    *,
+    device: str | torch.device = "cpu",
+) -> ReadoutRun:
     """Plain online SGD ``W ← W - lr ∇`` on the query mean-squared error, fresh prompts every step.
 
-    ``sampler(gen)`` returns a :class:`~iclcore.models.attention.Contexts`; the flow of
-    :func:`readout_flow` is the ``lr → 0`` limit at ``t = lr · steps``.
+    ``sampler(gen)`` returns a :class:`~iclcore.models.attention.Contexts` (drawn on the CPU, then
+    moved to ``device``, where the model trains); the flow of :func:`readout_flow` is the ``lr → 0``
+    limit at ``t = lr · steps``.
     """
     if not isinstance(model, ReadoutAttention):
         raise ValueError("model: expected a ReadoutAttention")
     steps = positive_int(steps, "steps")
     lr = positive_float(lr, "lr")
     gen = torch_generator(gen)
+    device = torch_device(device)
+    model.to(device)
     rec: list[tuple[float, float, float]] = []
 
     def batch_loss(_k: int) -> torch.Tensor:
-        ctx: Contexts = sampler(gen)
+        ctx: Contexts = to_device(sampler(gen), device)
         return ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
 
     def record(_k: int) -> None:
@@ -272,6 +283,7 @@ class FullAttentionRun:
     L : int, depth; s0 : float, balanced initial scale
     eta : float, initial learning rate; decay : float, step ``k`` uses ``eta / (1 + k / decay)``
     steps : int; seed : int, seed of the torch generator of the batches
+    device : str, the torch device it trains on
     """
 
     kind: str
@@ -286,6 +298,7 @@ class FullAttentionRun:
     decay: float
     steps: int
     seed: int
+    device: str = "cpu"
 
 
 def full_attention_run(run: FullAttentionRun) -> TrainResult:
@@ -311,7 +324,8 @@ def full_attention_run(run: FullAttentionRun) -> TrainResult:
 
     model = LinearAttention(D, run.L, run.s0, "block", dtype=torch.float32)
     try:
-        return train(model, sampler, run.steps, run.eta, torch.Generator().manual_seed(run.seed), schedule=schedule)
+        gen = torch.Generator().manual_seed(run.seed)
+        return train(model, sampler, run.steps, run.eta, gen, schedule=schedule, device=run.device)
     except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
         raise ValueError(
             f"eta: SGD of the {run.kind} run at depth L={run.L} diverged with eta={run.eta}, B={run.B} ({exc}); lower eta"
@@ -327,6 +341,7 @@ class ReadoutSGDRun:
     D, P, K, B : int, dimension, labelled tokens and queries per context, contexts per step
     L : int, depth; s0 : float, balanced initial scale; a0 : float, initial ``a_o = a_y``
     eta : float, constant step; steps : int; seed : int, seed of the torch generator of the batches
+    device : str, the torch device it trains on
     """
 
     D: int
@@ -339,6 +354,7 @@ class ReadoutSGDRun:
     eta: float
     steps: int
     seed: int
+    device: str = "cpu"
 
 
 def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
@@ -355,6 +371,7 @@ def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
         run.steps,
         run.eta,
         torch.Generator().manual_seed(run.seed),
+        device=run.device,
     )
 
 

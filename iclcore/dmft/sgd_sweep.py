@@ -41,6 +41,7 @@ class ReducedSGDTask:
     N : int or None, width (a Haar frame drawn from ``frame_seed``; None: full ``D x D`` matrices)
     eta : float, theory time step (``t = η · steps``); B : int, contexts per step; steps : int
     train_seed : int, seed of the torch generator of the batches; frame_seed : int
+    device : str, the torch device the run trains on
     """
 
     lam: tuple[float, ...]
@@ -53,6 +54,7 @@ class ReducedSGDTask:
     steps: int
     train_seed: int
     frame_seed: int = 0
+    device: str = "cpu"
 
 
 def reduced_sgd_gamma_path(task: ReducedSGDTask) -> np.ndarray:
@@ -77,6 +79,7 @@ def reduced_sgd_gamma_path(task: ReducedSGDTask) -> np.ndarray:
         lr,
         torch.Generator().manual_seed(task.train_seed),
         population=True,
+        device=task.device,
     )
     return res.gamma.mean(axis=1)
 

@@ -256,6 +256,7 @@ class UntiedSGDRun:
     P : int or None, context length; None: population contexts (``P = K = ∞``, population loss)
     K : int, queries per context (finite ``P`` only); sigma : float, label noise on the context and
         query labels (finite ``P`` only; drawn from the same generator, also when ``sigma = 0``)
+    device : str, the torch device it trains on
     """
 
     lam: tuple[float, ...]
@@ -268,6 +269,7 @@ class UntiedSGDRun:
     P: int | None = None
     K: int = 1
     sigma: float = 0.0
+    device: str = "cpu"
 
 
 def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
@@ -291,7 +293,13 @@ def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
     gen = torch.Generator().manual_seed(run.seed)
     if run.P is None:
         return train(
-            model, lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g), run.steps, lr, gen, population=True
+            model,
+            lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+            run.steps,
+            lr,
+            gen,
+            population=True,
+            device=run.device,
         )
 
     def noisy(g: torch.Generator):
@@ -300,4 +308,4 @@ def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
         ctx.ys = ctx.ys + run.sigma * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
         return ctx
 
-    return train(model, noisy, run.steps, lr, gen)
+    return train(model, noisy, run.steps, lr, gen, device=run.device)

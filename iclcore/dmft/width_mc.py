@@ -537,6 +537,7 @@ class WidthSGDRun:
     frame_seed : seed of the Haar frame ``U`` (``D x N``, drawn also at ``N = D``)
     train_seed : seed of the torch generator of the batches
     theory_seed, theory_draws : seed and number of projections of the theory's spectrum
+    device : str, the torch device the SGD runs on
     """
 
     lam: tuple[float, ...]
@@ -550,6 +551,7 @@ class WidthSGDRun:
     train_seed: int
     theory_seed: int
     theory_draws: int = 2000
+    device: str = "cpu"
 
 
 def width_sgd_run(run: WidthSGDRun) -> tuple[TrainResult, GradientFlow, np.ndarray]:
@@ -580,6 +582,7 @@ def width_sgd_run(run: WidthSGDRun) -> tuple[TrainResult, GradientFlow, np.ndarr
         run.eta * run.N / 2,
         torch.Generator().manual_seed(run.train_seed),
         population=True,
+        device=run.device,
     )
     spec = width_spectrum_mc(lam, omega, run.N, np.random.default_rng(run.theory_seed), n_draws=run.theory_draws)
     th = width_gradient_flow(spec, run.L, run.eta * np.arange(run.steps + 1))

@@ -29,7 +29,7 @@ import torch
 
 from iclcore.lsq.iterates import richardson_iterates
 from iclcore.models.lsa import LSAWeights, TrainedLSA
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, torch_device, train_loop
 from iclcore.stats import standard_error
 from iclcore.validation import as_generator, finite_array, nonnegative_float, positive_int
 
@@ -180,21 +180,31 @@ def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.nda
 
 
 def train_one_layer_lsa(
-    d: int, n: int, steps: int, batch: int, lr: float, gen: torch.Generator, seed: int, init_scale: float = 0.1
+    d: int,
+    n: int,
+    steps: int,
+    batch: int,
+    lr: float,
+    gen: torch.Generator,
+    seed: int,
+    init_scale: float = 0.1,
+    *,
+    device: str | torch.device = "cpu",
 ) -> tuple[TrainedLSA, np.ndarray]:
     """Adam on the halved squared query loss of fresh von Oswald tasks each step.
 
-    Returns the :class:`~iclcore.models.lsa.TrainedLSA` and the training-loss curve (``steps,``).
-    Tasks come from :func:`sample_regression` with ``np.random.default_rng(seed)``; the
-    initialisation from ``gen``.
+    Returns the :class:`~iclcore.models.lsa.TrainedLSA` (back on the CPU) and the training-loss curve
+    (``steps,``). Tasks come from :func:`sample_regression` with ``np.random.default_rng(seed)`` (on
+    the CPU, then moved to ``device``, where the model trains); the initialisation from ``gen``.
     """
     cfg = TrainConfig(steps=positive_int(steps, "steps"), lr=lr, optimizer="adam", batch=batch)
     rng = as_generator(seed, "seed")
-    model = TrainedLSA(d, gen, init_scale)
+    device = torch_device(device)
+    model = TrainedLSA(d, gen, init_scale).to(device)
 
     def batch_loss(_step: int) -> torch.Tensor:
-        X, y, xq, yq, _ = sample_regression(cfg.batch, n, d, rng)
-        pred = model(torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(xq))
-        return 0.5 * ((pred - torch.from_numpy(yq)) ** 2).mean()
+        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(cfg.batch, n, d, rng)[:4])
+        return 0.5 * ((model(X, y, xq) - yq) ** 2).mean()
 
-    return model, train_loop(model.parameters(), batch_loss, cfg).loss
+    curve = train_loop(model.parameters(), batch_loss, cfg).loss
+    return model.to("cpu"), curve

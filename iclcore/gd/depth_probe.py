@@ -72,7 +72,7 @@ from torch import nn
 
 from iclcore.models.gpt_mini import GPTMini
 from iclcore.models.lsa import UntiedLSA
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, to_device, torch_device, train_loop
 from iclcore.parallel import map_configs
 from iclcore.stats import bootstrap_standard_error
 from iclcore.validation import as_generator, positive_float, positive_int
@@ -120,7 +120,7 @@ class ProbeTasks:
     @property
     def trH(self) -> np.ndarray:
         """``tr(X^T X / n)`` per prompt."""
-        return (self.X.double() ** 2).sum((1, 2)).numpy() / self.X.shape[1]
+        return (self.X.double() ** 2).sum((1, 2)).cpu().numpy() / self.X.shape[1]
 
 
 def sample_probe_tasks(
@@ -183,9 +183,11 @@ class ProbeTraining:
             raise ValueError(f"s_hi: expected s_hi >= s_lo = {self.s_lo}, got {self.s_hi}")
 
 
-def probe_train_config(steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0) -> TrainConfig:
+def probe_train_config(
+    steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0, fused: bool = False
+) -> TrainConfig:
     """The probe's optimizer: Adam, linear warm-up over ``warmup`` steps, gradient-norm clipping at
-    ``clip``, non-finite steps skipped."""
+    ``clip``, non-finite steps skipped; ``fused``: torch's fused Adam kernel (:class:`TrainConfig`)."""
     return TrainConfig(
         steps=steps,
         lr=lr,
@@ -195,6 +197,7 @@ def probe_train_config(steps: int, lr: float, batch: int = 64, warmup: int = 200
         schedule="warmup",
         warmup=warmup,
         nonfinite="skip",
+        fused=fused,
     )
 
 
@@ -224,20 +227,25 @@ def train_with_checkpoints(
     gen: torch.Generator,
     at_checkpoint: Callable[[int, nn.Module], dict],
     label: str = "",
+    *,
+    device: str | torch.device = "cpu",
 ) -> tuple[list[dict], np.ndarray, int]:
     """Train ``model``; call ``at_checkpoint(step, model)`` at :func:`checkpoint_steps`.
 
-    Returns the list of checkpoint records, the training-loss curve and the number of skipped
+    The model is moved to ``device``; each batch is drawn from ``gen`` on the CPU and then moved
+    there (the same data on every device). Returns the list of checkpoint records, the training-loss curve and the number of skipped
     (non-finite) steps. Progress (``label`` and the step) goes to :func:`iclcore.progress.report_progress`.
     """
     if not isinstance(cfg, ProbeTraining):
         raise TypeError(f"cfg: expected a ProbeTraining, got {type(cfg).__name__}")
+    device = torch_device(device)
+    model.to(device)
     dtype = next(model.parameters()).dtype
     records: list[dict] = []
 
     def batch_loss(_step: int) -> torch.Tensor:
         t = sample_probe_tasks(cfg.train.batch, cfg.n, cfg.d, gen, 1, cfg.s_lo, cfg.s_hi, dtype)
-        return _loss(model, t, cfg.all_positions)
+        return _loss(model, to_device(t, device), cfg.all_positions)
 
     def checkpoint(step: int) -> None:
         model.eval()
@@ -439,10 +447,10 @@ def implicit_weights(model: nn.Module, t: ProbeTasks, exact: bool) -> np.ndarray
     """
     B, n, d = t.X.shape
     if exact:
-        E = torch.eye(d, dtype=t.X.dtype).expand(B, d, d)
-        return model.readouts(t.X, t.y, E).double().numpy()  # (L+1, B, d): entry k is w_l[k]
-    yh = model.readouts(t.X, t.y, t.xq).double().numpy()  # (L+1, B, m)
-    A = np.concatenate([t.xq.double().numpy(), np.ones(t.xq.shape[:2] + (1,))], -1)  # (B, m, d+1)
+        E = torch.eye(d, dtype=t.X.dtype, device=t.X.device).expand(B, d, d)
+        return model.readouts(t.X, t.y, E).double().cpu().numpy()  # (L+1, B, d): entry k is w_l[k]
+    yh = model.readouts(t.X, t.y, t.xq).double().cpu().numpy()  # (L+1, B, m)
+    A = np.concatenate([t.xq.double().cpu().numpy(), np.ones(t.xq.shape[:2] + (1,))], -1)  # (B, m, d+1)
     coef = np.stack([np.linalg.lstsq(A[b], yh[:, b].T, rcond=None)[0] for b in range(B)], 1)  # (d+1, B, L+1)
     return coef[:d].transpose(2, 1, 0)
 
@@ -517,16 +525,17 @@ def probe_checkpoint(
     gpt = isinstance(model, GPTMini)
     if gpt:  # one forward pass gives the lens readouts (as GPTMini.readouts with m = 1) and the BOS profile
         hs, att = model.hidden(probe.X, probe.y, probe.xq[:, 0], need_attn=True)
-        yh = torch.stack([model.lens(h[:, -1]) for h in hs]).double().numpy()
+        yh = torch.stack([model.lens(h[:, -1]) for h in hs]).double().cpu().numpy()
     else:
-        yh = model.readouts(probe.X, probe.y, probe.xq).double().numpy()[:, :, 0]
-    ys = probe.yq.double().numpy()[:, 0]
+        yh = model.readouts(probe.X, probe.y, probe.xq).double().cpu().numpy()[:, :, 0]
+    ys = probe.yq.double().cpu().numpy()[:, 0]
     rec = readout_statistics(yh, ys, probe.trH, boot, n_resamples)
     sh = readout_statistics(layer_shuffled(yh, rng), ys, None, boot, n_resamples)
     kept = ("alpha", "r2", "sign_agreement", "rel_err_rho", "med_alpha") + (("med_alpha_se",) if boot else ())
     rec.update({f"shuffled_{k}": sh[k] for k in kept})
     exact = isinstance(model, UntiedLSA)
-    rec.update(richardson_fit(implicit_weights(model, rich, exact), rich.w.double().numpy(), rich.X.double().numpy()))
+    w, X = rich.w.double().cpu().numpy(), rich.X.double().cpu().numpy()
+    rec.update(richardson_fit(implicit_weights(model, rich, exact), w, X))
     if gpt:
         prof = _bos_mass(att)
         rec.update({f"bos_l{l + 1}": float(v) for l, v in enumerate(prof)})
@@ -595,6 +604,8 @@ class ProbeSweep:
         return [(k, w, s) for k in ("lsa", "gpt") for w in self.warmups for s in self.seeds]
 
     def config(self, kind: str, warmup: int) -> ProbeTraining:
+        """The training of a ``kind`` run with ``warmup``; the GPT's Adam is the fused kernel (its
+        update to rounding, faster for the GPT's many small tensors), the LSA's the per-tensor loop."""
         lsa = kind == "lsa"
         return ProbeTraining(
             probe_train_config(
@@ -602,6 +613,7 @@ class ProbeSweep:
                 lr=self.lsa_lr if lsa else self.gpt_lr,
                 batch=self.batch if lsa else self.gpt_batch,
                 warmup=warmup,
+                fused=not lsa,
             ),
             n=self.n,
             d=self.d,
@@ -621,13 +633,17 @@ class ProbeRun:
     cpu: float
 
 
-def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> ProbeRun:
+def probe_training_run(
+    sweep: ProbeSweep, kind: str, warmup: int, seed: int, *, device: str | torch.device = "cpu"
+) -> ProbeRun:
     """Train one model of the sweep and probe it at every checkpoint (:func:`probe_checkpoint`).
 
     Seeds: ``1000 seed + 1`` (initialisation and training batches); the evaluation draws from
     ``SeedSequence([seed, sweep.probe_seed, k])`` with ``k = 2`` (probe prompts), ``3`` (Richardson
     prompts), ``4`` (layer shuffles), ``5`` (bootstrap resamples), so ``probe_seed`` resamples every
-    probe set without touching training. The LSA runs in float64, the GPT in float32. The result depends only on the arguments (and the BLAS build), not on the process
+    probe set without touching training. The LSA runs in float64, the GPT in float32. The model
+    trains and is probed on ``device`` (every prompt is drawn on the CPU, then moved). The result
+    depends only on the arguments (and the BLAS build or the device's kernels), not on the process
     that runs it.
     """
     if kind not in ("lsa", "gpt"):
@@ -643,7 +659,7 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
         gen = torch.Generator().manual_seed(eval_seed(offset))
         return sample_probe_tasks(B, sweep.n, sweep.d, gen, m, sweep.s_lo, sweep.s_hi, dtype)
 
-    probe, rich = tasks(sweep.n_probe, 1, 2), tasks(sweep.n_rich, sweep.m_rich, 3)
+    probe, rich = (to_device(t, device) for t in (tasks(sweep.n_probe, 1, 2), tasks(sweep.n_rich, sweep.m_rich, 3)))
     if kind == "lsa":
         model: nn.Module = UntiedLSA(sweep.d, sweep.lsa_layers, g)
     else:
@@ -655,16 +671,21 @@ def probe_training_run(sweep: ProbeSweep, kind: str, warmup: int, seed: int) -> 
         g,
         lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng, boot, sweep.n_boot)},
         label=f"{kind} warm-up {warmup} seed {seed}",
+        device=device,
     )
     return ProbeRun(recs, curve, skipped, time.process_time() - t0)
 
 
-def _probe_run(args: tuple[ProbeSweep, str, int, int]) -> ProbeRun:
-    """:func:`probe_training_run` of one ``(sweep, kind, warmup, seed)`` (a picklable module function)."""
-    return probe_training_run(*args)
+def _probe_run(args: tuple[ProbeSweep, str, int, int] | tuple[ProbeSweep, str, int, int, str]) -> ProbeRun:
+    """:func:`probe_training_run` of one ``(sweep, kind, warmup, seed[, device])`` (a picklable module
+    function; the device defaults to ``"cpu"``)."""
+    sweep, kind, warmup, seed, *device = args
+    return probe_training_run(sweep, kind, warmup, seed, device=device[0] if device else "cpu")
 
 
-def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str, int, int], ProbeRun]:
+def probe_training_sweep(
+    sweep: ProbeSweep, workers: int = 1, *, device: str | torch.device = "cpu"
+) -> dict[tuple[str, int, int], ProbeRun]:
     """Every run of ``sweep``, keyed by ``(kind, warmup, seed)`` in :meth:`ProbeSweep.keys` order.
 
     ``workers = 1`` runs them one after another in this process (single-threaded, as the notebook
@@ -675,11 +696,17 @@ def probe_training_sweep(sweep: ProbeSweep, workers: int = 1) -> dict[tuple[str,
     --scheduler`` each run is a task of the Dask cluster instead (``workers`` is then ignored). A process pool rather
     than threads or ``torch.func.vmap``: a run of the small GPT already keeps one core's GEMMs near
     their peak, so only more cores help. ``workers`` defaults, in the notebook, to
-    :func:`iclcore.parallel.thread_budget`.
+    :func:`iclcore.parallel.thread_budget`. Every run trains on ``device`` (its name travels to the
+    worker processes as a string).
     """
     workers = positive_int(workers, "workers")
+    device = str(torch_device(device))
     keys = sweep.keys()
     runs = map_configs(
-        _probe_run, [(sweep, *k) for k in keys], workers, cost=lambda c: float(c[1] == "gpt"), label="probe runs"
+        _probe_run,
+        [(sweep, *k, device) for k in keys],
+        workers,
+        cost=lambda c: float(c[1] == "gpt"),
+        label="probe runs",
     )
     return dict(zip(keys, runs))

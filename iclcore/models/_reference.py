@@ -10,6 +10,8 @@ Each function takes the module and the inputs of the ``forward`` it mirrors:
   :mod:`iclcore.models.toy_transformers` (per-head einsums, explicit causal mask);
 - :func:`grok_forward` mirrors :meth:`iclcore.models.toy_transformers.GrokTransformer.forward`
   (attention on every position, then the last one read out);
+- :func:`gpt_hidden` mirrors :meth:`iclcore.models.gpt_mini.GPTMini.hidden` (the fused
+  ``nn.MultiheadAttention`` call with a boolean causal mask);
 - :func:`richardson_unroll` mirrors :func:`iclcore.models.flexformer.richardson_unroll`
   (batched matrix-vector products by ``einsum``/``bmm``).
 """
@@ -72,3 +74,21 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
         x = x + torch.einsum("bij,bj->bi", P, r)
         out.append(x)
     return torch.stack(out, dim=1)
+
+
+def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
+    """Residual streams and head-averaged attention maps of a :class:`~iclcore.models.gpt_mini.GPTMini`,
+    attention by the fused ``nn.MultiheadAttention`` call."""
+    h = model._tokens(X, y, xq)
+    T = h.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool, device=h.device).triu(1)
+    hs, att = [h], []
+    for l in range(model.L):
+        a_in = model.ln1[l](h)
+        o, wts = model.attn[l](a_in, a_in, a_in, attn_mask=mask, need_weights=need_attn)
+        h = h + o
+        h = h + model.mlp[l](model.ln2[l](h))
+        hs.append(h)
+        if need_attn:
+            att.append(wts)
+    return hs, att

@@ -36,7 +36,7 @@ import torch
 from scipy.integrate import solve_ivp
 from torch import nn
 
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, to_device, torch_device, train_loop
 from iclcore.validation import positive_int, torch_generator
 
 __all__ = [
@@ -152,7 +152,7 @@ def _attention_stack(
     labelled tokens act as keys and values (Eq. 42).
     """
     n_tok = h.shape[1]
-    sign = torch.ones(n_tok, 1, dtype=h.dtype)
+    sign = torch.ones(n_tok, 1, dtype=h.dtype, device=h.device)
     sign[:P] = -1.0
     for Wk, Wq, Wv in layers:
         q = h @ Wq.T
@@ -216,11 +216,11 @@ class LinearAttention(nn.Module):
         D = self.D
         if self.structure == "full":
             return self.Wx, self.Wk, self.Wq, self.Wv
-        z = torch.zeros(1, D, dtype=self.Wx.dtype)
+        z = self.Wx.new_zeros(1, D)
         Wx = torch.cat([self.Wx, z], dim=0)
         pad = lambda W: torch.nn.functional.pad(W, (0, 1, 0, 1))  # noqa: E731
-        Wv = torch.zeros(D + 1, D + 1, dtype=self.Wx.dtype)
-        Wv = Wv.index_put((torch.tensor([D]), torch.tensor([D])), self.wv.reshape(1))
+        at = torch.tensor([D], device=self.Wx.device)
+        Wv = self.Wx.new_zeros(D + 1, D + 1).index_put((at, at), self.wv.reshape(1))
         return Wx, pad(self.Wk), pad(self.Wq), Wv
 
     def forward(self, X: torch.Tensor, y: torch.Tensor, Xs: torch.Tensor) -> torch.Tensor:
@@ -343,7 +343,7 @@ class ReducedGammaStack(nn.Module):
                 raise ValueError(f"frame: expected a (D, N) matrix with D={D} and N <= D, got {tuple(frame.shape)}")
             if not torch.allclose(frame.T @ frame, torch.eye(frame.shape[1], dtype=dtype), atol=1e-8):
                 raise ValueError("frame: columns must be orthonormal")
-        self.frame = frame
+        self.register_buffer("frame", frame)  # moves with the model (``.to(device)``)
         m = D if frame is None else frame.shape[1]
         self.m = m
         n = 1 if tied else L
@@ -352,7 +352,7 @@ class ReducedGammaStack(nn.Module):
 
     def layer(self, l: int) -> torch.Tensor:
         i = 0 if self.tied else l
-        G = self.G[i] * torch.eye(self.m, dtype=self.G.dtype) if self.scalar else self.G[i]
+        G = self.G[i] * torch.eye(self.m, dtype=self.G.dtype, device=self.G.device) if self.scalar else self.G[i]
         if self.frame is None:
             return G
         return (self.D / self.m) * self.frame @ G @ self.frame.T
@@ -376,7 +376,7 @@ class ReducedGammaStack(nn.Module):
     def forward(self, X: torch.Tensor, y: torch.Tensor, Xs: torch.Tensor) -> torch.Tensor:
         """Predictions on the queries from the finite context (Eq. 54-55), shape ``(B, K)``."""
         P = X.shape[1]
-        b = torch.zeros(X.shape[0], self.D, dtype=X.dtype)
+        b = X.new_zeros(X.shape[0], self.D)
         for l in range(self.L):
             r = y - torch.einsum("bpd,bd->bp", X, b)
             b = b + torch.einsum("ij,bpj,bp->bi", self.layer(l), X, r) / (P * self.L)
@@ -491,8 +491,11 @@ def train(
     population: bool = False,
     schedule: Callable[[int], float] | None = None,
     progress: dict[str, object] | None = None,
+    *,
+    device: str | torch.device = "cpu",
 ) -> TrainResult:
-    """Online training on fresh prompts at every step.
+    """Online training on fresh prompts at every step, on ``device`` (the model is moved there; each
+    batch is drawn by ``sampler`` on the CPU and then moved, so the data do not depend on the device).
 
     The loss is the mean squared error on the query tokens (Eq. 3's ``L(D)`` averaged over the
     batch) or, with ``population=True`` (only :class:`ReducedGammaStack`), the population-context
@@ -509,6 +512,8 @@ def train(
     status line (:func:`iclcore.progress.report_progress`; nothing happens outside the runner).
     """
     steps = positive_int(steps, "steps")
+    device = torch_device(device)
+    model.to(device)
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer: expected 'sgd' or 'adam', got {optimizer!r}")
     cfg = TrainConfig(steps=steps, lr=lr, optimizer=optimizer, nonfinite="raise")
@@ -523,7 +528,7 @@ def train(
     gam = []
 
     def batch_loss(_step: int) -> torch.Tensor:
-        ctx = sampler(gen)
+        ctx = to_device(sampler(gen), device)
         if population:
             return model.population_loss(ctx)
         return ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
@@ -557,7 +562,8 @@ class SoftmaxRun:
     ``L``: depth; ``mlp``: GELU MLP blocks; ``B, lr, steps``: Adam on ``B`` fresh isotropic contexts
     per step; ``eval_contexts``: held-out contexts; ``seed``: initialisation ``seed + L``, training
     contexts ``seed + 50 + L``, held-out contexts ``seed + 999`` (the same set for every depth);
-    ``index = (i, n)``: the model's place in the sweep, for the progress line.
+    ``index = (i, n)``: the model's place in the sweep, for the progress line; ``device``: the torch
+    device it trains on (:func:`iclcore.models.training.torch_device`).
     """
 
     D: int
@@ -572,6 +578,7 @@ class SoftmaxRun:
     eval_contexts: int
     seed: int
     index: tuple[int, int] = (1, 1)
+    device: str = "cpu"
 
 
 def softmax_run(run: SoftmaxRun) -> tuple[np.ndarray, np.ndarray]:
@@ -597,10 +604,12 @@ def softmax_run(run: SoftmaxRun) -> tuple[np.ndarray, np.ndarray]:
         torch.Generator().manual_seed(run.seed + 50 + run.L),
         optimizer="adam",
         progress={"model": run.index},
+        device=run.device,
     )
     test = sample_iso_contexts(
         run.eval_contexts, run.P, run.K, run.D, torch.Generator().manual_seed(run.seed + 999), dtype=torch.float32
     )
+    test = to_device(test, run.device)
     with torch.no_grad():
         err = ((model(test.X, test.y, test.Xs) - test.ys) ** 2).reshape(run.eval_contexts, -1).mean(1)
-    return res.loss, err.double().numpy()
+    return res.loss, err.double().cpu().numpy()

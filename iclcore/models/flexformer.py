@@ -45,7 +45,7 @@ from torch import nn
 
 from iclcore.lsq.lowrank import LowRankModel, latent_systems, sample_lowrank_prompts
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, torch_device, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -352,8 +352,13 @@ def train_preconditioner(
     rng: np.random.Generator,
     max_grad_norm: float = 10.0,
     progress: dict[str, object] | None = None,
+    *,
+    device: str | torch.device = "cpu",
 ) -> TrainingResult:
     """Adam on the unrolled depth-``L`` loss, a fresh batch of tasks at every step.
+
+    The model trains on ``device`` (the tasks are drawn by ``rng`` on the CPU and then moved) and is
+    moved back to the CPU at the end, where :func:`preconditioners_numpy` and the diagnostics use it.
 
     Parameters
     ----------
@@ -382,13 +387,16 @@ def train_preconditioner(
         nonfinite="raise",
     )
     rng = as_generator(rng)
+    device = torch_device(device)
+    model.to(device)
 
     def batch_loss(_step: int) -> torch.Tensor:
-        H, d, xs = (_as_tensor(a, n) for a, n in zip(sample_tasks(cfg.batch, rng), ("H", "d", "x_star")))
+        H, d, xs = (_as_tensor(a, n).to(device) for a, n in zip(sample_tasks(cfg.batch, rng), ("H", "d", "x_star")))
         return depth_loss(model, H, d, xs, L)
 
     t0 = time.perf_counter()
     log = train_loop([p for p in model.parameters() if p.requires_grad], batch_loss, cfg, progress=progress)
+    model.to("cpu")
     return TrainingResult(loss=log.loss, seconds=time.perf_counter() - t0)
 
 
@@ -399,11 +407,11 @@ def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, chunk:
     if H.ndim != 3 or d.shape != H.shape[:2]:
         raise ValueError(f"H, d: expected shapes (n, K, K) and (n, K), got {H.shape} and {d.shape}")
     out = []
+    dev = next(model.parameters()).device
     with torch.no_grad():
         for a in range(0, H.shape[0], chunk):
-            out.append(
-                model.preconditioner(_as_tensor(H[a : a + chunk], "H"), _as_tensor(d[a : a + chunk], "d")).numpy()
-            )
+            Ha, da = _as_tensor(H[a : a + chunk], "H").to(dev), _as_tensor(d[a : a + chunk], "d").to(dev)
+            out.append(model.preconditioner(Ha, da).cpu().numpy())
     return np.concatenate(out)
 
 
@@ -464,7 +472,7 @@ def latent_prompt_sampler(model: LowRankModel, U: np.ndarray) -> TaskSampler:
 class PreconditionerJob:
     """Arguments of one :func:`train_preconditioner` run: the model (trained in place where the job
     runs), a picklable task sampler, ``L, steps, batch, lr``, the task seed ``seed``
-    (``np.random.default_rng(seed)``) and the progress counters."""
+    (``np.random.default_rng(seed)``), the progress counters and the torch device it trains on."""
 
     model: nn.Module
     sample_tasks: TaskSampler
@@ -474,6 +482,7 @@ class PreconditionerJob:
     lr: float
     seed: int
     progress: dict[str, object] | None = None
+    device: str = "cpu"
 
 
 def train_preconditioner_job(job: PreconditionerJob) -> tuple[nn.Module, TrainingResult]:
@@ -492,5 +501,6 @@ def train_preconditioner_job(job: PreconditionerJob) -> tuple[nn.Module, Trainin
         job.lr,
         np.random.default_rng(job.seed),
         progress=job.progress,
+        device=job.device,
     )
     return job.model, res

@@ -5,6 +5,13 @@ token; tokens ``[BOS, x_1, y_1, ..., x_n, y_n, x_q]`` with ``x`` tokens ``[x; 0]
 ``[0; y]`` embedded by one linear map (``d + 1 -> width``). The per-layer readout (:meth:`GPTMini.lens`)
 is the shared final LayerNorm and head applied to each layer's residual stream (the logit-lens
 analogue), as in the depth-contraction probe of Nagy §8.2–§8.5 (:mod:`iclcore.gd.depth_probe`).
+
+Attention is written out (:func:`causal_self_attention`): one projection to queries, keys and values,
+the scaled scores plus an additive causal mask in one batched product, a softmax and the weighted
+values. The parameters are those of ``nn.MultiheadAttention`` (which only holds them), so the
+initialisation is unchanged; the forward computes the same function as its fused call to float32
+rounding (the fused path is kept in :mod:`iclcore.models._reference` for the tests and the benchmark)
+and is faster on a CPU at these sizes (many heads of a few dozen tokens).
 """
 
 from __future__ import annotations
@@ -13,13 +20,55 @@ import threading
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from iclcore.validation import positive_int
 
-__all__ = ["GPTMini"]
+__all__ = ["GPTMini", "causal_mask", "causal_self_attention"]
 
 
 _GLOBAL_RNG = threading.Lock()
+
+
+def causal_mask(T: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """Additive causal mask ``(T, T)``: ``0`` on and below the diagonal, ``-inf`` above (token ``t``
+    attends to ``s <= t``)."""
+    return torch.full((T, T), float("-inf"), dtype=dtype, device=device).triu(1)
+
+
+def causal_self_attention(
+    x: torch.Tensor,
+    attn: nn.MultiheadAttention,
+    mask: torch.Tensor,
+    need_weights: bool = False,
+    queries: slice | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Multi-head causal self-attention of ``x (B, T, W)`` with the parameters of ``attn`` (``H`` heads
+    of width ``h = W / H``).
+
+    ``[Q K V] = x W_in^T + b_in``; per head ``A = softmax(Q K^T / sqrt(h) + mask)`` (``(B, H, T, T)``,
+    ``mask`` from :func:`causal_mask`) and ``O = A V``; the heads concatenated, ``O W_out^T + b_out``.
+    ``queries`` (a slice of the ``T`` positions, ``T_q`` of them) computes only those rows of the
+    output: the same rows as without it (every key and value is still used). Returns the output
+    ``(B, T_q, W)`` and, if ``need_weights``, the head-averaged ``A`` ``(B, T_q, T)`` (what
+    ``nn.MultiheadAttention`` returns), else ``None``.
+    """
+    B, T, W = x.shape
+    H = attn.num_heads
+    h = W // H
+    w, b = attn.in_proj_weight, attn.in_proj_bias
+    if queries is None:
+        qkv = F.linear(x, w, b).view(B, T, 3, H, h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.reshape(3, B * H, T, h).unbind(0)
+    else:
+        k, v = F.linear(x, w[W:], b[W:]).view(B, T, 2, H, h).permute(2, 0, 3, 1, 4).reshape(2, B * H, T, h).unbind(0)
+        xq, mask = x[:, queries], mask[queries]
+        q = F.linear(xq, w[:W], b[:W]).view(B, xq.shape[1], H, h).transpose(1, 2).reshape(B * H, xq.shape[1], h)
+    Tq = q.shape[1]
+    a = torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2), alpha=h**-0.5), dim=-1)
+    o = torch.bmm(a, v).view(B, H, Tq, h).transpose(1, 2).reshape(B, Tq, W)
+    o = F.linear(o, attn.out_proj.weight, attn.out_proj.bias)
+    return o, a.view(B, H, Tq, T).mean(1) if need_weights else None
 
 
 class GPTMini(nn.Module):
@@ -67,16 +116,22 @@ class GPTMini(nn.Module):
         h = torch.cat([self.bos.expand(B, 1, -1), h], 1)
         return h + self.pos[: h.shape[1]]
 
-    def hidden(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
-        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps."""
+    def hidden(
+        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False, rows: slice | None = None
+    ):
+        """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps.
+
+        ``rows`` (a slice of the ``T`` positions): the last layer computes only those rows of ``h_L``
+        (``(B, T_rows, width)``), the same values as the full stream's rows (the other rows of the last
+        layer feed nothing but the readout).
+        """
         h = self._tokens(X, y, xq)
-        T = h.shape[1]
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+        mask = causal_mask(h.shape[1], h.dtype, h.device)
         hs, att = [h], []
         for l in range(self.L):
-            a_in = self.ln1[l](h)
-            o, wts = self.attn[l](a_in, a_in, a_in, attn_mask=mask, need_weights=need_attn)
-            h = h + o
+            queries = rows if l == self.L - 1 else None
+            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn, queries)
+            h = (h if queries is None else h[:, queries]) + o
             h = h + self.mlp[l](self.ln2[l](h))
             hs.append(h)
             if need_attn:
@@ -87,9 +142,10 @@ class GPTMini(nn.Module):
         return self.head(self.ln_f(h))[..., 0]
 
     def forward_all(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
-        """Final predictions at every ``x`` position (``x_1..x_n, x_q``): ``(B, n+1)``."""
-        hs, _ = self.hidden(X, y, xq)
-        return self.lens(hs[-1])[:, 1::2]
+        """Final predictions at every ``x`` position (``x_1..x_n, x_q``, positions ``1, 3, ..., 2n+1``):
+        ``(B, n+1)``; the last layer computes only those rows."""
+        hs, _ = self.hidden(X, y, xq, rows=slice(1, None, 2))
+        return self.lens(hs[-1])
 
     def readouts(self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor) -> torch.Tensor:
         """Lens readouts at the query position for ``xq (B, m, d)`` (one sequence per query): ``(L+1, B, m)``."""

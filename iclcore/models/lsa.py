@@ -80,7 +80,7 @@ class TrainedLSA(nn.Module):
 
     def weights(self) -> LSAWeights:
         with torch.no_grad():
-            return LSAWeights(*(m.detach().numpy().copy() for m in (self.K, self.Q, self.V, self.P)))
+            return LSAWeights(*(m.detach().cpu().numpy().copy() for m in (self.K, self.Q, self.V, self.P)))
 
 
 class UntiedLSA(nn.Module):

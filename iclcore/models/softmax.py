@@ -55,7 +55,7 @@ from torch import nn
 
 from iclcore.linalg import stable_rank, top_energy
 from iclcore.lsq.tasks import TaskConfig, sample_prompts
-from iclcore.models.training import TrainConfig, train_loop
+from iclcore.models.training import TrainConfig, torch_device, train_loop
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -300,8 +300,8 @@ def kernel_stats(model: ProbeQueryAttention, k: int = 2) -> KernelStats:
     G = head_kernels(model)
     Gm = G.mean(axis=0)
     with torch.no_grad():
-        nq = torch.linalg.norm(model.W_Q, dim=(-2, -1)).numpy()
-        nk = torch.linalg.norm(model.W_K, dim=(-2, -1)).numpy()
+        nq = torch.linalg.norm(model.W_Q, dim=(-2, -1)).cpu().numpy()
+        nk = torch.linalg.norm(model.W_K, dim=(-2, -1)).cpu().numpy()
     return KernelStats(
         stable_rank_mean=float(stable_rank(Gm)),
         top1_energy_mean=float(top_energy(Gm, 1)),
@@ -512,9 +512,18 @@ def sample_torch_prompts(config: TaskConfig, n: int, rng: np.random.Generator) -
 
 
 def train_attention(
-    model: ProbeQueryAttention, task: TaskConfig, train: TrainConfig, rng: np.random.Generator, topk: int = 2
+    model: ProbeQueryAttention,
+    task: TaskConfig,
+    train: TrainConfig,
+    rng: np.random.Generator,
+    topk: int = 2,
+    *,
+    device: str | torch.device = "cpu",
 ) -> TrainHistory:
     """Train ``model`` in place (online, fresh prompts each step) and checkpoint kernel statistics.
+
+    The model trains on ``device`` (prompts are drawn by ``rng`` on the CPU and then moved) and is
+    moved back to the CPU at the end.
 
     The loss is ``(1/2K) E‖z + Δ_θ(z; X, y) - z⋆‖²`` with ``z = 0`` (one step from the zero
     iterate, the decoder-only objective ``(1/2K) E‖P d - z⋆‖²`` of main paper §3.1 when attention
@@ -552,10 +561,12 @@ def train_attention(
     rng = as_generator(rng)
     hist = TrainHistory()
     K = task.K
+    device = torch_device(device)
+    model.to(device)
 
     def batch_loss(_step: int) -> torch.Tensor:
-        b = sample_torch_prompts(task, train.batch, rng)
-        out = model(torch.zeros(train.batch, K, dtype=torch.float64), b["X"], b["y"])
+        b = {k: v.to(device) for k, v in sample_torch_prompts(task, train.batch, rng).items()}
+        out = model(b["X"].new_zeros(train.batch, K), b["X"], b["y"])
         return ((out - b["beta"]) ** 2).sum(dim=1).mean() / (2 * K)
 
     def checkpoint(step: int, loss: torch.Tensor) -> None:
@@ -571,6 +582,7 @@ def train_attention(
             f"lr: training diverged at step {train.steps} (loss {loss.item()}); lower lr={train.lr}"
         )
     checkpoint(train.steps, loss)
+    model.to("cpu")
     return hist
 
 
@@ -590,6 +602,8 @@ class AttentionRun:
         Seed of the ``numpy`` generator of all training prompts.
     topk : int
         ``k`` of the top-k energy statistic.
+    device : str
+        The torch device it trains on.
     """
 
     attention: AttentionConfig
@@ -598,6 +612,7 @@ class AttentionRun:
     init_seed: int
     data_seed: int
     topk: int = 2
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.attention, AttentionConfig):
@@ -626,5 +641,7 @@ def train_attention_run(run: AttentionRun) -> tuple[ProbeQueryAttention, TrainHi
     if not isinstance(run, AttentionRun):
         raise TypeError(f"run: expected an AttentionRun, got {type(run).__name__}")
     model = ProbeQueryAttention(run.attention, torch.Generator().manual_seed(run.init_seed))
-    history = train_attention(model, run.task, run.train, np.random.default_rng(run.data_seed), run.topk)
+    history = train_attention(
+        model, run.task, run.train, np.random.default_rng(run.data_seed), run.topk, device=run.device
+    )
     return model, history

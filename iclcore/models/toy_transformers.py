@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from iclcore.models.training import TrainConfig, cadence_steps, train_loop
+from iclcore.models.training import TrainConfig, cadence_steps, to_device, torch_device, train_loop
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -189,8 +189,8 @@ def periodic_batch(cfg: AttnConfig, batch: int, generator: torch.Generator) -> t
 def head_matrices(attn: _Attention) -> tuple[np.ndarray, np.ndarray]:
     """Per-head ``OV_h = W_V^h W_O^h`` and ``QK_h = W_Q^h W_K^h^T``, each (H, d_model, d_model), float64."""
     with torch.no_grad():
-        ov = (attn.W_V @ attn.W_O).double().numpy()
-        qk = (attn.W_Q @ attn.W_K.transpose(-1, -2)).double().numpy()
+        ov = (attn.W_V @ attn.W_O).double().cpu().numpy()
+        qk = (attn.W_Q @ attn.W_K.transpose(-1, -2)).double().cpu().numpy()
     return ov, qk
 
 
@@ -212,9 +212,12 @@ class ICLRun:
     seconds: float
 
 
-def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None = None) -> ICLRun:
+def train_icl(
+    cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None = None, *, device: str | torch.device = "cpu"
+) -> ICLRun:
     """Train an :class:`AttnOnlyTransformer` on :func:`periodic_batch` with AdamW
-    (weight decay 0), logging evaluation losses and per-head OV/QK matrices.
+    (weight decay 0), logging evaluation losses and per-head OV/QK matrices. The model trains on
+    ``device``; every batch is drawn on the CPU and then moved.
 
     ``progress`` (e.g. ``{"depth": (2, 4)}``) is shown before ``step k/steps`` in the runner's
     status line (:func:`iclcore.progress.report_progress`)."""
@@ -222,8 +225,9 @@ def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None
 
     t0 = time.time()
     gen = torch.Generator().manual_seed(seed)
-    model = AttnOnlyTransformer(cfg, gen)
-    eval_tokens = periodic_batch(cfg, 256, torch.Generator().manual_seed(seed + 10_000))
+    device = torch_device(device)
+    model = AttnOnlyTransformer(cfg, gen).to(device)
+    eval_tokens = periodic_batch(cfg, 256, torch.Generator().manual_seed(seed + 10_000)).to(device)
     q = max(1, cfg.seq_len // 4)
     logs: dict[str, list] = {k: [] for k in ("steps", "late", "early", "ov", "qk")}
 
@@ -239,7 +243,7 @@ def train_icl(cfg: AttnConfig, seed: int = 0, progress: dict[str, object] | None
         logs["qk"].append(np.stack([m[1] for m in mats]))
 
     def batch_loss(_step: int) -> torch.Tensor:
-        tokens = periodic_batch(cfg, cfg.batch, gen)
+        tokens = periodic_batch(cfg, cfg.batch, gen).to(device)
         logits = model(tokens[:, :-1])
         return F.cross_entropy(logits.reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
 
@@ -378,16 +382,20 @@ class GrokRun:
     seconds: float
 
 
-def train_grokking(cfg: GrokConfig, seed: int = 0, progress: dict[str, object] | None = None) -> GrokRun:
-    """Full-batch AdamW (betas 0.9, 0.98, linear warm-up) on modular addition.
+def train_grokking(
+    cfg: GrokConfig, seed: int = 0, progress: dict[str, object] | None = None, *, device: str | torch.device = "cpu"
+) -> GrokRun:
+    """Full-batch AdamW (betas 0.9, 0.98, linear warm-up) on modular addition, on ``device`` (the
+    split is drawn on the CPU and then moved).
 
     ``progress``: extra counters for the runner's status line, as in :func:`train_icl`."""
     import time
 
     t0 = time.time()
     gen = torch.Generator().manual_seed(seed)
-    model = GrokTransformer(cfg, gen)
-    xtr, ytr, xte, yte = modular_addition_split(cfg, seed)
+    device = torch_device(device)
+    model = GrokTransformer(cfg, gen).to(device)
+    xtr, ytr, xte, yte = to_device(modular_addition_split(cfg, seed), device)
     logs: dict[str, list] = {k: [] for k in ("steps", "trl", "tel", "tra", "tea", "ov", "qk")}
 
     def log(step: int) -> None:
@@ -435,12 +443,14 @@ class ToyModelJob:
 
     ``seed``: the training's only source of randomness (initialisation, batches, evaluation batch or
     train/test split, as in those functions); ``progress``: one counter shown in the runner's status
-    line while the training runs in the notebook's own process, e.g. ``("depth", (2, 4))``.
+    line while the training runs in the notebook's own process, e.g. ``("depth", (2, 4))``;
+    ``device``: the torch device it trains on.
     """
 
     config: AttnConfig | GrokConfig
     seed: int = 0
     progress: tuple[str, object] = ("model", (1, 1))
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, AttnConfig | GrokConfig):
@@ -462,8 +472,8 @@ def train_toy_model(job: ToyModelJob) -> ICLRun | GrokRun:
         raise TypeError(f"job: expected a ToyModelJob, got {type(job).__name__}")
     progress = {job.progress[0]: job.progress[1]}
     if isinstance(job.config, AttnConfig):
-        return train_icl(job.config, seed=job.seed, progress=progress)
-    return train_grokking(job.config, seed=job.seed, progress=progress)
+        return train_icl(job.config, seed=job.seed, progress=progress, device=job.device)
+    return train_grokking(job.config, seed=job.seed, progress=progress, device=job.device)
 
 
 def toy_model_cost(job: ToyModelJob) -> float:

@@ -63,3 +63,69 @@ def test_richardson_unroll_broadcast_products_equal_einsum_matvecs():
     (gf,) = torch.autograd.grad(fast[:, -1].square().sum(), P)
     (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L)[:, -1].square().sum(), P)
     torch.testing.assert_close(gf, gs, rtol=1e-11, atol=1e-12)
+
+
+def test_gpt_explicit_attention_equals_the_fused_multihead_call():
+    """Masked-matmul attention computes what ``nn.MultiheadAttention`` does: residual streams, the
+    head-averaged attention maps and the gradients, to float64 rounding."""
+    from iclcore.gd.depth_probe import sample_probe_tasks
+    from iclcore.models.gpt_mini import GPTMini
+
+    model = GPTMini(3, 7, 3, 12, 3, torch.Generator().manual_seed(0)).double()
+    t = sample_probe_tasks(5, 7, 3, torch.Generator().manual_seed(1))
+    hs, att = model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
+    hs_ref, att_ref = ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0], need_attn=True)
+    assert len(hs) == len(hs_ref) == 4 and len(att) == len(att_ref) == 3
+    for a, b in zip(hs + att, hs_ref + att_ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-13)
+    assert torch.all(torch.triu(att[0][0], 1) == 0)  # causal: no weight on later tokens
+    params = list(model.parameters())
+    g = torch.autograd.grad(model.lens(hs[-1]).square().sum(), params)
+    g_ref = torch.autograd.grad(model.lens(hs_ref[-1]).square().sum(), params)
+    for a, b in zip(g, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    # the training forward computes only the read rows of the last layer: the same predictions
+    hs_ref = ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0]
+    pred, pred_ref = model.forward_all(t.X, t.y, t.xq[:, 0]), model.lens(hs_ref[-1])[:, 1::2]
+    assert pred.shape == (5, 8)
+    torch.testing.assert_close(pred, pred_ref, rtol=1e-12, atol=1e-13)
+    g = torch.autograd.grad(pred.square().sum(), params)
+    g_ref = torch.autograd.grad(pred_ref.square().sum(), params)
+    for a, b in zip(g, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
+    """Eight float32 Adam steps of gd_probe's GPT training give the same losses with the new step
+    (explicit attention, last layer on the read rows, fused Adam) and the old one (fused attention
+    call, per-tensor Adam).
+
+    Error model, fixed in advance: the two attentions sum the same products in a different order, a
+    reordered reduction of length ``n`` moves a float32 result by at most about ``n`` ulp, and the
+    longest reductions here have ``n <= 64`` (the MLP width, 4 x 16); eight warm-up steps of a
+    well-conditioned model are allowed to amplify that by 2, hence a relative tolerance of
+    ``128 eps_32`` (about ``1.5e-5``), the tolerance of the pinned losses of the training loop. A
+    changed learning rate, a skipped step or a wrong mask moves a loss by far more.
+    """
+    import numpy as np
+
+    from iclcore.gd.depth_probe import probe_train_config, sample_probe_tasks
+    from iclcore.models.gpt_mini import GPTMini
+    from iclcore.models.training import train_loop
+
+    curves = []
+    for fused in (False, True):
+        g = torch.Generator().manual_seed(3)
+        model = GPTMini(4, 10, 3, 16, 4, g).float()
+
+        def loss(_k: int, model=model, g=g, fused=fused) -> torch.Tensor:
+            t = sample_probe_tasks(16, 10, 4, g, 1, dtype=torch.float32)
+            if fused:
+                pred = model.lens(ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
+            else:
+                pred = model.forward_all(t.X, t.y, t.xq[:, 0])
+            return 0.5 * ((pred - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
+
+        cfg = probe_train_config(steps=8, lr=1e-2, batch=16, warmup=2, fused=not fused)
+        curves.append(train_loop(model.parameters(), loss, cfg).loss)
+    np.testing.assert_allclose(curves[0], curves[1], rtol=128 * np.finfo(np.float32).eps, atol=0.0)

@@ -65,6 +65,8 @@ def _expect(got: np.ndarray, hexes: list[str]) -> None:
         ({"warmup": -1}, "warmup"),
         ({"log_every": 0}, "log_every"),
         ({"nonfinite": "warn"}, "nonfinite"),
+        ({"fused": True}, "fused"),
+        ({"optimizer": "adam", "fused": 1}, "fused"),
     ],
 )
 def test_config_errors_name_the_parameter(kwargs, name):
