@@ -97,6 +97,22 @@ def test_probe_training_on_an_explicit_cpu_device_equals_the_default():
             assert r.records == runs[0].records
 
 
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_probe_training_on_cuda_equals_the_cpu_to_rounding():
+    """A tiny gd_probe sweep on the GPU: the same batches (drawn on the CPU), so the training losses
+    agree with the CPU's to rounding. Error model as for the pinned losses: reordered reductions of
+    length <= 64 move a result by <= 64 ulp, 3 steps amplify by <= 2, hence ``128 eps`` relative of
+    the run's precision (float64 LSA, float32 GPT; TF32 is off by default in torch)."""
+    from iclcore.gd.depth_probe import ProbeSweep, probe_training_run
+
+    sweep = ProbeSweep(lsa_steps=3, gpt_steps=3, gpt_width=8, gpt_heads=2, n_probe=8, n_rich=4, m_rich=3, n_boot=4)
+    for kind, eps in (("lsa", np.finfo(np.float64).eps), ("gpt", np.finfo(np.float32).eps)):
+        cpu = probe_training_run(sweep, kind, 2, 0)
+        gpu = probe_training_run(sweep, kind, 2, 0, device="cuda")
+        np.testing.assert_allclose(gpu.curve, cpu.curve, rtol=128 * eps, atol=0.0)
+        assert [r["step"] for r in gpu.records] == [r["step"] for r in cpu.records]
+
+
 def test_probe_training_refuses_a_missing_device_before_training():
     from iclcore.gd.depth_probe import ProbeSweep, probe_training_sweep
 
