@@ -45,6 +45,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _results import write_result  # noqa: E402
 from bench_roofline import gpt_forward_flops  # noqa: E402
 
 from iclcore.gd.depth_probe import probe_train_config, sample_probe_tasks  # noqa: E402
@@ -170,6 +171,24 @@ def main() -> None:
     else:
         print(f"goal >= {GOAL}x: NOT met, {GOAL / ratio:.3f}x short (the new step would need to be "
               f"{1e3 * (statistics.median(times['new']) - statistics.median(times['old']) / GOAL):.1f} ms faster)")  # fmt: skip
+
+    new_rate = flops / statistics.median(times["new"]) / 1e9
+    write_result(
+        "gpt_step",
+        {
+            "old step, median (ms)": round(1e3 * statistics.median(times["old"]), 2),
+            "new step, median (ms)": round(1e3 * statistics.median(times["new"]), 2),
+            "speed-up old/new (ratio of medians)": round(ratio, 3),
+            "speed-up, smallest per-repeat ratio": round(min(ratios), 3),
+            "new step (GFLOP/s)": round(new_rate, 1),
+            "share of the 1-thread GEMM peak": round(new_rate / peak_mlp, 3),
+            "GEMM peak, 1 thread (GFLOP/s)": round(peak_mlp, 1),
+            "first losses, max relative difference": float(f"{rel:.3g}"),
+            "repeats": args.repeats,
+        },
+        title="One paper-size GPT training step of gd_probe (1 thread, float32), old against new in one process",
+        goals={"speed-up old/new (ratio of medians)": f">= {GOAL}"},
+    )
 
     if args.compile:
         t0, w0 = time.process_time(), time.perf_counter()
