@@ -110,13 +110,6 @@ def check_root(raw: str) -> Path:
     return root
 
 
-def check_out(raw: str) -> Path:
-    """``--out DIR``: a folder that exists or can be created, and is writable."""
-    if not raw.strip():
-        raise UsageError("--out is empty; give a folder")
-    return check_writable(resolve_path(raw, "--out"), "--out")
-
-
 def check_store(root: Path) -> Path:
     """The store folder, created if needed and writable; a :class:`PathError` naming it otherwise."""
     return check_writable(store_dir(root), "store")
