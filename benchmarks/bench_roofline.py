@@ -1,4 +1,4 @@
-"""Benchmark: achieved GFLOP/s of the book's torch trainings against this machine's GEMM peak (issue 23).
+"""Benchmark: achieved GFLOP/s of the book's torch trainings against this machine's GEMM peak.
 
 Plain script::
 

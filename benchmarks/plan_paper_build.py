@@ -1,4 +1,4 @@
-"""Benchmark: the planned wall time of a paper build against the goals of issue 23.
+"""Benchmark: the planned wall time of a paper build against the goals of a paper build.
 
 Plain script::
 

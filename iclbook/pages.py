@@ -589,12 +589,12 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
     }
 
 
-#: Diagnoses that explain a `predicted` row that differs (issue 27: erratum / finite-size / setting).
+#: Diagnoses that explain a `predicted` row that differs (erratum, finite-size, setting or reading).
 EXPLAINED = ("erratum", "finite-size", "setting", "reading")
 
 
 def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict[str, int]:
-    """The headline of issue 27: `predicted` rows reproduced / explained (a differing row whose diagnosis is
+    """The headline: `predicted` rows reproduced / explained (a differing row whose diagnosis is
     erratum, finite-size, setting or reading) / open (any other differing row) / missing, rows absent and out of
     scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
     pred = [r for r in rows if r.claim.basis == "predicted"]

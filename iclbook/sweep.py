@@ -1,4 +1,4 @@
-"""Sweeps over the settings the papers leave unstated, and the robustness band of each ledger row (issue 26).
+"""Sweeps over the settings the papers leave unstated, and the robustness band of each ledger row.
 
 Declared ranges
 ---------------

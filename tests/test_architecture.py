@@ -1,4 +1,4 @@
-"""The layering of the code base (issue 25): imports run downwards, families form no cycle, other
+"""The layering of the code base: imports run downwards, families form no cycle, other
 families' private names stay private, notebooks use only public API, and ARCHITECTURE.md is current.
 
 The layer table and the static import graph (``ast``, imports inside functions included) live in

@@ -23,12 +23,6 @@ REPORTED = ROOT / "book" / "reported"
 GENERATED = ROOT / "book" / "generated"
 SEEDS_DIR = Path(os.environ.get("ICL_SEEDS_DIR", ROOT.parent / "shared" / "seeds"))
 
-#: Ledger files whose rows are still being labelled: their basis test is an expected failure until then
-#: (strict: once they are labelled it XPASSes, an error, and the file leaves the set). Empty: every file is labelled.
-PENDING_BASIS: set[str] = set()
-#: Papers whose figure/table rows are still being written (issue 14 writes the seed-004 rows).
-PENDING_COVERAGE: set[str] = set()
-
 CLAIMS = load_claims(REPORTED)
 
 _REF = re.compile(r"\b(Fig(?:ure)?s?\.?|Tables?)\s*((?:\d+[A-Za-z]?(?:\([a-z]\))?(?:\s*(?:,|and|&|–|-)\s*(?=\d))?)+)")
@@ -72,15 +66,7 @@ def test_figure_table_refs(text, refs) -> None:
 
 
 # ------------------------------------------------------------------ basis labels
-@pytest.mark.parametrize(
-    "source",
-    [
-        pytest.param(p.name, marks=pytest.mark.xfail(reason="being labelled (issue 11, H3b)", strict=True))
-        if p.name in PENDING_BASIS
-        else p.name
-        for p in sorted(REPORTED.glob("*.yml"))
-    ],
-)
+@pytest.mark.parametrize("source", [p.name for p in sorted(REPORTED.glob("*.yml"))])
 def test_every_row_has_a_basis_and_no_legacy_kind(source: str) -> None:
     rows = [c for c in CLAIMS if c.source == source]
     unlabelled = [c.label for c in rows if c.basis == UNLABELLED]
@@ -104,12 +90,7 @@ def test_every_paper_has_its_text() -> None:
 
 @pytest.mark.parametrize(
     "seed",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(reason="rows being written (issue 14)", strict=True))
-        if s in PENDING_COVERAGE
-        else s
-        for s in ("000", "001", "002", "003", "004")
-    ],
+    ["000", "001", "002", "003", "004"],
 )
 def test_every_figure_and_table_has_a_row(seed: str) -> None:
     text = seed_texts().get(seed)

@@ -1,4 +1,4 @@
-"""Every notebook parameter declares its domain (issue 24 item 1), checked without a kernel.
+"""Every notebook parameter declares its domain, checked without a kernel.
 
 A parameter line declares the values it accepts in its trailing comment (``# ...; range: [1, inf)``
 or ``# choices: [...]``, see :mod:`iclbook.notebooks`); the runner refuses a value outside it before a

@@ -252,7 +252,7 @@ def test_absent_row_needs_no_notebook_and_is_absent() -> None:
         row(
             kind="absent",
             basis="absent",
-            basis_note="chapter Flexformer (issue 12)",
+            basis_note="chapter Flexformer",
             notebook=DROP,
             metric=DROP,
             tolerance=DROP,

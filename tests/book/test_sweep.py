@@ -1,4 +1,4 @@
-"""Sweeps over unstated settings (issue 26): declarations checked before any kernel, the one-at-a-time grid,
+"""Sweeps over unstated settings: declarations checked before any kernel, the one-at-a-time grid,
 one small sweep end to end (cached, resumed, a failing point in one line) and the robustness band."""
 
 from __future__ import annotations

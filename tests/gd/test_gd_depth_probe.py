@@ -69,7 +69,7 @@ def test_robust_statistics_of_an_exact_geometric_sequence():
 
 
 def test_one_exploding_prompt_moves_the_medians_by_less_than_their_se_and_flips_the_means():
-    """Issue 27 item 2: a prompt whose final readout is off by 1e9 (as the LSA's at the paper preset)
+    """A prompt whose final readout is off by 1e9 (as the LSA's at the paper preset)
     flips the mean-based error reduction, slope and rate; the median-based ones move by less than
     their bootstrap standard error over prompts."""
     rng = np.random.default_rng(3)

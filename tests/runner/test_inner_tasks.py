@@ -1,6 +1,6 @@
 """Inner tasks of a notebook (``iclcore.parallel.map_configs``) on a Dask cluster: same bits as locally.
 
-Issue 23, item 1: the independent trainings inside a notebook are tasks of the executor that runs
+The independent trainings inside a notebook are tasks of the executor that runs
 the notebook. Checked here: ``map_configs`` on a ``LocalCluster`` (reached through the scheduler
 address in ``ICL_DASK_SCHEDULER``, as a notebook's kernel reaches it under ``icl-book run
 --scheduler``) returns pickles byte-identical to the local run, for ``gd_probe``'s model function

@@ -1,6 +1,6 @@
 """Inner tasks of the dmft chapters (``iclcore.parallel.map_configs``): picklable, same bits on any executor.
 
-Issue 23, item 1: the independent runs of ``dmft_width`` (spectra, SGD of the width model) and of
+The independent runs of ``dmft_width`` (spectra, SGD of the width model) and of
 ``dmft_attention`` (the Figure-6 network, the untied reduced model with and without label noise, the
 network with trainable read-in and read-out, the flows of the Figure-6e exponent fit) are tasks of ``map_configs``. Each task function is checked on a tiny configuration: a pickle round trip of
 the function and its configuration, and a thread pool of two giving exactly the serial results. The

@@ -1,4 +1,4 @@
-"""Inner tasks of ``logistic_probes`` (issue 23, item 1): the trainings of the probe transformers and of the
+"""Inner tasks of ``logistic_probes`` the trainings of the probe transformers and of the
 grokking model are tasks of :func:`iclcore.parallel.map_configs`, with the same bits on any executor."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Inner tasks of ``softmax_qk``, ``order_parameters`` and ``decoder_outer`` (``iclcore.parallel.map_configs``).
 
-Issue 23, item 1: each task function is picklable with its configuration, and a thread pool returns
+Each task function is picklable with its configuration, and a thread pool returns
 the same bits as the serial map, on tiny configurations.
 """
 

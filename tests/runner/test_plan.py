@@ -1,4 +1,4 @@
-"""``icl-book plan``: list scheduling of notebooks and their inner tasks (issue 23, item 2)."""
+"""``icl-book plan``: list scheduling of notebooks and their inner tasks."""
 
 from __future__ import annotations
 

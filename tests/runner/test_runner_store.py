@@ -169,7 +169,7 @@ def test_coerce_is_exact(raw: str, default, expected) -> None:
 
 @pytest.mark.parametrize("raw", ["16.0", "1e1", "0x10", "0o20", "1_6", "\uff11\uff16", "16 0", "", "- 3"])
 def test_integers_are_plain_decimal_digits_only(raw: str) -> None:
-    """Issue 24 (11): an int is ``[+-]?[0-9]+`` (ASCII); the error names the parameter and what is accepted."""
+    """An int is ``[+-]?[0-9]+`` (ASCII); the error names the parameter and what is accepted."""
     with pytest.raises(NotebookError, match=r"parameter 'K': .*plain decimal digits"):
         coerce(raw, 8, "K")
 
