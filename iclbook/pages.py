@@ -831,7 +831,9 @@ def render_paper_report(
             by_notebook.setdefault(r.claim.notebook, []).append(r)
     rank = {name: i for i, name in enumerate(order or [])}
     notebooks = sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n))
-    lines += _notebook_details(notebooks, by_notebook, paper_of, bands or {}, powers or {}, unsupported or {}, origins)
+    lines += _notebook_details(
+        notebooks, by_notebook, paper_of, bands or {}, powers or {}, unsupported or {}, origins, built, heading="##"
+    )
     return "\n".join(lines)
 
 
