@@ -62,7 +62,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
@@ -77,11 +76,6 @@ from iclcore.dmft.readout import (
     readout_sgd_run,
 )
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
-from iclcore.dmft.scaling import (
-    fit_power_law_drift,
-    fit_power_law_exponent,
-    fit_power_law_weighted,
-)
 from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.untied import (
     UntiedSGDRun,
@@ -96,7 +90,14 @@ from iclcore.models.attention import power_five_constant, power_five_flow
 from iclcore.models.probes import block_average
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.stats import batch_means, standard_error
+from iclcore.stats import (
+    batch_means,
+    fit_offset_power_law,
+    fit_power_law_drift,
+    fit_power_law_exponent,
+    fit_power_law_weighted,
+    standard_error,
+)
 
 use_style()
 t_start = time.time()
@@ -216,11 +217,9 @@ for D_k, (_, gam_k) in zip(D_fs[:-1], flows_e[:3]):
     sel_k = (gam_k > 100) & (gam_k < 1e-2 * D_k**nu)
     fit_fs.append(fit_power_law_exponent(te[sel_k], rrs_loss(gam_k, lam_k, om_k, np.inf)[sel_k]))
 fit_fs = np.array(fit_fs + [fits["w5"]])
-trend_fs, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs.astype(float), fit_fs,
-                        p0=[fit_fs[-1], fit_fs[0] - fit_fs[-1], 0.5], maxfev=20000)
+trend_fs = fit_offset_power_law(D_fs, fit_fs, p0=[fit_fs[-1], fit_fs[0] - fit_fs[-1], 0.5])  # a + b D^-q
 # extrapolation error: the same extrapolation from the three smallest sizes (one size fewer)
-trend_fs3, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs[:-1].astype(float), fit_fs[:-1],
-                         p0=trend_fs, maxfev=20000)
+trend_fs3 = fit_offset_power_law(D_fs[:-1], fit_fs[:-1], p0=trend_fs)
 fig_e, ax = plt.subplots(figsize=(5, 3.6))
 ax.loglog(te, rrs_loss(gam_w5, lam_e, om_e, np.inf), label=f"γ = s⁵ flow: fit {fits['w5']:.3f}, Eq. 22 {5 * beta / (5 * beta + 2):.3f}")
 ax.loglog(te, rrs_loss(gam_g, lam_e, om_e, np.inf), label=f"γ flow: fit {fits['gamma']:.3f}, Eq. 97 {beta / (2 + beta):.3f}")

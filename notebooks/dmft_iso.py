@@ -57,11 +57,10 @@ from iclcore.dmft import reduced_sgd as dr_reduced_sgd
 from iclcore.dmft import rrs as dr_rrs
 from iclcore.dmft import sgd_noise as dr_sgd_noise
 from iclcore.dmft import shallow_sgd as dr_shallow_sgd
-from iclcore.dmft.scaling import fit_power_law_weighted
 from iclcore.lsq.iterates import in_context_gd_predict
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, fit_power_law_weighted, fit_weighted_line, standard_error
 
 use_style()
 t_start = time.time()
@@ -441,17 +440,17 @@ eta_runs = sweeps[r10_D]
 eta_pl = np.array([plateau(eta_runs[e], e)[:2] for e in r10_etas])
 th_inf = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau) for e in r10_etas])
 th_fd = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau, D=r10_D) for e in r10_etas])
-slope_th = float(np.polyfit(np.log(x_r10), np.log(th_inf), 1)[0])  # the same estimator as for the seeds
+slope_th = fit_power_law(x_r10, th_inf).slope  # the same estimator as for the seeds
 # per seed: least-squares slope of log plateau against log(eta/tau) over the grid; mean and SE over seeds, per D
 slope_D, slope_D_se = [], []
 for Dk in size_r10:
     per_seed = np.array([plateau(sweeps[Dk][e], e)[2] for e in r10_etas])  # (n_eta, seeds)
-    sl = np.polyfit(np.log(x_r10), np.log(per_seed), 1)[0]
+    sl = fit_power_law(x_r10, per_seed).slope  # (seeds,)
     slope_D.append(float(sl.mean()))
     slope_D_se.append(float(standard_error(sl)))
 slope_D, slope_D_se = np.array(slope_D), np.array(slope_D_se)
-slope_fit, slope_cov = np.polyfit(1.0 / np.array(size_r10, float), slope_D, 1, w=1.0 / slope_D_se, cov="unscaled")
-slope_ext, slope_ext_se = float(slope_fit[1]), float(np.sqrt(slope_cov[1, 1]))
+slope_1d = fit_weighted_line(1.0 / np.array(size_r10, float), slope_D, slope_D_se)  # intercept: D -> infinity
+slope_ext, slope_ext_se = slope_1d.intercept, slope_1d.intercept_se
 slope_ext_curv = abs(slope_ext - (2 * slope_D[2] - slope_D[1]))
 size_pl = np.array([plateau(sweeps[Dk][0.1], 0.1)[:2] for Dk in size_r10])
 _, q_r10, q_r10_se = fit_power_law_weighted(np.array(size_r10, float), size_pl[:, 0], size_pl[:, 1])
@@ -481,8 +480,8 @@ kap_rat, kap_rat_se = np.array(kap_rat), np.array(kap_rat_se)
 _, q_kap, q_kap_se = fit_power_law_weighted(np.array(kap_size, float), kap_rat - kap_ratio_th, kap_rat_se)
 # D -> infinity extrapolation (Result 10 is the D -> infinity limit; Wishart corrections are O(1/D)): weighted
 # linear fit in 1/D with the seed SEs as given; its curvature term is the change when only D and 2D are used
-kap_fit, kap_cov = np.polyfit(1.0 / np.array(kap_size, float), kap_rat, 1, w=1.0 / kap_rat_se, cov="unscaled")
-kap_ext, kap_ext_se = float(kap_fit[1]), float(np.sqrt(kap_cov[1, 1]))
+kap_1d = fit_weighted_line(1.0 / np.array(kap_size, float), kap_rat, kap_rat_se)
+kap_ext, kap_ext_se = kap_1d.intercept, kap_1d.intercept_se
 kap_ext_curv = abs(kap_ext - (2 * kap_rat[2] - kap_rat[1]))
 off_pl = np.array([eta_runs[e].off_iso[:, int(np.ceil(2.0 / e)):].mean() for e in r10_etas])
 t_r10 = time.time() - t_r10

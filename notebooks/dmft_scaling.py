@@ -51,11 +51,11 @@ from iclcore.dmft.nested import (
     nested_min_loss,
     nested_spectral_bound,
 )
-from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent, scaling_exponents
+from iclcore.dmft.scaling import scaling_exponents
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, fit_power_law_drift, fit_power_law_exponent, standard_error
 
 use_style()
 rng = np.random.default_rng(seed)
@@ -170,11 +170,9 @@ for i, N in enumerate(Ns_f):
     for j, L in enumerate(Ls_f):
         Y_f[:, i, j] = nested_flow_loss(C_f / (N**2 * L), ker, int(L))
 N_opt, L_opt, loss_opt, interior = compute_optimal_frontier(C_f, Ns_f, Ls_f, Y_f)
-front_fit = -fit_power_law_exponent(N_opt[interior], L_opt[interior])
+front = fit_power_law(N_opt[interior], L_opt[interior])  # L* ~ N*^slope, residual standard error
+front_fit, front_se = front.slope, front.slope_se
 front_drift = fit_power_law_drift(N_opt[interior], L_opt[interior])
-_, front_cov = np.polyfit(np.log(N_opt[interior]), np.log(L_opt[interior]), 1, cov="unscaled")
-_res = np.log(L_opt[interior]) - np.polyval(np.polyfit(np.log(N_opt[interior]), np.log(L_opt[interior]), 1), np.log(N_opt[interior]))
-front_se = float(np.sqrt(front_cov[0, 0] * np.sum(_res**2) / max(int(interior.sum()) - 2, 1)))
 front_loss_exp = fit_power_law_exponent(C_f[interior], loss_opt[interior])
 
 # %% tags=["nbval-check-output"]

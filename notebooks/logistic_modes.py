@@ -61,7 +61,7 @@ from iclcore.logistic import sgd as lm_sgd
 from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
 from iclcore.plotting import save_figure, use_style, write_metrics
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, standard_error
 
 use_style()
 T0 = time.time()
@@ -353,10 +353,9 @@ fit_counts = lm_probes.replica_sweep_extrema_counts(res_fs.loss_replicas, res_fs
 fs_counts = fit_counts[[R_fit.index(R_) for R_ in R_fs]]  # (3, 2): A'' peaks, norm extrema
 fs_slopes, fs_slope_se = [], []
 for j, th in enumerate((n_pk_A_th, n_ext_n_th)):
-    (b_, a_), cov_ = np.polyfit(np.log(R_fit), np.log(np.maximum(fit_counts[:, j] - th, 0.5)), 1, cov="unscaled")
-    res_ = np.log(np.maximum(fit_counts[:, j] - th, 0.5)) - (a_ + b_ * np.log(R_fit))
-    fs_slopes.append(float(b_))
-    fs_slope_se.append(float(np.sqrt(cov_[0, 0] * np.sum(res_**2) / (len(R_fit) - 2))))
+    fit_ = fit_power_law(R_fit, np.maximum(fit_counts[:, j] - th, 0.5))  # residual standard error
+    fs_slopes.append(fit_.slope)
+    fs_slope_se.append(fit_.slope_se)
 print("replicas", R_fit, "A'' peaks", fit_counts[:, 0], "norm extrema", fit_counts[:, 1],
       "theory", n_pk_A_th, n_ext_n_th, "excess slopes", np.round(fs_slopes, 2), "+-", np.round(fs_slope_se, 2))
 mer_sim = pr.marginalized_effective_rank(np.abs(r["mp"]["a"].mean(1)), 3, drop_order=np.arange(4))

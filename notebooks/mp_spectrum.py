@@ -53,7 +53,7 @@ from iclcore.spectra.prompt import (
     resolvent_perturbation,
     whitened_spectrum,
 )
-from iclcore.stats import pooled_ks_distance
+from iclcore.stats import fit_power_law, pooled_ks_distance, power_law_design, weighted_least_squares
 
 use_style()
 t_start = time.perf_counter()
@@ -255,25 +255,16 @@ C1 = prompt_excess_risk_first_order(task.Sigma_x, task.Sigma_beta, sigma, lam)
 d_eff = effective_dimension(task.Sigma_x, lam)
 risk_M = np.array([40, 80, 160, 320, 640, 1280])
 ex = np.array([prompt_excess_risk_mc(task.replace(M=int(M)), n_risk_prompts, rng) for M in risk_M])
-slope = np.polyfit(np.log(risk_M), np.log(ex[:, 0]), 1)[0]
-# standard error of the least-squares slope from the per-M Monte Carlo errors of log(excess)
-xc = np.log(risk_M) - np.log(risk_M).mean()
-slope_se = float(np.sqrt(np.sum((xc / np.sum(xc**2)) ** 2 * (ex[:, 1] / ex[:, 0]) ** 2)))
-
-
-def _asymptotic_slope(n_corrections):
-    """Weighted least squares of log excess on 1, log M, 1/M, ..., 1/M^n (weights: inverse squared relative
-    Monte Carlo errors, independent across M): the slope b as M -> infinity and its standard error."""
-    X = np.column_stack([np.ones(len(risk_M)), np.log(risk_M)] + [risk_M ** -float(k) for k in range(1, n_corrections + 1)])
-    w = (ex[:, 0] / ex[:, 1]) ** 2
-    cov = np.linalg.inv(X.T @ (w[:, None] * X))
-    return float((cov @ (X.T @ (w * np.log(ex[:, 0]))))[1]), float(np.sqrt(cov[1, 1]))
-
-
-# the c/M term absorbs the first finite-M correction; the change when the next (1/M^2) is added estimates what
+# log-log slope; its standard error from the per-M Monte Carlo errors of log(excess), independent across M
+fit = fit_power_law(risk_M, ex[:, 0], y_se=ex[:, 1])
+slope, slope_se = fit.slope, fit.slope_se
+# the asymptotic slope b as M -> infinity: weighted least squares of log excess on 1, log M, 1/M (weights: the
+# inverse squared relative Monte Carlo errors); the change when the next term (1/M^2) is added estimates what
 # the truncated fit leaves
-slope_corr, slope_corr_se = _asymptotic_slope(1)
-slope_corr_next = _asymptotic_slope(2)[0]
+w_risk = (ex[:, 0] / ex[:, 1]) ** 2
+corr = weighted_least_squares(power_law_design(risk_M, 1), np.log(ex[:, 0]), w_risk)
+slope_corr, slope_corr_se = float(corr.coef[1]), float(corr.coef_se[1])
+slope_corr_next = float(weighted_least_squares(power_law_design(risk_M, 2), np.log(ex[:, 0]), w_risk).coef[1])
 
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
 ax.errorbar(risk_M, ex[:, 0], yerr=2 * ex[:, 1], fmt="o", label="Monte Carlo (±2 s.e.)")
