@@ -27,6 +27,8 @@ functions. Conventions:
 * :func:`clipped_empirical_bernstein` is a distribution-free upper confidence bound on the mean of
   clipped held-out losses (the statistical certificate of the decoder chapter, MMNN report §2);
   :func:`eb_coverage_from_pool` and :func:`eb_coverage` measure its coverage by simulation.
+* :func:`relative_bias` is the relative deviation of a simulated series from a theory curve: its largest
+  value and its mean with a batch-means standard error (the theory's own error in quadrature).
 * :func:`batch_means` is the mean of a correlated time series (a training loss, an order parameter
   along one run) and its standard error from the means of consecutive blocks.
 * :func:`bootstrap_standard_error` is the bootstrap standard error (over units such as prompts) of
@@ -44,6 +46,8 @@ Regressions (the fits whose slopes and standard errors the ledger grades):
   samples of either sign, and :func:`fit_offset_power_law` extrapolates ``a + b x^{-q}``.
 * :func:`least_squares` and :func:`weighted_least_squares` fit a general design (a
   :class:`LinearModelFit`), e.g. :func:`power_law_design`, a power law with finite-size corrections.
+* :func:`inverse_size_extrapolation` extrapolates estimates at sizes ``…, D, 2D`` to infinite size by a
+  weighted line in ``1/D``, with a curvature term.
 * :func:`win_rate` is the share of paired units on which one loss beats another, with the
   :func:`binomial_standard_error` of a proportion.
 
@@ -64,7 +68,7 @@ import scipy.optimize
 import scipy.stats
 from numpy.typing import ArrayLike
 
-from iclcore.validation import positive_float, positive_int, probability
+from iclcore.validation import nonnegative_float, positive_float, positive_int, probability
 
 __all__ = [
     "SEAgreement",
@@ -99,6 +103,10 @@ __all__ = [
     "power_law_design",
     "binomial_standard_error",
     "win_rate",
+    "SizeExtrapolation",
+    "inverse_size_extrapolation",
+    "RelativeBias",
+    "relative_bias",
 ]
 
 
@@ -1320,3 +1328,118 @@ def win_rate(losses: ArrayLike, rival_losses: ArrayLike) -> tuple[float, float]:
         )
     w = float(np.mean(a < b))
     return w, binomial_standard_error(w, a.size)
+
+
+@dataclass(frozen=True)
+class SizeExtrapolation:
+    """Result of :func:`inverse_size_extrapolation`.
+
+    Attributes
+    ----------
+    limit, limit_se : float
+        The intercept ``a`` of ``v(D) ≈ a + c/D`` and its standard error (the ``se`` taken as given).
+    curvature : float
+        ``|a − (2 v(2D) − v(D))|``: the change when only the two largest sizes are used, an estimate
+        of the neglected ``O(1/D²)``.
+    fit : LineFit
+        The weighted line in ``1/D``.
+    """
+
+    limit: float
+    limit_se: float
+    curvature: float
+    fit: LineFit
+
+
+def inverse_size_extrapolation(sizes: ArrayLike, values: ArrayLike, se: ArrayLike) -> SizeExtrapolation:
+    """Extrapolate estimates ``v(D)`` to ``D → ∞`` by a weighted fit ``v ≈ a + c/D``, with a curvature term.
+
+    For finite-size corrections of order ``1/D`` (e.g. Wishart moments): :func:`fit_weighted_line` of
+    ``v`` against ``1/D`` with the standard errors ``se`` as given; its intercept ``a`` is the limit.
+    The two largest sizes must be ``D`` and ``2D``: the line through them alone has intercept
+    ``2 v(2D) − v(D)``, and its distance to ``a`` is the curvature term (what the ``c/D`` model leaves).
+
+    Parameters
+    ----------
+    sizes : array_like, shape (n,)
+        Increasing positive sizes, ``n >= 3``, the last twice the one before.
+    values, se : array_like, shape (n,)
+        The estimates and their positive standard errors.
+
+    Returns
+    -------
+    SizeExtrapolation
+
+    Examples
+    --------
+    >>> D = np.array([8.0, 16.0, 32.0])
+    >>> e = inverse_size_extrapolation(D, 2.0 + 3.0 / D, np.full(3, 0.01))
+    >>> round(e.limit, 12), round(e.curvature, 12)
+    (2.0, 0.0)
+    """
+    x = np.asarray(sizes, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 3 or np.any(x <= 0) or np.any(np.diff(x) <= 0):
+        raise ValueError(f"sizes: expected at least 3 increasing positive sizes, got {sizes!r}")
+    if x[-1] != 2 * x[-2]:
+        raise ValueError(f"sizes: the two largest sizes must be D and 2D, got {x[-2]:g} and {x[-1]:g}")
+    fit = fit_weighted_line(1.0 / x, v, se)
+    return SizeExtrapolation(fit.intercept, fit.intercept_se, float(abs(fit.intercept - (2 * v[-1] - v[-2]))), fit)
+
+
+@dataclass(frozen=True)
+class RelativeBias:
+    """Result of :func:`relative_bias`.
+
+    Attributes
+    ----------
+    max_abs : float
+        ``max_t |r_t|``.
+    bias, se : float
+        The mean of ``r_t`` and its batch-means standard error (:func:`batch_means`).
+    z : float
+        ``|bias| / se``.
+    z_with_reference : float
+        ``|bias| / sqrt(se² + reference_sd²)``: the reference's own error in quadrature.
+    """
+
+    max_abs: float
+    bias: float
+    se: float
+    z: float
+    z_with_reference: float
+
+
+def relative_bias(
+    series: ArrayLike, reference: ArrayLike, reference_sd: float = 0.0, n_blocks: int = 10
+) -> RelativeBias:
+    """Relative deviation ``r_t = series_t / reference_t − 1`` of a correlated series from a reference curve.
+
+    A simulated path (one SGD run) against its theory over a window: the largest ``|r_t|``, the mean
+    bias with its standard error by batch means (consecutive blocks, :func:`batch_means`), and the
+    bias in units of that standard error, alone and with the reference's relative standard deviation
+    ``reference_sd`` (e.g. its Monte Carlo error) added in quadrature.
+
+    Parameters
+    ----------
+    series, reference : array_like, shape (T,)
+        ``reference`` non-zero.
+    reference_sd : float
+        Relative standard deviation of the reference (``>= 0``).
+    n_blocks : int
+        Batch-means blocks.
+
+    Returns
+    -------
+    RelativeBias
+
+    Examples
+    --------
+    >>> b = relative_bias(np.full(20, 1.1), np.ones(20) + 0.01 * np.cos(np.arange(20)))
+    >>> round(b.max_abs, 2), round(b.bias, 2)
+    (0.11, 0.1)
+    """
+    r = np.asarray(series, dtype=float) / np.asarray(reference, dtype=float) - 1
+    bias, se = batch_means(r, n_blocks)
+    sd = nonnegative_float(reference_sd, "reference_sd")
+    return RelativeBias(float(np.max(np.abs(r))), bias, se, abs(bias) / se, abs(bias) / float(np.hypot(se, sd)))

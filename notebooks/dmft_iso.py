@@ -60,7 +60,7 @@ from iclcore.dmft import shallow_sgd as dr_shallow_sgd
 from iclcore.lsq.iterates import in_context_gd_predict
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
-from iclcore.stats import fit_power_law, fit_power_law_weighted, fit_weighted_line, standard_error
+from iclcore.stats import fit_power_law, fit_power_law_weighted, inverse_size_extrapolation, standard_error
 
 use_style()
 t_start = time.time()
@@ -422,12 +422,6 @@ print(f"attention / Eq. 4 vs in-context GD: max |diff| {id_dev:.1e} (max |f| {id
 r10_etas = [0.025, 0.05, 0.1, 0.2]
 
 
-def plateau(ens, eta):
-    """Per-seed mean of the noise over theory time [2, 3.5]; returns (mean, SE over seeds, per-seed values)."""
-    v = ens.noise[:, int(np.ceil(2.0 / eta)):].mean(axis=1)
-    return float(v.mean()), float(standard_error(v)), v
-
-
 def r10_run(D_k, eta, kappa_k=1.0):
     return dr_sgd_noise.shallow_sgd_ensemble(D_k, 1.0, kappa_k, r10_tau, eta, int(np.ceil(3.5 / eta)), r10_seeds, rng)
 
@@ -436,59 +430,45 @@ t_r10 = time.time()
 x_r10 = np.array(r10_etas) / r10_tau
 size_r10 = [max(4, r10_D // 2), r10_D, 2 * r10_D]
 sweeps = {Dk: {eta: r10_run(Dk, eta) for eta in r10_etas} for Dk in size_r10}
+plateaus = {Dk: [dr_sgd_noise.noise_plateau(sweeps[Dk][e], e) for e in r10_etas] for Dk in size_r10}  # t in [2, 3.5]
 eta_runs = sweeps[r10_D]
-eta_pl = np.array([plateau(eta_runs[e], e)[:2] for e in r10_etas])
+eta_pl = np.array([(p.mean, p.se) for p in plateaus[r10_D]])
 th_inf = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau) for e in r10_etas])
 th_fd = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau, D=r10_D) for e in r10_etas])
 slope_th = fit_power_law(x_r10, th_inf).slope  # the same estimator as for the seeds
-# per seed: least-squares slope of log plateau against log(eta/tau) over the grid; mean and SE over seeds, per D
-slope_D, slope_D_se = [], []
-for Dk in size_r10:
-    per_seed = np.array([plateau(sweeps[Dk][e], e)[2] for e in r10_etas])  # (n_eta, seeds)
-    sl = fit_power_law(x_r10, per_seed).slope  # (seeds,)
-    slope_D.append(float(sl.mean()))
-    slope_D_se.append(float(standard_error(sl)))
-slope_D, slope_D_se = np.array(slope_D), np.array(slope_D_se)
-slope_1d = fit_weighted_line(1.0 / np.array(size_r10, float), slope_D, slope_D_se)  # intercept: D -> infinity
-slope_ext, slope_ext_se = slope_1d.intercept, slope_1d.intercept_se
-slope_ext_curv = abs(slope_ext - (2 * slope_D[2] - slope_D[1]))
-size_pl = np.array([plateau(sweeps[Dk][0.1], 0.1)[:2] for Dk in size_r10])
+# per seed: least-squares slope of log plateau against log(eta/tau) over the grid; mean and SE over seeds, per D;
+# then the D -> infinity extrapolation a + c/D (seed SEs as given) with its curvature term
+slope_D, slope_D_se = np.array([dr_sgd_noise.noise_plateau_slope(plateaus[Dk], x_r10) for Dk in size_r10]).T
+slope_1d = inverse_size_extrapolation(size_r10, slope_D, slope_D_se)
+slope_ext, slope_ext_se, slope_ext_curv = slope_1d.limit, slope_1d.limit_se, slope_1d.curvature
+size_pl = np.array([(p.mean, p.se) for p in (plateaus[Dk][r10_etas.index(0.1)] for Dk in size_r10)])
 _, q_r10, q_r10_se = fit_power_law_weighted(np.array(size_r10, float), size_pl[:, 0], size_pl[:, 1])
 kappas = [0.5, 4.0]
 kap_runs = {k: r10_run(r10_D, 0.1, k) for k in kappas}
-kap_mean_z = []
-for k in kappas:
-    dmean = (kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1)  # per seed, over all steps
-    kap_mean_z.append(abs(float(dmean.mean())) / float(standard_error(dmean)))
+kap_dmean = [(kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1) for k in kappas]  # per seed, over all steps
+kap_mean_z = [abs(float(dm.mean())) / float(standard_error(dm)) for dm in kap_dmean]
 kap_tcrit = float(sp_stats.t.ppf(1 - 0.01 / (2 * len(kappas)), r10_seeds - 1))
-kap_mean_se = max(float(standard_error((kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1))) for k in kappas)
-(n_lo, se_lo, _), (n_hi, se_hi, _) = (plateau(kap_runs[k], 0.1) for k in kappas)
-kap_ratio = n_lo / n_hi
-kap_ratio_se = kap_ratio * float(np.hypot(se_lo / n_lo, se_hi / n_hi))
+kap_mean_se = max(float(standard_error(dm)) for dm in kap_dmean)
+kap_ratio, kap_ratio_se = dr_sgd_noise.noise_plateau_ratio(*(dr_sgd_noise.noise_plateau(kap_runs[k], 0.1) for k in kappas))
 kap_ratio_th = dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 0.5, r10_tau) / dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 4.0, r10_tau)
 kap_ratio_fd = (dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 0.5, r10_tau, D=r10_D)
                 / dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 4.0, r10_tau, D=r10_D))
 # finite-size evidence for the noise ratio: the same ratio at D/2, D, 2D and a weighted fit of its gap to Result 10
 kap_size = [max(4, r10_D // 2), r10_D, 2 * r10_D]
-kap_rat, kap_rat_se = [], []
-for Dk in kap_size:
-    rr = kap_runs if Dk == r10_D else {k: r10_run(Dk, 0.1, k) for k in kappas}
-    (a_, sa_, _), (b_, sb_, _) = (plateau(rr[k], 0.1) for k in kappas)
-    kap_rat.append(a_ / b_)
-    kap_rat_se.append(a_ / b_ * float(np.hypot(sa_ / a_, sb_ / b_)))
-kap_rat, kap_rat_se = np.array(kap_rat), np.array(kap_rat_se)
+kap_size_runs = {Dk: kap_runs if Dk == r10_D else {k: r10_run(Dk, 0.1, k) for k in kappas} for Dk in kap_size}
+kap_rat, kap_rat_se = np.array([dr_sgd_noise.noise_plateau_ratio(*(dr_sgd_noise.noise_plateau(rr[k], 0.1) for k in kappas))
+                                for rr in kap_size_runs.values()]).T
 _, q_kap, q_kap_se = fit_power_law_weighted(np.array(kap_size, float), kap_rat - kap_ratio_th, kap_rat_se)
 # D -> infinity extrapolation (Result 10 is the D -> infinity limit; Wishart corrections are O(1/D)): weighted
 # linear fit in 1/D with the seed SEs as given; its curvature term is the change when only D and 2D are used
-kap_1d = fit_weighted_line(1.0 / np.array(kap_size, float), kap_rat, kap_rat_se)
-kap_ext, kap_ext_se = kap_1d.intercept, kap_1d.intercept_se
-kap_ext_curv = abs(kap_ext - (2 * kap_rat[2] - kap_rat[1]))
+kap_1d = inverse_size_extrapolation(kap_size, kap_rat, kap_rat_se)
+kap_ext, kap_ext_se, kap_ext_curv = kap_1d.limit, kap_1d.limit_se, kap_1d.curvature
 off_pl = np.array([eta_runs[e].off_iso[:, int(np.ceil(2.0 / e)):].mean() for e in r10_etas])
 t_r10 = time.time() - t_r10
 
 fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
 for i, Dk in enumerate(size_r10):
-    pl_k = np.array([plateau(sweeps[Dk][e], e)[:2] for e in r10_etas])
+    pl_k = np.array([(p.mean, p.se) for p in plateaus[Dk]])
     ax[0].errorbar(x_r10, pl_k[:, 0], yerr=pl_k[:, 1], fmt="o", ms=4, capsize=2, color=f"C{i}",
                    label=f"SGD, D = {Dk}: slope {slope_D[i]:.3f} ± {slope_D_se[i]:.3f}")
 ax[0].plot(x_r10, th_inf, "k-", lw=1, label=f"Result 10, C(∞) = b/(1−a): slope {slope_th:.3f}")

@@ -44,16 +44,16 @@ import numpy as np
 from iclcore.lsq.moments import effective_dimension
 from iclcore.lsq.tasks import TaskConfig
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.spectra.mp import mp_atom, mp_cdf, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
+from iclcore.spectra.mp import mp_atom, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
 from iclcore.spectra.prompt import (
     concentration_experiment,
     haar_rotated_covariance,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
     resolvent_perturbation,
-    whitened_spectrum,
+    whitened_spectrum_sample,
 )
-from iclcore.stats import fit_power_law, pooled_ks_distance, power_law_design, weighted_least_squares
+from iclcore.stats import fit_power_law, power_law_design, weighted_least_squares
 
 use_style()
 t_start = time.perf_counter()
@@ -68,20 +68,11 @@ rng = np.random.default_rng(seed)
 # %%
 gammas = [0.25, 0.5, 1.0, 2.0]
 Sigma_hist = haar_rotated_covariance(np.geomspace(cond, 1.0, K_hist) / np.geomspace(cond, 1.0, K_hist).mean(), rng)
-L_hist = np.linalg.cholesky(Sigma_hist)
-hist_results = {}
-for g in gammas:
-    M = int(round(K_hist / g))
-    X = rng.standard_normal((n_hist_draws, M, K_hist)) @ L_hist.T
-    ev_draws = whitened_spectrum(X, Sigma_hist)  # (draws, K), ascending
-    raw = np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X / M).ravel()
-    ev = ev_draws.ravel()
-    zero_frac = float(np.mean(np.abs(ev) < 1e-8 * ev.max()))  # rounding-level eigenvalues
-    nz = ev_draws[:, max(0, K_hist - M):].ravel()  # the min(K, M) structurally nonzero eigenvalues
-    atom = mp_atom(g)
-    # KS distance of the pooled nonzero eigenvalues, with the SE of the pooled cdf (over draws) at the sup point
-    ks, ks_se = pooled_ks_distance(ev_draws[:, max(0, K_hist - M):], lambda x: (mp_cdf(x, g) - atom) / (1 - atom))
-    hist_results[g] = dict(M=M, ev=ev, nz=nz, raw=raw, zero_frac=zero_frac, ks=ks, ks_se=ks_se)
+# per gamma: the whitened spectra of n_hist_draws prompts, the zero fraction (atom) and the KS distance of the
+# pooled nonzero eigenvalues, with the SE of the pooled cdf (over draws) at the sup point
+samples = {g: whitened_spectrum_sample(Sigma_hist, g, n_hist_draws, rng) for g in gammas}
+hist_results = {g: dict(M=r.M, ev=r.eigenvalues.ravel(), nz=r.nonzero, raw=r.raw, zero_frac=r.zero_fraction, ks=r.ks,
+                        ks_se=r.ks_se) for g, r in samples.items()}
 
 fig, axes = plt.subplots(1, len(gammas), figsize=(13, 3.2))
 for ax, g in zip(axes, gammas):

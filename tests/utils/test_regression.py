@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from iclcore.stats import (
+    batch_means,
     binomial_standard_error,
     fit_line,
     fit_offset_power_law,
@@ -16,8 +17,10 @@ from iclcore.stats import (
     fit_power_law_exponent,
     fit_power_law_weighted,
     fit_weighted_line,
+    inverse_size_extrapolation,
     least_squares,
     power_law_design,
+    relative_bias,
     weighted_least_squares,
     win_rate,
 )
@@ -207,3 +210,32 @@ def test_win_rate_is_a_share_with_binomial_standard_error() -> None:
         binomial_standard_error(1.5, 10)
     with pytest.raises(ValueError, match="losses"):
         win_rate([1.0], [1.0, 2.0])
+
+
+def test_inverse_size_extrapolation_recovers_the_limit_and_measures_curvature() -> None:
+    D = np.array([8.0, 16.0, 32.0])
+    se = np.full(3, 0.01)
+    e = inverse_size_extrapolation(D, 2.0 + 3.0 / D, se)
+    assert e.limit == pytest.approx(2.0, rel=1e-12) and e.curvature == pytest.approx(0.0, abs=1e-12)
+    assert e.limit_se == pytest.approx(fit_weighted_line(1.0 / D, 2.0 + 3.0 / D, se).intercept_se, rel=1e-15)
+    curved = 2.0 + 3.0 / D + 20.0 / D**2  # an O(1/D^2) term: the curvature term sees it
+    e2 = inverse_size_extrapolation(D, curved, se)
+    assert e2.curvature == pytest.approx(abs(e2.limit - (2 * curved[2] - curved[1])), rel=1e-12)
+    assert e2.curvature > 0.01
+    with pytest.raises(ValueError, match="2D"):
+        inverse_size_extrapolation([8.0, 16.0, 24.0], [1.0, 1.0, 1.0], se)
+
+
+def test_relative_bias_batch_means_and_z_scores() -> None:
+    rng = np.random.default_rng(7)
+    ref = np.linspace(1.0, 2.0, 400)
+    series = ref * (1.02 + 0.01 * rng.standard_normal(400))
+    b = relative_bias(series, ref, reference_sd=0.003, n_blocks=10)
+    r = series / ref - 1
+    assert b.max_abs == pytest.approx(np.max(np.abs(r)), rel=1e-15)
+    m, se = batch_means(r, 10)
+    assert (b.bias, b.se) == (m, se)
+    assert b.z == pytest.approx(abs(m) / se) and b.z_with_reference == pytest.approx(abs(m) / math.hypot(se, 0.003))
+    assert b.bias == pytest.approx(0.02, abs=4 * b.se)
+    with pytest.raises(ValueError, match="reference_sd"):
+        relative_bias(series, ref, reference_sd=-1.0)
