@@ -57,6 +57,7 @@ import numpy as np
 from iclcore.logistic import exact as lm_exact
 from iclcore.logistic import model as lm_model
 from iclcore.logistic import probes as lm_probes
+from iclcore.logistic import replicas as lm_replicas
 from iclcore.logistic import sgd as lm_sgd
 from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
@@ -138,15 +139,11 @@ fig, axes = plt.subplots(2, 3, figsize=(11, 6.4))
 for row, name in enumerate(["A", "C"]):
     r = runs[name]
     blk = r["res"].blocks_mode_basis()
-    M = blk["p2"] @ blk["q1"]
-    tail = slice(-max(1, len(r["t"]) // 10), None)
-    M_end = M[tail].mean(axis=(0, 1))
     paper = lm_theory.paper_fixed_point(r["s"], r["N"])
     exact = lm_exact.exact_fixed_point(r["s"], r["N"], r["prob"].c)
-    sim = np.diag(M_end)
-    per_replica = np.diagonal(M[tail].mean(axis=0), axis1=-2, axis2=-1)  # (R, d): tail mean of each replica
-    se_rel = float(np.max(standard_error(per_replica, axis=0) / paper))
-    fp[name] = dict(sim=sim, paper=paper, exact=exact, offdiag=np.max(np.abs(M_end - np.diag(sim))), se_rel=se_rel)
+    est = lm_replicas.fixed_point_estimate(blk["p2"] @ blk["q1"], paper)  # tail mean, SE over replicas
+    M_end, sim = est.matrix, est.diagonal
+    fp[name] = dict(sim=sim, paper=paper, exact=exact, offdiag=est.offdiag, se_rel=est.se_rel)
     vmax = max(sim.max(), paper.max(), exact.max())
     for ax, mat, title in ((axes[row, 0], M_end, "simulation"), (axes[row, 1], np.diag(paper), "paper 1/s_inf")):
         im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=vmax)
@@ -213,23 +210,14 @@ for row, name in enumerate(["A", "C"]):
     ax.legend(loc="center right")
     a_mean = a.mean(1)
     scale = r["a_exact"][-1]
-    th_sim = lm_exact.crossing_times(t, a_mean, a_mean[-max(1, len(t) // 10):].mean(0) / 2)
-    # SE of the smallest increment of t_half: per-replica half times, increments at the same pair of modes
-    th_rep = np.array([lm_exact.crossing_times(t, a[:, j], a[-max(1, len(t) // 10):, j].mean(0) / 2)
-                       for j in range(a.shape[1])])  # (R, d)
-    dth = np.diff(th_rep, axis=1)[:, int(np.argmin(np.diff(th_sim)))]
-    th_inc_se = standard_error(dth) if np.sum(np.isfinite(dth)) == dth.size >= 2 else float("inf")
+    th = lm_replicas.half_time_estimate(t, a)  # and the SE of its smallest increment over replicas
     th_exact = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
     th_paper = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
     th_paper1 = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P)
-    a_se = standard_error(a, axis=1)
     traj[name] = dict(
-        rms_se=float(np.sqrt(np.mean((a_se / scale) ** 2))), C_end_se=float(standard_error(C[-1])),
-        C_flow=C_flow,
-        rms_exact=float(np.sqrt(np.mean(((a_mean - r["a_exact"]) / scale) ** 2))),
-        rms_paper=float(np.sqrt(np.mean(((a_mean - r["a_paper"]) / scale) ** 2))),
-        rms_paper1=float(np.sqrt(np.mean(((a_mean - r["a_paper1"]) / scale) ** 2))),
-        th_sim=th_sim, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1, th_inc_se=th_inc_se,
+        rms_se=lm_replicas.relative_rms(standard_error(a, axis=1), 0.0, scale), C_end_se=float(standard_error(C[-1])),
+        C_flow=C_flow, **{f"rms_{k}": lm_replicas.relative_rms(a_mean, r[f"a_{k}"], scale) for k in ("exact", "paper", "paper1")},
+        th_sim=th.times, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1, th_inc_se=th.min_increment_se,
         C_end=float(C[-1].mean()), norm_end=float(pn[-1].mean()),
         pq_split_exact=float(np.max(np.abs(r["p_exact"][-1] - r["q_exact"][-1]))),
     )
@@ -279,7 +267,7 @@ for ax, xscale in zip(axes, ("linear", "log")):
 axes[0].legend()
 axes[1].set_title("grey lines: predicted cliff times t_cliff,alpha")
 save_figure(fig, "fig3_loss_plateaus")
-tail = slice(-max(1, len(t) // 10), None)
+tail = lm_replicas.tail_window(len(t))
 loss_end = {name: float(runs[name]["res"].loss[tail].mean()) for name in runs}
 loss_end_se = {name: float(standard_error(runs[name]["res"].loss_replicas[tail].mean(0))) for name in runs}
 # plateaus and cliffs in regime B: measured cliff (a at 1/3 of the paper's fixed point) against t_cliff of (13)
@@ -287,9 +275,8 @@ aB = r["mp"]["a"]
 lvlB = lm_theory.paper_fixed_point(sB, NB)
 cliff_sim = lm_exact.crossing_times(t, aB.mean(1), lvlB / 3)
 learned_B = np.isfinite(lm_exact.crossing_times(t, aB.mean(1), lvlB / 2))
-cliff_rep = np.array([lm_exact.crossing_times(t, aB[:, j], lvlB / 3) for j in range(aB.shape[1])])
 cliff_offset_B = np.abs(cliff_sim - tc_B) / tau_B
-cliff_se_B = np.nanstd(cliff_rep, axis=0, ddof=1) / np.sqrt(aB.shape[1]) / tau_B
+cliff_se_B = lm_replicas.crossing_time_standard_error(t, aB, lvlB / 3) / tau_B
 # curvature of each mode's share of the loss (14) in regime B, for the probes below
 curv_B = []
 for k in range(4):
