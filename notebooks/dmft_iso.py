@@ -247,18 +247,12 @@ dev7_first5_corr, dev7_first5_paper = 0.0, 0.0
 E5_sim = E5_paper = E5_corr = None
 for j, (name, lst) in enumerate(settings.items()):
     for i, st in enumerate(lst):
-        Pn, Kn, Bn = (max(1, int(round(st[k] * fig7_D))) for k in ("alpha", "kappa", "tau"))
         th = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"])
         th_fd = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], D=fig7_D)
         th_paper = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], paper_initial_condition=True)
-        pe, lo = [], []
-        for _ in range(fig7_seeds):
-            cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=fig7_D, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
-            res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
-            pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
-            lo.append(res.batch_loss)
-        pe_seeds, lo_seeds = np.array(pe), np.array(lo)
-        pe, lo = np.mean(pe, axis=0), np.mean(lo, axis=0)
+        runs7 = dr_reduced_sgd.shallow_iso_sgd_runs(fig7_D, st["alpha"], st["kappa"], st["tau"], fig7_eta, fig7_steps, fig7_seeds, rng)
+        pe_seeds, lo_seeds = runs7.param_error, runs7.batch_loss  # (seeds, steps)
+        pe, lo = np.mean(pe_seeds, axis=0), np.mean(lo_seeds, axis=0)
         # the batch loss at step s is evaluated at Γ(s-1): compare with theory one step earlier
         th_loss_prev = np.concatenate([[1.0], th.icl_loss[:-1]])
         lab = f"{name} = {st[name]:g}"
@@ -310,12 +304,8 @@ th7 = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st7["alpha"], st7["kap
 lvl_th7 = float(np.mean(th7.param_error[19:]))
 gap7, gap7_se = [], []
 for D_k in size_D:
-    Pn, Kn, Bn = (max(1, int(round(st7[k] * D_k))) for k in ("alpha", "kappa", "tau"))
-    lv = []
-    for _ in range(fig7_size_seeds):
-        cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=D_k, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
-        res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
-        lv.append(np.mean((res.gamma_sq_mean - 2 * res.gamma_mean + 1)[19:]))
+    runs_k = dr_reduced_sgd.shallow_iso_sgd_runs(D_k, st7["alpha"], st7["kappa"], st7["tau"], fig7_eta, fig7_steps, fig7_size_seeds, rng)
+    lv = [np.mean(pe_k[19:]) for pe_k in runs_k.param_error]  # per-seed plateau (steps >= 20)
     gap7.append(np.mean(lv) / lvl_th7 - 1)
     gap7_se.append(float(standard_error(np.array(lv))) / lvl_th7)
 gap7, gap7_se = np.array(gap7), np.array(gap7_se)

@@ -24,6 +24,8 @@ __all__ = [
     "ReducedGammaSGDResult",
     "simulate_reduced_gamma_sgd",
     "reduced_gamma_loss_mc",
+    "ShallowISORuns",
+    "shallow_iso_sgd_runs",
 ]
 
 
@@ -287,3 +289,49 @@ def reduced_gamma_loss_mc(
         done += loss.size
     v = np.concatenate(vals)[:n_contexts]
     return float(v.mean()), float(standard_error(v))
+
+
+@dataclass(frozen=True)
+class ShallowISORuns:
+    """Independent depth-1 ISO SGD runs (:func:`shallow_iso_sgd_runs`), one row per seed.
+
+    Attributes
+    ----------
+    param_error : ndarray, shape (seeds, steps)
+        ``(1/D)|Γ − I|² = tr ΓᵀΓ − 2 tr Γ + 1`` after each step.
+    batch_loss : ndarray, shape (seeds, steps)
+        The mean loss of each step's batch (evaluated at the ``Γ`` before the step).
+    """
+
+    param_error: np.ndarray
+    batch_loss: np.ndarray
+
+
+def shallow_iso_sgd_runs(
+    D: int, alpha: float, kappa: float, tau: float, eta: float, steps: int, seeds: int, rng: np.random.Generator
+) -> ShallowISORuns:
+    """``seeds`` independent depth-1 ISO SGD runs at ``P = αD``, ``K = κD``, ``B = τD`` (Bordelon et al. App. C.1, Fig. 7).
+
+    Each run is :func:`simulate_reduced_gamma_sgd` from ``Γ = 0`` with the sizes rounded to integers
+    ``>= 1``; the runs draw from ``rng`` one after the other.
+
+    Parameters
+    ----------
+    D : int
+    alpha, kappa, tau : float
+        Context length, evaluation points and batch size per dimension.
+    eta : float
+    steps, seeds : int
+
+    Returns
+    -------
+    ShallowISORuns
+    """
+    P, K, B = (max(1, int(round(v * D))) for v in (alpha, kappa, tau))
+    cfg = ReducedGammaSGDConfig("iso", D=D, L=1, B=B, eta=eta, steps=steps, P=P, K=K)
+    pe, lo = [], []
+    for _ in range(positive_int(seeds, "seeds")):
+        res = simulate_reduced_gamma_sgd(cfg, rng)
+        pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
+        lo.append(res.batch_loss)
+    return ShallowISORuns(np.array(pe), np.array(lo))

@@ -570,3 +570,16 @@ def test_scalar_descent_path_is_the_discrete_recursion() -> None:
         scalar_descent_path(lambda g: g, 0.0, 3)
     with pytest.raises(ValueError, match="^steps"):
         scalar_descent_path(lambda g: g, 0.1, -1)
+
+
+def test_shallow_iso_sgd_runs_are_independent_seeded_runs_in_order():
+    runs = reduced_sgd_.shallow_iso_sgd_runs(6, 1.0, 0.5, 2.0, 0.1, 15, 3, np.random.default_rng(4))
+    assert runs.param_error.shape == runs.batch_loss.shape == (3, 15)
+    rng = np.random.default_rng(4)
+    cfg = reduced_sgd_.ReducedGammaSGDConfig("iso", D=6, L=1, B=12, eta=0.1, steps=15, P=6, K=3)
+    for j in range(3):
+        res = reduced_sgd_.simulate_reduced_gamma_sgd(cfg, rng)
+        np.testing.assert_array_equal(runs.param_error[j], res.gamma_sq_mean - 2 * res.gamma_mean + 1)
+        np.testing.assert_array_equal(runs.batch_loss[j], res.batch_loss)
+    assert np.all(runs.param_error >= -1e-12)  # (1/D)|Gamma - I|^2 is a squared norm
+    assert not np.array_equal(runs.param_error[0], runs.param_error[1])
