@@ -375,3 +375,20 @@ def test_width_loss_se_is_the_spread_of_the_projections() -> None:
     assert width_loss_se(0.7, width_spectrum_mc(lam, omega, 60, np.random.default_rng(2)), 3) == 0.0
     with pytest.raises(ValueError, match="spec"):
         width_loss_se(0.7, width_spectrum_mc(lam, omega, 15, np.random.default_rng(2)), 3)
+
+
+@pytest.mark.parametrize("L", [2, 4])
+def test_balanced_optimum_stability_is_a_saddle_with_exchangeable_layers(L):
+    from iclcore.dmft.rrs import rrs_optimum
+    from iclcore.dmft.untied import balanced_optimum_stability, untied_balanced_hessian, untied_optimum
+
+    lam, omega = power_law_spectrum(40, 1.0, 1.0)
+    st = balanced_optimum_stability(lam, omega, L)
+    g_star, l_bal = rrs_optimum(lam, omega, L)
+    assert (st.longitudinal, st.transverse) == untied_balanced_hessian(g_star, lam, omega, L)
+    assert st.balanced_loss == l_bal and st.untied_loss == untied_optimum(lam, omega, L)[1]
+    assert st.transverse < 0 < st.longitudinal
+    assert st.untied_loss < st.balanced_loss
+    assert st.gradient_spread < 1e-6  # exchangeable layers: equal gradients at a balanced point
+    with pytest.raises(ValueError, match="^L"):
+        balanced_optimum_stability(lam, omega, 1)
