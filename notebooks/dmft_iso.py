@@ -134,13 +134,9 @@ for a in alphas:
 
 n_const = steps - n_anneal
 checkpoints = [n_const // 4, n_const // 2, n_const - 1]
-dev_loss, dev_gamma = 0.0, 0.0
-for r in runs.values():
-    sm = trailing_average(r["res"].batch_loss, 5)
-    for i in checkpoints:
-        ref = np.mean(r["l_th_loss"][max(0, i - 4):i + 1])  # same 5-step window as the smoothing
-        dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
-        dev_gamma = max(dev_gamma, abs(r["res"].gamma_mean[i] - r["g_th"][i]) / r["g_th"][i])
+devs = [dr_reduced_sgd.flow_deviation_at_checkpoints(r["res"].batch_loss, r["l_th_loss"], r["res"].gamma_mean, r["g_th"],
+                                                     checkpoints) for r in runs.values()]  # 5-step smoothing
+dev_loss, dev_gamma = max(d[0] for d in devs), max(d[1] for d in devs)
 converged = {k: r["l_th"][-1] < 1.05 * dr_iso.iso_optimum_closed_form(*k)[1] for k, r in runs.items()}
 # error model of Fig. 1(c): Monte Carlo SE of the final loss, finite-D correction |finite-D optimum - Catalan|
 excess_z = [(abs(r["final"] - dr_iso.iso_optimum_closed_form(*k)[1]) - abs(r["finite_d"] - dr_iso.iso_optimum_closed_form(*k)[1]))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
+from iclcore.models.probes import trailing_average
 from iclcore.stats import standard_error
 from iclcore.validation import (
     as_generator,
@@ -26,6 +27,7 @@ __all__ = [
     "reduced_gamma_loss_mc",
     "ShallowISORuns",
     "shallow_iso_sgd_runs",
+    "flow_deviation_at_checkpoints",
 ]
 
 
@@ -335,3 +337,43 @@ def shallow_iso_sgd_runs(
         pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
         lo.append(res.batch_loss)
     return ShallowISORuns(np.array(pe), np.array(lo))
+
+
+def flow_deviation_at_checkpoints(
+    batch_loss: np.ndarray,
+    loss_theory: np.ndarray,
+    gamma: np.ndarray,
+    gamma_theory: np.ndarray,
+    checkpoints: list[int],
+    window: int = 5,
+) -> tuple[float, float]:
+    """Largest relative deviations of one SGD run from its gradient flow at checkpoint steps (Fig. 1).
+
+    The loss: the causal running mean of the batch losses over ``window`` steps against the mean of the
+    theory loss over the same steps (both at the ``Γ`` the batches were evaluated at); ``γ``: the run's
+    ``tr Γ`` against the flow at the same step.
+
+    Parameters
+    ----------
+    batch_loss, loss_theory : ndarray, shape (steps,)
+        The run's batch losses and the flow's loss at the same times (``t_loss``).
+    gamma, gamma_theory : ndarray, shape (steps,)
+        ``tr Γ`` after each step and the flow at the same times.
+    checkpoints : list of int
+        Step indices.
+    window : int
+        Smoothing window.
+
+    Returns
+    -------
+    (loss_deviation, gamma_deviation) : floats
+        ``max_i |smoothed_i − ref_i| / ref_i`` and ``max_i |γ_i − γ_th,i| / γ_th,i`` (0 for no checkpoint).
+    """
+    window = positive_int(window, "window")
+    sm = trailing_average(batch_loss, window)
+    dev_loss, dev_gamma = 0.0, 0.0
+    for i in checkpoints:
+        ref = np.mean(loss_theory[max(0, i - window + 1) : i + 1])
+        dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
+        dev_gamma = max(dev_gamma, abs(gamma[i] - gamma_theory[i]) / gamma_theory[i])
+    return float(dev_loss), float(dev_gamma)

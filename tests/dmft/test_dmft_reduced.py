@@ -583,3 +583,19 @@ def test_shallow_iso_sgd_runs_are_independent_seeded_runs_in_order():
         np.testing.assert_array_equal(runs.batch_loss[j], res.batch_loss)
     assert np.all(runs.param_error >= -1e-12)  # (1/D)|Gamma - I|^2 is a squared norm
     assert not np.array_equal(runs.param_error[0], runs.param_error[1])
+
+
+def test_flow_deviation_at_checkpoints_compares_smoothed_losses_and_gamma():
+    steps = np.arange(1, 21, dtype=float)
+    theory = 1.0 / steps
+    gamma_th = 1.0 - 1.0 / (1.0 + steps)
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(theory, theory, gamma_th, gamma_th, [4, 10, 19])
+    assert dl == pytest.approx(0.0, abs=1e-13) and dg == 0.0  # a run equal to its flow deviates by rounding only
+    noisy = theory * (1 + 0.1 * (-1.0) ** np.arange(20))
+    g = gamma_th.copy()
+    g[10] *= 1.2
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(noisy, theory, g, gamma_th, [4, 10, 19], window=5)
+    sm = np.array([noisy[max(0, i - 4) : i + 1].mean() for i in range(20)])
+    ref = [theory[max(0, i - 4) : i + 1].mean() for i in (4, 10, 19)]
+    assert dl == pytest.approx(max(abs(sm[i] - r) / r for i, r in zip((4, 10, 19), ref)), rel=1e-12)
+    assert dg == pytest.approx(0.2, rel=1e-12)
