@@ -29,6 +29,9 @@ functions. Conventions:
   :func:`eb_coverage_from_pool` and :func:`eb_coverage` measure its coverage by simulation.
 * :func:`relative_bias` is the relative deviation of a simulated series from a theory curve: its largest
   value and its mean with a batch-means standard error (the theory's own error in quadrature).
+* :func:`monte_carlo_agreement` compares a deterministic prediction with the mean of independent
+  Monte Carlo draws: relative difference, its standard error, the excess over a stated discretisation
+  term in standard errors, and the two-halves z-score that shows the Monte Carlo converged.
 * :func:`batch_means` is the mean of a correlated time series (a training loss, an order parameter
   along one run) and its standard error from the means of consecutive blocks.
 * :func:`bootstrap_standard_error` is the bootstrap standard error (over units such as prompts) of
@@ -107,6 +110,8 @@ __all__ = [
     "inverse_size_extrapolation",
     "RelativeBias",
     "relative_bias",
+    "MonteCarloAgreement",
+    "monte_carlo_agreement",
 ]
 
 
@@ -1443,3 +1448,75 @@ def relative_bias(
     bias, se = batch_means(r, n_blocks)
     sd = nonnegative_float(reference_sd, "reference_sd")
     return RelativeBias(float(np.max(np.abs(r))), bias, se, abs(bias) / se, abs(bias) / float(np.hypot(se, sd)))
+
+
+@dataclass(frozen=True)
+class MonteCarloAgreement:
+    """Result of :func:`monte_carlo_agreement`.
+
+    Attributes
+    ----------
+    mean, se : ndarray, shape (k,)
+        Monte Carlo mean of the draws at each point and its standard error.
+    max_rel : float
+        ``max_k |prediction_k / mean_k − 1|``.
+    max_rel_se : float
+        ``max_k se_k / mean_k``.
+    max_excess_z : float
+        ``max_k (|prediction_k / mean_k − 1| − discretisation) / (se_k / mean_k)``.
+    halves_z : float
+        ``max_k |mean_k(first half) − mean_k(second half)| / sqrt(se_1² + se_2²)``.
+    """
+
+    mean: np.ndarray
+    se: np.ndarray
+    max_rel: float
+    max_rel_se: float
+    max_excess_z: float
+    halves_z: float
+
+
+def monte_carlo_agreement(prediction: ArrayLike, draws: ArrayLike, discretisation: float = 0.0) -> MonteCarloAgreement:
+    """A deterministic prediction against independent Monte Carlo draws, with the error model of the ledger.
+
+    The relative difference ``|prediction / mean − 1|`` is compared with the relative standard error of
+    the mean (:func:`standard_error`) after subtracting a stated relative ``discretisation`` term (e.g. the
+    ``O(1/N)`` finite-size error of a deterministic equivalent); the draws' two halves are compared
+    with each other (a z-score of order one shows the Monte Carlo converged).
+
+    Parameters
+    ----------
+    prediction : array_like, shape (k,)
+    draws : array_like, shape (n, k)
+        ``n >= 4`` independent draws at each of the ``k`` points; positive means.
+    discretisation : float
+        Allowed relative difference before the standard errors count (``>= 0``).
+
+    Returns
+    -------
+    MonteCarloAgreement
+
+    Examples
+    --------
+    >>> draws = 1.0 + 0.1 * np.random.default_rng(0).standard_normal((400, 3))
+    >>> a = monte_carlo_agreement(np.ones(3), draws)
+    >>> a.max_excess_z < 4, a.halves_z < 4, round(a.max_rel_se, 3)
+    (True, True, 0.005)
+    """
+    x = _draws(draws, "draws", 0)
+    if x.ndim != 2 or x.shape[0] < 4:
+        raise ValueError(f"draws: expected shape (n >= 4, k), got {x.shape}")
+    pred = np.asarray(prediction, dtype=float)
+    if pred.shape != x.shape[1:]:
+        raise ValueError(f"prediction: expected shape {x.shape[1:]} like a draw, got {pred.shape}")
+    disc = nonnegative_float(discretisation, "discretisation")
+    mean, se = x.mean(0), standard_error(x, axis=0)
+    h = x.shape[0] // 2
+    a, b = x[:h], x[h:]
+    halves_z = float(
+        np.max(np.abs(a.mean(0) - b.mean(0)) / np.hypot(standard_error(a, axis=0), standard_error(b, axis=0)))
+    )
+    rel, rse = np.abs(pred / mean - 1), se / mean
+    return MonteCarloAgreement(
+        mean, se, float(rel.max()), float(rse.max()), float(np.max((rel - disc) / rse)), halves_z
+    )

@@ -19,6 +19,7 @@ from iclcore.stats import (
     fit_weighted_line,
     inverse_size_extrapolation,
     least_squares,
+    monte_carlo_agreement,
     power_law_design,
     relative_bias,
     weighted_least_squares,
@@ -239,3 +240,20 @@ def test_relative_bias_batch_means_and_z_scores() -> None:
     assert b.bias == pytest.approx(0.02, abs=4 * b.se)
     with pytest.raises(ValueError, match="reference_sd"):
         relative_bias(series, ref, reference_sd=-1.0)
+
+
+def test_monte_carlo_agreement_grades_a_prediction_against_draws() -> None:
+    rng = np.random.default_rng(8)
+    draws = 2.0 * (1.0 + 0.05 * rng.standard_normal((1000, 4)))
+    good = monte_carlo_agreement(np.full(4, 2.0), draws)
+    assert np.array_equal(good.mean, draws.mean(0))
+    assert good.max_rel_se == pytest.approx(0.05 / math.sqrt(1000), rel=0.1)
+    assert good.max_excess_z < 4 and good.halves_z < 4
+    biased = monte_carlo_agreement(np.full(4, 2.02), draws)  # 1 % off: many standard errors
+    assert biased.max_excess_z > 4
+    # a stated discretisation term absorbs a known relative error
+    assert monte_carlo_agreement(np.full(4, 2.02), draws, discretisation=0.02).max_excess_z < 4
+    drifting = draws + np.linspace(0.0, 0.2, 1000)[:, None]  # not converged: the halves disagree
+    assert monte_carlo_agreement(np.full(4, 2.1), drifting).halves_z > 4
+    with pytest.raises(ValueError, match="^prediction:"):
+        monte_carlo_agreement(np.ones(3), draws)
