@@ -110,22 +110,14 @@ for name, (s, N, eta, epochs, R) in SPECTRA.items():
 # %%
 rC = runs["C"]
 p_star = np.sqrt(lm_theory.paper_fixed_point(rC["s"], rC["N"]))
-d_ = rC["prob"].d
-pT_star = np.zeros((d_, 2 * d_))
-q_star = np.zeros((2 * d_, d_))
-pT_star[:, d_:] = rC["prob"].U @ np.diag(p_star) @ rC["prob"].U.T
-q_star[:d_] = pT_star[:, d_:]
+pT_star, q_star = lm_model.mode_blocks(rC["prob"], p_star)
 mc_mean, mc_se = lm_exact.monte_carlo_loss(pT_star, q_star, rC["prob"], 200_000, np.random.default_rng(seed + 1))
 mc_exact = float(lm_exact.exact_mode_loss(p_star, p_star, rC["s"], rC["N"], rC["prob"].c))
 mc_paper = float(lm_theory.paper_loss(p_star**2, rC["s"], rC["N"], rC["prob"].c))
 print(f"MC {mc_mean:.5f} +- {mc_se:.5f}; exact {mc_exact:.5f}; paper (14) {mc_paper:.5f}")
-xc, yc, xq, yq = lm_model.sample_contexts(rC["prob"], 0, (B,), np.random.default_rng(seed + 2))
-_, gp, gq = lm_model.loss_and_gradients(pT_star, q_star, xc, yc, xq, yq)
-gp, gq = gp.mean(0), gq.mean(0)
-dC_pred = np.sum(gp**2) - np.sum(gq**2)
-dC_ratio = [(lm_model.conserved_quantity(pT_star - e * gp, q_star - e * gq) - lm_model.conserved_quantity(pT_star, q_star)) / e**2
-            for e in (1e-1, 1e-2, 1e-3)]
-dC_relerr = float(np.max(np.abs(np.array(dC_ratio) / dC_pred - 1)))
+dC_ratio, dC_pred = lm_model.conserved_quantity_step_ratio(pT_star, q_star, rC["prob"], B, (1e-1, 1e-2, 1e-3),
+                                                           np.random.default_rng(seed + 2))
+dC_relerr = float(np.max(np.abs(dC_ratio / dC_pred - 1)))
 print("Delta C / eta^2 at eta = 0.1, 0.01, 0.001:", np.round(dC_ratio, 6), "predicted", round(float(dC_pred), 6))
 
 # %% [markdown]
