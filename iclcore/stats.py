@@ -51,6 +51,7 @@ Regressions (the fits whose slopes and standard errors the ledger grades):
   :class:`LinearModelFit`), e.g. :func:`power_law_design`, a power law with finite-size corrections.
 * :func:`inverse_size_extrapolation` extrapolates estimates at sizes ``…, D, 2D`` to infinite size by a
   weighted line in ``1/D``, with a curvature term.
+* :func:`binomial_excess_z` grades observed frequencies against claimed probability bounds.
 * :func:`win_rate` is the share of paired units on which one loss beats another, with the
   :func:`binomial_standard_error` of a proportion.
 
@@ -105,6 +106,7 @@ __all__ = [
     "weighted_least_squares",
     "power_law_design",
     "binomial_standard_error",
+    "binomial_excess_z",
     "win_rate",
     "SizeExtrapolation",
     "inverse_size_extrapolation",
@@ -1303,6 +1305,41 @@ def binomial_standard_error(p: float, n: int) -> float:
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p: expected a proportion in [0, 1], got {p!r}")
     return float(np.sqrt(p * (1 - p) / n))
+
+
+def binomial_excess_z(frequency: ArrayLike, bound: ArrayLike, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """How far observed frequencies exceed probability bounds, in binomial standard deviations of the bound.
+
+    For a frequency ``f`` of an event over ``n`` independent trials and a claimed bound ``P(event) <= p``,
+    ``z = (f − p − 10⁻¹²) / max(sd, 10⁻¹²)`` with ``sd = sqrt(p (1 − p) / n)`` (``p(1 − p)`` floored at
+    ``10⁻³⁰⁰``): the sampling noise a frequency may show above a true bound. The offsets make an exact
+    agreement (``f = p``, also ``0 = 0`` at ``p = 0``) a negative ``z`` instead of ``0/0``.
+
+    Parameters
+    ----------
+    frequency, bound : array_like, same shape
+        Observed frequencies and the bounds, in ``[0, 1]``.
+    n : int
+        Number of trials behind each frequency.
+
+    Returns
+    -------
+    (z, sd) : ndarrays, the shape of ``frequency``
+
+    Examples
+    --------
+    >>> z, sd = binomial_excess_z([0.06, 0.0], [0.05, 0.0], 400)
+    >>> z.round(3), sd.round(4)
+    (array([ 0.918, -1.   ]), array([0.0109, 0.    ]))
+    """
+    f = np.asarray(frequency, dtype=float)
+    p = np.asarray(bound, dtype=float)
+    if f.shape != p.shape:
+        raise ValueError(f"bound: expected the shape {f.shape} of frequency, got {p.shape}")
+    if not (np.all((f >= 0) & (f <= 1)) and np.all((p >= 0) & (p <= 1))):
+        raise ValueError("frequency, bound: expected values in [0, 1]")
+    sd = np.sqrt(np.clip(p * (1 - p), 1e-300, None) / positive_int(n, "n"))
+    return (f - p - 1e-12) / np.maximum(sd, 1e-12), sd
 
 
 def win_rate(losses: ArrayLike, rival_losses: ArrayLike) -> tuple[float, float]:

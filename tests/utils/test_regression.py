@@ -9,6 +9,7 @@ import pytest
 
 from iclcore.stats import (
     batch_means,
+    binomial_excess_z,
     binomial_standard_error,
     fit_line,
     fit_offset_power_law,
@@ -257,3 +258,17 @@ def test_monte_carlo_agreement_grades_a_prediction_against_draws() -> None:
     assert monte_carlo_agreement(np.full(4, 2.1), drifting).halves_z > 4
     with pytest.raises(ValueError, match="^prediction:"):
         monte_carlo_agreement(np.ones(3), draws)
+
+
+def test_binomial_excess_z_measures_a_frequency_above_its_bound() -> None:
+    z, sd = binomial_excess_z([0.06, 0.05, 0.0], [0.05, 0.05, 0.0], 400)
+    assert sd[0] == pytest.approx(math.sqrt(0.05 * 0.95 / 400), rel=1e-15)
+    assert z[0] == pytest.approx(0.01 / sd[0], rel=1e-9)
+    assert z[1] < 0 and z[2] < 0  # equality (also 0 = 0 at a zero bound) is no excess
+    rng = np.random.default_rng(9)
+    freqs = rng.binomial(400, 0.05, size=2000) / 400  # frequencies of a true bound: z of order one
+    assert np.mean(binomial_excess_z(freqs, np.full(2000, 0.05), 400)[0] > 3) < 0.01
+    with pytest.raises(ValueError, match="bound"):
+        binomial_excess_z([0.1], [0.1, 0.2], 10)
+    with pytest.raises(ValueError, match="frequency, bound"):
+        binomial_excess_z([1.5], [0.1], 10)
