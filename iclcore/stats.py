@@ -15,6 +15,8 @@ functions. Conventions:
   of it: the standard error of a single-run quantity (one training run) as an estimate of its mean.
 * :func:`paired_standard_error` is the standard error of a mean difference on the same draws.
 * :func:`combined_standard_error` adds the standard errors of independent sources in quadrature.
+* :func:`single_run_standard_error` is the error model of a quantity measured on one training run and a finite
+  sample: the replica spread and the sampling standard error in quadrature.
 * :func:`ratio_standard_error` is the delta-method standard error of ``a / b``.
 * :func:`increment_z_scores` grades a claimed monotone sequence of independent estimates: each
   consecutive difference over its standard error; :func:`paired_increment_z_scores` does the same
@@ -81,6 +83,7 @@ __all__ = [
     "replica_spread",
     "paired_standard_error",
     "combined_standard_error",
+    "single_run_standard_error",
     "ratio_standard_error",
     "pooled_ks_distance",
     "increment_z_scores",
@@ -268,6 +271,29 @@ def combined_standard_error(*se: float) -> float:
     if not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError(f"se: expected non-negative finite standard errors, got {se!r}")
     return float(math.sqrt(float(np.sum(v**2))))
+
+
+def single_run_standard_error(replicas: ArrayLike, sampling_se: float = 0.0) -> float:
+    """Standard error of a quantity measured on one training run and a finite held-out sample.
+
+    ``combined_standard_error(replica_spread(replicas), sampling_se)``: the run-to-run spread of the quantity
+    over independent training replicas (:func:`replica_spread`, the reported run among them) and the
+    standard error of the sample it is evaluated on (e.g. :func:`standard_error` over held-out prompts;
+    0 for a quantity that does not depend on the sample), independent sources added in quadrature.
+
+    Parameters
+    ----------
+    replicas : array_like, shape (r,)
+        The quantity on ``r >= 2`` independent training runs.
+    sampling_se : float
+        Its standard error over the evaluation sample (``>= 0``).
+
+    Examples
+    --------
+    >>> round(single_run_standard_error([1.0, 1.2, 0.8], 0.1), 6)  # sqrt(0.2^2 + 0.1^2)
+    0.223607
+    """
+    return combined_standard_error(replica_spread(replicas), sampling_se)
 
 
 def increment_z_scores(values: ArrayLike, se: ArrayLike) -> np.ndarray:

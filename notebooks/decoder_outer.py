@@ -81,10 +81,10 @@ from iclcore.richardson.decoder import (
 from iclcore.stats import (
     binomial_standard_error,
     clipped_empirical_bernstein,
-    combined_standard_error,
     eb_coverage_from_pool,
     ratio_standard_error,
     replica_spread,
+    single_run_standard_error,
     standard_error,
 )
 
@@ -355,8 +355,8 @@ con_rep = np.array([contraction_factor(P, ev.H_M).operator_norm.mean() for P in 
 loss_target = np.sum((E[:, -1] + ev.z_dagger - ev.z_star) ** 2, 1) / K   # per-prompt (1/K)||z_L - z*||^2, P_800
 assert np.isclose(loss_target.mean(), R_L_target[-1], rtol=1e-10)
 con_prompts = contraction_factor(P_fin, ev.H_M).operator_norm
-R_obs_final_se = combined_standard_error(replica_spread(R_obs_rep), se_obs[-1])
-R_depth_final_se = combined_standard_error(replica_spread(R_depth_rep), standard_error(loss_target))
+R_obs_final_se = single_run_standard_error(R_obs_rep, se_obs[-1])  # replica spread and prompt SE in quadrature
+R_depth_final_se = single_run_standard_error(R_depth_rep, standard_error(loss_target))
 
 
 # the learned P against the scalar step and H_inf^{-1} on the same prompts: win rates (share of prompts on which P
@@ -375,13 +375,12 @@ loss_solution = np.sum(E[:, -1] ** 2, 1) / K                              # per-
 table_prompt_se = {"depth_risk": standard_error(loss_solution), "ratio_mean": standard_error(cert_fin.ratio_final),
                    "stable_rank": 0.0}  # the stable rank of P does not depend on the prompts
 se_metrics = {
-    **{f"table_{k}_se": combined_standard_error(replica_spread([tb[k] for tb in tab_rep]), v)
-       for k, v in table_prompt_se.items()},
+    **{f"table_{k}_se": single_run_standard_error([tb[k] for tb in tab_rep], v) for k, v in table_prompt_se.items()},
     "rel_err_final_se": replica_spread(rel_err_rep),
     "R_obs_final_se": R_obs_final_se,
     "R_depth_final_se": R_depth_final_se,
     "direct_over_depth_se": ratio_standard_error(R_obs[-1], R_obs_final_se, R_L_target[-1], R_depth_final_se),
-    "mean_contraction_final_se": combined_standard_error(replica_spread(con_rep), standard_error(con_prompts)),
+    "mean_contraction_final_se": single_run_standard_error(con_rep, standard_error(con_prompts)),
     "baseline_gap_se": replica_gap_standard_error(P_rep, list(rivals["", L].values()), sys_test, L),
     "baseline_small_gap_se": replica_gap_standard_error(P_rep, list(rivals["_small", L_small].values()), sys_test, L_small),
     "n_replicas": n_replicas,
