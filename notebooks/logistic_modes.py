@@ -300,23 +300,14 @@ tc_ex = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 3)
 dt = t[1] - t[0]
 ep = max(1, probe_avg_steps // log_every)  # log points averaged (one epoch at P = 64: removes the task-order period)
 win = 2 * int(0.9 * tau_A[0] / dt) + 1
-L_sim_A = pr.moving_average(r["res"].loss[1:], ep)
-L_th_A = pr.moving_average(lm_theory.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:], ep)
-lag = np.arange(L_sim_A.size) * dt
-A2_sim = pr.smoothed_derivative(pr.lag_autocorrelation(L_sim_A), dt, window=win)
-A2_th = pr.smoothed_derivative(pr.lag_autocorrelation(L_th_A), dt, window=win)
-body = (lag > win * dt) & (lag < 0.75 * lag[-1])  # skip the lag-0 noise kink and the poorly sampled tail
-pk_A_sim = pr.find_extrema(A2_sim[body], lag[body], prominence=0.01)
-nrm_sim = pr.moving_average(np.sqrt(np.sum(r["res"].pT[..., :, 4:] ** 2, axis=(-2, -1))).mean(1), ep)
-nrm_th = pr.moving_average(np.sqrt(r["a_paper"].sum(1)), ep)
-t_n = t[: nrm_sim.size] + (ep - 1) / 2 * dt
-n2_sim = pr.smoothed_derivative(nrm_sim, dt, window=win)
-n2_th = pr.smoothed_derivative(nrm_th, dt, window=win)
-pk_n_sim = pr.find_extrema(n2_sim, t_n, prominence=0.05)
-tr_n_sim = pr.find_extrema(n2_sim, t_n, sign=-1, prominence=0.05)
-# the same counts on the noise-free theory curves (same smoothing, window and prominence)
-n_pk_A_th = len(pr.find_extrema(A2_th[body], lag[body], prominence=0.01))
-n_ext_n_th = len(pr.find_extrema(n2_th, t_n, prominence=0.05)) + len(pr.find_extrema(n2_th, t_n, sign=-1, prominence=0.05))
+# (A) A''(lag) of the loss autocorrelation, (B) d^2 ||p2||_F / dt^2 (replica means), and the same probes on the
+# noise-free theory curves (same smoothing, window and prominence)
+cp = lm_probes.curvature_probes(t, r["res"].loss[1:], lm_theory.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:],
+                                np.sqrt(np.sum(r["res"].pT[..., :, 4:] ** 2, axis=(-2, -1))).mean(1),
+                                np.sqrt(r["a_paper"].sum(1)), avg=ep, window=win)
+lag, body, A2_sim, A2_th, t_n, n2_sim, n2_th = cp.lag, cp.body, cp.A2_sim, cp.A2_theory, cp.t_norm, cp.n2_sim, cp.n2_theory
+pk_A_sim, pk_n_sim, tr_n_sim, n_pk_A_th, n_ext_n_th = (cp.A2_peaks, cp.norm_peaks, cp.norm_troughs, cp.n_A2_peaks_theory,
+                                                       cp.n_norm_extrema_theory)
 # finite-size check of those counts: the same probes on the replica mean of the first R independent data
 # streams of one extra regime-A run (nested subsets, same tasks and init) for R = 1, 2, probe_R_max/4, /2 and
 # probe_R_max, and the least-squares log-log slope of the count's excess over the theory curve's against R (an
