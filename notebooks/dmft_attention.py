@@ -74,6 +74,7 @@ from iclcore.dmft.readout import (
     power_law_flow,
     readout_descent_path,
     readout_flow,
+    readout_peak_standard_error,
     readout_sgd_run,
 )
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
@@ -381,11 +382,7 @@ flow_r = readout_flow(tr_, draws_r, L_readout, c, a0_readout, a0_readout, s0)
 # the same theory in the SGD's own discrete steps (its expected path; the flow is its eta -> 0 limit)
 path_r = readout_descent_path(draws_r, L_readout, D, eta_readout, steps_readout, a0_readout, s0)
 # Monte Carlo error of the theory's peak: the same path on 4 independent blocks of the draws
-peaks_blocks = [
-    readout_descent_path(blk, L_readout, D, eta_readout, steps_readout, a0_readout, s0).m.max()
-    for blk in draws_r.split(4)
-]
-m_peak_th_se = float(np.std(peaks_blocks, ddof=1) / 2.0)  # SD of one block / sqrt(4 blocks)
+m_peak_th_se = readout_peak_standard_error(draws_r, L_readout, D, eta_readout, steps_readout, a0_readout, s0, n_blocks=4)
 runs_r = map_configs(readout_sgd_run, [ReadoutSGDRun(D, P, K, B, L_readout, s0, a0_readout, eta_readout, steps_readout,
                                                     seed + 7000 + r) for r in range(readout_seeds)],
                      thread_budget(), label="read-out SGD runs")

@@ -56,6 +56,7 @@ __all__ = [
     "readout_loss",
     "readout_flow",
     "readout_descent_path",
+    "readout_peak_standard_error",
     "ReadoutFlow",
     "ReadoutAttention",
     "train_readout",
@@ -223,6 +224,27 @@ class ReadoutRun:
     gamma: np.ndarray
     a_o: np.ndarray
     a_y: np.ndarray
+
+
+def readout_peak_standard_error(
+    draws: ContextDraws, L: int, D: int, eta: float, steps: int, a0: float, s0: float, n_blocks: int = 4
+) -> float:
+    """Monte Carlo standard error of the peak read-out scale ``max_t a_o a_y`` of :func:`readout_descent_path`.
+
+    The same path on ``n_blocks`` independent blocks of the draws (``ContextDraws.split``): the standard
+    deviation of their peaks over ``sqrt(n_blocks)`` is the standard error of the full table's peak.
+
+    Parameters
+    ----------
+    draws : ContextDraws
+    L, D, eta, steps, a0, s0 :
+        As in :func:`readout_descent_path`.
+    n_blocks : int
+        ``2 <= n_blocks <= draws.n``.
+    """
+    n_blocks = positive_int(n_blocks, "n_blocks", minimum=2)
+    peaks = [readout_descent_path(blk, L, D, eta, steps, a0, s0).m.max() for blk in draws.split(n_blocks)]
+    return float(np.std(peaks, ddof=1) / np.sqrt(n_blocks))
 
 
 def train_readout(model: ReadoutAttention, sampler, steps: int, lr: float, gen: torch.Generator) -> ReadoutRun:

@@ -10,7 +10,14 @@ import torch
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
-from iclcore.dmft.readout import ReadoutAttention, power_five_theory, readout_flow, readout_loss
+from iclcore.dmft.readout import (
+    ReadoutAttention,
+    power_five_theory,
+    readout_descent_path,
+    readout_flow,
+    readout_loss,
+    readout_peak_standard_error,
+)
 from iclcore.dmft.rrs import rrs_loss
 from iclcore.dmft.untied import untied_loss, untied_noisy_flow, untied_noisy_loss
 from iclcore.lsq.iterates import in_context_gd_predict
@@ -177,3 +184,14 @@ def test_power_five_theory_is_the_flow_on_the_full_table_with_the_spread_of_its_
     assert th.mc_sd > 0
     with pytest.raises(ValueError, match="n_tables"):
         power_five_theory(draws, L, t, c, 0.5, 1, 30)
+
+
+def test_readout_peak_standard_error_is_the_spread_of_the_block_peaks():
+    draws = context_draws(np.ones(4), np.ones(4), 8, np.random.default_rng(6), 200)
+    args = (2, 4, 0.05, 60, 0.3, 0.5)
+    peaks = [readout_descent_path(blk, *args).m.max() for blk in draws.split(4)]
+    se = readout_peak_standard_error(draws, *args, n_blocks=4)
+    assert se == pytest.approx(np.std(peaks, ddof=1) / 2.0, rel=1e-12)
+    assert se > 0
+    with pytest.raises(ValueError, match="n_blocks"):
+        readout_peak_standard_error(draws, *args, n_blocks=1)
