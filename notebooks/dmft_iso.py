@@ -261,14 +261,12 @@ for j, (name, lst) in enumerate(settings.items()):
         ax[1, j].plot(steps7, np.concatenate([[1.0], th_fd.icl_loss[:-1]]), ":", color=f"C{i}", lw=1.2)
         # plateau level: mean over steps >= 20 (seed-averaged), relative to the theory's mean
         lvl = lambda x: float(np.mean(x[19:]))  # noqa: E731
-        dev7_param = max(dev7_param, abs(lvl(pe) - lvl(th.param_error)) / lvl(th.param_error))
-        dev7_param_fd = max(dev7_param_fd, abs(lvl(pe) - lvl(th_fd.param_error)) / lvl(th_fd.param_error))
-        dev7_loss = max(dev7_loss, abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev))
         # error model: SE over seeds of the per-seed plateau, plus the exact finite-D correction of the theory
-        lvl_seeds = pe_seeds[:, 19:].mean(axis=1)
-        se_lvl = float(standard_error(lvl_seeds))
-        se7_max = max(se7_max, se_lvl)
-        excess7_z.append((abs(lvl(pe) - lvl(th.param_error)) - abs(lvl(th_fd.param_error) - lvl(th.param_error))) / se_lvl)
+        pc = dr_reduced_sgd.plateau_comparison(pe_seeds, th.param_error, th_fd.param_error, start=19)
+        dev7_param, dev7_param_fd = max(dev7_param, pc.deviation), max(dev7_param_fd, pc.deviation_finite_d)
+        dev7_loss = max(dev7_loss, abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev))
+        se7_max = max(se7_max, pc.se)
+        excess7_z.append(pc.excess_z)
         plateau7.setdefault(name, []).append(lvl(lo))
         dev7_first5_corr = max(dev7_first5_corr, np.max(np.abs(pe[:5] - th.param_error[:5]) / th.param_error[:5]))
         dev7_first5_paper = max(dev7_first5_paper, np.max(np.abs(pe[:5] - th_paper.param_error[:5]) / th_paper.param_error[:5]))

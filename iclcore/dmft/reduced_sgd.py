@@ -28,6 +28,8 @@ __all__ = [
     "ShallowISORuns",
     "shallow_iso_sgd_runs",
     "flow_deviation_at_checkpoints",
+    "PlateauComparison",
+    "plateau_comparison",
 ]
 
 
@@ -377,3 +379,55 @@ def flow_deviation_at_checkpoints(
         dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
         dev_gamma = max(dev_gamma, abs(gamma[i] - gamma_theory[i]) / gamma_theory[i])
     return float(dev_loss), float(dev_gamma)
+
+
+@dataclass(frozen=True)
+class PlateauComparison:
+    """The late plateau of a seed-averaged series against a theory (:func:`plateau_comparison`).
+
+    Attributes
+    ----------
+    deviation, deviation_finite_d : float
+        ``|level − theory level| / theory level`` against the asymptotic and the finite-``D`` theory.
+    se : float
+        Standard error over seeds of the per-seed plateau.
+    excess_z : float
+        ``(|level − theory| − |finite-D theory − theory|) / se``: the difference beyond the finite-``D``
+        correction (the discretisation term of the error model) in standard errors.
+    """
+
+    deviation: float
+    deviation_finite_d: float
+    se: float
+    excess_z: float
+
+
+def plateau_comparison(
+    seeds: np.ndarray, theory: np.ndarray, theory_finite_d: np.ndarray, start: int = 19
+) -> PlateauComparison:
+    """Plateau (mean over steps ``>= start``) of independent seeds against the asymptotic and finite-``D`` theory (Fig. 7).
+
+    Parameters
+    ----------
+    seeds : ndarray, shape (R, T)
+        ``R >= 2`` independent runs (e.g. the parameter error ``(1/D)|Γ − I|²`` per step).
+    theory, theory_finite_d : ndarray, shape (T,)
+        The ``D → ∞`` theory and the same with the exact finite-``D`` moments.
+    start : int
+        First step of the plateau window.
+
+    Returns
+    -------
+    PlateauComparison
+    """
+    start = positive_int(start, "start", minimum=0)
+    mean = np.mean(seeds, axis=0)
+    lvl = lambda x: float(np.mean(x[start:]))  # noqa: E731
+    se = float(standard_error(seeds[:, start:].mean(axis=1)))
+    excess = abs(lvl(mean) - lvl(theory)) - abs(lvl(theory_finite_d) - lvl(theory))
+    return PlateauComparison(
+        abs(lvl(mean) - lvl(theory)) / lvl(theory),
+        abs(lvl(mean) - lvl(theory_finite_d)) / lvl(theory_finite_d),
+        se,
+        excess / se,
+    )

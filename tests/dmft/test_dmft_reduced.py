@@ -599,3 +599,18 @@ def test_flow_deviation_at_checkpoints_compares_smoothed_losses_and_gamma():
     ref = [theory[max(0, i - 4) : i + 1].mean() for i in (4, 10, 19)]
     assert dl == pytest.approx(max(abs(sm[i] - r) / r for i, r in zip((4, 10, 19), ref)), rel=1e-12)
     assert dg == pytest.approx(0.2, rel=1e-12)
+
+
+def test_plateau_comparison_discounts_the_finite_d_correction():
+    rng = np.random.default_rng(5)
+    theory = np.full(50, 0.10)
+    finite_d = np.full(50, 0.12)  # the finite-D theory sits 0.02 above
+    seeds = 0.12 + 0.01 * rng.standard_normal((8, 50))
+    pc = reduced_sgd_.plateau_comparison(seeds, theory, finite_d, start=19)
+    level = seeds.mean(axis=0)[19:].mean()
+    assert pc.deviation == pytest.approx(abs(level - 0.10) / 0.10, rel=1e-12)
+    assert pc.deviation_finite_d == pytest.approx(abs(level - 0.12) / 0.12, rel=1e-12)
+    assert pc.se == pytest.approx(np.std(seeds[:, 19:].mean(axis=1), ddof=1) / np.sqrt(8), rel=1e-12)
+    assert abs(pc.excess_z) < 4  # the seeds follow the finite-D theory: no excess beyond it
+    off = reduced_sgd_.plateau_comparison(seeds + 0.05, theory, finite_d)
+    assert off.excess_z > 4
