@@ -68,6 +68,17 @@ def as_generator(rng: object, name: str = "rng") -> np.random.Generator:
     ParameterTypeError
         Naming ``name`` for ``None``, booleans, floats, strings and anything else
         :func:`numpy.random.default_rng` refuses.
+
+    Examples
+    --------
+    >>> rng = as_generator(0)
+    >>> isinstance(rng, np.random.Generator), as_generator(rng) is rng
+    (True, True)
+    >>> try:
+    ...     as_generator(None)
+    ... except ValueError as e:
+    ...     print(e)
+    rng: expected a numpy.random.Generator or an integer seed, got None
     """
     if isinstance(rng, np.random.Generator):
         return rng
@@ -90,6 +101,18 @@ def torch_generator(gen: object, name: str = "gen") -> Any:
     ------
     ParameterTypeError
         Naming ``name`` for anything else (seeds included: a model's caller owns its generator).
+
+    Examples
+    --------
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> torch_generator(g) is g
+    True
+    >>> try:
+    ...     torch_generator(0)
+    ... except TypeError as e:
+    ...     print(e)
+    gen: expected a torch.Generator, got int
     """
     import torch
 
@@ -104,6 +127,16 @@ def positive_int(x: object, name: str, minimum: int = 1, maximum: int | None = N
     Booleans are refused; ``numpy`` integers are accepted. ``minimum = 0`` checks a non-negative
     integer (a count, a number of steps), ``maximum`` an index or a rank bounded by a dimension
     (``maximum = K - 1`` for an index in ``[0, K)``). Every message names ``name``.
+
+    Examples
+    --------
+    >>> positive_int(np.int64(3), "N"), positive_int(0, "steps", minimum=0)
+    (3, 0)
+    >>> try:
+    ...     positive_int(0, "N")
+    ... except ValueError as e:
+    ...     print(e)
+    N: expected a positive integer, got 0
     """
     if maximum is not None:
         what = f"an integer in [{minimum}, {maximum}]"
@@ -118,7 +151,18 @@ def positive_int(x: object, name: str, minimum: int = 1, maximum: int | None = N
 
 def positive_float(x: object, name: str, allow_inf: bool = False, allow_zero: bool = False) -> float:
     """Return ``x`` as ``float`` after checking it is a real number ``> 0`` (``>= 0`` with
-    ``allow_zero``), finite unless ``allow_inf``."""
+    ``allow_zero``), finite unless ``allow_inf``.
+
+    Examples
+    --------
+    >>> positive_float(2, "eta"), positive_float(math.inf, "L", allow_inf=True)
+    (2.0, inf)
+    >>> try:
+    ...     positive_float(-1.0, "eta")
+    ... except ValueError as e:
+    ...     print(e)
+    eta: expected a finite positive number, got -1.0
+    """
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, _REAL):
         raise ParameterTypeError(f"{name}: expected a real number, got {type(x).__name__}")
     v = float(x)
@@ -130,13 +174,30 @@ def positive_float(x: object, name: str, allow_inf: bool = False, allow_zero: bo
 
 
 def nonnegative_float(x: object, name: str) -> float:
-    """Return ``x`` as ``float`` after checking it is a finite real number ``>= 0``."""
+    """Return ``x`` as ``float`` after checking it is a finite real number ``>= 0``.
+
+    Examples
+    --------
+    >>> nonnegative_float(0, "sigma")
+    0.0
+    """
     return positive_float(x, name, allow_zero=True)
 
 
 def probability(x: object, name: str) -> float:
     """Return ``x`` as ``float`` after checking it is a real number in the open interval ``(0, 1)``
-    (a failure probability ``δ``, a confidence level)."""
+    (a failure probability ``δ``, a confidence level).
+
+    Examples
+    --------
+    >>> probability(0.05, "delta")
+    0.05
+    >>> try:
+    ...     probability(1.0, "delta")
+    ... except ValueError as e:
+    ...     print(e)
+    delta: expected a probability in (0, 1), got 1.0
+    """
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, _REAL):
         raise ParameterTypeError(f"{name}: expected a probability in (0, 1), got {type(x).__name__}")
     v = float(x)
@@ -160,6 +221,11 @@ def check_depth(L: object, name: str = "L", minimum: int = 1, allow_inf: bool = 
     -------
     int or float
         ``int(L)``, or ``math.inf``.
+
+    Examples
+    --------
+    >>> check_depth(3.0), check_depth(math.inf, allow_inf=True), check_depth(0, minimum=0)
+    (3, inf, 0)
     """
     what = ("a positive integer depth" if minimum == 1 else f"an integer depth >= {minimum}") + (
         " or math.inf" if allow_inf else ""
@@ -179,7 +245,18 @@ def check_depth(L: object, name: str = "L", minimum: int = 1, allow_inf: bool = 
 
 
 def finite_array(x: object, name: str) -> np.ndarray:
-    """Return ``x`` as a float array after checking every entry is finite."""
+    """Return ``x`` as a float array after checking every entry is finite.
+
+    Examples
+    --------
+    >>> finite_array([1, 2], "x")
+    array([1., 2.])
+    >>> try:
+    ...     finite_array([1.0, np.nan], "x")
+    ... except ValueError as e:
+    ...     print(e)
+    x: contains NaN or infinite entries
+    """
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -190,7 +267,13 @@ def finite_array(x: object, name: str) -> np.ndarray:
 
 
 def square_matrix(M: object, name: str, size: int | None = None) -> np.ndarray:
-    """Return ``M`` as a finite float square matrix, of shape ``(size, size)`` when ``size`` is given."""
+    """Return ``M`` as a finite float square matrix, of shape ``(size, size)`` when ``size`` is given.
+
+    Examples
+    --------
+    >>> square_matrix([[1, 0], [0, 1]], "S", size=2).shape
+    (2, 2)
+    """
     a = finite_array(M, name)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{name}: must be a square matrix, got shape {a.shape}")
@@ -200,7 +283,13 @@ def square_matrix(M: object, name: str, size: int | None = None) -> np.ndarray:
 
 
 def nonnegative_int_steps(steps: Sequence[int] | np.ndarray | int, name: str = "steps") -> np.ndarray:
-    """Return step indices as a 1-D ``int64`` array of non-negative integers (a scalar becomes ``(1,)``)."""
+    """Return step indices as a 1-D ``int64`` array of non-negative integers (a scalar becomes ``(1,)``).
+
+    Examples
+    --------
+    >>> nonnegative_int_steps([0, 2.0, 5]), nonnegative_int_steps(3)
+    (array([0, 2, 5]), array([3]))
+    """
     a = np.asarray(steps)
     if a.ndim == 0:
         a = a[None]
@@ -220,7 +309,13 @@ def nonnegative_int_steps(steps: Sequence[int] | np.ndarray | int, name: str = "
 
 
 def nondecreasing_times(t: object, name: str = "t") -> np.ndarray:
-    """Output times of a flow solve: a non-empty 1-D array of finite, non-negative, non-decreasing times."""
+    """Output times of a flow solve: a non-empty 1-D array of finite, non-negative, non-decreasing times.
+
+    Examples
+    --------
+    >>> nondecreasing_times([0, 1, 1, 2])
+    array([0., 1., 1., 2.])
+    """
     t = np.asarray(t, dtype=float)
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) < 0):
         raise ValueError(f"{name}: expected a non-empty 1-D array of non-decreasing, finite, non-negative times")
@@ -231,6 +326,11 @@ def nonnegative_grid(x: object, name: str) -> tuple[np.ndarray, bool]:
     """A scalar or 1-D grid of finite values ``>= 0`` (e.g. the ``gamma`` values of a landscape).
 
     Returns the grid as a 1-D float array and whether ``x`` was a scalar.
+
+    Examples
+    --------
+    >>> nonnegative_grid(0.5, "gamma")
+    (array([0.5]), True)
     """
     g = np.asarray(x, dtype=float)
     scalar = g.ndim == 0
@@ -241,7 +341,13 @@ def nonnegative_grid(x: object, name: str) -> tuple[np.ndarray, bool]:
 
 
 def positive_spectrum(s: object, name: str) -> np.ndarray:
-    """Eigenvalues of a positive-definite covariance: a non-empty 1-D array, finite and ``> 0``."""
+    """Eigenvalues of a positive-definite covariance: a non-empty 1-D array, finite and ``> 0``.
+
+    Examples
+    --------
+    >>> positive_spectrum([2.0, 1.0], "lam")
+    array([2., 1.])
+    """
     s = np.asarray(s, dtype=float)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"{name}: expected a non-empty 1-D array of eigenvalues, got shape {s.shape}")
@@ -252,7 +358,14 @@ def positive_spectrum(s: object, name: str) -> np.ndarray:
 
 def spectrum_pair(lam: object, omega: object) -> tuple[np.ndarray, np.ndarray]:
     """Covariance eigenvalues ``lam`` (finite, ``> 0``) and task variances ``omega`` (finite, ``>= 0``)
-    of the same 1-D shape, the diagonal data model of the DMFT theory (Σ = diag(λ), Ω = diag(ω))."""
+    of the same 1-D shape, the diagonal data model of the DMFT theory (Σ = diag(λ), Ω = diag(ω)).
+
+    Examples
+    --------
+    >>> lam, omega = spectrum_pair([1.0, 0.5], [1.0, 0.0])
+    >>> lam, omega
+    (array([1. , 0.5]), array([1., 0.]))
+    """
     lam = np.asarray(lam, dtype=float)
     omega = np.asarray(omega, dtype=float)
     if lam.ndim != 1 or lam.size == 0:
@@ -275,6 +388,12 @@ def symmetric_matrix(S: object, name: str, rtol: float = 1e-10) -> np.ndarray:
     S : array_like, shape (K, K)
     name : str
         Parameter name used in error messages.
+
+    Examples
+    --------
+    >>> symmetric_matrix([[2.0, 1.0], [1.0, 2.0]], "S")
+    array([[2., 1.],
+           [1., 2.]])
     """
     S = finite_array(S, name)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
@@ -307,6 +426,16 @@ def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = Fa
     S : array_like, shape (K, K)
     name : str
         Parameter name used in error messages.
+
+    Examples
+    --------
+    >>> symmetric_psd(np.eye(2), "S").shape
+    (2, 2)
+    >>> try:
+    ...     symmetric_psd([[1.0, 2.0], [2.0, 1.0]], "S")
+    ... except ValueError as e:
+    ...     print(e)
+    S: matrix is not positive semi-definite (smallest eigenvalue -1.000e+00)
     """
     S = symmetric_matrix(S, name, rtol)
     _psd_eigenvalues(np.linalg.eigvalsh(0.5 * (S + S.T)), name, rtol, definite)
@@ -324,6 +453,13 @@ def symmetric_psd_eigh(
         Eigenvalues in ascending order (not clipped: round-off below 0 is the caller's to clip).
     Q : ndarray, shape (K, K)
         Orthonormal eigenvectors as columns, ``½(S + Sᵀ) = Q diag(lam) Qᵀ``.
+
+    Examples
+    --------
+    >>> lam, Q = symmetric_psd_eigh(np.diag([2.0, 1.0]), "S")
+    >>> lam, np.abs(Q)
+    (array([1., 2.]), array([[0., 1.],
+           [1., 0.]]))
     """
     S = symmetric_matrix(S, name, rtol)
     lam, Q = np.linalg.eigh(0.5 * (S + S.T))

@@ -47,7 +47,7 @@ from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.decoder import finite_task_experiment, prompt_contraction, ridge_matching_contraction
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, least_squares, power_law_design, standard_error
 
 use_style()
 t_start = time.perf_counter()
@@ -96,17 +96,17 @@ ref_deff = res.oracle_risk * res.d_eff / N_grid                       # (sigma_t
 ref_exact = np.where(N_grid > K + 1, res.oracle_risk * K / np.maximum(N_grid - K - 1, 1), np.nan)
 big = N_grid >= 8 * K
 ratio_deff = exc_mean[big] / ref_deff[big]
-slope = float(np.polyfit(np.log(N_grid[big]), np.log(exc_mean[big]), 1)[0])
+slope = fit_power_law(N_grid[big], exc_mean[big]).slope
 # standard error of the slope over the task draws (one fitted slope per draw)
-slope_se = float(standard_error(np.polyfit(np.log(N_grid[big]), np.log(res.excess[big]), 1)[0]))
+slope_se = float(standard_error(fit_power_law(N_grid[big], res.excess[big]).slope))
 # the asymptotic exponent: per draw, fit log excess = a + b log N + c/N (the c/N term absorbs the leading
 # finite-N correction, e.g. log(1 - (d_eff + 1)/N) of the Gaussian law 1/(N - d_eff - 1)); b is the slope as
 # N -> infinity, its standard error the spread of the independent draws' b. What the fit leaves (O(1/N^2)) is
 # measured on the Gaussian law itself (law_bias = its fitted b + 1).
-X_corr = np.column_stack([np.ones(big.sum()), np.log(N_grid[big]), 1.0 / N_grid[big]])
-b_draws = np.linalg.lstsq(X_corr, np.log(res.excess[big]), rcond=None)[0][1]          # (n_repeats,)
+X_corr = power_law_design(N_grid[big], n_corrections=1)                # columns 1, log N, 1/N
+b_draws = least_squares(X_corr, np.log(res.excess[big])).coef[1]      # (n_repeats,)
 slope_corr, slope_corr_se = float(b_draws.mean()), float(standard_error(b_draws))
-slope_corr_law_bias = float(np.linalg.lstsq(X_corr, -np.log(N_grid[big] - res.d_eff - 1.0), rcond=None)[0][1] + 1)
+slope_corr_law_bias = float(least_squares(X_corr, -np.log(N_grid[big] - res.d_eff - 1.0)).coef[1] + 1)
 gap = res.oracle_risk + exc_mean - res.train_risk.mean(1)              # population minus training risk
 
 # %%

@@ -54,19 +54,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.lsq.dynamics import gd_trajectory, modal_entropy, modal_weights
-from iclcore.lsq.iterates import (
-    contraction_factor,
-    iteration_matrix,
-    richardson_certificate,
-    richardson_error,
-    richardson_iterates,
-)
+from iclcore.lsq.iterates import contraction_factor, richardson_certificate, richardson_error
 from iclcore.lsq.moments import closed_form_moments, decoder_risk, oracle_preconditioner, oracle_risk
 from iclcore.lsq.tasks import TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.baselines import LinearSystems, compare_baselines
-from iclcore.richardson.baselines import depth_error as system_depth_error
+from iclcore.richardson.baselines import (
+    LinearSystems,
+    compare_baselines,
+    replica_gap_standard_error,
+    replica_win_rate,
+)
 from iclcore.richardson.baselines import depth_risk as system_depth_risk
 from iclcore.richardson.decoder import (
     DecoderRun,
@@ -78,14 +76,15 @@ from iclcore.richardson.decoder import (
     online_decoder_run,
     predicted_risk_curve,
     relative_error,
+    richardson_identity_residual,
 )
 from iclcore.stats import (
+    binomial_standard_error,
     clipped_empirical_bernstein,
-    combined_standard_error,
     eb_coverage_from_pool,
-    paired_standard_error,
     ratio_standard_error,
     replica_spread,
+    single_run_standard_error,
     standard_error,
 )
 
@@ -161,13 +160,9 @@ floor_closed = {"R_floor_closed_form": float(sigma**2 * np.trace(np.linalg.inv(c
 R_1_eval = empirical_decoder_risk(run.P, ev.d, ev.z_star)
 
 idx_c = np.unique(np.linspace(0, len(ckpt) - 1, n_contraction_checkpoints).round().astype(int))
-con_mean, con_max, rad_mean, rad_max = [], [], [], []
 contractions = {i: contraction_factor(run.P[i], ev.H_M) for i in idx_c}
-for i in idx_c:
-    c = contractions[i]
-    con_mean.append(c.operator_norm.mean()); con_max.append(c.operator_norm.max())
-    rad_mean.append(c.spectral_radius.mean()); rad_max.append(c.spectral_radius.max())
-con_mean, con_max, rad_mean, rad_max = map(np.array, (con_mean, con_max, rad_mean, rad_max))
+con_mean, con_max, rad_mean, rad_max = np.array([(c.operator_norm.mean(), c.operator_norm.max(), c.spectral_radius.mean(),
+                                                  c.spectral_radius.max()) for c in contractions.values()]).T
 
 # %% [markdown]
 # ## Spectral-overlap weights $w_{s,i}$ of the remaining error (eigenbasis of $C$)
@@ -183,18 +178,10 @@ W_groups = np.stack([W[:, g].sum(1) for g in thirds], 1)
 
 # %%
 P_fin = run.P[-1]
-Z = richardson_iterates(P_fin, ev.H_M, ev.d, L)
-E = richardson_error(P_fin, ev.H_M, -ev.z_dagger, L)
-T_L = np.linalg.matrix_power(iteration_matrix(P_fin, ev.H_M), L)
-identity_err = max(
-    float(np.abs(Z - ev.z_dagger[:, None, :] - E).max()),
-    float(np.abs(E[:, -1] + np.einsum("nij,nj->ni", T_L, ev.z_dagger)).max()),
-)
-viol, ratios_mean, ratios_all = [], [], []
-for i in idx_c:
-    cert = richardson_certificate(run.P[i], ev.H_M, -ev.z_dagger, L, operator_norm=contractions[i].operator_norm)
-    viol.append(cert.violation_rate)
-    ratios_mean.append(cert.ratio_final.mean())
+E = richardson_error(P_fin, ev.H_M, -ev.z_dagger, L)  # (n_eval_prompts, L + 1, K): e_l = z_l - z^dagger
+identity_err = richardson_identity_residual(P_fin, ev.H_M, ev.d, ev.z_dagger, L)
+viol = [richardson_certificate(run.P[i], ev.H_M, -ev.z_dagger, L, operator_norm=contractions[i].operator_norm).violation_rate
+        for i in idx_c]
 cert_fin = richardson_certificate(P_fin, ev.H_M, -ev.z_dagger, L)
 violation_rate_all = float(np.max(viol))
 
@@ -225,7 +212,7 @@ print(f"identity error (the ledger's theorem row grades it): {identity_err:.1e}"
 
 # %% tags=["nbval-check-output"]
 print(f"certificate violation rate: {violation_rate_all}")
-print(f"coverage (target 1 - delta = {1 - delta:g}, binomial s.e. {np.sqrt(delta * (1 - delta) / n_cov_repeats):.3f}):",
+print(f"coverage (target 1 - delta = {1 - delta:g}, binomial s.e. {binomial_standard_error(delta, n_cov_repeats):.3f}):",
       {k: round(float(v), 3) for k, v in coverage.items()})
 
 # %% [markdown]
@@ -368,39 +355,18 @@ con_rep = np.array([contraction_factor(P, ev.H_M).operator_norm.mean() for P in 
 loss_target = np.sum((E[:, -1] + ev.z_dagger - ev.z_star) ** 2, 1) / K   # per-prompt (1/K)||z_L - z*||^2, P_800
 assert np.isclose(loss_target.mean(), R_L_target[-1], rtol=1e-10)
 con_prompts = contraction_factor(P_fin, ev.H_M).operator_norm
-R_obs_final_se = combined_standard_error(replica_spread(R_obs_rep), se_obs[-1])
-R_depth_final_se = combined_standard_error(replica_spread(R_depth_rep), standard_error(loss_target))
+R_obs_final_se = single_run_standard_error(R_obs_rep, se_obs[-1])  # replica spread and prompt SE in quadrature
+R_depth_final_se = single_run_standard_error(R_depth_rep, standard_error(loss_target))
 
 
-def _prompt_losses(P, ell):  # per-prompt (1/K)||x_ell - x^dagger||^2 on the baseline test systems
-    return np.sum(system_depth_error(P, sys_test, ell)[:, -1] ** 2, 1) / K
-
-
-def _gap_se(cmp, ell):  # paired prompt SE of (learned - comparator), worst comparator, with the SGD spread
-    learned = _prompt_losses(P_fin, ell)
-    paired = max(paired_standard_error(learned, _prompt_losses(cmp.baselines[m].preconditioners(sys_test.H), ell))
-                 for m in ("scalar", "h_inf"))
-    return combined_standard_error(paired, replica_spread([system_depth_risk(P, sys_test, ell) for P in P_rep]))
-
-
-def _win_rates(cmp, ell):
-    """Share of held-out prompts on which P (main run, then each replica) has the lower loss than each comparator.
-
-    A mean of i.i.d. indicators over the prompts: binomial standard error sqrt(w (1 - w)/n), exact, and no
-    tail can move it (the comparators' per-prompt losses are heavy-tailed; ledger decoder-25). The SGD spread
-    of a single run's rate is the spread over the main run and the replicas (same prompts).
-    """
-    out = {}
-    for m in ("scalar", "h_inf"):
-        comp = _prompt_losses(cmp.baselines[m].preconditioners(sys_test.H), ell)
-        w = np.array([np.mean(_prompt_losses(P, ell) < comp) for P in P_rep])
-        out[m] = (float(w[0]), combined_standard_error(float(np.sqrt(w[0] * (1 - w[0]) / comp.size)), replica_spread(w)))
-    return out
-
-
-win_L, win_small = _win_rates(cmp_L, L), _win_rates(cmp_small, L_small)
-win_metrics = {f"baseline{tag}_win_{m}{suf}": v[i] for tag, wr in (("", win_L), ("_small", win_small))
-               for m, v in wr.items() for i, suf in ((0, ""), (1, "_se"))}
+# the learned P against the scalar step and H_inf^{-1} on the same prompts: win rates (share of prompts on which P
+# has the lower loss: robust to the comparators' heavy-tailed per-prompt losses) and the paired SE of the risk gap
+rivals = {(tag, ell): {m: cmp.baselines[m].preconditioners(sys_test.H) for m in ("scalar", "h_inf")}
+          for tag, cmp, ell in (("", cmp_L, L), ("_small", cmp_small, L_small))}
+win_metrics = {}
+for (tag, ell), rv in rivals.items():
+    for m, R in rv.items():
+        win_metrics[f"baseline{tag}_win_{m}"], win_metrics[f"baseline{tag}_win_{m}_se"] = replica_win_rate(P_rep, R, sys_test, ell)
 print({k: f"{v:.3f}" for k, v in win_metrics.items()})
 
 # Table 2 quantities of P_800: SGD spread over the replicas (same prompts) and, for prompt means, the prompt SE
@@ -409,15 +375,14 @@ loss_solution = np.sum(E[:, -1] ** 2, 1) / K                              # per-
 table_prompt_se = {"depth_risk": standard_error(loss_solution), "ratio_mean": standard_error(cert_fin.ratio_final),
                    "stable_rank": 0.0}  # the stable rank of P does not depend on the prompts
 se_metrics = {
-    **{f"table_{k}_se": combined_standard_error(replica_spread([tb[k] for tb in tab_rep]), v)
-       for k, v in table_prompt_se.items()},
+    **{f"table_{k}_se": single_run_standard_error([tb[k] for tb in tab_rep], v) for k, v in table_prompt_se.items()},
     "rel_err_final_se": replica_spread(rel_err_rep),
     "R_obs_final_se": R_obs_final_se,
     "R_depth_final_se": R_depth_final_se,
     "direct_over_depth_se": ratio_standard_error(R_obs[-1], R_obs_final_se, R_L_target[-1], R_depth_final_se),
-    "mean_contraction_final_se": combined_standard_error(replica_spread(con_rep), standard_error(con_prompts)),
-    "baseline_gap_se": _gap_se(cmp_L, L),
-    "baseline_small_gap_se": _gap_se(cmp_small, L_small),
+    "mean_contraction_final_se": single_run_standard_error(con_rep, standard_error(con_prompts)),
+    "baseline_gap_se": replica_gap_standard_error(P_rep, list(rivals["", L].values()), sys_test, L),
+    "baseline_small_gap_se": replica_gap_standard_error(P_rep, list(rivals["_small", L_small].values()), sys_test, L_small),
     "n_replicas": n_replicas,
 }
 print({k: f"{v:.1e}" for k, v in se_metrics.items()})
@@ -459,24 +424,14 @@ metrics = {
     "violation_rate": violation_rate_all,
     "eb_upper_depth": eb_depth.upper,
     "eb_upper_direct": eb_direct.upper,
-    "coverage_direct_final": coverage["direct_final"],
-    "coverage_depth_final": coverage["depth_final"],
-    "coverage_direct_initial": coverage["direct_initial"],
+    **{f"coverage_{k}": coverage[k] for k in ("direct_final", "depth_final", "direct_initial")},
     "coverage_min": min(coverage.values()),
     "coverage_bernoulli": coverage["bernoulli"],
     "coverage_plain_mean_bernoulli": coverage_plain_mean,
     "clipped_fraction_initial": clipped_fraction_initial,
-    "table_depth_risk": tab_learned["depth_risk"],
-    "table_eb_upper": tab_learned["eb_upper"],
-    "table_violation_rate": tab_learned["violation_rate"],
-    "table_ratio_mean": tab_learned["ratio_mean"],
-    "table_ratio_max": tab_learned["ratio_max"],
-    "table_mean_contraction": tab_learned["mean_contraction"],
-    "table_rel_dist_oracle": tab_learned["rel_dist_oracle"],
-    "table_stable_rank": tab_learned["stable_rank"],
-    "oracle_table_depth_risk": tab_oracle["depth_risk"],
-    "oracle_table_mean_contraction": tab_oracle["mean_contraction"],
-    "oracle_table_stable_rank": tab_oracle["stable_rank"],
+    **{f"table_{k}": tab_learned[k] for k in ("depth_risk", "eb_upper", "violation_rate", "ratio_mean", "ratio_max",
+                                              "mean_contraction", "rel_dist_oracle", "stable_rank")},
+    **{f"oracle_table_{k}": tab_oracle[k] for k in ("depth_risk", "mean_contraction", "stable_rank")},
     **{f"baseline_risk_{m}": v for m, v in cmp_L.test_risk.items()},
     "baseline_risk_learned": float(R_base_learned[L]),
     **{f"baseline_risk_small_{m}": v for m, v in cmp_small.test_risk.items()},

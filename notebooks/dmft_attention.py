@@ -63,41 +63,43 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy.optimize import curve_fit
 
 from iclcore.dmft.data import power_law_spectrum
-from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
+from iclcore.dmft.finite_context import context_draws
 from iclcore.dmft.readout import (
     FullAttentionRun,
     PowerLawFlowJob,
     ReadoutSGDRun,
     full_attention_run,
+    power_five_theory,
     power_law_flow,
     readout_descent_path,
     readout_flow,
+    readout_peak_standard_error,
     readout_sgd_run,
 )
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss, rrs_loss_grad, rrs_optimum
-from iclcore.dmft.scaling import (
-    fit_power_law_drift,
-    fit_power_law_exponent,
-    fit_power_law_weighted,
-)
 from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.untied import (
     UntiedSGDRun,
-    untied_balanced_hessian,
-    untied_loss,
+    balanced_optimum_stability,
     untied_noisy_flow,
     untied_noisy_loss,
     untied_optimum,
     untied_sgd_run,
 )
-from iclcore.models.attention import power_five_constant, power_five_flow
+from iclcore.models.attention import power_five_constant
 from iclcore.models.probes import block_average
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.stats import batch_means, standard_error
+from iclcore.stats import (
+    fit_offset_power_law,
+    fit_power_law_drift,
+    fit_power_law_exponent,
+    fit_power_law_weighted,
+    relative_bias,
+    standard_error,
+)
 
 use_style()
 t_start = time.time()
@@ -123,22 +125,10 @@ spectra6 = {"iso": (np.ones(D), np.ones(D)), "rrs": power_law_spectrum(D, nu, be
 
 
 def theory_fig6(kind: str):
-    lam, om = spectra6[kind]
-    out = {}
-    draws = context_draws(lam, om, P, np.random.default_rng(seed + (kind == "rrs")), mc_draws)
-    for L in depths:
-        # the landscape is an exact polynomial in gamma whose coefficients average over the draws
-        M = tied_loss_moments(draws, L)
-        s, gam = power_five_flow(t, lambda x, M=M: float(tied_loss_from_moments(x, M)[1]), c, s0)
-        # Monte Carlo error of this theory: the same flow on mc_tables independent blocks of the draws;
-        # the SE of the full table's late-window mean gamma is the blocks' SD / sqrt(mc_tables)
-        late_th = []
-        for blk in draws.split(mc_tables):
-            M_b = tied_loss_moments(blk, L)
-            late_th.append(np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][steps // 2:]))
-        th_mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(mc_tables))
-        out[L] = dict(gam_th=gam, loss_th=tied_loss_from_moments(gam, M)[0], th_mc_sd=th_mc_sd)
-    return out
+    """The c s^5 flow on the exact finite-P landscape (Monte Carlo moments) and its Monte Carlo error."""
+    draws = context_draws(*spectra6[kind], P, np.random.default_rng(seed + (kind == "rrs")), mc_draws)
+    out = {L: power_five_theory(draws, L, t, c, s0, mc_tables, steps // 2) for L in depths}
+    return {L: dict(gam_th=th.gamma, loss_th=th.loss, th_mc_sd=th.mc_sd) for L, th in out.items()}
 
 
 fig6 = {k: theory_fig6(k) for k in ("iso", "rrs")}
@@ -164,12 +154,12 @@ for j, kind in enumerate(("iso", "rrs")):
         ax.plot(block_average(t[:-1], 20), block_average(d["res"].loss, 20), "o", ms=3, color=PALETTE[i])
         axg.plot(t, d["gam_th"], color=PALETTE[i], label=f"L={L}")
         axg.plot(t[::10], d["res"].gamma[::10, 0], "o", ms=3, color=PALETTE[i])
-        late = slice(steps // 2, None)
-        errs.append(np.max(np.abs(d["res"].gamma[late, 0] / d["gam_th"][late] - 1)))
-        bias, bias_se = batch_means(d["res"].gamma[late, 0] / d["gam_th"][late] - 1, 10)  # SE by batch means
-        zs.append(abs(bias) / bias_se)
-        ses.append(bias_se)
-        zth.append(abs(bias) / np.hypot(bias_se, d["th_mc_sd"]))
+        late = slice(steps // 2, None)  # relative bias of gamma, SE by batch means
+        rb = relative_bias(d["res"].gamma[late, 0], d["gam_th"][late], d["th_mc_sd"], n_blocks=10)
+        errs.append(rb.max_abs)
+        zs.append(rb.z)
+        ses.append(rb.se)
+        zth.append(rb.z_with_reference)
     err6[kind], bias6_z[kind], bias6_se[kind] = max(errs), max(zs), max(ses)
     bias6_zth[kind], th6_sd[kind] = max(zth), max(fig6[kind][L]["th_mc_sd"] for L in depths)
     name = "isotropic" if kind == "iso" else f"RRS power law (ν={nu}, β={beta})"
@@ -217,11 +207,9 @@ for D_k, (_, gam_k) in zip(D_fs[:-1], flows_e[:3]):
     sel_k = (gam_k > 100) & (gam_k < 1e-2 * D_k**nu)
     fit_fs.append(fit_power_law_exponent(te[sel_k], rrs_loss(gam_k, lam_k, om_k, np.inf)[sel_k]))
 fit_fs = np.array(fit_fs + [fits["w5"]])
-trend_fs, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs.astype(float), fit_fs,
-                        p0=[fit_fs[-1], fit_fs[0] - fit_fs[-1], 0.5], maxfev=20000)
+trend_fs = fit_offset_power_law(D_fs, fit_fs, p0=[fit_fs[-1], fit_fs[0] - fit_fs[-1], 0.5])  # a + b D^-q
 # extrapolation error: the same extrapolation from the three smallest sizes (one size fewer)
-trend_fs3, _ = curve_fit(lambda x, a, b, q: a + b * x**-q, D_fs[:-1].astype(float), fit_fs[:-1],
-                         p0=trend_fs, maxfev=20000)
+trend_fs3 = fit_offset_power_law(D_fs[:-1], fit_fs[:-1], p0=trend_fs)
 fig_e, ax = plt.subplots(figsize=(5, 3.6))
 ax.loglog(te, rrs_loss(gam_w5, lam_e, om_e, np.inf), label=f"γ = s⁵ flow: fit {fits['w5']:.3f}, Eq. 22 {5 * beta / (5 * beta + 2):.3f}")
 ax.loglog(te, rrs_loss(gam_g, lam_e, om_e, np.inf), label=f"γ flow: fit {fits['gamma']:.3f}, Eq. 97 {beta / (2 + beta):.3f}")
@@ -259,10 +247,10 @@ for i, (L, (res, g_th, l_th)) in enumerate(untied.items()):
     axs8[0].plot(tu, l_th, color=PALETTE[i], label=f"L={L} recurrent theory")
     axs8[0].plot(block_average(tu[:-1], 10), block_average(res.loss, 10), "o", ms=3, color=PALETTE[i])
     late = slice(steps_untied // 10, None)
-    err8.append(np.max(np.abs(res.gamma[late].mean(axis=1) / g_th[late] - 1)))
-    bias, bias_se = batch_means(res.gamma[late].mean(axis=1) / g_th[late] - 1, 10)
-    bias8_z.append(abs(bias) / bias_se)
-    bias8_se.append(bias_se)
+    rb = relative_bias(res.gamma[late].mean(axis=1), g_th[late], n_blocks=10)  # layer-mean gamma vs the recurrent flow
+    err8.append(rb.max_abs)
+    bias8_z.append(rb.z)
+    bias8_se.append(rb.se)
 late = slice(steps_untied // 10, None)
 gam8 = untied[8][0].gamma[late]
 spread8 = float(np.max((gam8.max(axis=1) - gam8.min(axis=1)) / gam8.mean(axis=1)))
@@ -317,18 +305,10 @@ save_figure(fig8s, "fig8a_bias_batch")
 # Hessian at the balanced optimum, layer gradients there (equal by symmetry), and the global untied
 # optimum against the balanced one: at the SGD size D_untied and at D_untied_large
 lam_big, om_big = power_law_spectrum(D_untied_large, nu, beta)
-instab, grad_spread, ratio_large = {}, 0.0, {}
-for L in (2, 4, 8):
-    g_star, l_bal = rrs_optimum(lam_u, om_u, L)
-    lon, tra = untied_balanced_hessian(g_star, lam_u, om_u, L)
-    _, l_unt = untied_optimum(lam_u, om_u, L)
-    instab[L] = (lon, tra, l_bal, l_unt)
-    h = 1e-6 * g_star
-    point = np.full(L, 0.7 * g_star)  # away from the optimum, where the gradient is not small
-    grads = np.array([(untied_loss(point + h * e, lam_u, om_u) - untied_loss(point - h * e, lam_u, om_u)) / (2 * h)
-                      for e in np.eye(L)])
-    grad_spread = max(grad_spread, float(np.ptp(grads) / abs(grads.mean())))
-    ratio_large[L] = untied_optimum(lam_big, om_big, L)[1] / rrs_optimum(lam_big, om_big, L)[1]
+stab = {L: balanced_optimum_stability(lam_u, om_u, L) for L in (2, 4, 8)}
+instab = {L: (st.longitudinal, st.transverse, st.balanced_loss, st.untied_loss) for L, st in stab.items()}
+grad_spread = max(st.gradient_spread for st in stab.values())
+ratio_large = {L: untied_optimum(lam_big, om_big, L)[1] / rrs_optimum(lam_big, om_big, L)[1] for L in (2, 4, 8)}
 
 # %% tags=["nbval-check-output"]
 print("untied vs recurrent theory: max late rel gamma error %.2f; layer spread (L=8) %.2f; final split (L=2) %.2f"
@@ -403,11 +383,7 @@ flow_r = readout_flow(tr_, draws_r, L_readout, c, a0_readout, a0_readout, s0)
 # the same theory in the SGD's own discrete steps (its expected path; the flow is its eta -> 0 limit)
 path_r = readout_descent_path(draws_r, L_readout, D, eta_readout, steps_readout, a0_readout, s0)
 # Monte Carlo error of the theory's peak: the same path on 4 independent blocks of the draws
-peaks_blocks = [
-    readout_descent_path(blk, L_readout, D, eta_readout, steps_readout, a0_readout, s0).m.max()
-    for blk in draws_r.split(4)
-]
-m_peak_th_se = float(np.std(peaks_blocks, ddof=1) / 2.0)  # SD of one block / sqrt(4 blocks)
+m_peak_th_se = readout_peak_standard_error(draws_r, L_readout, D, eta_readout, steps_readout, a0_readout, s0, n_blocks=4)
 runs_r = map_configs(readout_sgd_run, [ReadoutSGDRun(D, P, K, B, L_readout, s0, a0_readout, eta_readout, steps_readout,
                                                     seed + 7000 + r, device=device) for r in range(readout_seeds)],
                      thread_budget(), label="read-out SGD runs")

@@ -57,11 +57,10 @@ from iclcore.dmft import reduced_sgd as dr_reduced_sgd
 from iclcore.dmft import rrs as dr_rrs
 from iclcore.dmft import sgd_noise as dr_sgd_noise
 from iclcore.dmft import shallow_sgd as dr_shallow_sgd
-from iclcore.dmft.scaling import fit_power_law_weighted
 from iclcore.lsq.iterates import in_context_gd_predict
 from iclcore.models.probes import trailing_average
 from iclcore.plotting import save_figure, use_style, write_metrics
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, fit_power_law_weighted, inverse_size_extrapolation, standard_error
 
 use_style()
 t_start = time.time()
@@ -135,13 +134,9 @@ for a in alphas:
 
 n_const = steps - n_anneal
 checkpoints = [n_const // 4, n_const // 2, n_const - 1]
-dev_loss, dev_gamma = 0.0, 0.0
-for r in runs.values():
-    sm = trailing_average(r["res"].batch_loss, 5)
-    for i in checkpoints:
-        ref = np.mean(r["l_th_loss"][max(0, i - 4):i + 1])  # same 5-step window as the smoothing
-        dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
-        dev_gamma = max(dev_gamma, abs(r["res"].gamma_mean[i] - r["g_th"][i]) / r["g_th"][i])
+devs = [dr_reduced_sgd.flow_deviation_at_checkpoints(r["res"].batch_loss, r["l_th_loss"], r["res"].gamma_mean, r["g_th"],
+                                                     checkpoints) for r in runs.values()]  # 5-step smoothing
+dev_loss, dev_gamma = max(d[0] for d in devs), max(d[1] for d in devs)
 converged = {k: r["l_th"][-1] < 1.05 * dr_iso.iso_optimum_closed_form(*k)[1] for k, r in runs.items()}
 # error model of Fig. 1(c): Monte Carlo SE of the final loss, finite-D correction |finite-D optimum - Catalan|
 excess_z = [(abs(r["final"] - dr_iso.iso_optimum_closed_form(*k)[1]) - abs(r["finite_d"] - dr_iso.iso_optimum_closed_form(*k)[1]))
@@ -248,18 +243,12 @@ dev7_first5_corr, dev7_first5_paper = 0.0, 0.0
 E5_sim = E5_paper = E5_corr = None
 for j, (name, lst) in enumerate(settings.items()):
     for i, st in enumerate(lst):
-        Pn, Kn, Bn = (max(1, int(round(st[k] * fig7_D))) for k in ("alpha", "kappa", "tau"))
         th = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"])
         th_fd = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], D=fig7_D)
         th_paper = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st["alpha"], st["kappa"], st["tau"], paper_initial_condition=True)
-        pe, lo = [], []
-        for _ in range(fig7_seeds):
-            cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=fig7_D, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
-            res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
-            pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
-            lo.append(res.batch_loss)
-        pe_seeds, lo_seeds = np.array(pe), np.array(lo)
-        pe, lo = np.mean(pe, axis=0), np.mean(lo, axis=0)
+        runs7 = dr_reduced_sgd.shallow_iso_sgd_runs(fig7_D, st["alpha"], st["kappa"], st["tau"], fig7_eta, fig7_steps, fig7_seeds, rng)
+        pe_seeds, lo_seeds = runs7.param_error, runs7.batch_loss  # (seeds, steps)
+        pe, lo = np.mean(pe_seeds, axis=0), np.mean(lo_seeds, axis=0)
         # the batch loss at step s is evaluated at Γ(s-1): compare with theory one step earlier
         th_loss_prev = np.concatenate([[1.0], th.icl_loss[:-1]])
         lab = f"{name} = {st[name]:g}"
@@ -272,14 +261,12 @@ for j, (name, lst) in enumerate(settings.items()):
         ax[1, j].plot(steps7, np.concatenate([[1.0], th_fd.icl_loss[:-1]]), ":", color=f"C{i}", lw=1.2)
         # plateau level: mean over steps >= 20 (seed-averaged), relative to the theory's mean
         lvl = lambda x: float(np.mean(x[19:]))  # noqa: E731
-        dev7_param = max(dev7_param, abs(lvl(pe) - lvl(th.param_error)) / lvl(th.param_error))
-        dev7_param_fd = max(dev7_param_fd, abs(lvl(pe) - lvl(th_fd.param_error)) / lvl(th_fd.param_error))
-        dev7_loss = max(dev7_loss, abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev))
         # error model: SE over seeds of the per-seed plateau, plus the exact finite-D correction of the theory
-        lvl_seeds = pe_seeds[:, 19:].mean(axis=1)
-        se_lvl = float(standard_error(lvl_seeds))
-        se7_max = max(se7_max, se_lvl)
-        excess7_z.append((abs(lvl(pe) - lvl(th.param_error)) - abs(lvl(th_fd.param_error) - lvl(th.param_error))) / se_lvl)
+        pc = dr_reduced_sgd.plateau_comparison(pe_seeds, th.param_error, th_fd.param_error, start=19)
+        dev7_param, dev7_param_fd = max(dev7_param, pc.deviation), max(dev7_param_fd, pc.deviation_finite_d)
+        dev7_loss = max(dev7_loss, abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev))
+        se7_max = max(se7_max, pc.se)
+        excess7_z.append(pc.excess_z)
         plateau7.setdefault(name, []).append(lvl(lo))
         dev7_first5_corr = max(dev7_first5_corr, np.max(np.abs(pe[:5] - th.param_error[:5]) / th.param_error[:5]))
         dev7_first5_paper = max(dev7_first5_paper, np.max(np.abs(pe[:5] - th_paper.param_error[:5]) / th_paper.param_error[:5]))
@@ -311,12 +298,8 @@ th7 = dr_shallow_sgd.shallow_sgd_theory(steps7, fig7_eta, st7["alpha"], st7["kap
 lvl_th7 = float(np.mean(th7.param_error[19:]))
 gap7, gap7_se = [], []
 for D_k in size_D:
-    Pn, Kn, Bn = (max(1, int(round(st7[k] * D_k))) for k in ("alpha", "kappa", "tau"))
-    lv = []
-    for _ in range(fig7_size_seeds):
-        cfg = dr_reduced_sgd.ReducedGammaSGDConfig("iso", D=D_k, L=1, B=Bn, eta=fig7_eta, steps=fig7_steps, P=Pn, K=Kn)
-        res = dr_reduced_sgd.simulate_reduced_gamma_sgd(cfg, rng)
-        lv.append(np.mean((res.gamma_sq_mean - 2 * res.gamma_mean + 1)[19:]))
+    runs_k = dr_reduced_sgd.shallow_iso_sgd_runs(D_k, st7["alpha"], st7["kappa"], st7["tau"], fig7_eta, fig7_steps, fig7_size_seeds, rng)
+    lv = [np.mean(pe_k[19:]) for pe_k in runs_k.param_error]  # per-seed plateau (steps >= 20)
     gap7.append(np.mean(lv) / lvl_th7 - 1)
     gap7_se.append(float(standard_error(np.array(lv))) / lvl_th7)
 gap7, gap7_se = np.array(gap7), np.array(gap7_se)
@@ -423,12 +406,6 @@ print(f"attention / Eq. 4 vs in-context GD: max |diff| {id_dev:.1e} (max |f| {id
 r10_etas = [0.025, 0.05, 0.1, 0.2]
 
 
-def plateau(ens, eta):
-    """Per-seed mean of the noise over theory time [2, 3.5]; returns (mean, SE over seeds, per-seed values)."""
-    v = ens.noise[:, int(np.ceil(2.0 / eta)):].mean(axis=1)
-    return float(v.mean()), float(standard_error(v)), v
-
-
 def r10_run(D_k, eta, kappa_k=1.0):
     return dr_sgd_noise.shallow_sgd_ensemble(D_k, 1.0, kappa_k, r10_tau, eta, int(np.ceil(3.5 / eta)), r10_seeds, rng)
 
@@ -437,59 +414,45 @@ t_r10 = time.time()
 x_r10 = np.array(r10_etas) / r10_tau
 size_r10 = [max(4, r10_D // 2), r10_D, 2 * r10_D]
 sweeps = {Dk: {eta: r10_run(Dk, eta) for eta in r10_etas} for Dk in size_r10}
+plateaus = {Dk: [dr_sgd_noise.noise_plateau(sweeps[Dk][e], e) for e in r10_etas] for Dk in size_r10}  # t in [2, 3.5]
 eta_runs = sweeps[r10_D]
-eta_pl = np.array([plateau(eta_runs[e], e)[:2] for e in r10_etas])
+eta_pl = np.array([(p.mean, p.se) for p in plateaus[r10_D]])
 th_inf = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau) for e in r10_etas])
 th_fd = np.array([dr_sgd_noise.noise_plateau_theory(e, 1.0, 1.0, r10_tau, D=r10_D) for e in r10_etas])
-slope_th = float(np.polyfit(np.log(x_r10), np.log(th_inf), 1)[0])  # the same estimator as for the seeds
-# per seed: least-squares slope of log plateau against log(eta/tau) over the grid; mean and SE over seeds, per D
-slope_D, slope_D_se = [], []
-for Dk in size_r10:
-    per_seed = np.array([plateau(sweeps[Dk][e], e)[2] for e in r10_etas])  # (n_eta, seeds)
-    sl = np.polyfit(np.log(x_r10), np.log(per_seed), 1)[0]
-    slope_D.append(float(sl.mean()))
-    slope_D_se.append(float(standard_error(sl)))
-slope_D, slope_D_se = np.array(slope_D), np.array(slope_D_se)
-slope_fit, slope_cov = np.polyfit(1.0 / np.array(size_r10, float), slope_D, 1, w=1.0 / slope_D_se, cov="unscaled")
-slope_ext, slope_ext_se = float(slope_fit[1]), float(np.sqrt(slope_cov[1, 1]))
-slope_ext_curv = abs(slope_ext - (2 * slope_D[2] - slope_D[1]))
-size_pl = np.array([plateau(sweeps[Dk][0.1], 0.1)[:2] for Dk in size_r10])
+slope_th = fit_power_law(x_r10, th_inf).slope  # the same estimator as for the seeds
+# per seed: least-squares slope of log plateau against log(eta/tau) over the grid; mean and SE over seeds, per D;
+# then the D -> infinity extrapolation a + c/D (seed SEs as given) with its curvature term
+slope_D, slope_D_se = np.array([dr_sgd_noise.noise_plateau_slope(plateaus[Dk], x_r10) for Dk in size_r10]).T
+slope_1d = inverse_size_extrapolation(size_r10, slope_D, slope_D_se)
+slope_ext, slope_ext_se, slope_ext_curv = slope_1d.limit, slope_1d.limit_se, slope_1d.curvature
+size_pl = np.array([(p.mean, p.se) for p in (plateaus[Dk][r10_etas.index(0.1)] for Dk in size_r10)])
 _, q_r10, q_r10_se = fit_power_law_weighted(np.array(size_r10, float), size_pl[:, 0], size_pl[:, 1])
 kappas = [0.5, 4.0]
 kap_runs = {k: r10_run(r10_D, 0.1, k) for k in kappas}
-kap_mean_z = []
-for k in kappas:
-    dmean = (kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1)  # per seed, over all steps
-    kap_mean_z.append(abs(float(dmean.mean())) / float(standard_error(dmean)))
+kap_dmean = [(kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1) for k in kappas]  # per seed, over all steps
+kap_mean_z = [abs(float(dm.mean())) / float(standard_error(dm)) for dm in kap_dmean]
 kap_tcrit = float(sp_stats.t.ppf(1 - 0.01 / (2 * len(kappas)), r10_seeds - 1))
-kap_mean_se = max(float(standard_error((kap_runs[k].gamma - kap_runs[k].mean_path).mean(axis=1))) for k in kappas)
-(n_lo, se_lo, _), (n_hi, se_hi, _) = (plateau(kap_runs[k], 0.1) for k in kappas)
-kap_ratio = n_lo / n_hi
-kap_ratio_se = kap_ratio * float(np.hypot(se_lo / n_lo, se_hi / n_hi))
+kap_mean_se = max(float(standard_error(dm)) for dm in kap_dmean)
+kap_ratio, kap_ratio_se = dr_sgd_noise.noise_plateau_ratio(*(dr_sgd_noise.noise_plateau(kap_runs[k], 0.1) for k in kappas))
 kap_ratio_th = dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 0.5, r10_tau) / dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 4.0, r10_tau)
 kap_ratio_fd = (dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 0.5, r10_tau, D=r10_D)
                 / dr_sgd_noise.noise_plateau_theory(0.1, 1.0, 4.0, r10_tau, D=r10_D))
 # finite-size evidence for the noise ratio: the same ratio at D/2, D, 2D and a weighted fit of its gap to Result 10
 kap_size = [max(4, r10_D // 2), r10_D, 2 * r10_D]
-kap_rat, kap_rat_se = [], []
-for Dk in kap_size:
-    rr = kap_runs if Dk == r10_D else {k: r10_run(Dk, 0.1, k) for k in kappas}
-    (a_, sa_, _), (b_, sb_, _) = (plateau(rr[k], 0.1) for k in kappas)
-    kap_rat.append(a_ / b_)
-    kap_rat_se.append(a_ / b_ * float(np.hypot(sa_ / a_, sb_ / b_)))
-kap_rat, kap_rat_se = np.array(kap_rat), np.array(kap_rat_se)
+kap_size_runs = {Dk: kap_runs if Dk == r10_D else {k: r10_run(Dk, 0.1, k) for k in kappas} for Dk in kap_size}
+kap_rat, kap_rat_se = np.array([dr_sgd_noise.noise_plateau_ratio(*(dr_sgd_noise.noise_plateau(rr[k], 0.1) for k in kappas))
+                                for rr in kap_size_runs.values()]).T
 _, q_kap, q_kap_se = fit_power_law_weighted(np.array(kap_size, float), kap_rat - kap_ratio_th, kap_rat_se)
 # D -> infinity extrapolation (Result 10 is the D -> infinity limit; Wishart corrections are O(1/D)): weighted
 # linear fit in 1/D with the seed SEs as given; its curvature term is the change when only D and 2D are used
-kap_fit, kap_cov = np.polyfit(1.0 / np.array(kap_size, float), kap_rat, 1, w=1.0 / kap_rat_se, cov="unscaled")
-kap_ext, kap_ext_se = float(kap_fit[1]), float(np.sqrt(kap_cov[1, 1]))
-kap_ext_curv = abs(kap_ext - (2 * kap_rat[2] - kap_rat[1]))
+kap_1d = inverse_size_extrapolation(kap_size, kap_rat, kap_rat_se)
+kap_ext, kap_ext_se, kap_ext_curv = kap_1d.limit, kap_1d.limit_se, kap_1d.curvature
 off_pl = np.array([eta_runs[e].off_iso[:, int(np.ceil(2.0 / e)):].mean() for e in r10_etas])
 t_r10 = time.time() - t_r10
 
 fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
 for i, Dk in enumerate(size_r10):
-    pl_k = np.array([plateau(sweeps[Dk][e], e)[:2] for e in r10_etas])
+    pl_k = np.array([(p.mean, p.se) for p in plateaus[Dk]])
     ax[0].errorbar(x_r10, pl_k[:, 0], yerr=pl_k[:, 1], fmt="o", ms=4, capsize=2, color=f"C{i}",
                    label=f"SGD, D = {Dk}: slope {slope_D[i]:.3f} ± {slope_D_se[i]:.3f}")
 ax[0].plot(x_r10, th_inf, "k-", lw=1, label=f"Result 10, C(∞) = b/(1−a): slope {slope_th:.3f}")

@@ -51,11 +51,11 @@ from iclcore.dmft.nested import (
     nested_min_loss,
     nested_spectral_bound,
 )
-from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent, scaling_exponents
+from iclcore.dmft.scaling import scaling_exponents
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, fit_power_law_drift, fit_power_law_exponent, monte_carlo_agreement
 
 use_style()
 rng = np.random.default_rng(seed)
@@ -74,7 +74,7 @@ t_start = time.time()
 lam_m, om_m = power_law_spectrum(D_mc, nu, beta)
 pairs = [(D_mc // 4, D_mc // 2), (D_mc // 2, 2 * D_mc)]
 mc = {}
-z_all, rel_all, se_all, half_z, node_change = [], [], [], [], []
+agreements, node_change = [], []
 for N, P in pairs:
     ker = nested_kernel(lam_m, om_m, N, P, nested_spectral_bound(lam_m, N, P, rng, margin=1.5), n_nodes)
     g_star, _ = nested_min_loss(ker, L_mc)
@@ -83,16 +83,11 @@ for N, P in pairs:
     de2 = nested_loss(gp, nested_kernel(lam_m, om_m, N, P, ker.k_max, 2 * n_nodes), L_mc)
     node_change.append(float(np.max(np.abs(de / de2 - 1))))
     draws = nested_landscape_draws(gp, lam_m, om_m, N, P, L_mc, rng, mc_draws)
-    mean, se = draws.mean(0), standard_error(draws, axis=0)
-    h = mc_draws // 2
-    a, b = draws[:h], draws[h:]
-    half_z.append(float(np.max(np.abs(a.mean(0) - b.mean(0)) / np.hypot(standard_error(a, axis=0), standard_error(b, axis=0)))))
-    rel, rse = np.abs(de / mean - 1), se / mean
-    z_all.append(float(np.max((rel - 1.0 / min(N, P)) / rse)))
-    rel_all.append(float(rel.max()))
-    se_all.append(float(rse.max()))
+    agreements.append(monte_carlo_agreement(de, draws, discretisation=1.0 / min(N, P)))  # and the two-halves z
+    mean, se = agreements[-1].mean, agreements[-1].se
     gg = np.linspace(0.02, 1.3, 60) * g_star
     mc[(N, P)] = (gp, de, mean, se, gg, nested_loss(gg[gg <= 2 * L_mc / ker.k_max], ker, L_mc))
+z_all, rel_all, se_all, half_z = ([getattr(a, k) for a in agreements] for k in ("max_excess_z", "max_rel", "max_rel_se", "halves_z"))
 
 # one-resource limits
 N1 = D_mc // 4
@@ -170,11 +165,9 @@ for i, N in enumerate(Ns_f):
     for j, L in enumerate(Ls_f):
         Y_f[:, i, j] = nested_flow_loss(C_f / (N**2 * L), ker, int(L))
 N_opt, L_opt, loss_opt, interior = compute_optimal_frontier(C_f, Ns_f, Ls_f, Y_f)
-front_fit = -fit_power_law_exponent(N_opt[interior], L_opt[interior])
+front = fit_power_law(N_opt[interior], L_opt[interior])  # L* ~ N*^slope, residual standard error
+front_fit, front_se = front.slope, front.slope_se
 front_drift = fit_power_law_drift(N_opt[interior], L_opt[interior])
-_, front_cov = np.polyfit(np.log(N_opt[interior]), np.log(L_opt[interior]), 1, cov="unscaled")
-_res = np.log(L_opt[interior]) - np.polyval(np.polyfit(np.log(N_opt[interior]), np.log(L_opt[interior]), 1), np.log(N_opt[interior]))
-front_se = float(np.sqrt(front_cov[0, 0] * np.sum(_res**2) / max(int(interior.sum()) - 2, 1)))
 front_loss_exp = fit_power_law_exponent(C_f[interior], loss_opt[interior])
 
 # %% tags=["nbval-check-output"]
@@ -224,11 +217,8 @@ metrics = {
     "seconds_mc": t_mc,
     "seconds_chinchilla": t_chin,
 }
+chin_columns = {"fit": chin.exponents, "drift": chin_drift, "se": chin.exponent_se, "pred": chin_pred, "corrected": chin_corr}
 for k, name in enumerate(["t", "N", "L", "P"]):
-    metrics[f"chin_a_{name}_fit"] = float(chin.exponents[k])
-    metrics[f"chin_a_{name}_drift"] = float(chin_drift[k])
-    metrics[f"chin_a_{name}_se"] = float(chin.exponent_se[k])
-    metrics[f"chin_a_{name}_pred"] = float(chin_pred[k])
-    metrics[f"chin_a_{name}_corrected"] = float(chin_corr[k])
+    metrics.update({f"chin_a_{name}_{key}": float(v[k]) for key, v in chin_columns.items()})
 metrics["runtime_s"] = time.time() - t_start
 write_metrics(metrics)

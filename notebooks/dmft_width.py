@@ -54,13 +54,7 @@ import torch
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.rrs import rrs_optimum
-from iclcore.dmft.scaling import (
-    fit_power_law_drift,
-    fit_power_law_exponent,
-    fit_power_law_weighted,
-    width_bottleneck,
-    width_bottleneck_paper,
-)
+from iclcore.dmft.scaling import width_bottleneck, width_bottleneck_paper
 from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.dmft.width_mc import (
@@ -81,7 +75,15 @@ from iclcore.dmft.width_mc import (
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_quadrature
-from iclcore.stats import batch_means, increment_z_scores, paired_increment_z_scores, standard_error
+from iclcore.stats import (
+    batch_means,
+    fit_power_law_drift,
+    fit_power_law_exponent,
+    fit_power_law_weighted,
+    increment_z_scores,
+    paired_increment_z_scores,
+    standard_error,
+)
 
 use_style()
 rng = np.random.default_rng(seed)

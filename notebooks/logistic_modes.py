@@ -57,11 +57,12 @@ import numpy as np
 from iclcore.logistic import exact as lm_exact
 from iclcore.logistic import model as lm_model
 from iclcore.logistic import probes as lm_probes
+from iclcore.logistic import replicas as lm_replicas
 from iclcore.logistic import sgd as lm_sgd
 from iclcore.logistic import theory as lm_theory
 from iclcore.models import probes as pr
 from iclcore.plotting import save_figure, use_style, write_metrics
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law, standard_error
 
 use_style()
 T0 = time.time()
@@ -109,22 +110,14 @@ for name, (s, N, eta, epochs, R) in SPECTRA.items():
 # %%
 rC = runs["C"]
 p_star = np.sqrt(lm_theory.paper_fixed_point(rC["s"], rC["N"]))
-d_ = rC["prob"].d
-pT_star = np.zeros((d_, 2 * d_))
-q_star = np.zeros((2 * d_, d_))
-pT_star[:, d_:] = rC["prob"].U @ np.diag(p_star) @ rC["prob"].U.T
-q_star[:d_] = pT_star[:, d_:]
+pT_star, q_star = lm_model.mode_blocks(rC["prob"], p_star)
 mc_mean, mc_se = lm_exact.monte_carlo_loss(pT_star, q_star, rC["prob"], 200_000, np.random.default_rng(seed + 1))
 mc_exact = float(lm_exact.exact_mode_loss(p_star, p_star, rC["s"], rC["N"], rC["prob"].c))
 mc_paper = float(lm_theory.paper_loss(p_star**2, rC["s"], rC["N"], rC["prob"].c))
 print(f"MC {mc_mean:.5f} +- {mc_se:.5f}; exact {mc_exact:.5f}; paper (14) {mc_paper:.5f}")
-xc, yc, xq, yq = lm_model.sample_contexts(rC["prob"], 0, (B,), np.random.default_rng(seed + 2))
-_, gp, gq = lm_model.loss_and_gradients(pT_star, q_star, xc, yc, xq, yq)
-gp, gq = gp.mean(0), gq.mean(0)
-dC_pred = np.sum(gp**2) - np.sum(gq**2)
-dC_ratio = [(lm_model.conserved_quantity(pT_star - e * gp, q_star - e * gq) - lm_model.conserved_quantity(pT_star, q_star)) / e**2
-            for e in (1e-1, 1e-2, 1e-3)]
-dC_relerr = float(np.max(np.abs(np.array(dC_ratio) / dC_pred - 1)))
+dC_ratio, dC_pred = lm_model.conserved_quantity_step_ratio(pT_star, q_star, rC["prob"], B, (1e-1, 1e-2, 1e-3),
+                                                           np.random.default_rng(seed + 2))
+dC_relerr = float(np.max(np.abs(dC_ratio / dC_pred - 1)))
 print("Delta C / eta^2 at eta = 0.1, 0.01, 0.001:", np.round(dC_ratio, 6), "predicted", round(float(dC_pred), 6))
 
 # %% [markdown]
@@ -138,15 +131,11 @@ fig, axes = plt.subplots(2, 3, figsize=(11, 6.4))
 for row, name in enumerate(["A", "C"]):
     r = runs[name]
     blk = r["res"].blocks_mode_basis()
-    M = blk["p2"] @ blk["q1"]
-    tail = slice(-max(1, len(r["t"]) // 10), None)
-    M_end = M[tail].mean(axis=(0, 1))
     paper = lm_theory.paper_fixed_point(r["s"], r["N"])
     exact = lm_exact.exact_fixed_point(r["s"], r["N"], r["prob"].c)
-    sim = np.diag(M_end)
-    per_replica = np.diagonal(M[tail].mean(axis=0), axis1=-2, axis2=-1)  # (R, d): tail mean of each replica
-    se_rel = float(np.max(standard_error(per_replica, axis=0) / paper))
-    fp[name] = dict(sim=sim, paper=paper, exact=exact, offdiag=np.max(np.abs(M_end - np.diag(sim))), se_rel=se_rel)
+    est = lm_replicas.fixed_point_estimate(blk["p2"] @ blk["q1"], paper)  # tail mean, SE over replicas
+    M_end, sim = est.matrix, est.diagonal
+    fp[name] = dict(sim=sim, paper=paper, exact=exact, offdiag=est.offdiag, se_rel=est.se_rel)
     vmax = max(sim.max(), paper.max(), exact.max())
     for ax, mat, title in ((axes[row, 0], M_end, "simulation"), (axes[row, 1], np.diag(paper), "paper 1/s_inf")):
         im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=vmax)
@@ -213,23 +202,14 @@ for row, name in enumerate(["A", "C"]):
     ax.legend(loc="center right")
     a_mean = a.mean(1)
     scale = r["a_exact"][-1]
-    th_sim = lm_exact.crossing_times(t, a_mean, a_mean[-max(1, len(t) // 10):].mean(0) / 2)
-    # SE of the smallest increment of t_half: per-replica half times, increments at the same pair of modes
-    th_rep = np.array([lm_exact.crossing_times(t, a[:, j], a[-max(1, len(t) // 10):, j].mean(0) / 2)
-                       for j in range(a.shape[1])])  # (R, d)
-    dth = np.diff(th_rep, axis=1)[:, int(np.argmin(np.diff(th_sim)))]
-    th_inc_se = standard_error(dth) if np.sum(np.isfinite(dth)) == dth.size >= 2 else float("inf")
+    th = lm_replicas.half_time_estimate(t, a)  # and the SE of its smallest increment over replicas
     th_exact = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 2)
     th_paper = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P, c=r["prob"].c)
     th_paper1 = lm_theory.half_time(a0, r["s"], r["N"], r["eta"], P)
-    a_se = standard_error(a, axis=1)
     traj[name] = dict(
-        rms_se=float(np.sqrt(np.mean((a_se / scale) ** 2))), C_end_se=float(standard_error(C[-1])),
-        C_flow=C_flow,
-        rms_exact=float(np.sqrt(np.mean(((a_mean - r["a_exact"]) / scale) ** 2))),
-        rms_paper=float(np.sqrt(np.mean(((a_mean - r["a_paper"]) / scale) ** 2))),
-        rms_paper1=float(np.sqrt(np.mean(((a_mean - r["a_paper1"]) / scale) ** 2))),
-        th_sim=th_sim, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1, th_inc_se=th_inc_se,
+        rms_se=lm_replicas.relative_rms(standard_error(a, axis=1), 0.0, scale), C_end_se=float(standard_error(C[-1])),
+        C_flow=C_flow, **{f"rms_{k}": lm_replicas.relative_rms(a_mean, r[f"a_{k}"], scale) for k in ("exact", "paper", "paper1")},
+        th_sim=th.times, th_exact=th_exact, th_paper=th_paper, th_paper1=th_paper1, th_inc_se=th.min_increment_se,
         C_end=float(C[-1].mean()), norm_end=float(pn[-1].mean()),
         pq_split_exact=float(np.max(np.abs(r["p_exact"][-1] - r["q_exact"][-1]))),
     )
@@ -279,7 +259,7 @@ for ax, xscale in zip(axes, ("linear", "log")):
 axes[0].legend()
 axes[1].set_title("grey lines: predicted cliff times t_cliff,alpha")
 save_figure(fig, "fig3_loss_plateaus")
-tail = slice(-max(1, len(t) // 10), None)
+tail = lm_replicas.tail_window(len(t))
 loss_end = {name: float(runs[name]["res"].loss[tail].mean()) for name in runs}
 loss_end_se = {name: float(standard_error(runs[name]["res"].loss_replicas[tail].mean(0))) for name in runs}
 # plateaus and cliffs in regime B: measured cliff (a at 1/3 of the paper's fixed point) against t_cliff of (13)
@@ -287,9 +267,8 @@ aB = r["mp"]["a"]
 lvlB = lm_theory.paper_fixed_point(sB, NB)
 cliff_sim = lm_exact.crossing_times(t, aB.mean(1), lvlB / 3)
 learned_B = np.isfinite(lm_exact.crossing_times(t, aB.mean(1), lvlB / 2))
-cliff_rep = np.array([lm_exact.crossing_times(t, aB[:, j], lvlB / 3) for j in range(aB.shape[1])])
 cliff_offset_B = np.abs(cliff_sim - tc_B) / tau_B
-cliff_se_B = np.nanstd(cliff_rep, axis=0, ddof=1) / np.sqrt(aB.shape[1]) / tau_B
+cliff_se_B = lm_replicas.crossing_time_standard_error(t, aB, lvlB / 3) / tau_B
 # curvature of each mode's share of the loss (14) in regime B, for the probes below
 curv_B = []
 for k in range(4):
@@ -321,23 +300,14 @@ tc_ex = lm_exact.crossing_times(t, r["a_exact"], r["a_exact"][-1] / 3)
 dt = t[1] - t[0]
 ep = max(1, probe_avg_steps // log_every)  # log points averaged (one epoch at P = 64: removes the task-order period)
 win = 2 * int(0.9 * tau_A[0] / dt) + 1
-L_sim_A = pr.moving_average(r["res"].loss[1:], ep)
-L_th_A = pr.moving_average(lm_theory.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:], ep)
-lag = np.arange(L_sim_A.size) * dt
-A2_sim = pr.smoothed_derivative(pr.lag_autocorrelation(L_sim_A), dt, window=win)
-A2_th = pr.smoothed_derivative(pr.lag_autocorrelation(L_th_A), dt, window=win)
-body = (lag > win * dt) & (lag < 0.75 * lag[-1])  # skip the lag-0 noise kink and the poorly sampled tail
-pk_A_sim = pr.find_extrema(A2_sim[body], lag[body], prominence=0.01)
-nrm_sim = pr.moving_average(np.sqrt(np.sum(r["res"].pT[..., :, 4:] ** 2, axis=(-2, -1))).mean(1), ep)
-nrm_th = pr.moving_average(np.sqrt(r["a_paper"].sum(1)), ep)
-t_n = t[: nrm_sim.size] + (ep - 1) / 2 * dt
-n2_sim = pr.smoothed_derivative(nrm_sim, dt, window=win)
-n2_th = pr.smoothed_derivative(nrm_th, dt, window=win)
-pk_n_sim = pr.find_extrema(n2_sim, t_n, prominence=0.05)
-tr_n_sim = pr.find_extrema(n2_sim, t_n, sign=-1, prominence=0.05)
-# the same counts on the noise-free theory curves (same smoothing, window and prominence)
-n_pk_A_th = len(pr.find_extrema(A2_th[body], lag[body], prominence=0.01))
-n_ext_n_th = len(pr.find_extrema(n2_th, t_n, prominence=0.05)) + len(pr.find_extrema(n2_th, t_n, sign=-1, prominence=0.05))
+# (A) A''(lag) of the loss autocorrelation, (B) d^2 ||p2||_F / dt^2 (replica means), and the same probes on the
+# noise-free theory curves (same smoothing, window and prominence)
+cp = lm_probes.curvature_probes(t, r["res"].loss[1:], lm_theory.paper_loss(r["a_paper"], sA, NA, c=probA.c)[1:],
+                                np.sqrt(np.sum(r["res"].pT[..., :, 4:] ** 2, axis=(-2, -1))).mean(1),
+                                np.sqrt(r["a_paper"].sum(1)), avg=ep, window=win)
+lag, body, A2_sim, A2_th, t_n, n2_sim, n2_th = cp.lag, cp.body, cp.A2_sim, cp.A2_theory, cp.t_norm, cp.n2_sim, cp.n2_theory
+pk_A_sim, pk_n_sim, tr_n_sim, n_pk_A_th, n_ext_n_th = (cp.A2_peaks, cp.norm_peaks, cp.norm_troughs, cp.n_A2_peaks_theory,
+                                                       cp.n_norm_extrema_theory)
 # finite-size check of those counts: the same probes on the replica mean of the first R independent data
 # streams of one extra regime-A run (nested subsets, same tasks and init) for R = 1, 2, probe_R_max/4, /2 and
 # probe_R_max, and the least-squares log-log slope of the count's excess over the theory curve's against R (an
@@ -353,10 +323,9 @@ fit_counts = lm_probes.replica_sweep_extrema_counts(res_fs.loss_replicas, res_fs
 fs_counts = fit_counts[[R_fit.index(R_) for R_ in R_fs]]  # (3, 2): A'' peaks, norm extrema
 fs_slopes, fs_slope_se = [], []
 for j, th in enumerate((n_pk_A_th, n_ext_n_th)):
-    (b_, a_), cov_ = np.polyfit(np.log(R_fit), np.log(np.maximum(fit_counts[:, j] - th, 0.5)), 1, cov="unscaled")
-    res_ = np.log(np.maximum(fit_counts[:, j] - th, 0.5)) - (a_ + b_ * np.log(R_fit))
-    fs_slopes.append(float(b_))
-    fs_slope_se.append(float(np.sqrt(cov_[0, 0] * np.sum(res_**2) / (len(R_fit) - 2))))
+    fit_ = fit_power_law(R_fit, np.maximum(fit_counts[:, j] - th, 0.5))  # residual standard error
+    fs_slopes.append(fit_.slope)
+    fs_slope_se.append(fit_.slope_se)
 print("replicas", R_fit, "A'' peaks", fit_counts[:, 0], "norm extrema", fit_counts[:, 1],
       "theory", n_pk_A_th, n_ext_n_th, "excess slopes", np.round(fs_slopes, 2), "+-", np.round(fs_slope_se, 2))
 mer_sim = pr.marginalized_effective_rank(np.abs(r["mp"]["a"].mean(1)), 3, drop_order=np.arange(4))

@@ -564,7 +564,7 @@ def chinchilla_drift(x: np.ndarray, loss: np.ndarray, a0: float = 0.5) -> np.nda
     For resource ``r``, the grid values of ``x_r`` are split into their lower and upper halves (the middle
     value in both when their number is odd) and the full four-term model is refitted on each half with the
     other resources unchanged; the drift is ``|a_r(lower) - a_r(upper)|`` (the two-halves rule of
-    :func:`iclcore.dmft.scaling.fit_power_law_drift`, applied to a joint fit).
+    :func:`iclcore.stats.fit_power_law_drift`, applied to a joint fit).
     """
     x, y = _resource_table(x, loss)
     out = np.empty(4)

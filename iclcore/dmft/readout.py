@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from iclcore.dmft.data import power_law_spectrum
-from iclcore.dmft.finite_context import ContextDraws
+from iclcore.dmft.finite_context import ContextDraws, tied_loss_from_moments, tied_loss_moments
 from iclcore.dmft.rrs import rrs_gradient_flow, rrs_loss_grad
 from iclcore.models.attention import (
     Contexts,
@@ -56,6 +56,7 @@ __all__ = [
     "readout_loss",
     "readout_flow",
     "readout_descent_path",
+    "readout_peak_standard_error",
     "ReadoutFlow",
     "ReadoutAttention",
     "train_readout",
@@ -66,6 +67,8 @@ __all__ = [
     "readout_sgd_run",
     "PowerLawFlowJob",
     "power_law_flow",
+    "PowerFiveTheory",
+    "power_five_theory",
 ]
 
 
@@ -221,6 +224,27 @@ class ReadoutRun:
     gamma: np.ndarray
     a_o: np.ndarray
     a_y: np.ndarray
+
+
+def readout_peak_standard_error(
+    draws: ContextDraws, L: int, D: int, eta: float, steps: int, a0: float, s0: float, n_blocks: int = 4
+) -> float:
+    """Monte Carlo standard error of the peak read-out scale ``max_t a_o a_y`` of :func:`readout_descent_path`.
+
+    The same path on ``n_blocks`` independent blocks of the draws (``ContextDraws.split``): the standard
+    deviation of their peaks over ``sqrt(n_blocks)`` is the standard error of the full table's peak.
+
+    Parameters
+    ----------
+    draws : ContextDraws
+    L, D, eta, steps, a0, s0 :
+        As in :func:`readout_descent_path`.
+    n_blocks : int
+        ``2 <= n_blocks <= draws.n``.
+    """
+    n_blocks = positive_int(n_blocks, "n_blocks", minimum=2)
+    peaks = [readout_descent_path(blk, L, D, eta, steps, a0, s0).m.max() for blk in draws.split(n_blocks)]
+    return float(np.std(peaks, ddof=1) / np.sqrt(n_blocks))
 
 
 def train_readout(
@@ -412,3 +436,64 @@ def power_law_flow(job: PowerLawFlowJob) -> tuple[np.ndarray | None, np.ndarray]
     if job.kind == "gamma":
         return None, rrs_gradient_flow(t, lam, omega, np.inf)[0]
     return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, np.inf), job.c, job.s0)
+
+
+@dataclass(frozen=True)
+class PowerFiveTheory:
+    """The ``γ = c s⁵`` theory of full linear attention on a finite-context landscape (:func:`power_five_theory`).
+
+    Attributes
+    ----------
+    gamma, loss : ndarray, shape (n_t,)
+        ``γ(t)`` of the balanced flow and the loss along it.
+    mc_sd : float
+        Relative Monte Carlo standard deviation of the late-window mean of ``γ``: the spread of the same
+        flow over independent blocks of the draws, over the square root of their number.
+    """
+
+    gamma: np.ndarray
+    loss: np.ndarray
+    mc_sd: float
+
+
+def power_five_theory(
+    draws: ContextDraws, L: int, t: np.ndarray, c: float, s0: float, n_tables: int, late_start: int
+) -> PowerFiveTheory:
+    """Balanced ``γ = c s⁵`` flow on the exact finite-``P`` tied landscape, with its Monte Carlo error (Fig. 6a-b).
+
+    The depth-``L`` landscape is a polynomial of degree ``2L`` in ``γ`` whose coefficients are Monte Carlo
+    moments over the draws (:func:`iclcore.dmft.finite_context.tied_loss_moments`); the flow is
+    :func:`iclcore.models.attention.power_five_flow` on it. Its Monte Carlo error: the same flow on
+    ``n_tables`` independent blocks of the draws (``ContextDraws.split``); the standard deviation of
+    their late-window (``t[late_start:]``) mean ``γ``, relative to the blocks' mean, over
+    ``sqrt(n_tables)`` is the relative standard error of the full table's late-window mean.
+
+    Parameters
+    ----------
+    draws : ContextDraws
+    L : int
+        Depth.
+    t : ndarray, shape (n_t,)
+        Non-decreasing theory times.
+    c, s0 : float
+        ``γ = c s⁵`` and the initial scale.
+    n_tables : int
+        Independent blocks, ``2 <= n_tables <= draws.n``.
+    late_start : int
+        First index of the late window.
+
+    Returns
+    -------
+    PowerFiveTheory
+    """
+    n_tables = positive_int(n_tables, "n_tables", minimum=2)
+    M = tied_loss_moments(draws, L)
+    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0)
+    late_th = []
+    for blk in draws.split(n_tables):
+        M_b = tied_loss_moments(blk, L)
+        late_th.append(
+            np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][late_start:])
+        )
+    mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(n_tables))
+    return PowerFiveTheory(gam, tied_loss_from_moments(gam, M)[0], mc_sd)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
+from iclcore.models.probes import trailing_average
 from iclcore.stats import standard_error
 from iclcore.validation import (
     as_generator,
@@ -24,6 +25,11 @@ __all__ = [
     "ReducedGammaSGDResult",
     "simulate_reduced_gamma_sgd",
     "reduced_gamma_loss_mc",
+    "ShallowISORuns",
+    "shallow_iso_sgd_runs",
+    "flow_deviation_at_checkpoints",
+    "PlateauComparison",
+    "plateau_comparison",
 ]
 
 
@@ -287,3 +293,141 @@ def reduced_gamma_loss_mc(
         done += loss.size
     v = np.concatenate(vals)[:n_contexts]
     return float(v.mean()), float(standard_error(v))
+
+
+@dataclass(frozen=True)
+class ShallowISORuns:
+    """Independent depth-1 ISO SGD runs (:func:`shallow_iso_sgd_runs`), one row per seed.
+
+    Attributes
+    ----------
+    param_error : ndarray, shape (seeds, steps)
+        ``(1/D)|Γ − I|² = tr ΓᵀΓ − 2 tr Γ + 1`` after each step.
+    batch_loss : ndarray, shape (seeds, steps)
+        The mean loss of each step's batch (evaluated at the ``Γ`` before the step).
+    """
+
+    param_error: np.ndarray
+    batch_loss: np.ndarray
+
+
+def shallow_iso_sgd_runs(
+    D: int, alpha: float, kappa: float, tau: float, eta: float, steps: int, seeds: int, rng: np.random.Generator
+) -> ShallowISORuns:
+    """``seeds`` independent depth-1 ISO SGD runs at ``P = αD``, ``K = κD``, ``B = τD`` (Bordelon et al. App. C.1, Fig. 7).
+
+    Each run is :func:`simulate_reduced_gamma_sgd` from ``Γ = 0`` with the sizes rounded to integers
+    ``>= 1``; the runs draw from ``rng`` one after the other.
+
+    Parameters
+    ----------
+    D : int
+    alpha, kappa, tau : float
+        Context length, evaluation points and batch size per dimension.
+    eta : float
+    steps, seeds : int
+
+    Returns
+    -------
+    ShallowISORuns
+    """
+    P, K, B = (max(1, int(round(v * D))) for v in (alpha, kappa, tau))
+    cfg = ReducedGammaSGDConfig("iso", D=D, L=1, B=B, eta=eta, steps=steps, P=P, K=K)
+    pe, lo = [], []
+    for _ in range(positive_int(seeds, "seeds")):
+        res = simulate_reduced_gamma_sgd(cfg, rng)
+        pe.append(res.gamma_sq_mean - 2 * res.gamma_mean + 1)
+        lo.append(res.batch_loss)
+    return ShallowISORuns(np.array(pe), np.array(lo))
+
+
+def flow_deviation_at_checkpoints(
+    batch_loss: np.ndarray,
+    loss_theory: np.ndarray,
+    gamma: np.ndarray,
+    gamma_theory: np.ndarray,
+    checkpoints: list[int],
+    window: int = 5,
+) -> tuple[float, float]:
+    """Largest relative deviations of one SGD run from its gradient flow at checkpoint steps (Fig. 1).
+
+    The loss: the causal running mean of the batch losses over ``window`` steps against the mean of the
+    theory loss over the same steps (both at the ``Γ`` the batches were evaluated at); ``γ``: the run's
+    ``tr Γ`` against the flow at the same step.
+
+    Parameters
+    ----------
+    batch_loss, loss_theory : ndarray, shape (steps,)
+        The run's batch losses and the flow's loss at the same times (``t_loss``).
+    gamma, gamma_theory : ndarray, shape (steps,)
+        ``tr Γ`` after each step and the flow at the same times.
+    checkpoints : list of int
+        Step indices.
+    window : int
+        Smoothing window.
+
+    Returns
+    -------
+    (loss_deviation, gamma_deviation) : floats
+        ``max_i |smoothed_i − ref_i| / ref_i`` and ``max_i |γ_i − γ_th,i| / γ_th,i`` (0 for no checkpoint).
+    """
+    window = positive_int(window, "window")
+    sm = trailing_average(batch_loss, window)
+    dev_loss, dev_gamma = 0.0, 0.0
+    for i in checkpoints:
+        ref = np.mean(loss_theory[max(0, i - window + 1) : i + 1])
+        dev_loss = max(dev_loss, abs(sm[i] - ref) / ref)
+        dev_gamma = max(dev_gamma, abs(gamma[i] - gamma_theory[i]) / gamma_theory[i])
+    return float(dev_loss), float(dev_gamma)
+
+
+@dataclass(frozen=True)
+class PlateauComparison:
+    """The late plateau of a seed-averaged series against a theory (:func:`plateau_comparison`).
+
+    Attributes
+    ----------
+    deviation, deviation_finite_d : float
+        ``|level − theory level| / theory level`` against the asymptotic and the finite-``D`` theory.
+    se : float
+        Standard error over seeds of the per-seed plateau.
+    excess_z : float
+        ``(|level − theory| − |finite-D theory − theory|) / se``: the difference beyond the finite-``D``
+        correction (the discretisation term of the error model) in standard errors.
+    """
+
+    deviation: float
+    deviation_finite_d: float
+    se: float
+    excess_z: float
+
+
+def plateau_comparison(
+    seeds: np.ndarray, theory: np.ndarray, theory_finite_d: np.ndarray, start: int = 19
+) -> PlateauComparison:
+    """Plateau (mean over steps ``>= start``) of independent seeds against the asymptotic and finite-``D`` theory (Fig. 7).
+
+    Parameters
+    ----------
+    seeds : ndarray, shape (R, T)
+        ``R >= 2`` independent runs (e.g. the parameter error ``(1/D)|Γ − I|²`` per step).
+    theory, theory_finite_d : ndarray, shape (T,)
+        The ``D → ∞`` theory and the same with the exact finite-``D`` moments.
+    start : int
+        First step of the plateau window.
+
+    Returns
+    -------
+    PlateauComparison
+    """
+    start = positive_int(start, "start", minimum=0)
+    mean = np.mean(seeds, axis=0)
+    lvl = lambda x: float(np.mean(x[start:]))  # noqa: E731
+    se = float(standard_error(seeds[:, start:].mean(axis=1)))
+    excess = abs(lvl(mean) - lvl(theory)) - abs(lvl(theory_finite_d) - lvl(theory))
+    return PlateauComparison(
+        abs(lvl(mean) - lvl(theory)) / lvl(theory),
+        abs(lvl(mean) - lvl(theory_finite_d)) / lvl(theory_finite_d),
+        se,
+        excess / se,
+    )

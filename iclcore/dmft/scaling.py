@@ -1,5 +1,6 @@
 """Scaling-law bottlenecks (Bordelon et al. Result 8, App. F.2, F.4): width and context
-bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and power-law fits.
+bottlenecks (closed form, as printed, Monte Carlo), the predicted exponents and the exponents fitted
+on theory curves (the fits themselves are :mod:`iclcore.stats`).
 Conventions (normalised trace, theory time, power-law data) in :mod:`iclcore.dmft`.
 """
 
@@ -15,6 +16,7 @@ from scipy.optimize import brentq
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.fs import fs_loss_curve
 from iclcore.dmft.rrs import rrs_loss, rrs_optimum, rrs_time_of_gamma
+from iclcore.stats import fit_power_law_drift, fit_power_law_exponent
 from iclcore.validation import (
     as_generator,
     positive_float,
@@ -31,9 +33,6 @@ __all__ = [
     "context_bottleneck_paper",
     "context_bottleneck_mc",
     "scaling_exponents",
-    "fit_power_law_exponent",
-    "fit_power_law_drift",
-    "fit_power_law_weighted",
     "EXPONENT_RESOURCES",
     "FittedExponent",
     "fitted_scaling_exponent",
@@ -184,73 +183,6 @@ def scaling_exponents(nu: float, beta: float) -> dict[str, float]:
     }
 
 
-def fit_power_law_exponent(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope ``-d log y / d log x`` (the decay exponent) of positive samples."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
-        raise ValueError("x, y: expected two 1-D arrays of the same length >= 2")
-    if np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError("x, y: power-law fit needs positive values")
-    slope = np.polyfit(np.log(x), np.log(y), 1)[0]
-    return float(-slope)
-
-
-def fit_power_law_drift(x: np.ndarray, y: np.ndarray) -> float:
-    """Pre-asymptotic error estimate of :func:`fit_power_law_exponent` on a finite window.
-
-    The absolute difference of the fitted exponents on the first and the second half of the samples
-    (ordered by ``x``; each half needs two points). A pure power law gives 0; a local slope that
-    still moves across the window gives the size of that movement, which is the book's error model
-    for exponent fits on theory curves (an agreement rule ``|fit - exponent| <= 3 drift``).
-
-    Parameters
-    ----------
-    x, y : arrays ``(n,)``, positive, ``n >= 4``
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or x.size < 4:
-        raise ValueError("x, y: expected two 1-D arrays of the same length >= 4")
-    order = np.argsort(x)
-    x, y = x[order], y[order]
-    h = x.size // 2
-    return abs(fit_power_law_exponent(x[:h], y[:h]) - fit_power_law_exponent(x[h:], y[h:]))
-
-
-def fit_power_law_weighted(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
-    """Weighted least-squares fit ``y = A x^p`` of noisy samples, with the standard error of ``p``.
-
-    Unlike :func:`fit_power_law_exponent` (a log-log slope of exact theory values), the samples
-    may be noisy and even of either sign (e.g. a small simulated bias): the fit is done on ``y``
-    itself, each sample weighted by its standard error ``se`` (e.g. over independent seeds), and
-    the SE of ``p`` is the square root of its diagonal entry in the covariance of the weighted
-    Gauss-Newton fit (``absolute_sigma``: the SEs are taken as given, not rescaled by chi^2).
-
-    Parameters
-    ----------
-    x : array ``(n,)``, positive; ``n >= 3``
-    y : array ``(n,)``
-    se : array ``(n,)``, positive standard errors of ``y``
-
-    Returns
-    -------
-    amplitude A, exponent p (growth: ``y ~ x^p``), standard error of p
-    """
-    from scipy.optimize import curve_fit
-
-    x, y, se = (np.asarray(v, dtype=float) for v in (x, y, se))
-    if not (x.shape == y.shape == se.shape and x.ndim == 1 and x.size >= 3):
-        raise ValueError("x, y, se: expected three 1-D arrays of the same length >= 3")
-    if np.any(x <= 0) or np.any(se <= 0) or not np.all(np.isfinite(np.concatenate([x, y, se]))):
-        raise ValueError("x, se: expected finite positive values (y finite)")
-    pos = y > 0  # starting point: log-log slope of the positive samples (or 1)
-    p0 = -fit_power_law_exponent(x[pos], y[pos]) if pos.sum() >= 2 and np.ptp(x[pos]) > 0 else 1.0
-    a0 = float(np.exp(np.mean(np.log(np.abs(y[pos]) if pos.any() else se) - p0 * np.log(x[pos] if pos.any() else x))))
-    popt, pcov = curve_fit(lambda u, a, p: a * u**p, x, y, p0=[a0, p0], sigma=se, absolute_sigma=True, maxfev=20000)
-    return float(popt[0]), float(popt[1]), float(np.sqrt(pcov[1, 1]))
-
-
 @dataclass(frozen=True)
 class FittedExponent:
     """A decay exponent fitted on a theory curve (:func:`fitted_scaling_exponent`).
@@ -258,9 +190,9 @@ class FittedExponent:
     Attributes
     ----------
     exponent : float
-        Least-squares slope ``-d log loss / d log resource`` (:func:`fit_power_law_exponent`).
+        Least-squares slope ``-d log loss / d log resource`` (:func:`iclcore.stats.fit_power_law_exponent`).
     drift : float
-        Its pre-asymptotic error estimate (:func:`fit_power_law_drift`).
+        Its pre-asymptotic error estimate (:func:`iclcore.stats.fit_power_law_drift`).
     x, loss : ndarray (n,)
         The resource values and losses that were fitted.
     """

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iclcore.dmft.finite_context import ContextDraws
+from iclcore.dmft.rrs import rrs_optimum
 from iclcore.validation import nondecreasing_times, nonnegative_float, positive_int, spectrum_pair
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ __all__ = [
     "untied_loss",
     "untied_balanced_hessian",
     "untied_optimum",
+    "BalancedStability",
+    "balanced_optimum_stability",
     "untied_noisy_loss",
     "untied_noisy_flow",
     "UntiedSGDRun",
@@ -309,3 +312,53 @@ def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
         return ctx
 
     return train(model, noisy, run.steps, lr, gen, device=run.device)
+
+
+@dataclass(frozen=True)
+class BalancedStability:
+    """The balanced (recurrent) optimum as a point of the untied landscape (:func:`balanced_optimum_stability`).
+
+    Attributes
+    ----------
+    longitudinal, transverse : float
+        Hessian eigenvalues of :func:`untied_loss` at the balanced optimum (:func:`untied_balanced_hessian`):
+        along ``1_L`` and across it (negative: the balanced manifold is transversally unstable).
+    balanced_loss, untied_loss : float
+        The balanced minimum (:func:`iclcore.dmft.rrs.rrs_optimum`) and the global untied one
+        (:func:`untied_optimum`).
+    gradient_spread : float
+        ``ptp / |mean|`` of the layer gradients at the balanced point ``0.7 γ*`` (central differences,
+        step ``1e-6 γ*``): 0 up to rounding, since the layers are exchangeable there.
+    """
+
+    longitudinal: float
+    transverse: float
+    balanced_loss: float
+    untied_loss: float
+    gradient_spread: float
+
+
+def balanced_optimum_stability(lam: np.ndarray, omega: np.ndarray, L: int) -> BalancedStability:
+    """Curvature of the untied loss at the balanced optimum, its global optimum and the layer symmetry (§5.1, Fig. 8).
+
+    Parameters
+    ----------
+    lam, omega : ndarray, shape (D,)
+        The spectrum and task variances.
+    L : int
+        Number of layers, ``>= 2``.
+
+    Returns
+    -------
+    BalancedStability
+    """
+    L = positive_int(L, "L", minimum=2)
+    g_star, l_bal = rrs_optimum(lam, omega, L)
+    lon, tra = untied_balanced_hessian(g_star, lam, omega, L)
+    _, l_unt = untied_optimum(lam, omega, L)
+    h = 1e-6 * g_star
+    point = np.full(L, 0.7 * g_star)  # away from the optimum, where the gradient is not small
+    grads = np.array(
+        [(untied_loss(point + h * e, lam, omega) - untied_loss(point - h * e, lam, omega)) / (2 * h) for e in np.eye(L)]
+    )
+    return BalancedStability(lon, tra, l_bal, l_unt, float(np.ptp(grads) / abs(grads.mean())))

@@ -37,8 +37,10 @@ Public modules:
 - :mod:`~iclcore.logistic.model`: The model of Mainali & Teixeira §2 (Eqs. 1-8): problem (covariance
   eigenbasis, tasks), embedding, one-layer linear transformer, read-out blocks, contexts, loss and gradients,
   and the conserved quantity;
-- :mod:`~iclcore.logistic.probes`: Probe extrema on replica means of growing size: the finite-size check of the
-  curvature probes (§4, Fig. 4A-B);
+- :mod:`~iclcore.logistic.probes`: The curvature probes of the loss and the parameter norm and their extrema, on
+  one run and on replica means of growing size (the finite-size check; §4, Fig. 4A-B);
+- :mod:`~iclcore.logistic.replicas`: Estimates from independent SGD replicas and their standard errors: the
+  fixed point, half-saturation and crossing times, relative RMS deviations (§3, Figs. 1-3);
 - :mod:`~iclcore.logistic.sgd`: Online SGD of the logistic-mode model on a fixed set of tasks (Mainali &
   Teixeira §2.3, App. A.8), with mode products of the trained blocks;
 - :mod:`~iclcore.logistic.theory`: The paper's theory (Mainali & Teixeira §3, App. A.11-A.13): mode ODE (12),
@@ -48,4 +50,4 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.logistic.model import make_problem``.
 """
 
-__all__ = ["exact", "model", "probes", "sgd", "theory"]
+__all__ = ["exact", "model", "probes", "replicas", "sgd", "theory"]

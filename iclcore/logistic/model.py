@@ -28,6 +28,8 @@ __all__ = [
     "sample_contexts",
     "loss_and_gradients",
     "conserved_quantity",
+    "mode_blocks",
+    "conserved_quantity_step_ratio",
 ]
 
 
@@ -297,3 +299,64 @@ def conserved_quantity(pT: ArrayLike, q: ArrayLike) -> Array:
     pT = np.asarray(pT, dtype=float)
     q = np.asarray(q, dtype=float)
     return np.sum(pT**2, axis=(-2, -1)) - np.sum(q**2, axis=(-2, -1))
+
+
+def mode_blocks(problem: LogisticProblem, p: ArrayLike) -> tuple[Array, Array]:
+    """Read-out blocks with ``p2 = q1 = U diag(p) U^T`` and ``p1 = q2 = 0`` (the reduced model at mode scales ``p``).
+
+    With ``p_alpha = s_inf,alpha^{-1/2}`` these are the blocks at the paper's fixed point
+    ``p2 q1 = [s_inf(S)]^{-1}`` (§3).
+
+    Parameters
+    ----------
+    problem : LogisticProblem
+    p : array_like, shape (d,)
+
+    Returns
+    -------
+    pT : ndarray, shape (d, 2d)
+    q : ndarray, shape (2d, d)
+    """
+    d = problem.d
+    p = np.asarray(p, dtype=float)
+    if p.shape != (d,):
+        raise ValueError(f"p: expected shape ({d},), got {p.shape}")
+    pT = np.zeros((d, 2 * d))
+    q = np.zeros((2 * d, d))
+    pT[:, d:] = problem.U @ np.diag(p) @ problem.U.T
+    q[:d] = pT[:, d:]
+    return pT, q
+
+
+def conserved_quantity_step_ratio(
+    pT: ArrayLike, q: ArrayLike, problem: LogisticProblem, batch: int, etas: ArrayLike, rng: np.random.Generator
+) -> tuple[Array, float]:
+    """``ΔC / η²`` of one SGD step of size ``η`` and its prediction ``|g_p|² − |g_q|²`` (§3, conserved ``C``).
+
+    Gradient flow conserves ``C = |p2|² − |q1|²`` (:func:`conserved_quantity`); one step of size ``η`` along
+    the batch-mean gradient ``(g_p, g_q)`` changes it by exactly ``η² (|g_p|² − |g_q|²)``, so the ratio does
+    not depend on ``η``. The batch: ``batch`` fresh contexts of task 0 (:func:`sample_contexts`).
+
+    Parameters
+    ----------
+    pT, q : array_like
+        The blocks (e.g. from :func:`mode_blocks`).
+    problem : LogisticProblem
+    batch : int
+    etas : array_like, shape (m,)
+        Step sizes.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ratios : ndarray, shape (m,)
+        ``(C(after) − C(before)) / η²`` per step size.
+    predicted : float
+        ``|g_p|² − |g_q|²``.
+    """
+    xc, yc, xq, yq = sample_contexts(problem, 0, (batch,), rng)
+    _, gp, gq = loss_and_gradients(pT, q, xc, yc, xq, yq)
+    gp, gq = gp.mean(0), gq.mean(0)
+    predicted = np.sum(gp**2) - np.sum(gq**2)
+    ratios = [(conserved_quantity(pT - e * gp, q - e * gq) - conserved_quantity(pT, q)) / e**2 for e in etas]
+    return np.array(ratios), float(predicted)

@@ -1,5 +1,6 @@
-"""Probe extrema on replica means of growing size: the finite-size check of the curvature probes
-(Mainali & Teixeira §4, Fig. 4A-B; ledger row logistic-10).
+"""The curvature probes of Mainali & Teixeira §4 (Fig. 4A-B) and their extrema, on one run
+(:func:`curvature_probes`) and on replica means of growing size, the finite-size check of the counts
+(ledger row logistic-10).
 
 On a single SGD run the curvature probes (:mod:`iclcore.models.probes`) show spurious extrema from the
 batch noise. :func:`replica_sweep_extrema_counts` counts the extrema of the same probes on the replica
@@ -9,16 +10,121 @@ over the noise-free theory count can be followed as ``R`` grows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.signal import savgol_filter
 
-from iclcore.models.probes import find_extrema, moving_average
+from iclcore.models.probes import find_extrema, lag_autocorrelation, moving_average, smoothed_derivative
 from iclcore.validation import positive_float, positive_int
 
 Array = NDArray[np.float64]
 
-__all__ = ["batched_lag_autocorrelation", "replica_sweep_extrema_counts"]
+__all__ = ["CurvatureProbes", "curvature_probes", "batched_lag_autocorrelation", "replica_sweep_extrema_counts"]
+
+
+@dataclass(frozen=True)
+class CurvatureProbes:
+    """The two curvature probes of §4 (Fig. 4A-B) on a simulation and on the theory (:func:`curvature_probes`).
+
+    Attributes
+    ----------
+    lag : ndarray, shape (T',)
+        Lags of the loss autocorrelation (epochs).
+    body : ndarray of bool, shape (T',)
+        The lags where ``A''`` peaks are counted: past the smoothing window, before the last quarter.
+    A2_sim, A2_theory : ndarray, shape (T',)
+        ``A''(lag)`` of the averaged simulated and theory losses.
+    t_norm : ndarray, shape (T'',)
+        Times of the averaged parameter norm (centred on the averaging window).
+    n2_sim, n2_theory : ndarray, shape (T'',)
+        ``d²‖p2‖_F / dt²`` of the averaged norms.
+    A2_peaks, norm_peaks, norm_troughs : ndarray
+        Positions of the simulation's extrema (prominence 0.01 of the maximum for ``A''``, 0.05 for the norm).
+    n_A2_peaks_theory, n_norm_extrema_theory : int
+        The same counts on the noise-free theory curves.
+    """
+
+    lag: np.ndarray
+    body: np.ndarray
+    A2_sim: np.ndarray
+    A2_theory: np.ndarray
+    t_norm: np.ndarray
+    n2_sim: np.ndarray
+    n2_theory: np.ndarray
+    A2_peaks: np.ndarray
+    norm_peaks: np.ndarray
+    norm_troughs: np.ndarray
+    n_A2_peaks_theory: int
+    n_norm_extrema_theory: int
+
+
+def curvature_probes(
+    t: ArrayLike,
+    loss_sim: ArrayLike,
+    loss_theory: ArrayLike,
+    norm_sim: ArrayLike,
+    norm_theory: ArrayLike,
+    *,
+    avg: int,
+    window: int,
+) -> CurvatureProbes:
+    """Curvature of the loss autocorrelation and of the parameter norm, with their extrema (Mainali & Teixeira §4).
+
+    Each series is first averaged over ``avg`` log points (:func:`iclcore.models.probes.moving_average`:
+    one epoch removes the period of the fixed task order), then differentiated twice by a Savitzky-Golay
+    filter of ``window`` points (:func:`iclcore.models.probes.smoothed_derivative`). (A) ``A''(lag)`` of
+    ``A(lag) = mean_t L(t) L(t + lag)`` (:func:`iclcore.models.probes.lag_autocorrelation`), peaks counted
+    on :attr:`CurvatureProbes.body`; (B) ``d²‖p2‖_F/dt²``, peaks and troughs
+    (:func:`iclcore.models.probes.find_extrema`). The same probes on the theory curves give the counts
+    a noise-free run would show.
+
+    Parameters
+    ----------
+    t : array_like, shape (T + 1,)
+        Evenly spaced log times (epochs), ``t[0] = 0``.
+    loss_sim, loss_theory : array_like, shape (T,)
+        The losses after ``t[0]`` (simulation: replica mean).
+    norm_sim, norm_theory : array_like, shape (T + 1,)
+        ``‖p2‖_F`` (simulation: replica mean) and its theory (``sqrt(Σ_α a_α)``).
+    avg : int
+        Log points of the moving average.
+    window : int
+        Savitzky-Golay window (odd).
+
+    Returns
+    -------
+    CurvatureProbes
+    """
+    t = np.asarray(t, dtype=float)
+    dt = t[1] - t[0]
+    L_sim = moving_average(loss_sim, avg)
+    L_th = moving_average(loss_theory, avg)
+    lag = np.arange(L_sim.size) * dt
+    A2_sim = smoothed_derivative(lag_autocorrelation(L_sim), dt, window=window)
+    A2_th = smoothed_derivative(lag_autocorrelation(L_th), dt, window=window)
+    body = (lag > window * dt) & (lag < 0.75 * lag[-1])  # skip the lag-0 noise kink and the poorly sampled tail
+    nrm_sim = moving_average(norm_sim, avg)
+    nrm_th = moving_average(norm_theory, avg)
+    t_n = t[: nrm_sim.size] + (avg - 1) / 2 * dt
+    n2_sim = smoothed_derivative(nrm_sim, dt, window=window)
+    n2_th = smoothed_derivative(nrm_th, dt, window=window)
+    n_ext_th = len(find_extrema(n2_th, t_n, prominence=0.05)) + len(find_extrema(n2_th, t_n, sign=-1, prominence=0.05))
+    return CurvatureProbes(
+        lag,
+        body,
+        A2_sim,
+        A2_th,
+        t_n,
+        n2_sim,
+        n2_th,
+        find_extrema(A2_sim[body], lag[body], prominence=0.01),
+        find_extrema(n2_sim, t_n, prominence=0.05),
+        find_extrema(n2_sim, t_n, sign=-1, prominence=0.05),
+        len(find_extrema(A2_th[body], lag[body], prominence=0.01)),
+        n_ext_th,
+    )
 
 
 def batched_lag_autocorrelation(L: ArrayLike) -> Array:

@@ -46,6 +46,13 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
 from iclcore.lsq.dynamics import quadratic_minimizer
+from iclcore.stats import (
+    binomial_standard_error,
+    combined_standard_error,
+    paired_standard_error,
+    replica_spread,
+    win_rate,
+)
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -56,6 +63,9 @@ __all__ = [
     "depth_error",
     "depth_risk",
     "depth_risk_curve",
+    "depth_losses",
+    "replica_win_rate",
+    "replica_gap_standard_error",
     "scaled_family_risk",
     "best_scaled_parameter",
     "scalar_baseline",
@@ -206,6 +216,74 @@ def depth_risk_curve(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarra
 def depth_risk(P: np.ndarray, systems: LinearSystems, L: int) -> float:
     """``R_L(P) = (1/K) mean_n ‖x_L − x⋆‖²`` (main paper §3.1; MMNN report §4.2)."""
     return float(depth_risk_curve(P, systems, L)[-1])
+
+
+def depth_losses(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarray:
+    """Per-task losses ``(1/K) ‖x_L − x⋆‖²``, shape ``(n,)``: their mean is :func:`depth_risk`.
+
+    Parameters
+    ----------
+    P : ndarray, shape (K, K) or (n, K, K)
+    systems : LinearSystems
+    L : int
+
+    Examples
+    --------
+    >>> sys = LinearSystems(H=np.stack([np.eye(2), 2 * np.eye(2)]), d=np.ones((2, 2)), x_star=np.zeros((2, 2)))
+    >>> depth_losses(np.eye(2), sys, 1)  # x_1 = d
+    array([1., 1.])
+    """
+    return np.sum(depth_error(P, systems, L)[:, -1] ** 2, 1) / systems.K
+
+
+def replica_win_rate(P_replicas: np.ndarray, rival: np.ndarray, systems: LinearSystems, L: int) -> tuple[float, float]:
+    """Share of tasks on which a learned ``P`` has a lower depth-``L`` loss than a rival, and its standard error.
+
+    ``P_replicas[0]`` is the reported run, ``P_replicas[1:]`` independent training replicas of it. The
+    rate of ``P_replicas[0]`` is a mean of independent indicators over the tasks
+    (:func:`iclcore.stats.win_rate`, binomial standard error); the spread of the rate over the
+    replicas on the same tasks (:func:`iclcore.stats.replica_spread`) is the training noise of a single
+    run's rate. The two are added in quadrature. A win rate is robust to the heavy tails of a rival's
+    per-task losses, which can swing a mean risk.
+
+    Parameters
+    ----------
+    P_replicas : ndarray, shape (r, K, K), ``r >= 2``
+    rival : ndarray, shape (K, K) or (n, K, K)
+        The comparator (e.g. a baseline's :meth:`Baseline.preconditioners`).
+    systems : LinearSystems
+        ``n`` held-out tasks.
+    L : int
+
+    Returns
+    -------
+    (rate, se) : floats
+    """
+    rival_losses = depth_losses(rival, systems, L)
+    w = np.array([win_rate(depth_losses(P, systems, L), rival_losses)[0] for P in P_replicas])
+    return float(w[0]), combined_standard_error(binomial_standard_error(w[0], rival_losses.size), replica_spread(w))
+
+
+def replica_gap_standard_error(
+    P_replicas: np.ndarray, rivals: list[np.ndarray], systems: LinearSystems, L: int
+) -> float:
+    """Standard error of the depth-``L`` risk gap between a learned ``P`` and its rivals on the same tasks.
+
+    The paired task standard error of ``R_L(P_replicas[0]) − R_L(rival)``
+    (:func:`iclcore.stats.paired_standard_error`), the largest over the rivals, added in quadrature to
+    the spread of ``R_L`` over the training replicas (:func:`iclcore.stats.replica_spread`).
+
+    Parameters
+    ----------
+    P_replicas : ndarray, shape (r, K, K), ``r >= 2``
+        The reported run first, then independent replicas.
+    rivals : list of ndarray, each (K, K) or (n, K, K)
+    systems : LinearSystems
+    L : int
+    """
+    learned = depth_losses(P_replicas[0], systems, L)
+    paired = max(paired_standard_error(learned, depth_losses(R, systems, L)) for R in rivals)
+    return combined_standard_error(paired, replica_spread([depth_risk(P, systems, L) for P in P_replicas]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,13 @@ import numpy as np
 
 from iclcore.linalg import stable_rank
 from iclcore.lsq.dynamics import check_step_size, excess_risk, modal_excess_risk
-from iclcore.lsq.iterates import contraction_factor, richardson_certificate, richardson_iterates
+from iclcore.lsq.iterates import (
+    contraction_factor,
+    iteration_matrix,
+    richardson_certificate,
+    richardson_error,
+    richardson_iterates,
+)
 from iclcore.lsq.moments import (
     Moments,
     closed_form_moments,
@@ -57,6 +63,7 @@ __all__ = [
     "FiniteTaskResult",
     "finite_task_experiment",
     "ridge_matching_contraction",
+    "richardson_identity_residual",
 ]
 
 
@@ -490,3 +497,41 @@ def ridge_matching_contraction(config: TaskConfig, M: int, target_radius: float)
     if f(0.0) * f(hi) > 0:
         raise ValueError(f"target_radius: {target_radius} is not reached for lam in [0, {hi:.3g}]")
     return float(brentq(f, 0.0, hi, xtol=1e-12))
+
+
+def richardson_identity_residual(P: np.ndarray, H: np.ndarray, d: np.ndarray, z_dagger: np.ndarray, L: int) -> float:
+    """Largest violation of the exact Richardson error identity over prompts and depths (main paper §2).
+
+    With ``e_ℓ = z_ℓ − z†`` the error of the iterates ``z_{ℓ+1} = z_ℓ + P(d − H z_ℓ)`` from ``z_0 = 0``
+    (``z† = H^{-1} d``), the identity ``e_ℓ = (I − PH)^ℓ e_0``, ``e_0 = −z†``, is checked twice: the
+    iterates (:func:`iclcore.lsq.iterates.richardson_iterates`) minus ``z†`` against the error recursion
+    (:func:`iclcore.lsq.iterates.richardson_error`) at every ``ℓ``, and the last error against the closed
+    form ``−(I − PH)^L z†`` (a matrix power). Zero up to rounding.
+
+    Parameters
+    ----------
+    P : ndarray, shape (K, K)
+    H : ndarray, shape (n, K, K)
+    d, z_dagger : ndarray, shape (n, K)
+    L : int
+
+    Returns
+    -------
+    float
+        ``max(max|z_ℓ − z† − e_ℓ|, max|e_L + (I − PH)^L z†|)``.
+
+    Examples
+    --------
+    >>> H = np.stack([np.diag([1.0, 2.0]), np.eye(2)])
+    >>> d = np.ones((2, 2))
+    >>> z = np.linalg.solve(H, d[..., None])[..., 0]
+    >>> richardson_identity_residual(0.4 * np.eye(2), H, d, z, 5) < 1e-14
+    True
+    """
+    Z = richardson_iterates(P, H, d, L)
+    E = richardson_error(P, H, -z_dagger, L)
+    T_L = np.linalg.matrix_power(iteration_matrix(P, H), L)
+    return max(
+        float(np.abs(Z - z_dagger[:, None, :] - E).max()),
+        float(np.abs(E[:, -1] + np.einsum("nij,nj->ni", T_L, z_dagger)).max()),
+    )

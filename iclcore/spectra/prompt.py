@@ -33,7 +33,8 @@ import numpy as np
 
 from iclcore.linalg import haar_orthogonal
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
-from iclcore.stats import standard_error
+from iclcore.spectra.mp import mp_atom, mp_cdf
+from iclcore.stats import pooled_ks_distance, standard_error
 from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
@@ -41,6 +42,8 @@ __all__ = [
     "symmetric_inverse_sqrt",
     "whitened_covariance",
     "whitened_spectrum",
+    "WhitenedSpectrumSample",
+    "whitened_spectrum_sample",
     "concentration_window",
     "concentration_failure_bound",
     "window_violations",
@@ -118,6 +121,76 @@ def whitened_covariance(X: np.ndarray, Sigma_x: np.ndarray) -> np.ndarray:
 def whitened_spectrum(X: np.ndarray, Sigma_x: np.ndarray) -> np.ndarray:
     """Eigenvalues (ascending) of :func:`whitened_covariance`, shape (n, K) or (K,)."""
     return np.linalg.eigvalsh(whitened_covariance(X, Sigma_x))
+
+
+@dataclass(frozen=True)
+class WhitenedSpectrumSample:
+    """Whitened sample spectra against the Marchenko–Pastur law (:func:`whitened_spectrum_sample`).
+
+    Attributes
+    ----------
+    M : int
+        Prompt size ``round(K / γ)``.
+    eigenvalues : ndarray, shape (n_draws, K)
+        Ascending eigenvalues of each whitened ``Σ̃_M``.
+    raw : ndarray, shape (n_draws K,)
+        Pooled eigenvalues of the raw ``Σ̂_M = XᵀX/M`` (not whitened).
+    zero_fraction : float
+        Fraction of pooled eigenvalues at rounding level (``< 1e-8`` of the largest): the atom ``1 − 1/γ``.
+    ks, ks_se : float
+        Kolmogorov distance of the pooled ``min(K, M)`` structurally nonzero eigenvalues from the
+        normalised continuous part of the MP law, and the standard error of the pooled cdf at its sup point
+        (:func:`iclcore.stats.pooled_ks_distance`).
+    """
+
+    M: int
+    eigenvalues: np.ndarray
+    raw: np.ndarray
+    zero_fraction: float
+    ks: float
+    ks_se: float
+
+    @property
+    def nonzero(self) -> np.ndarray:
+        """The pooled ``min(K, M)`` structurally nonzero eigenvalues of each draw, flattened."""
+        K = self.eigenvalues.shape[1]
+        return self.eigenvalues[:, max(0, K - self.M) :].ravel()
+
+
+def whitened_spectrum_sample(
+    Sigma_x: np.ndarray, gamma: float, n_draws: int, rng: np.random.Generator
+) -> WhitenedSpectrumSample:
+    """Draw ``n_draws`` prompts ``X`` (``M = round(K/γ)`` rows ``~ N(0, Σ_x)``) and compare their whitened spectra with MP.
+
+    The whitened covariance ``Σ_x^{-1/2} Σ̂_M Σ_x^{-1/2}`` has the law of a white Wishart matrix, whose
+    spectrum tends to the Marchenko–Pastur law of ratio ``γ = K/M`` (an atom ``1 − 1/γ`` at 0 when
+    ``γ > 1``). Randomness: one ``rng.standard_normal((n_draws, M, K))``.
+
+    Parameters
+    ----------
+    Sigma_x : ndarray, shape (K, K)
+        Symmetric positive definite.
+    gamma : float
+        Aspect ratio ``K/M``, positive.
+    n_draws : int
+        Independent prompts, ``>= 2``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    WhitenedSpectrumSample
+    """
+    Sigma_x = symmetric_psd(Sigma_x, "Sigma_x", definite=True)
+    K = Sigma_x.shape[0]
+    M = int(round(K / gamma))
+    X = rng.standard_normal((positive_int(n_draws, "n_draws", minimum=2), M, K)) @ np.linalg.cholesky(Sigma_x).T
+    ev_draws = whitened_spectrum(X, Sigma_x)  # (draws, K), ascending
+    raw = np.linalg.eigvalsh(np.swapaxes(X, 1, 2) @ X / M).ravel()
+    ev = ev_draws.ravel()
+    zero_frac = float(np.mean(np.abs(ev) < 1e-8 * ev.max()))  # rounding-level eigenvalues
+    atom = mp_atom(gamma)
+    ks, ks_se = pooled_ks_distance(ev_draws[:, max(0, K - M) :], lambda x: (mp_cdf(x, gamma) - atom) / (1 - atom))
+    return WhitenedSpectrumSample(M, ev_draws, raw, zero_frac, ks, ks_se)
 
 
 def _check_gamma_t(gamma: float, t: float) -> tuple[float, float]:

@@ -9,12 +9,19 @@ import pytest
 import torch
 
 from iclcore.dmft.data import power_law_spectrum
-from iclcore.dmft.finite_context import context_draws
-from iclcore.dmft.readout import ReadoutAttention, readout_flow, readout_loss
+from iclcore.dmft.finite_context import context_draws, tied_loss_from_moments, tied_loss_moments
+from iclcore.dmft.readout import (
+    ReadoutAttention,
+    power_five_theory,
+    readout_descent_path,
+    readout_flow,
+    readout_loss,
+    readout_peak_standard_error,
+)
 from iclcore.dmft.rrs import rrs_loss
 from iclcore.dmft.untied import untied_loss, untied_noisy_flow, untied_noisy_loss
 from iclcore.lsq.iterates import in_context_gd_predict
-from iclcore.models.attention import sample_iso_contexts
+from iclcore.models.attention import power_five_constant, power_five_flow, sample_iso_contexts
 
 
 def _direct_noisy_loss(gammas, lam, omega, sigma, P, rng, n):
@@ -157,3 +164,34 @@ def test_tied_loss_moments_equal_the_direct_landscape() -> None:
             )
     with pytest.raises(ValueError, match="M"):
         tied_loss_from_moments(1.0, np.ones(3))
+
+
+def test_power_five_theory_is_the_flow_on_the_full_table_with_the_spread_of_its_blocks():
+    D, P, L = 4, 8, 2
+    draws = context_draws(np.ones(D), np.ones(D), P, np.random.default_rng(5), 400)
+    t = np.linspace(0.0, 30.0, 61)
+    c = power_five_constant(D)
+    th = power_five_theory(draws, L, t, c, 0.5, 4, 30)
+    M = tied_loss_moments(draws, L)
+    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, 0.5)
+    np.testing.assert_allclose(th.gamma, gam, rtol=1e-12)
+    np.testing.assert_allclose(th.loss, tied_loss_from_moments(gam, M)[0], rtol=1e-12)
+    late = []
+    for blk in draws.split(4):
+        Mb = tied_loss_moments(blk, L)
+        late.append(power_five_flow(t, lambda x, Mb=Mb: float(tied_loss_from_moments(x, Mb)[1]), c, 0.5)[1][30:].mean())
+    assert th.mc_sd == pytest.approx(np.std(late, ddof=1) / np.mean(late) / 2.0, rel=1e-10)
+    assert th.mc_sd > 0
+    with pytest.raises(ValueError, match="n_tables"):
+        power_five_theory(draws, L, t, c, 0.5, 1, 30)
+
+
+def test_readout_peak_standard_error_is_the_spread_of_the_block_peaks():
+    draws = context_draws(np.ones(4), np.ones(4), 8, np.random.default_rng(6), 200)
+    args = (2, 4, 0.05, 60, 0.3, 0.5)
+    peaks = [readout_descent_path(blk, *args).m.max() for blk in draws.split(4)]
+    se = readout_peak_standard_error(draws, *args, n_blocks=4)
+    assert se == pytest.approx(np.std(peaks, ddof=1) / 2.0, rel=1e-12)
+    assert se > 0
+    with pytest.raises(ValueError, match="n_blocks"):
+        readout_peak_standard_error(draws, *args, n_blocks=1)

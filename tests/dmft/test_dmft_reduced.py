@@ -24,6 +24,7 @@ from iclcore.dmft import scaling as scaling_
 from iclcore.dmft import shallow_sgd as shallow_sgd_
 from iclcore.dmft.reduced_sgd import _forward_backward, _sample_batch
 from iclcore.lsq.iterates import in_context_gd_predict
+from iclcore.stats import fit_power_law_exponent
 
 # ------------------------------------------------------------------------------------------------
 # ISO: landscape, optimum (Catalan), flows
@@ -312,7 +313,7 @@ def test_fs_time_exponent_corrected(nu, beta):
     kmax_t = lambda k: k ** (nu * beta + 2 * nu + 1)  # noqa: E731 - time at which mode k is learned
     t = np.geomspace(kmax_t(30.0), kmax_t(300.0), 20) * 200_000**0  # cut-off well inside the spectrum
     t = t / (om[0] * lam[0] ** 3)
-    slope = scaling_.fit_power_law_exponent(t, fs_.fs_loss_curve(t, lam, om, math.inf))
+    slope = fit_power_law_exponent(t, fs_.fs_loss_curve(t, lam, om, math.inf))
     assert slope == pytest.approx(ex["t_fs_corrected"], abs=0.01)
     assert abs(slope - ex["t_fs_paper"]) > 0.03
 
@@ -383,7 +384,7 @@ def test_rrs_time_exponent(beta):
     lam, om = data_.power_law_spectrum(20_000, 1.0, beta)
     t = np.geomspace(1e3, 1e6, 16)
     _, loss = rrs_.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, math.inf)
-    assert scaling_.fit_power_law_exponent(t, loss[1:]) == pytest.approx(beta / (2 + beta), abs=0.02)
+    assert fit_power_law_exponent(t, loss[1:]) == pytest.approx(beta / (2 + beta), abs=0.02)
 
 
 def test_rrs_depth_exponent_and_optimum_location():
@@ -391,7 +392,7 @@ def test_rrs_depth_exponent_and_optimum_location():
     Ls = np.array([8, 16, 32, 64, 128])
     opts = [rrs_.rrs_optimum(lam, om, int(L)) for L in Ls]
     assert all(L < g < 2 * L for (g, _), L in zip(opts, Ls))  # not "γ* ≈ L"
-    slope = scaling_.fit_power_law_exponent(Ls.astype(float), np.array([v for _, v in opts]))
+    slope = fit_power_law_exponent(Ls.astype(float), np.array([v for _, v in opts]))
     assert slope == pytest.approx(1.0, abs=0.15)
 
 
@@ -426,8 +427,8 @@ def test_width_and_context_exponents_saturate(beta):
     w = np.array([scaling_.width_bottleneck(lam, om, int(n)) for n in ns])
     c = np.array([scaling_.context_bottleneck(lam, om, int(n)) for n in ns])
     ex = scaling_.scaling_exponents(nu, beta)
-    assert scaling_.fit_power_law_exponent(ns.astype(float), w) == pytest.approx(ex["N_corrected"], abs=0.03)
-    assert scaling_.fit_power_law_exponent(ns.astype(float), c) == pytest.approx(ex["P_corrected"], abs=0.03)
+    assert fit_power_law_exponent(ns.astype(float), w) == pytest.approx(ex["N_corrected"], abs=0.03)
+    assert fit_power_law_exponent(ns.astype(float), c) == pytest.approx(ex["P_corrected"], abs=0.03)
     assert ex["N_paper"] - ex["N_corrected"] >= 1.0
 
 
@@ -525,21 +526,6 @@ def test_bad_inputs():
         in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
 
 
-def test_fit_power_law_drift_zero_for_pure_power_law_and_sees_curvature():
-    """A pure power law has no drift; y = x^-1 (1 + 1/x) has a local slope that moves across the
-    window, and the drift is the difference of the half-window fits."""
-    from iclcore.dmft.scaling import fit_power_law_drift, fit_power_law_exponent
-
-    x = np.geomspace(1.0, 1e3, 20)
-    assert fit_power_law_drift(x, 3.0 * x**-0.7) == pytest.approx(0.0, abs=1e-10)
-    y = x**-1.0 * (1 + 1 / x)
-    d = fit_power_law_drift(x, y)
-    assert d == pytest.approx(abs(fit_power_law_exponent(x[:10], y[:10]) - fit_power_law_exponent(x[10:], y[10:])))
-    assert d > 0.05
-    with pytest.raises(ValueError, match="x, y"):
-        fit_power_law_drift(x[:3], y[:3])
-
-
 @pytest.mark.parametrize(
     ("resource", "nu", "beta", "key"),
     [
@@ -584,3 +570,47 @@ def test_scalar_descent_path_is_the_discrete_recursion() -> None:
         scalar_descent_path(lambda g: g, 0.0, 3)
     with pytest.raises(ValueError, match="^steps"):
         scalar_descent_path(lambda g: g, 0.1, -1)
+
+
+def test_shallow_iso_sgd_runs_are_independent_seeded_runs_in_order():
+    runs = reduced_sgd_.shallow_iso_sgd_runs(6, 1.0, 0.5, 2.0, 0.1, 15, 3, np.random.default_rng(4))
+    assert runs.param_error.shape == runs.batch_loss.shape == (3, 15)
+    rng = np.random.default_rng(4)
+    cfg = reduced_sgd_.ReducedGammaSGDConfig("iso", D=6, L=1, B=12, eta=0.1, steps=15, P=6, K=3)
+    for j in range(3):
+        res = reduced_sgd_.simulate_reduced_gamma_sgd(cfg, rng)
+        np.testing.assert_array_equal(runs.param_error[j], res.gamma_sq_mean - 2 * res.gamma_mean + 1)
+        np.testing.assert_array_equal(runs.batch_loss[j], res.batch_loss)
+    assert np.all(runs.param_error >= -1e-12)  # (1/D)|Gamma - I|^2 is a squared norm
+    assert not np.array_equal(runs.param_error[0], runs.param_error[1])
+
+
+def test_flow_deviation_at_checkpoints_compares_smoothed_losses_and_gamma():
+    steps = np.arange(1, 21, dtype=float)
+    theory = 1.0 / steps
+    gamma_th = 1.0 - 1.0 / (1.0 + steps)
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(theory, theory, gamma_th, gamma_th, [4, 10, 19])
+    assert dl == pytest.approx(0.0, abs=1e-13) and dg == 0.0  # a run equal to its flow deviates by rounding only
+    noisy = theory * (1 + 0.1 * (-1.0) ** np.arange(20))
+    g = gamma_th.copy()
+    g[10] *= 1.2
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(noisy, theory, g, gamma_th, [4, 10, 19], window=5)
+    sm = np.array([noisy[max(0, i - 4) : i + 1].mean() for i in range(20)])
+    ref = [theory[max(0, i - 4) : i + 1].mean() for i in (4, 10, 19)]
+    assert dl == pytest.approx(max(abs(sm[i] - r) / r for i, r in zip((4, 10, 19), ref)), rel=1e-12)
+    assert dg == pytest.approx(0.2, rel=1e-12)
+
+
+def test_plateau_comparison_discounts_the_finite_d_correction():
+    rng = np.random.default_rng(5)
+    theory = np.full(50, 0.10)
+    finite_d = np.full(50, 0.12)  # the finite-D theory sits 0.02 above
+    seeds = 0.12 + 0.01 * rng.standard_normal((8, 50))
+    pc = reduced_sgd_.plateau_comparison(seeds, theory, finite_d, start=19)
+    level = seeds.mean(axis=0)[19:].mean()
+    assert pc.deviation == pytest.approx(abs(level - 0.10) / 0.10, rel=1e-12)
+    assert pc.deviation_finite_d == pytest.approx(abs(level - 0.12) / 0.12, rel=1e-12)
+    assert pc.se == pytest.approx(np.std(seeds[:, 19:].mean(axis=1), ddof=1) / np.sqrt(8), rel=1e-12)
+    assert abs(pc.excess_z) < 4  # the seeds follow the finite-D theory: no excess beyond it
+    off = reduced_sgd_.plateau_comparison(seeds + 0.05, theory, finite_d)
+    assert off.excess_z > 4

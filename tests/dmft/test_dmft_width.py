@@ -14,7 +14,6 @@ from iclcore.dmft.rrs import rrs_loss
 from iclcore.dmft.scaling import (
     context_bottleneck,
     context_bottleneck_paper,
-    fit_power_law_weighted,
     width_bottleneck,
     width_bottleneck_paper,
 )
@@ -378,25 +377,18 @@ def test_width_loss_se_is_the_spread_of_the_projections() -> None:
         width_loss_se(0.7, width_spectrum_mc(lam, omega, 15, np.random.default_rng(2)), 3)
 
 
-def test_fit_power_law_weighted_recovers_exponent_and_its_standard_error():
-    """Noisy samples y = A x^p (SE given, some y near zero or negative): the fitted p is within a few
-    of its reported SEs, and over repeated noise draws the spread of p matches the mean reported SE."""
-    x = np.array([1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16])
-    se = np.full(x.size, 2e-3)
-    rng = np.random.default_rng(3)
-    ps, pses = [], []
-    for _ in range(200):
-        y = 2.0 * x**1.2 + se * rng.standard_normal(x.size)
-        a, p, p_se = fit_power_law_weighted(x, y, se)
-        ps.append(p)
-        pses.append(p_se)
-    ps = np.array(ps)
-    assert abs(ps.mean() - 1.2) < 4 * ps.std() / np.sqrt(ps.size) + 0.02
-    assert 0.7 < ps.std() / np.mean(pses) < 1.4
-    # exact data: the fit is exact
-    a, p, _ = fit_power_law_weighted(x, 3.0 * x**-0.5, se)
-    assert a == pytest.approx(3.0, rel=1e-6) and p == pytest.approx(-0.5, abs=1e-6)
-    with pytest.raises(ValueError):
-        fit_power_law_weighted(x[:2], x[:2], se[:2])
-    with pytest.raises(ValueError):
-        fit_power_law_weighted(x, x, -se)
+@pytest.mark.parametrize("L", [2, 4])
+def test_balanced_optimum_stability_is_a_saddle_with_exchangeable_layers(L):
+    from iclcore.dmft.rrs import rrs_optimum
+    from iclcore.dmft.untied import balanced_optimum_stability, untied_balanced_hessian, untied_optimum
+
+    lam, omega = power_law_spectrum(40, 1.0, 1.0)
+    st = balanced_optimum_stability(lam, omega, L)
+    g_star, l_bal = rrs_optimum(lam, omega, L)
+    assert (st.longitudinal, st.transverse) == untied_balanced_hessian(g_star, lam, omega, L)
+    assert st.balanced_loss == l_bal and st.untied_loss == untied_optimum(lam, omega, L)[1]
+    assert st.transverse < 0 < st.longitudinal
+    assert st.untied_loss < st.balanced_loss
+    assert st.gradient_spread < 1e-6  # exchangeable layers: equal gradients at a balanced point
+    with pytest.raises(ValueError, match="^L"):
+        balanced_optimum_stability(lam, omega, 1)

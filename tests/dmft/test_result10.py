@@ -115,3 +115,37 @@ def test_depth_gain_peaks_at_alpha_one():
     a = np.array([0.3, 0.7, 1.5, 3.0])
     gain = np.array([iso.iso_optimum_closed_form(x, 1)[1] - iso.iso_optimum_closed_form(x, np.inf)[1] for x in a])
     np.testing.assert_allclose(gain, np.where(a < 1, a**2 / (1 + a), 1 / (1 + a)), rtol=1e-12)
+
+
+def test_noise_plateau_is_the_seed_mean_of_the_window_average():
+    e = sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 1.0, 0.1, 40, 6, np.random.default_rng(3))
+    p = sgd_noise.noise_plateau(e, 0.1)  # window: steps >= ceil(2 / 0.1) = 20
+    per_seed = e.noise[:, 20:].mean(axis=1)
+    np.testing.assert_array_equal(p.per_seed, per_seed)
+    assert p.mean == pytest.approx(per_seed.mean(), rel=1e-15)
+    assert p.se == pytest.approx(per_seed.std(ddof=1) / np.sqrt(6), rel=1e-12)
+    with pytest.raises(ValueError, match="t_start"):
+        sgd_noise.noise_plateau(e, 0.1, t_start=4.0)
+
+
+def test_noise_plateau_ratio_has_the_delta_method_standard_error():
+    a = sgd_noise.NoisePlateau(2.0, 0.2, np.array([1.8, 2.2]))
+    b = sgd_noise.NoisePlateau(1.0, 0.05, np.array([0.95, 1.05]))
+    r, se = sgd_noise.noise_plateau_ratio(a, b)
+    assert r == 2.0
+    assert se == pytest.approx(2.0 * np.sqrt(0.1**2 + 0.05**2), rel=1e-14)
+    with pytest.raises(ValueError, match="positive"):
+        sgd_noise.noise_plateau_ratio(a, sgd_noise.NoisePlateau(0.0, 0.1, np.zeros(2)))
+
+
+def test_noise_plateau_slope_recovers_a_per_seed_power_law():
+    """Plateaus c_r x^q per seed r: every seed's slope is q; noise around it gives the seeds' spread as SE."""
+    x = np.array([0.025, 0.05, 0.1, 0.2])
+    c = np.array([1.0, 1.5, 0.7])
+    exact = [sgd_noise.NoisePlateau(0.0, 0.0, c * xi**0.9) for xi in x]
+    slope, se = sgd_noise.noise_plateau_slope(exact, x)
+    assert slope == pytest.approx(0.9, rel=1e-12) and se == pytest.approx(0.0, abs=1e-12)
+    rng = np.random.default_rng(0)
+    noisy = [sgd_noise.NoisePlateau(0.0, 0.0, c * xi * np.exp(0.05 * rng.standard_normal(3))) for xi in x]
+    slope, se = sgd_noise.noise_plateau_slope(noisy, x)
+    assert se > 0 and abs(slope - 1.0) < 5 * se

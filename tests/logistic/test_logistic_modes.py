@@ -344,3 +344,24 @@ def test_bad_inputs():
         lmod.sample_contexts(_problem(), 99, (2,), rng)
     with pytest.raises(ValueError, match="U"):
         lmod.LogisticProblem(U=np.ones((2, 2)), s=np.ones(2), N=3, lambdas=np.ones((2, 2)))
+
+
+def test_mode_blocks_put_the_mode_scales_on_p2_and_q1_only():
+    prob = lmod.make_problem(np.array([1.0, 0.5, 0.25]), 8, 6, np.random.default_rng(0))
+    p = np.array([0.9, 0.6, 0.3])
+    pT, q = lmod.mode_blocks(prob, p)
+    d = prob.d
+    assert pT.shape == (d, 2 * d) and q.shape == (2 * d, d)
+    assert np.all(pT[:, :d] == 0) and np.all(q[d:] == 0)  # p1 = q2 = 0
+    np.testing.assert_allclose(prob.U.T @ pT[:, d:] @ q[:d] @ prob.U, np.diag(p**2), atol=1e-12)
+    assert lmod.conserved_quantity(pT, q) == pytest.approx(0.0, abs=1e-12)  # |p2|^2 = |q1|^2
+    with pytest.raises(ValueError, match="^p:"):
+        lmod.mode_blocks(prob, p[:2])
+
+
+def test_conserved_quantity_step_ratio_is_independent_of_the_step():
+    prob = lmod.make_problem(np.array([1.0, 0.5, 0.25]), 8, 6, np.random.default_rng(1))
+    pT, q = lmod.mode_blocks(prob, np.array([0.9, 0.6, 0.3]))
+    ratios, predicted = lmod.conserved_quantity_step_ratio(pT, q, prob, 16, (1e-1, 1e-2), np.random.default_rng(2))
+    assert ratios.shape == (2,) and predicted != 0
+    np.testing.assert_allclose(ratios, predicted, rtol=1e-6)  # Delta C = eta^2 (|g_p|^2 - |g_q|^2) exactly

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from iclcore.logistic.probes import batched_lag_autocorrelation, replica_sweep_extrema_counts
+from iclcore.logistic.probes import batched_lag_autocorrelation, curvature_probes, replica_sweep_extrema_counts
 from iclcore.models import probes as pr
 
 
@@ -48,3 +48,30 @@ def test_bad_input_names_the_parameter() -> None:
         replica_sweep_extrema_counts(loss[:, :1], pT, [1], **kw)
     with pytest.raises(ValueError, match="L:"):
         batched_lag_autocorrelation(np.ones(1))
+
+
+def test_curvature_probes_find_the_mode_times_and_agree_with_the_sweep() -> None:
+    """Four logistic modes (half times 5, 10, 20, 40): A'' peaks at the mode times, a strong mode bends the
+    norm up before and down after its half time; the noise-free input gives the theory counts, and the
+    counts agree with the replica sweep at R = 1."""
+    dt, T, ep, win = 0.05, 1600, 4, 21
+    t = np.arange(T + 1) * dt
+    t_half, tau = np.array([5.0, 10.0, 20.0, 40.0]), np.array([0.5, 1.0, 2.0, 4.0])
+    a = 1.0 / (1.0 + np.exp(-(t[:, None] - t_half) / tau)) * np.array([1.0, 0.8, 0.6, 0.4])
+    loss = np.sum((1.0 - a) * np.array([1.0, 0.7, 0.5, 0.3]) ** 2, axis=1)
+    norm = np.sqrt(a.sum(1))
+    cp = curvature_probes(t, loss[1:], loss[1:], norm, norm, avg=ep, window=win)
+    assert cp.n_A2_peaks_theory == len(cp.A2_peaks) and cp.n_norm_extrema_theory == len(cp.norm_peaks) + len(
+        cp.norm_troughs
+    )
+    # the two strongest modes: the norm bends up within 3 tau before and down within 3 tau after t_half
+    assert np.all((cp.norm_peaks[:2] > t_half[:2] - 3 * tau[:2]) & (cp.norm_peaks[:2] < t_half[:2]))
+    assert np.all((cp.norm_troughs[:2] > t_half[:2]) & (cp.norm_troughs[:2] < t_half[:2] + 3 * tau[:2]))
+    np.testing.assert_allclose(cp.A2_peaks[:3], t_half[:3], atol=1.0)  # A'' peaks at the mode times
+    assert not cp.body[: win + 1].any()  # the smoothing window at small lags is skipped
+    pT = np.zeros((T + 1, 1, 1, 2))
+    pT[:, 0, 0, 1] = norm
+    counts = replica_sweep_extrema_counts(
+        loss[:, None], pT, [1], avg=ep, dt=dt, window=win, body=cp.body, t_norm=cp.t_norm
+    )
+    assert counts[0, 1] == len(cp.norm_peaks) + len(cp.norm_troughs)

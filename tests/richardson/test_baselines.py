@@ -11,9 +11,12 @@ from iclcore.richardson.baselines import (
     best_scaled_parameter,
     compare_baselines,
     depth_error,
+    depth_losses,
     depth_risk,
     free_linear_baseline,
     free_linear_risk_and_grad,
+    replica_gap_standard_error,
+    replica_win_rate,
     scaled_family_risk,
 )
 
@@ -214,3 +217,42 @@ def test_latent_decomposition_standard_errors_are_those_of_the_prompt_means():
         # sums of squares: 199 (s1^2 + s2^2) <= 399 s^2 (the between-halves term is >= 0), s_h^2 = 200 se_h^2
         assert (se_half[0] ** 2 + se_half[1] ** 2) * 199 * 200 <= se_full**2 * 399 * 400 * (1 + 1e-12)
     assert full.e2e_se == pytest.approx(np.std(full.e2e_losses, ddof=1) / np.sqrt(400), rel=1e-12)
+
+
+def test_depth_losses_average_to_the_depth_risk():
+    _, s = _systems(n=50)
+    P = 0.2 * np.eye(s.K)
+    losses = depth_losses(P, s, 5)
+    assert losses.shape == (50,) and np.all(losses >= 0)
+    assert losses.mean() == pytest.approx(depth_risk(P, s, 5), rel=1e-12)
+
+
+def test_replica_win_rate_counts_wins_and_adds_the_replica_spread():
+    """The exact solve wins on every task against a crude step; identical replicas add no spread, so the
+    standard error is then the binomial one; a rival equal to P never loses (strict inequality)."""
+    _, b = _systems(n=200)
+    s = LinearSystems(H=b.H, d=b.d, x_star=b.x_dagger)
+    crude = 0.01 * np.eye(s.K)
+    exact = np.linalg.inv(s.H)
+    good = np.stack([exact, exact, exact])
+    assert replica_win_rate(good, crude, s, 3) == (1.0, 0.0)
+    mid = 0.3 * np.eye(s.K) / np.mean(np.diagonal(s.H, axis1=1, axis2=2))
+    reps = np.stack([mid, 1.05 * mid, 0.95 * mid])
+    w, se = replica_win_rate(reps, 0.9 * mid, s, 3)
+    rates = [np.mean(depth_losses(P, s, 3) < depth_losses(0.9 * mid, s, 3)) for P in reps]
+    assert w == rates[0]
+    binomial = np.sqrt(w * (1 - w) / s.n)
+    assert se == pytest.approx(np.sqrt(binomial**2 + np.var(rates, ddof=1)), rel=1e-12)
+    assert replica_win_rate(np.stack([crude, crude]), crude, s, 3) == (0.0, 0.0)
+
+
+def test_replica_gap_standard_error_is_the_worst_paired_error_plus_the_replica_spread():
+    _, s = _systems(n=100)
+    P = 0.2 * np.eye(s.K)
+    reps = np.stack([P, 1.1 * P, 0.9 * P])
+    rivals = [0.1 * np.eye(s.K), 0.3 * np.eye(s.K)]
+    learned = depth_losses(P, s, 4)
+    paired = [np.std(learned - depth_losses(R, s, 4), ddof=1) / np.sqrt(s.n) for R in rivals]
+    spread = np.std([depth_risk(Q, s, 4) for Q in reps], ddof=1)
+    ref = np.sqrt(max(paired) ** 2 + spread**2)
+    assert replica_gap_standard_error(reps, rivals, s, 4) == pytest.approx(ref, rel=1e-12)

@@ -22,6 +22,7 @@ from iclcore.richardson.decoder import (
     predicted_risk_curve,
     prompt_contraction,
     relative_error,
+    richardson_identity_residual,
     ridge_matching_contraction,
 )
 
@@ -182,3 +183,12 @@ def test_training_bad_input():
         online_decoder_training(CFG, 0.01, 3, 4, rng, checkpoints=[5])
     with pytest.raises(ValueError, match="fraction"):
         max_stable_step(m.C, 2.0)
+
+
+def test_richardson_identity_residual_vanishes_for_the_solution_and_sees_a_wrong_one():
+    cfg = TaskConfig(K=5, M=20, sigma=0.1, cond=4.0)
+    ev = sample_prompt_statistics(cfg, 30, np.random.default_rng(0))
+    P = 0.5 * np.linalg.inv(cfg.H_infinity)
+    assert richardson_identity_residual(P, ev.H_M, ev.d, ev.z_dagger, 8) <= 1e-12 * np.abs(ev.z_dagger).max()
+    wrong = ev.z_dagger + 0.01
+    assert richardson_identity_residual(P, ev.H_M, ev.d, wrong, 8) > 1e-3

@@ -23,6 +23,7 @@ from iclcore.spectra.prompt import (
     symmetric_inverse_sqrt,
     whitened_covariance,
     whitened_spectrum,
+    whitened_spectrum_sample,
     window_violations,
 )
 
@@ -182,3 +183,19 @@ def test_bad_inputs():
         prompt_excess_risk_mc({"K": 3}, 10, np.random.default_rng(0))
     with pytest.raises(ValueError, match="eigenvalues"):
         haar_rotated_covariance(np.array([1.0, -1.0]), np.random.default_rng(0))
+
+
+def test_whitened_spectrum_sample_has_the_mp_atom_and_a_small_ks_distance():
+    rng = np.random.default_rng(11)
+    Sigma = haar_rotated_covariance(np.geomspace(10.0, 1.0, 20), rng)
+    wide = whitened_spectrum_sample(Sigma, 2.0, 40, np.random.default_rng(0))  # M = 10 < K = 20
+    assert wide.M == 10 and wide.eigenvalues.shape == (40, 20) and wide.raw.shape == (800,)
+    assert wide.zero_fraction == pytest.approx(0.5)  # the atom 1 - 1/gamma: K - M structural zeros per draw
+    assert wide.nonzero.size == 400 and np.all(wide.nonzero > 1e-6)
+    tall = whitened_spectrum_sample(Sigma, 0.25, 200, np.random.default_rng(1))
+    assert tall.zero_fraction == 0.0
+    assert tall.ks < 5 * tall.ks_se + 0.02  # finite-K edge effects: O(1/K) in the KS distance
+    again = whitened_spectrum_sample(Sigma, 0.25, 200, np.random.default_rng(1))
+    assert np.array_equal(again.eigenvalues, tall.eigenvalues)  # a fixed function of the generator
+    with pytest.raises(ValueError, match="n_draws"):
+        whitened_spectrum_sample(Sigma, 0.5, 1, rng)

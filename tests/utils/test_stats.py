@@ -17,6 +17,7 @@ from iclcore.stats import (
     paired_standard_error,
     ratio_standard_error,
     replica_spread,
+    single_run_standard_error,
     standard_error,
 )
 
@@ -372,3 +373,13 @@ def test_bootstrap_standard_error_refuses_bad_input_by_name(args, name, error) -
 
     with pytest.raises(error, match=f"^{name}"):
         bootstrap_standard_error(*args)
+
+
+def test_single_run_standard_error_adds_replica_spread_and_sampling_error() -> None:
+    reps = [1.0, 1.2, 0.8, 1.1]
+    assert single_run_standard_error(reps, 0.05) == pytest.approx(math.hypot(np.std(reps, ddof=1), 0.05), rel=1e-14)
+    assert single_run_standard_error(reps) == pytest.approx(replica_spread(reps), rel=1e-15)
+    with pytest.raises(ValueError, match="se"):
+        single_run_standard_error(reps, -0.1)
+    with pytest.raises(ValueError, match="2 draws"):
+        single_run_standard_error([1.0])

@@ -1,8 +1,9 @@
-"""The ``Examples`` sections of the foundation family ``iclcore.lsq`` run and give what they show.
+"""The ``Examples`` sections of the foundation family ``iclcore.lsq`` and of the utilities
+``iclcore.stats`` and ``iclcore.validation`` run and give what they show.
 
-Each public function of :mod:`iclcore.lsq` carries a tiny seeded example (shapes, ``np.allclose``,
-rounded numbers: robust to platform rounding). ``pytest --doctest-modules iclcore/lsq`` runs the
-same examples.
+Each public function of these modules carries a tiny seeded example (shapes, ``np.allclose``,
+rounded numbers: robust to platform rounding). ``pytest --doctest-modules iclcore/lsq
+iclcore/stats.py iclcore/validation.py`` runs the same examples.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 import iclcore.lsq
 
-MODULES = [f"iclcore.lsq.{name}" for name in iclcore.lsq.__all__]
+MODULES = [f"iclcore.lsq.{name}" for name in iclcore.lsq.__all__] + ["iclcore.stats", "iclcore.validation"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,77 @@
+"""Compare the ``metrics.json`` of notebook runs with a baseline, key by key.
+
+Usage: ``python benchmarks/compare_metrics.py NEW_DIR BASELINE_DIR [NAME ...]`` where each directory
+holds ``<name>/metrics.json`` (the layout of ``icl-book run --out DIR``). A numeric metric agrees when
+``|new - base| <= rtol max(|new|, |base|)`` (``rtol = 1e-12``), any other value when it is equal;
+a key present on one side only is a disagreement; wall-clock timings (``runtime``, ``seconds``, ``t_*``)
+are skipped and listed. Prints one line per notebook (``N of N compared``)
+and each disagreeing key; exits 1 if any disagrees.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+RTOL = 1e-12
+#: wall-clock timings, not results: reported as skipped, never compared
+TIMING = re.compile(r"(^|_)(runtime|seconds|secs|wall)(_|$)|^runtime|^t_[a-z0-9_]+$")
+
+
+def _agree(a: object, b: object, rtol: float) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return a == b
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
+def compare_metrics(new: dict, base: dict, rtol: float = RTOL) -> tuple[int, list[str]]:
+    """Number of keys compared and a description of every disagreeing key (values ``dict``, ``list`` compared recursively)."""
+    bad: list[str] = []
+    n = 0
+    for key in sorted(set(new) | set(base)):
+        if TIMING.search(key):
+            continue
+        n += 1
+        if key not in new or key not in base:
+            bad.append(f"{key}: only in {'new' if key in new else 'baseline'}")
+            continue
+        a, b = new[key], base[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            m, sub = compare_metrics(a, b, rtol)
+            bad += [f"{key}.{s}" for s in sub]
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b) or not all(_agree(x, y, rtol) for x, y in zip(a, b)):
+                bad.append(f"{key}: {a!r} != {b!r}")
+        elif not _agree(a, b, rtol):
+            rel = abs(a - b) / max(abs(a), abs(b)) if isinstance(a, float) and isinstance(b, float) else float("nan")
+            bad.append(f"{key}: {a!r} != {b!r} (relative {rel:.1e})")
+    return n, bad
+
+
+def main(argv: list[str]) -> int:
+    new_dir, base_dir, *names = argv
+    names = names or sorted(p.name for p in Path(new_dir).iterdir() if (p / "metrics.json").exists())
+    failed = False
+    for name in names:
+        new = json.loads((Path(new_dir) / name / "metrics.json").read_text())
+        base = json.loads((Path(base_dir) / name / "metrics.json").read_text())
+        n, bad = compare_metrics(new, base)
+        skipped = sorted(k for k in set(new) | set(base) if TIMING.search(k))
+        print(
+            f"{name}: quick metrics identical: {n - len(bad)} of {n} compared (timings skipped: {', '.join(skipped)})"
+        )
+        for line in bad:
+            print("   ", line)
+        failed |= bool(bad)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
