@@ -94,6 +94,9 @@ FIFO_COMMANDS = [
     ("run", ("run",)),
     ("sweep", ("sweep", "sized")),
     ("export", ("export", "{tmp}/out.tar")),
+    ("record-status", ("record", "status")),
+    ("record-verify", ("record", "verify")),
+    ("record-refresh", ("record", "refresh", "--preset", "quick")),
 ]
 
 
@@ -115,6 +118,7 @@ def test_a_command_blocked_reading_a_notebook_stops_at_once(project, tmp_path, a
     assert store_snapshot(project) == before
     assert not (project / "book" / "generated").exists() and not (project / "_build").exists()
     assert not list(tmp_path.glob("*.tar*")) and not list(tmp_path.glob(".out.tar*"))
+    assert not (project / "record").exists()
 
 
 @pytest.mark.fault
