@@ -588,18 +588,18 @@ def _(root: Path) -> str:
 
 @row(
     "list-shows-run-times-from-the-store-or-the-hint", slow=True
-)  # list shows each preset's run time, from the store or the hint
+)  # list and list NAME show each preset's run time, from the store or the hint
 def _(root: Path) -> str:
     icl(root, "run", "second")
     (root / "notebooks" / "seconds.json").write_text(json.dumps({"paper": {"second": 12.0}}))
     try:
-        proc = icl(root, "list")
+        table, one = icl(root, "list").stdout, icl(root, "list", "second").stdout
     finally:
         (root / "notebooks" / "seconds.json").unlink()
-    lines = proc.stdout[proc.stdout.index("second  (") :].splitlines()
-    times = next((ln for ln in lines if ln.strip().startswith("run time")), "")
-    ok = "(store)" in times and "~12 s (hint)" in times
-    return "" if ok else f"run time row {times!r}"
+    row = next((ln for ln in table.splitlines() if ln.startswith("second ")), "")
+    times = next((ln for ln in one.splitlines() if ln.strip().startswith("run time")), "")
+    ok = all("(store)" in t and "~12 s (hint)" in t for t in (row, times))
+    return "" if ok else f"list row {row!r}, list second's run time row {times!r}"
 
 
 @pytest.fixture(scope="module")
