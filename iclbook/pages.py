@@ -703,6 +703,16 @@ def _uncomputed_table(rows: list[Row], why: str) -> list[str]:
     return [*lines, ""]
 
 
+def _rows_by_notebook(rows: list[Row], order: list[str] | None) -> tuple[list[str], dict[str, list[Row]]]:
+    """The computed rows grouped by notebook, and the notebooks in book ``order`` (others last, by name)."""
+    by_notebook: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.status != "absent":
+            by_notebook.setdefault(r.claim.notebook, []).append(r)
+    rank = {name: i for i, name in enumerate(order or [])}
+    return sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n)), by_notebook
+
+
 def _notebook_details(
     notebooks: list[str],
     by_notebook: dict[str, list[Row]],
@@ -825,12 +835,7 @@ def render_paper_report(
     line = _paper_summary(sub, [paper_of[id(r)] for r in sub])
     if line:
         lines += [line, ""]
-    by_notebook: dict[str, list[Row]] = {}
-    for r in sub:
-        if r.status != "absent":
-            by_notebook.setdefault(r.claim.notebook, []).append(r)
-    rank = {name: i for i, name in enumerate(order or [])}
-    notebooks = sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n))
+    notebooks, by_notebook = _rows_by_notebook(sub, order)
     lines += _notebook_details(
         notebooks, by_notebook, paper_of, bands or {}, powers or {}, unsupported or {}, origins, built, heading="##"
     )
@@ -964,12 +969,7 @@ def render_report(
             "",
             *_uncomputed_table(out_of_scope, "why"),
         ]
-    by_notebook: dict[str, list[Row]] = {}
-    for r in rows:
-        if r.status != "absent":
-            by_notebook.setdefault(r.claim.notebook, []).append(r)
-    rank = {name: i for i, name in enumerate(order or [])}
-    notebooks = sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n))
+    notebooks, by_notebook = _rows_by_notebook(rows, order)
     lines += [
         "## By notebook",
         "",

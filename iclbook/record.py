@@ -40,7 +40,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -50,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .archive import _git, machine_record
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
 from .runs import RunRequest, make_requests
 from .store import STAMP, cache_key, import_scans, sha256_file, store_dir, verify_folder
@@ -205,28 +205,6 @@ def _strip_images(notebook: dict[str, Any], figures: dict[str, str]) -> dict[str
     return notebook
 
 
-def _git(root: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 0}
-
-
 def _stored_at(stamp: Path) -> str:
     """When the run was stored (its manifest's modification time), as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return _dt.datetime.fromtimestamp(stamp.stat().st_mtime, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -276,7 +254,7 @@ def write_entry(
             "params": stamp.get("params", {}),
             "commit": _git(root, "rev-parse", "HEAD") or "unknown",
             "date": _stored_at(run_folder / STAMP),
-            "machine": _machine(),
+            "machine": machine_record(),
             "seconds": stamp.get("seconds"),
             "cpu_seconds": stamp.get("cpu"),
             "quick_metrics_sha256": metrics_digest(quick_metrics) if quick_metrics is not None else None,
@@ -316,7 +294,7 @@ def write_sweep_record(
         "notebook": notebook,
         "commit": _git(root, "rev-parse", "HEAD") or "unknown",
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": _machine(),
+        "machine": machine_record(),
         "points": [{"changed": [list(c) for c in changed], "key": key, "metrics": m} for changed, key, m in points],
     }
     tmp = folder / ".points.json.part"
