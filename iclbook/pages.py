@@ -613,25 +613,25 @@ def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict
 
 def headline_table(rows: list[Row], paper: list[Row | None], bands: dict[int, Any] | None = None) -> list[str]:
     """Markdown lines: per paper and overall, the outcome counts (:func:`outcome_counts`) at the preset the
-    book was built with and, for the rows with a stored paper-preset run, at the paper preset."""
-    head = (
-        "| paper | preset | predicted | reproduced | of which robust | explained | open | missing | absent "
-        "| out of scope |"
-    )
-    lines = [head, "|---" * 10 + "|"]
-    keys = ("predicted", "reproduced", "robust", "explained", "open", "missing", "absent", "out_of_scope")
+    book was built with and, for the rows with a stored paper-preset run, at the paper preset. *robust* counts
+    the reproduced rows that hold at every swept setting; *not computed* is absent + out of scope (nine
+    columns, so that the table fits the text column at 1280 px)."""
+    head = "| paper | preset | predicted | reproduced | robust | explained | open | missing | not computed |"
+    lines = [head, "|---" * 9 + "|"]
+    keys = ("predicted", "reproduced", "robust", "explained", "open", "missing")
     for seed in (*SEEDS, "all"):
         idx = [i for i, r in enumerate(rows) if seed == "all" or r.claim.seed == seed]
         if not idx:
             continue
         name = "**all**" if seed == "all" else seed
         c = outcome_counts([rows[i] for i in idx], bands)
-        lines.append(f"| {name} | quick | " + " | ".join(str(c[k]) for k in keys) + " |")
+        uncomputed = f"{c['absent']} + {c['out_of_scope']}"
+        lines.append(f"| {name} | quick | " + " | ".join(str(c[k]) for k in keys) + f" | {uncomputed} |")
         with_paper = [paper[i] for i in idx if paper[i] is not None]
         if with_paper:
             pc = outcome_counts(with_paper)
-            cells = [str(pc[k]) if k != "robust" else "—" for k in keys[:6]] + ["—", "—"]
-            lines.append(f"| {name} | paper ({len(with_paper)} rows) | " + " | ".join(cells) + " |")
+            cells = [str(pc[k]) if k != "robust" else "—" for k in keys] + ["—"]
+            lines.append(f"| {name} | paper, {len(with_paper)} rows | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -919,7 +919,7 @@ def render_report(
         "Outcome of the *predicted* rows, per paper: reproduced (of which **robust**: the rule holds at every",
         "swept setting the paper leaves unstated, see *Robustness across unstated settings* below), explained",
         "(differs, with an erratum, finite-size, setting or reading diagnosis), open (differs otherwise), missing; and",
-        "the rows not computed (absent, out of scope).",
+        "the rows not computed (absent + out of scope).",
         "",
         *headline_table(rows, paper, bands),
         "",

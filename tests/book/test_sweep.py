@@ -186,8 +186,8 @@ def test_headline_counts_and_bands_in_the_report() -> None:
     c = outcome_counts(rows, bands)
     assert (c["predicted"], c["reproduced"], c["robust"], c["explained"], c["open"]) == (5, 2, 1, 1, 2)
     text = render_report(rows, bands=bands)
-    assert "| 000 | quick | 3 | 2 | 1 | 1 | 0 | 0 | 0 | 0 |" in text
-    assert "| **all** | quick | 5 | 2 | 1 | 1 | 2 | 0 | 0 | 0 |" in text
+    assert "| 000 | quick | 3 | 2 | 1 | 1 | 0 | 0 | 0 + 0 |" in text
+    assert "| **all** | quick | 5 | 2 | 1 | 1 | 2 | 0 | 0 + 0 |" in text
     assert (
         "✓ reproduced · fragile" in text and "*Robustness:* fragile: holds at 2 of 3 settings; fails at M=64." in text
     )
