@@ -66,12 +66,19 @@ def _commit() -> str:
 
 
 def write_result(
-    name: str, values: dict[str, Any], *, title: str, goals: dict[str, str] | None = None, folder: Path = RESULTS
+    name: str,
+    values: dict[str, Any],
+    *,
+    title: str,
+    goals: dict[str, str] | None = None,
+    folder: Path = RESULTS,
+    commit: str | None = None,
 ) -> Path:
     """Write ``folder/<name>.json`` with ``values``, ``goals`` and the machine, date and commit.
 
     ``values`` maps a label to a number, string or boolean (a finite float: a NaN is refused);
-    ``goals`` maps a label of ``values`` to the goal in words (for example ``">= 1.25"``).
+    ``goals`` maps a label of ``values`` to the goal in words (for example ``">= 1.25"``). ``commit`` names the
+    commit measured when it is not this checkout's (a log read afterwards).
     """
     if not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name: {name!r} must be letters, digits, '_' and '-'")
@@ -84,7 +91,7 @@ def write_result(
         "goals": goals or {},
         "machine": machine_facts(),
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": _commit(),
+        "commit": commit or _commit(),
     }
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"

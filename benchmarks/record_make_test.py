@@ -47,6 +47,7 @@ def pytest_counts(text: str) -> dict[str, int]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("log", type=Path, help="the output of make test")
+    p.add_argument("--commit", help="the commit that make test ran on (default: this checkout's)")
     args = p.parse_args()
     text = args.log.read_text(errors="replace")
     try:
@@ -61,6 +62,7 @@ def main() -> int:
         values,
         title="make test from a fresh clone",
         goals={"total wall (s)": f"<= {GOAL_SECONDS}", "failed": "0"},
+        commit=args.commit,
     )
     print(f"wrote {path}: {values}")
     return 0
