@@ -362,6 +362,8 @@ def cmd_clean(args: argparse.Namespace, root: Path) -> int:
             try:
                 shutil.rmtree(aside)
             except OSError as exc:
+                if args.interrupts.is_stopping():  # a signal broke the removal mid-way: it is an interrupt
+                    raise Interrupted(args.interrupts.signum) from None
                 raise PathError(path, f"{os_reason(exc)} (moved to {aside}, not yet deleted)") from None
     return 0
 
