@@ -178,6 +178,13 @@ def notebook_of_page(source: Path, generated: Path) -> str | None:
     return source.stem if source.parent.parent.resolve() == generated.resolve() else None
 
 
+def current_notebook_page(env: Any) -> tuple[Path, Path, str | None]:
+    """The source folder, the page being read and the notebook it shows (``None``: not a notebook page)."""
+    srcdir = Path(env.srcdir)
+    source = Path(env.doc2path(env.docname))
+    return srcdir, source, notebook_of_page(source, srcdir / env.config.icl_generated_dir)
+
+
 def add_verdict_table(app, doctree: nodes.document) -> None:
     """``doctree-read`` handler: the section "Ledger verdicts" at the end of an executed notebook page.
 
@@ -185,9 +192,7 @@ def add_verdict_table(app, doctree: nodes.document) -> None:
     metrics file is a build warning naming it (an error in strict mode).
     """
     env = app.env
-    srcdir = Path(env.srcdir)
-    source = Path(env.doc2path(env.docname))
-    name = notebook_of_page(source, srcdir / env.config.icl_generated_dir)
+    srcdir, source, name = current_notebook_page(env)
     if name is None:
         return
     metrics_path = source.parent / "metrics.json"

@@ -19,7 +19,7 @@ from docutils import nodes
 from sphinx.util import logging
 
 from .record import RECORD, STALE, RecordError, entry_state, record_entry, state_note
-from .sphinx_metrics import notebook_of_page
+from .sphinx_metrics import current_notebook_page
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +81,7 @@ def _paragraph(text: str) -> nodes.paragraph:
 def add_record_banner(app: Any, doctree: nodes.document) -> None:
     """``doctree-read`` handler: the banner (and the record's paper-size figures) at the top of a notebook page."""
     env = app.env
-    srcdir = Path(env.srcdir)
-    source = Path(env.doc2path(env.docname))
-    name = notebook_of_page(source, srcdir / env.config.icl_generated_dir)
+    srcdir, source, name = current_notebook_page(env)
     if name is None:
         return
     for dep in (srcdir / RECORD / "digest.json", srcdir / RECORD / PAPER / name / "record.json"):

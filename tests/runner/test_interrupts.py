@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fault_project import make_fault_project, store_snapshot
-from runner_project import HEADER, NOTEBOOKS, icl_cmd, icl_env
+from runner_project import HEADER, NOTEBOOKS, icl_cmd, icl_env, popen_icl
 
 from iclbook.store import store_dir
 
@@ -25,21 +25,12 @@ SIGNALS = [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM
 WITHIN = 1.0  # seconds from the signal to the exit
 
 
+start = popen_icl  # icl-book in a subprocess with text pipes, to be signalled
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_fault_project(tmp_path / "p")
-
-
-def start(root: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        icl_cmd(root, *args),
-        env=icl_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        cwd=root,
-    )
 
 
 def wait_for(ready, proc: subprocess.Popen, what: str, timeout: float = 60.0):
