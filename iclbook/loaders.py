@@ -337,7 +337,9 @@ def _check_schema(doc: Any, text: str, node: Any, kind: FileKind, where: str) ->
         return
     path = list(error.absolute_path)
     line = _line_of(node if node is not None else _json_nodes(text), path)
-    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    # a key with control characters (a YAML key "\r") is shown escaped, so the message stays one line
+    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p if str(p).isprintable() else repr(p)}" for p in path)
+    at = at.lstrip(".")
     message = " ".join(error.message.split())
     if len(message) > 160:
         message = message[:157] + "..."

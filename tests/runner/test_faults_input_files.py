@@ -364,3 +364,16 @@ def test_a_fifo_or_malformed_hint_only_loses_the_order_of_the_nbval_copies(proje
     hint.unlink()
     os.mkfifo(hint)
     assert costs(project, generated) == {"second": 0.0}
+
+
+@pytest.mark.fault
+def test_a_yaml_key_with_a_control_character_is_named_escaped_on_one_line(tmp_path: Path) -> None:
+    """Found by the fuzz test: a sweeps.yml key "\\r" broke the schema message over two lines."""
+    from iclbook.loaders import SWEEPS as SWEEPS_KIND
+    from iclbook.loaders import InputFileError, load_file
+
+    path = tmp_path / "sweeps.yml"
+    path.write_text('"\\r":\n')
+    with pytest.raises(InputFileError) as info:
+        load_file(path, SWEEPS_KIND, "notebooks/sweeps.yml")
+    assert str(info.value).splitlines() == [str(info.value)] and "'\\r'" in str(info.value)
