@@ -1,9 +1,9 @@
 """Compare the ``metrics.json`` of notebook runs with a baseline, key by key.
 
-Usage: ``python benchmarks/compare_metrics.py NEW_DIR BASELINE_DIR [NAME ...]`` where each directory
+Usage: ``python benchmarks/compare_metrics.py [--rtol R] NEW_DIR BASELINE_DIR [NAME ...]`` where each directory
 holds ``<name>/metrics.json`` (the layout of ``icl-book run --out DIR``). A numeric metric agrees when
 ``|new - base| <= rtol max(|new|, |base|)`` (``rtol = 1e-12``), any other value when it is equal;
-a key present on one side only is a disagreement; wall-clock timings (``runtime``, ``seconds``, ``t_*``)
+``--rtol`` sets another; a key present on one side only is a disagreement; wall-clock timings (``runtime``, ``seconds``, ``t_*``)
 are skipped and listed. Prints one line per notebook (``N of N compared``)
 and each disagreeing key; exits 1 if any disagrees.
 """
@@ -56,17 +56,23 @@ def compare_metrics(new: dict, base: dict, rtol: float = RTOL) -> tuple[int, lis
 
 
 def main(argv: list[str]) -> int:
+    rtol = RTOL
+    if argv[:1] == ["--rtol"]:
+        rtol, argv = float(argv[1]), argv[2:]
     new_dir, base_dir, *names = argv
     names = names or sorted(p.name for p in Path(new_dir).iterdir() if (p / "metrics.json").exists())
     failed = False
     for name in names:
+        missing = [str(d) for d in (new_dir, base_dir) if not (Path(d) / name / "metrics.json").is_file()]
+        if missing:
+            print(f"{name}: no metrics.json in {', '.join(missing)}")
+            failed = True
+            continue
         new = json.loads((Path(new_dir) / name / "metrics.json").read_text())
         base = json.loads((Path(base_dir) / name / "metrics.json").read_text())
-        n, bad = compare_metrics(new, base)
+        n, bad = compare_metrics(new, base, rtol)
         skipped = sorted(k for k in set(new) | set(base) if TIMING.search(k))
-        print(
-            f"{name}: quick metrics identical: {n - len(bad)} of {n} compared (timings skipped: {', '.join(skipped)})"
-        )
+        print(f"{name}: {n - len(bad)} of {n} agree at rtol {rtol:g} (timings skipped: {', '.join(skipped)})")
         for line in bad:
             print("   ", line)
         failed |= bool(bad)

@@ -194,7 +194,25 @@ def machine_record() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"host": platform.node(), "arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 0}
+    record = {"host": platform.node(), "arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 0}
+    gpus = nvidia_gpus()
+    if gpus:
+        record["gpus"] = gpus
+    return record
+
+
+def nvidia_gpus(proc: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """Model names of this machine's NVIDIA GPUs, read from the driver's ``/proc`` files (no torch import;
+    an empty list where there is no NVIDIA driver)."""
+    models = []
+    try:
+        for info in sorted(proc.glob("*/information")):
+            for line in info.read_text(errors="replace").splitlines():
+                if line.startswith("Model:"):
+                    models.append(line.split(":", 1)[1].strip())
+    except OSError:
+        return models
+    return models
 
 
 def utc_timestamp(seconds: float) -> str:
