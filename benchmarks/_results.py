@@ -73,12 +73,14 @@ def write_result(
     goals: dict[str, str] | None = None,
     folder: Path = RESULTS,
     commit: str | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``folder/<name>.json`` with ``values``, ``goals`` and the machine, date and commit.
 
     ``values`` maps a label to a number, string or boolean (a finite float: a NaN is refused);
     ``goals`` maps a label of ``values`` to the goal in words (for example ``">= 1.25"``). ``commit`` names the
-    commit measured when it is not this checkout's (a log read afterwards).
+    commit measured when it is not this checkout's (a log read afterwards); ``machine`` the machine that
+    measured, when it is not this one (a run on a lent GPU machine whose output was copied back).
     """
     if not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name: {name!r} must be letters, digits, '_' and '-'")
@@ -89,7 +91,7 @@ def write_result(
         "title": title,
         "values": values,
         "goals": goals or {},
-        "machine": machine_facts(),
+        "machine": machine if machine is not None else machine_facts(),
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit or _commit(),
     }

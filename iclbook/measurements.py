@@ -73,7 +73,9 @@ def render_measurements(root: Path) -> str:
             f"## {record['title']}",
             "",
             f"`benchmarks/results/{name}.json`: {m.get('cpu', '?')}, {m.get('cores', '?')} cores "
-            f"({m.get('arch', '?')}), BLAS {blas}; {record['date']}, commit `{record['commit']}`.",
+            f"({m.get('arch', '?')}), BLAS {blas}"
+            + (f", GPU {', '.join(m['gpus'])}, torch {m.get('torch', '?')}" if m.get("gpus") else "")
+            + f"; {record['date']}, commit `{record['commit']}`.",
             "",
             "| quantity | measured | goal |",
             "|---|---:|---|",

@@ -228,3 +228,13 @@ def test_a_path_outside_the_entry_is_refused_even_with_consistent_hashes(exporte
     with pytest.raises(ArchiveError, match=r"entry \w+: '\.\./\.\./\.\./escaped\.txt' is not a path inside an entry"):
         import_archive(dst, bad, say=lambda s: None)
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_machine_records_name_the_nvidia_gpus_the_driver_lists(tmp_path):
+    from iclbook.archive import nvidia_gpus
+
+    for bus, model in (("0000:01:00.0", "NVIDIA H200"), ("0000:02:00.0", "NVIDIA H100 80GB HBM3")):
+        (tmp_path / bus).mkdir()
+        (tmp_path / bus / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 0\n")
+    assert nvidia_gpus(tmp_path) == ["NVIDIA H200", "NVIDIA H100 80GB HBM3"]
+    assert nvidia_gpus(tmp_path / "absent") == []
