@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from pathlib import Path
 
+from iclbook.record import TIMING_METRIC
+
 RTOL = 1e-12
-#: wall-clock timings, not results: reported as skipped, never compared
-TIMING = re.compile(r"(^|_)(runtime|seconds|secs|wall)(_|$)|^runtime|^t_[a-z0-9_]+$")
+#: wall-clock timings, not results: reported as skipped, never compared (the record's own rule)
+TIMING = TIMING_METRIC
 
 
 def _agree(a: object, b: object, rtol: float) -> bool:

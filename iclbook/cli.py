@@ -439,8 +439,8 @@ def parser() -> argparse.ArgumentParser:
             "--scheduler",
             metavar="ADDRESS",
             default=None,
-            help="execute on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
-            "for a local cluster of N workers (needs the 'cluster' extra)",
+            help="execute on a Dask cluster: a scheduler address (tcp://host:8786), or local:N (local:NxC) for a "
+            "local cluster of N workers (of C threads each) (needs the 'cluster' extra)",
         )
 
     st = sub.add_parser("status", help="which notebooks `run` would execute (nothing is executed)")

@@ -43,6 +43,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from iclcore.parallel import THREADS_RESOURCE
+
 from .notebooks import NotebookError
 from .worker_env import (
     CPU_FILE,
@@ -71,23 +73,34 @@ _ADDRESS_RE = re.compile(
 )
 
 
-def local_workers(scheduler: str, cores: int) -> int | None:
-    """N of ``local:N`` (None for another address); a :class:`SchedulerError` unless ``1 <= N <= 4 * cores``."""
+def local_cluster_shape(scheduler: str, cores: int) -> tuple[int, int] | None:
+    """``(N, C)`` of ``local:N`` (``C = 1``) or ``local:NxC`` (N workers of C threads each, which declare the
+    worker resource ``threads=C`` so that inner tasks of several threads fit, see :mod:`iclcore.parallel`);
+    None for another address. A :class:`SchedulerError` unless ``N, C >= 1`` and ``N * C <= 4 * cores``."""
     if not scheduler.startswith("local:"):
         return None
+    n_text, _, c_text = scheduler.split(":", 1)[1].partition("x")
     try:
-        n = int(scheduler.split(":", 1)[1])
-        if n < 1:
+        n, c = int(n_text), int(c_text) if c_text else 1
+        if n < 1 or c < 1:
             raise ValueError
     except ValueError:
-        raise SchedulerError(f"--scheduler {scheduler}: expected local:N with N >= 1 workers") from None
-    bound = LOCAL_WORKERS_PER_CORE * max(1, cores)
-    if n > bound:
         raise SchedulerError(
-            f"--scheduler {scheduler}: {n} worker processes on {cores} core(s) is more than the bound of {bound} "
+            f"--scheduler {scheduler}: expected local:N or local:NxC with N >= 1 workers of C >= 1 threads"
+        ) from None
+    bound = LOCAL_WORKERS_PER_CORE * max(1, cores)
+    if n * c > bound:
+        raise SchedulerError(
+            f"--scheduler {scheduler}: {n * c} worker threads on {cores} core(s) is more than the bound of {bound} "
             f"({LOCAL_WORKERS_PER_CORE} per core); start a cluster of that size yourself and pass its address"
         )
-    return n
+    return n, c
+
+
+def local_workers(scheduler: str, cores: int) -> int | None:
+    """N of ``local:N`` or ``local:NxC`` (None for another address); see :func:`local_cluster_shape`."""
+    shape = local_cluster_shape(scheduler, cores)
+    return None if shape is None else shape[0]
 
 
 def parse_address(scheduler: str) -> tuple[str, str, int]:
@@ -294,8 +307,9 @@ class DaskLauncher:
 
         self.root = root
         self.cluster = None
-        n = local_workers(scheduler, available_cores())
-        if n is not None:
+        shape = local_cluster_shape(scheduler, available_cores())
+        if shape is not None:
+            n, c = shape
             import dask
 
             # the workers run inner tasks in their own process: no nanny trim threshold there (MALLOC_TRIM_ENV),
@@ -306,7 +320,8 @@ class DaskLauncher:
                 with dask.config.set({f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM_ENV}": None}):
                     self.cluster = LocalCluster(  # no dashboard; its HTTP routes on a free loopback port, so that
                         n_workers=n,  # a port 8787 held by another cluster prints no warning
-                        threads_per_worker=1,
+                        threads_per_worker=c,
+                        resources={THREADS_RESOURCE: c} if "x" in scheduler else None,
                         processes=True,
                         dashboard_address=None,
                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
@@ -431,6 +446,7 @@ __all__ = [
     "ProgressRelay",
     "SchedulerError",
     "check_scheduler",
+    "local_cluster_shape",
     "local_workers",
     "package_files",
     "parse_address",

@@ -108,27 +108,31 @@ def read_progress(path: str | os.PathLike) -> str:
     return format_progress(data) if isinstance(data, dict) else ""
 
 
-def record_inner_tasks(label: str, wall: float, seconds: list[float], cpu: list[float], where: str) -> bool:
+def record_inner_tasks(
+    label: str, wall: float, seconds: list[float], cpu: list[float], where: str, threads: list[int] | None = None
+) -> bool:
     """Append one ``map_configs`` call to :data:`INNER_FILE` beside the progress file (if one is set).
 
     ``label``: what the tasks are; ``wall``: seconds of the whole call in the caller; ``seconds``,
     ``cpu``: ``(n,)`` wall and thread-CPU seconds of each task where it ran; ``where``: ``"serial"``,
-    ``"processes"``, ``"dask"`` or ``"executor"``. Returns whether the file was written.
+    ``"processes"``, ``"dask"`` or ``"executor"``; ``threads``: ``(n,)`` threads each task ran with, where
+    more than one (omitted when every task had one). Returns whether the file was written.
     """
     path = os.environ.get(PROGRESS_ENV)
     if not path:
         return False
     inner = os.path.join(os.path.dirname(path), INNER_FILE)
     records = read_inner_tasks(inner)
-    records.append(
-        {
-            "label": str(label),
-            "wall": round(float(wall), 3),
-            "seconds": [round(float(s), 3) for s in seconds],
-            "cpu": [round(float(c), 3) for c in cpu],
-            "where": str(where),
-        }
-    )
+    record: dict[str, object] = {
+        "label": str(label),
+        "wall": round(float(wall), 3),
+        "seconds": [round(float(s), 3) for s in seconds],
+        "cpu": [round(float(c), 3) for c in cpu],
+        "where": str(where),
+    }
+    if threads is not None and any(t != 1 for t in threads):
+        record["threads"] = [int(t) for t in threads]
+    records.append(record)
     tmp = f"{inner}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -196,3 +196,25 @@ def test_a_notebook_inner_tasks_on_dask_give_the_local_metrics(tmp_path, monkeyp
     # glibc's default allocator everywhere: a fixed trim threshold cost 30 % of the wall time (worker_env)
     for d in (a, b):
         assert json.loads((d / "env.json").read_text()) == {"kernel": None, "tasks": [None, None]}
+
+
+@pytest.mark.slow
+def test_tasks_of_several_threads_run_on_workers_that_declare_the_resource(cluster, monkeypatch, tmp_path):
+    from distributed import LocalCluster
+
+    from iclcore.parallel import THREADS_RESOURCE
+
+    probe = [(TINY_PROBE, "gpt", 10, s) for s in (0, 1)]
+    local = [len(r.records) for r in map_configs(_probe_run, probe)]
+    monkeypatch.setenv(SCHEDULER_ENV, cluster.scheduler_address)  # workers without the resource: refused at once
+    with pytest.raises(ValueError, match="task 0 of probe needs 2 threads, but no worker declares the resource"):
+        map_configs(_probe_run, probe, label="probe", threads=2)
+    with LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None, resources={THREADS_RESOURCE: 2}
+    ) as wide:
+        monkeypatch.setenv(SCHEDULER_ENV, wide.scheduler_address)
+        monkeypatch.setenv(PROGRESS_ENV, str(tmp_path / "progress.json"))
+        runs = map_configs(_probe_run, probe, label="probe", threads=2)
+    assert [len(r.records) for r in runs] == local
+    (record,) = read_inner_tasks(tmp_path / INNER_FILE)
+    assert (record["where"], record["threads"]) == ("dask", [2, 2])
