@@ -80,7 +80,7 @@ runs = [r.run for r in map_configs(online_decoder_run, [DecoderRun(cfg, eta, ste
 t_train = time.perf_counter() - t0
 ops = [op.decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
 # exact GD: its overlap weights in closed form (log space), defined even after P_s reaches P_star to rounding
-st = op.seed_statistics(ops, op.gd_order_parameters(P_star, mom.C, H_inf, eta, ckpt), ckpt >= transient_frac * steps)
+st = op.seed_statistics(ops, op.gd_order_parameters(P_star, mom.C, H_inf, eta=eta, steps=ckpt), ckpt >= transient_frac * steps)
 metrics = st.metrics() | dict(n_seeds=n_seeds, t_train=t_train, K=K, M=M, batch=batch, steps=steps)
 
 # %% tags=["nbval-check-output"]
@@ -112,8 +112,8 @@ metrics.update(lop.final_metrics(), t_encdec=t_encdec)
 
 # %%
 Q, O = haar_orthogonal(K, rng), haar_orthogonal(ecfg.r, rng)
-metrics["gauge_max_rel_diff"] = max(op.decoder_gauge_change(runs[0].P, P_star, mom.C, H_inf, Q=Q, reference=ops[0]),
-                                    op.latent_gauge_change(dyn.U, dyn.P, dyn.P_star, dyn.model.U_star, H_inf_e, O=O, reference=lop))
+metrics["gauge_max_rel_diff"] = max(op.decoder_gauge_change(runs[0].P, P_star, mom.C, H_inf=H_inf, Q=Q, reference=ops[0]),
+                                    op.latent_gauge_change(dyn.U, dyn.P, dyn.P_star, U_star=dyn.model.U_star, H_inf=H_inf_e, O=O, reference=lop))
 metrics["gauge_raw_change"] = op.conjugation_change(runs[0].P[-1], Q)
 print(f"largest relative change of an order parameter under the gauge: {metrics['gauge_max_rel_diff']:.1e}")
 
@@ -168,7 +168,7 @@ ev_prompts = sample_prompt_statistics(cfg, n_eval_prompts, rng)
 gidx = [int(np.argmin(np.abs(ckpt - s))) for s in (steps // 40, 3 * steps // 40, steps // 4, steps)]  # top-spectra grid
 e_idx = [int(round(f * ecfg.steps)) for f in (0.0, 0.05, 0.25, 1.0)]
 gam_r = ecfg.r / ecfg.M
-grid = op.top_spectra_grid([runs[0].P[i] for i in gidx], ev_prompts.H_M, [dyn.U[s] for s in e_idx], dyn.test, Sigma=cfg.Sigma_x,
+grid = op.top_spectra_grid([runs[0].P[i] for i in gidx], ev_prompts.H_M, [dyn.U[s] for s in e_idx], prompts=dyn.test, Sigma=cfg.Sigma_x,
                            P_star=P_star, gamma=K / M, Sigma_x=dyn.model.Sigma_x, lam=ecfg.lam, gamma_latent=gam_r)
 fig, ax = plt.subplots(2, 4, figsize=(13, 6))
 for j, (i, spec, s, w) in enumerate(zip(gidx, grid.decoder, e_idx, grid.latent)):

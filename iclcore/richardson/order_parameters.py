@@ -33,6 +33,11 @@ Every quantity is invariant under the gauges of the model (orthogonal change of 
 coordinates; ``U ↦ U O``, ``P_z ↦ Oᵀ P_z O`` in the latent space; ρ and the spectrum of ``P H`` are
 even invariant under any invertible change of coordinates). The tests check this with random
 gauge transformations.
+
+The analyses of Figure 11 build on these: :func:`seed_statistics` (means and standard errors over
+independent online runs against exact gradient descent, :func:`gd_order_parameters`), the gauge checks
+(:func:`decoder_gauge_change`, :func:`latent_gauge_change`), :func:`top_spectra_grid`,
+:func:`prompt_aspect_sweep` and :func:`latent_window`.
 """
 
 from __future__ import annotations
@@ -520,7 +525,7 @@ def latent_order_parameters(
 
 
 def gd_order_parameters(
-    P_star: np.ndarray, C: np.ndarray, H_inf: np.ndarray, eta: float, steps: np.ndarray
+    P_star: np.ndarray, C: np.ndarray, H_inf: np.ndarray, *, eta: float, steps: np.ndarray
 ) -> DecoderOrderParameters:
     """Order parameters of exact population gradient descent ``P_s = P⋆ + (0 − P⋆)(I − ηC)^s`` from ``P_0 = 0``.
 
@@ -687,8 +692,8 @@ def decoder_gauge_change(
     P: np.ndarray,
     P_star: np.ndarray,
     C: np.ndarray,
-    H_inf: np.ndarray,
     *,
+    H_inf: np.ndarray,
     Q: np.ndarray,
     reference: DecoderOrderParameters,
 ) -> float:
@@ -718,9 +723,9 @@ def latent_gauge_change(
     U: np.ndarray,
     P_z: np.ndarray,
     P_z_star: np.ndarray,
+    *,
     U_star: np.ndarray,
     H_inf: np.ndarray,
-    *,
     O: np.ndarray,
     reference: LatentOrderParameters,
 ) -> float:
@@ -786,7 +791,7 @@ def oracle_mp_window(Sigma: np.ndarray, P_star: np.ndarray, gamma: float) -> tup
     return mp_window(Sroot.T @ (0.5 * (P_star + P_star.T)) @ Sroot, gamma)
 
 
-def latent_gram_spectrum(U: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, lam: float) -> np.ndarray:
+def latent_gram_spectrum(U: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, *, lam: float) -> np.ndarray:
     """Whitened latent Gram spectrum ``spec(S^{-1/2} Uᵀ Σ̂_M U S^{-1/2})``, ``S = UᵀΣ_xU``, ``Σ̂_M = H_M − λI``,
     pooled over prompts (§12.11 latent window; ``Wishart_r(M, I)/M`` when ``U`` is independent of the prompts).
 
@@ -845,8 +850,8 @@ def top_spectra_grid(
     P: Sequence[np.ndarray],
     H_M: np.ndarray,
     U: Sequence[np.ndarray],
-    prompts: LatentPrompts,
     *,
+    prompts: LatentPrompts,
     Sigma: np.ndarray,
     P_star: np.ndarray,
     gamma: float,
@@ -881,7 +886,7 @@ def top_spectra_grid(
     The decoder spectra drop imaginary parts up to 5 % of the spectral radius
     (:func:`preconditioned_spectrum` with ``imag_rtol = 0.05``); the largest ratio is reported.
     """
-    latent = [latent_gram_spectrum(u, prompts, Sigma_x, lam) for u in U]
+    latent = [latent_gram_spectrum(u, prompts, Sigma_x, lam=lam) for u in U]
     return SpectraGrid(
         decoder=[preconditioned_spectrum(p, H_M, imag_rtol=0.05).ravel() for p in P],
         decoder_window=oracle_mp_window(Sigma, P_star, gamma),
@@ -1137,7 +1142,7 @@ def latent_window(
     spec_A = np.linalg.eigvalsh(latent_systems(U, prompts)[0][0]).ravel()
     win_A = mp_window(Sg, gam, shift=lam)
     lo_inf, hi_inf = np.linalg.eigvalsh(latent_population_system(U, H_inf))[[0, -1]]
-    w = latent_gram_spectrum(U, prompts, Sigma_x, lam)
+    w = latent_gram_spectrum(U, prompts, Sigma_x, lam=lam)
     n = prompts.n
     ref = mp_sample_eigenvalues(r, M, n, rng).ravel()
     window = mp_window(np.eye(r), gam)

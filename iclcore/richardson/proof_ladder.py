@@ -108,9 +108,9 @@ def quadratic_gd_rung(
     X0: np.ndarray,
     Xstar: np.ndarray,
     moments: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
     eta: float,
     steps: int,
-    *,
     scale: float | None = None,
     with_weights: bool = False,
 ) -> ModalRung:
@@ -173,7 +173,7 @@ def decoder_rung(
     C, B, S = decoder_moments(H, Sigma, noise_var)
     P_star = quadratic_minimizer(B, C)
     eta = eta_frac * 2.0 / np.linalg.eigvalsh(C)[-1]
-    return quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta, steps, with_weights=True)
+    return quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta=eta, steps=steps, with_weights=True)
 
 
 def encoder_rung(
@@ -190,7 +190,7 @@ def encoder_rung(
     G_star = rng.standard_normal((K, r)) / np.sqrt(K * r)
     C, B, S = encoder_moments(G_star, Sigma, noise_var)
     eta = eta_frac * 2.0 / np.linalg.eigvalsh(C)[-1]
-    return quadratic_gd_rung(np.zeros((K, r)), G_star, (C, B, S), eta, steps, scale=1.0)
+    return quadratic_gd_rung(np.zeros((K, r)), G_star, (C, B, S), eta=eta, steps=steps, scale=1.0)
 
 
 def check_times(steps: int, n_check: int) -> np.ndarray:

@@ -55,13 +55,13 @@ def test_gd_order_parameters_match_the_trajectory_and_tend_to_the_oracle():
     P_star = np.linalg.inv(H_inf)
     eta = 1.0 / np.linalg.eigvalsh(C)[-1]
     steps = np.array([0, 1, 5, 20])
-    gd = gd_order_parameters(P_star, C, H_inf, eta, steps)
+    gd = gd_order_parameters(P_star, C, H_inf, eta=eta, steps=steps)
     direct = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps), P_star, C, H_inf)
     # closed-form weights and the weights from the iterates agree while P_s is away from P_star
     np.testing.assert_allclose(gd.entropy, direct.entropy, rtol=1e-10)
     np.testing.assert_allclose(gd.rho_pop, direct.rho_pop, rtol=1e-12)
     assert gd.rho_pop[0] == pytest.approx(1.0)  # P_0 = 0: rho(I) = 1
-    late = gd_order_parameters(P_star, C, H_inf, eta, np.array([5000]))
+    late = gd_order_parameters(P_star, C, H_inf, eta=eta, steps=np.array([5000]))
     assert late.rho_pop[0] == pytest.approx(late.rho_star, abs=1e-10)  # P_star H_inf = I, so rho_star = 0
 
 
@@ -108,7 +108,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     P = P_star + 0.05 * rng.standard_normal((S, K, K))
     ref = decoder_order_parameters(P, P_star, C, H_inf)
     Q = haar_orthogonal(K, rng)
-    assert decoder_gauge_change(P, P_star, C, H_inf, Q=Q, reference=ref) <= 1e-10
+    assert decoder_gauge_change(P, P_star, C, H_inf=H_inf, Q=Q, reference=ref) <= 1e-10
     assert conjugation_change(P[-1], Q) > 0.01
     assert conjugation_change(P[-1], np.eye(K)) == 0.0
     U = np.stack([np.linalg.qr(rng.standard_normal((K, r)))[0] for _ in range(S)])
@@ -117,7 +117,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     U_star = np.linalg.qr(rng.standard_normal((K, r)))[0]
     lref = latent_order_parameters(U, P_z, P_z_star, U_star, H_inf)
     O = haar_orthogonal(r, rng)
-    assert latent_gauge_change(U, P_z, P_z_star, U_star, H_inf, O=O, reference=lref) <= 1e-10
+    assert latent_gauge_change(U, P_z, P_z_star, U_star=U_star, H_inf=H_inf, O=O, reference=lref) <= 1e-10
     fm = lref.final_metrics()
     assert fm["srank_z_rel_gap"] == pytest.approx(abs(fm["srank_z_final"] / fm["srank_z_oracle_final"] - 1), rel=1e-12)
 
@@ -149,7 +149,7 @@ def test_latent_gram_spectrum_is_one_for_the_population_gram_matrix():
         H=H, c=np.zeros((4, K)), beta=np.zeros((4, K)), z=np.zeros((4, r)), beta_hat=np.zeros((4, K))
     )
     U = np.linalg.qr(rng.standard_normal((K, r)))[0]
-    np.testing.assert_allclose(latent_gram_spectrum(U, prompts, Sigma_x, lam), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(latent_gram_spectrum(U, prompts, Sigma_x, lam=lam), 1.0, rtol=1e-12)
 
 
 def test_top_spectra_grid_shapes_and_metrics():
@@ -164,7 +164,7 @@ def test_top_spectra_grid_shapes_and_metrics():
         [P_star, 0.5 * P_star],
         H_M,
         [model.U_star, model.U_star],
-        prompts,
+        prompts=prompts,
         Sigma=Sigma,
         P_star=P_star,
         gamma=0.2,

@@ -30,7 +30,7 @@ def test_quadratic_gd_rung_modal_formula_matches_iteration_and_weights_are_a_dis
     C, B, S = decoder_moments(covariance_from_spectrum(np.linspace(0.5, 1.5, K), Q), np.eye(K), 0.2)
     P_star = quadratic_minimizer(B, C)
     eta = 0.5 / np.linalg.eigvalsh(C)[-1]
-    rung = quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta, STEPS, with_weights=True)
+    rung = quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta=eta, steps=STEPS, with_weights=True)
     assert rung.risk_modal.shape == rung.risk_iteration.shape == (STEPS + 1,)
     assert rung.max_error <= RTOL * rung.risk_modal[0]
     assert rung.max_error_population <= 1e-10 * rung.risk_modal[0]  # a difference of two O(1) risks
@@ -38,7 +38,7 @@ def test_quadratic_gd_rung_modal_formula_matches_iteration_and_weights_are_a_dis
     np.testing.assert_allclose(rung.weights.sum(axis=1), 1.0, rtol=RTOL)
     assert np.all((rung.entropy >= 0) & (rung.entropy <= 1 + RTOL))
     assert np.all(np.diff(rung.risk_modal) < 0)  # gradient descent in the stable window decreases the risk
-    assert quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta, STEPS).weights is None
+    assert quadratic_gd_rung(np.zeros((K, K)), P_star, (C, B, S), eta=eta, steps=STEPS).weights is None
 
 
 def test_decoder_rung_step_is_the_requested_fraction_of_the_stability_bound():
