@@ -49,35 +49,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.linalg import haar_orthogonal
-from iclcore.lsq.dynamics import gd_trajectory, modal_weights
-from iclcore.lsq.lowrank import latent_systems
 from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
+from iclcore.richardson import order_parameters as op
 from iclcore.richardson.decoder import DecoderRun, max_stable_step, online_decoder_run
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics
-from iclcore.richardson.order_parameters import (
-    condition_number,
-    decoder_order_parameters,
-    iteration_spectral_radius,
-    ks_distance_mp,
-    latent_order_parameters,
-    latent_population_system,
-    mp_condition_number,
-    mp_optimal_contraction,
-    mp_window,
-    preconditioned_spectrum,
-    whitened_spectrum,
-)
-from iclcore.spectra.mp import mp_cdf, mp_density, mp_sample_eigenvalues
-from iclcore.stats import ks_critical_value, ks_two_sample
-from iclcore.stats import standard_error as se  # along axis 0: the seeds
+from iclcore.spectra.mp import mp_cdf, mp_density
 
 use_style()
 t_start = time.perf_counter()
 rng = np.random.default_rng(seed)
-metrics = {}
 
 # %% [markdown]
 # ## Decoder only: order parameters along online runs
@@ -88,40 +71,21 @@ metrics = {}
 # %%
 cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma)
 mom = closed_form_moments(cfg)
-P_star = oracle_preconditioner(mom)
-H_inf = cfg.H_infinity
-eta = max_stable_step(mom.C, eta_frac)
+P_star, H_inf, eta = oracle_preconditioner(mom), cfg.H_infinity, max_stable_step(mom.C, eta_frac)
 ckpt = np.unique(np.linspace(0, steps, n_checkpoints).round().astype(int))
-grid_steps = [steps // 40, 3 * steps // 40, steps // 4, steps]  # checkpoints of the top-spectra grid
-gammas = np.geomspace(gamma_min, gamma_max, n_gammas)
 t0 = time.perf_counter()
 # the n_seeds online runs are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
-jobs = [DecoderRun(cfg, eta, steps, batch, (seed, j), tuple(ckpt)) for j in range(n_seeds)]
-runs = [r.run for r in map_configs(online_decoder_run, jobs, thread_budget(), label="decoder seeds")]
+runs = [r.run for r in map_configs(online_decoder_run, [DecoderRun(cfg, eta, steps, batch, (seed, j), tuple(ckpt)) for j in range(n_seeds)],
+                                   thread_budget(), label="decoder seeds")]
 t_train = time.perf_counter() - t0
-ops = [decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
+ops = [op.decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
 # exact GD: its overlap weights in closed form (log space), defined even after P_s reaches P_star to rounding
-op_gd = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, mom.C, eta, ckpt), P_star, mom.C, H_inf,
-                                 weights=modal_weights(np.zeros((K, K)), P_star, mom.C, eta, ckpt))
-stack = lambda f: np.array([getattr(o, f) for o in ops])  # noqa: E731  (n_seeds, T)
-rho, srank, etop, ent = stack("rho_pop"), stack("srank"), stack("top_energy"), stack("entropy")
-after = ckpt >= transient_frac * steps
-drho = np.diff(rho, axis=1)[:, after[1:]]       # per-seed increments after the transient
-z_inc = drho.mean(axis=0) / np.maximum(se(drho), 1e-300)
-metrics.update(
-    rho_pop_final_mean=rho[:, -1].mean(), rho_pop_final_se=se(rho)[-1], rho_pop_gd_final=op_gd.rho_pop[-1],
-    rho_pop_star=op_gd.rho_star, rho_max_increase_z=z_inc.max(), rho_increment_se_max=se(drho).max(),
-    rho_gd_max_increment_after_transient=float(np.max(np.diff(op_gd.rho_pop[after]))),
-    srank_final_mean=srank[:, -1].mean(), srank_final_se=se(srank)[-1], srank_gd_final=op_gd.srank[-1],
-    srank_star=op_gd.srank_star, srank_rel_gap=abs(srank[:, -1].mean() - op_gd.srank_star) / op_gd.srank_star,
-    top_energy_final_mean=etop[:, -1].mean(), top_energy_star=op_gd.top_energy_star,
-    entropy_gd_final=op_gd.entropy[-1], entropy_final_mean=ent[:, -1].mean(), entropy_final_se=se(ent)[-1], entropy_min_mean=ent.mean(axis=0).min(),
-    n_seeds=n_seeds, t_train=t_train, K=K, M=M, batch=batch, steps=steps,
-)
+st = op.seed_statistics(ops, op.gd_order_parameters(P_star, mom.C, H_inf, eta=eta, steps=ckpt), ckpt >= transient_frac * steps)
+metrics = st.metrics() | dict(n_seeds=n_seeds, t_train=t_train, K=K, M=M, batch=batch, steps=steps)
 
 # %% tags=["nbval-check-output"]
-print(f"rho_pop: final {rho[:, -1].mean():.2f} (GD {op_gd.rho_pop[-1]:.2f}), rho(I - P* H_inf) = {op_gd.rho_star:.2f}")
-print(f"srank: final {srank[:, -1].mean():.1f}, srank(P*) = {op_gd.srank_star:.1f}")
+print(f"rho_pop: final {st.rho_final_mean:.2f} (GD {st.gd.rho_pop[-1]:.2f}), rho(I - P* H_inf) = {st.gd.rho_star:.2f}")
+print(f"srank: final {st.srank_final_mean:.1f}, srank(P*) = {st.gd.srank_star:.1f}")
 
 # %% [markdown]
 # ## Encoder + decoder: latent order parameters
@@ -134,13 +98,9 @@ t0 = time.perf_counter()
 dyn = encdec_dynamics(ecfg)
 t_encdec = time.perf_counter() - t0
 H_inf_e = dyn.model.Sigma_x + dyn.model.lam * np.eye(ecfg.K)
-lop = latent_order_parameters(dyn.U, dyn.P, dyn.P_star, dyn.model.U_star, H_inf_e)
+lop = op.latent_order_parameters(dyn.U, dyn.P, dyn.P_star, dyn.model.U_star, H_inf_e)
 s_e = np.arange(dyn.U.shape[0])
-metrics.update(
-    sin2_final=lop.sin2[-1], rho_z_final=lop.rho_pop[-1], rho_z_oracle_final=lop.rho_oracle[-1],
-    srank_z_final=lop.srank[-1], srank_z_oracle_final=lop.srank_oracle[-1],
-    srank_z_rel_gap=abs(lop.srank[-1] - lop.srank_oracle[-1]) / lop.srank_oracle[-1], t_encdec=t_encdec,
-)
+metrics.update(lop.final_metrics(), t_encdec=t_encdec)
 
 # %% [markdown]
 # ## Gauge invariance on the trained objects
@@ -151,38 +111,30 @@ metrics.update(
 # not.
 
 # %%
-Q = haar_orthogonal(K, rng)
-rot = lambda A: Q @ A @ Q.T  # noqa: E731
-g1 = decoder_order_parameters(rot(runs[0].P), rot(P_star), rot(mom.C), rot(H_inf))
-O = haar_orthogonal(ecfg.r, rng)
-g2 = latent_order_parameters(dyn.U @ O, O.T @ dyn.P @ O, O.T @ dyn.P_star @ O, dyn.model.U_star, H_inf_e)
-rel = lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(np.abs(np.asarray(b)), 1e-12)))  # noqa: E731
-gauge_diffs = [rel(getattr(g1, f), getattr(ops[0], f)) for f in ("rho_pop", "srank", "top_energy", "entropy")]
-gauge_diffs += [rel(getattr(g2, f), getattr(lop, f)) for f in lop.__dataclass_fields__]
-metrics["gauge_max_rel_diff"] = max(gauge_diffs)
-metrics["gauge_raw_change"] = float(np.linalg.norm(rot(runs[0].P[-1]) - runs[0].P[-1]) / np.linalg.norm(runs[0].P[-1]))
-print(f"largest relative change of an order parameter under the gauge: {max(gauge_diffs):.1e}")
+Q, O = haar_orthogonal(K, rng), haar_orthogonal(ecfg.r, rng)
+metrics["gauge_max_rel_diff"] = max(op.decoder_gauge_change(runs[0].P, P_star, mom.C, H_inf=H_inf, Q=Q, reference=ops[0]),
+                                    op.latent_gauge_change(dyn.U, dyn.P, dyn.P_star, U_star=dyn.model.U_star, H_inf=H_inf_e, O=O, reference=lop))
+metrics["gauge_raw_change"] = op.conjugation_change(runs[0].P[-1], Q)
+print(f"largest relative change of an order parameter under the gauge: {metrics['gauge_max_rel_diff']:.1e}")
 
 # %% [markdown]
 # ## Figure 11 (a): dynamic order parameters against $s$
 
 # %%
 fig, ax = plt.subplots(2, 2, figsize=(10, 7))
-a = ax[0, 0]
-m_, e_ = rho.mean(axis=0), se(rho)
+a, m_, e_ = ax[0, 0], st.rho.mean(axis=0), st.rho_se
 a.fill_between(ckpt, m_ - 3 * e_, m_ + 3 * e_, color=PALETTE[0], alpha=0.3, lw=0)
 a.plot(ckpt, m_, color=PALETTE[0], label=r"online $\rho(I-P_sH_\infty)$ (mean $\pm3$ SE)")
-a.plot(ckpt, op_gd.rho_pop, "--", color=PALETTE[1], label="exact population GD")
-a.axhline(op_gd.rho_star, color="gray", ls=":", label=r"$\rho(I-P_\star H_\infty)$")
+a.plot(ckpt, st.gd.rho_pop, "--", color=PALETTE[1], label="exact population GD")
+a.axhline(st.gd.rho_star, color="gray", ls=":", label=r"$\rho(I-P_\star H_\infty)$")
 a.set(xlabel="outer step $s$", ylabel=r"$\rho_s^{\rm pop}$", title="decoder only: contraction")
-a.legend(fontsize=8)
 a = ax[0, 1]
-a.plot(ckpt[1:], srank.mean(axis=0)[1:], color=PALETTE[0], label=r"srank$(P_s)$")
-a.axhline(op_gd.srank_star, color=PALETTE[0], ls=":", label=r"srank$(P_\star)$")
+a.plot(ckpt[1:], st.srank.mean(axis=0)[1:], color=PALETTE[0], label=r"srank$(P_s)$")
+a.axhline(st.gd.srank_star, color=PALETTE[0], ls=":", label=r"srank$(P_\star)$")
 a.set(xlabel="outer step $s$", ylabel="stable rank", title=r"decoder only: rank and $H(\Omega_s)$")
 b = a.twinx()
-b.plot(ckpt, ent.mean(axis=0), color=PALETTE[2], label=r"$H(\Omega_s)$")
-b.plot(ckpt[1:], etop.mean(axis=0)[1:], color=PALETTE[3], label=r"$E_{\rm top,1}(P_s)$")
+b.plot(ckpt, st.entropy.mean(axis=0), color=PALETTE[2], label=r"$H(\Omega_s)$")
+b.plot(ckpt[1:], st.top_energy.mean(axis=0)[1:], color=PALETTE[3], label=r"$E_{\rm top,1}(P_s)$")
 b.set(ylim=(0, 1.05), ylabel=r"$H(\Omega_s)$, $E_{\rm top,1}$")
 h1, l1 = a.get_legend_handles_labels(); h2, l2 = b.get_legend_handles_labels()
 a.legend(h1 + h2, l1 + l2, fontsize=8, loc="center right")
@@ -191,17 +143,16 @@ a.semilogy(s_e, lop.sin2, color=PALETTE[0], label=r"$\sin^2(U_s,U_\star)$")
 a.semilogy(s_e, lop.rho_pop, color=PALETTE[1], label=r"$\rho(I-P_{z,s}A_{\infty,s})$")
 a.semilogy(s_e, lop.rho_oracle, ":", color=PALETTE[1], label=r"moving oracle $\rho(I-P_z^\star(U_s)A_{\infty,s})$")
 a.set(xlabel="outer step $s$", title="encoder+decoder: subspace and contraction")
-a.legend(fontsize=8)
 a = ax[1, 1]
 a.plot(s_e[1:], lop.srank[1:], color=PALETTE[0], label=r"srank$(P_{z,s})$")
 a.plot(s_e, lop.srank_oracle, ":", color=PALETTE[0], label=r"srank$(P_z^\star(U_s))$")
 a.plot(s_e[1:], lop.top_energy[1:], color=PALETTE[3], label=r"$E_{\rm top,1}(P_{z,s})$")
 a.plot(s_e, lop.top_energy_oracle, ":", color=PALETTE[3], label=r"$E_{\rm top,1}(P_z^\star(U_s))$")
 a.set(xlabel="outer step $s$", title="encoder+decoder: latent preconditioner rank")
-a.legend(fontsize=8)
+for a in (ax[0, 0], ax[1, 0], ax[1, 1]):
+    a.legend(fontsize=8)
 fig.tight_layout()
-save_figure(fig, "fig11a_dynamic_order_parameters")
-plt.show()
+save_figure(fig, "fig11a_dynamic_order_parameters");
 
 # %% [markdown]
 # ## Figure 11 (b): top-spectra grid against the MP window
@@ -214,40 +165,24 @@ plt.show()
 
 # %%
 ev_prompts = sample_prompt_statistics(cfg, n_eval_prompts, rng)
-gidx = [int(np.argmin(np.abs(ckpt - s))) for s in grid_steps]
-Sroot = np.linalg.cholesky(cfg.Sigma_x)
-Ssym = Sroot.T @ (0.5 * (P_star + P_star.T)) @ Sroot
-win_dec = mp_window(Ssym, K / M)
-gam_r = ecfg.r / ecfg.M
+gidx = [int(np.argmin(np.abs(ckpt - s))) for s in (steps // 40, 3 * steps // 40, steps // 4, steps)]  # top-spectra grid
 e_idx = [int(round(f * ecfg.steps)) for f in (0.0, 0.05, 0.25, 1.0)]
-Hgram = dyn.test.H - ecfg.lam * np.eye(ecfg.K)  # U^T (Sigma_hat) U is the Gram part of A_s
+gam_r = ecfg.r / ecfg.M
+grid = op.top_spectra_grid([runs[0].P[i] for i in gidx], ev_prompts.H_M, [dyn.U[s] for s in e_idx], prompts=dyn.test, Sigma=cfg.Sigma_x,
+                           P_star=P_star, gamma=K / M, Sigma_x=dyn.model.Sigma_x, lam=ecfg.lam, gamma_latent=gam_r)
 fig, ax = plt.subplots(2, 4, figsize=(13, 6))
-max_imag = 0.0
-for j, i in enumerate(gidx):
-    evs = np.linalg.eigvals(runs[0].P[i] @ ev_prompts.H_M)
-    max_imag = max(max_imag, float(np.max(np.abs(evs.imag)) / max(np.max(np.abs(evs)), 1e-300)))
-    spec = preconditioned_spectrum(runs[0].P[i], ev_prompts.H_M, imag_rtol=0.05).ravel()
-    a = ax[0, j]
-    a.hist(spec, bins=60, density=True, color=PALETTE[0], alpha=0.7)
-    for w in win_dec:
-        a.axvline(w, color="k", ls="--", lw=1)
-    a.set(title=f"$P_sH_M$, $s={ckpt[i]}$", xlabel="eigenvalue")
-inside_dec = np.mean((spec >= win_dec[0]) & (spec <= win_dec[1]))
-ks_lat = []
-for j, s in enumerate(e_idx):
-    U = dyn.U[s]
-    Sg = U.T @ dyn.model.Sigma_x @ U
-    w = whitened_spectrum(U.T @ Hgram @ U, Sg).ravel()
-    ks_lat.append(ks_distance_mp(w, gam_r))
-    a = ax[1, j]
-    a.hist(w, bins=60, density=True, color=PALETTE[1], alpha=0.7)
+for j, (i, spec, s, w) in enumerate(zip(gidx, grid.decoder, e_idx, grid.latent)):
+    ax[0, j].hist(spec, bins=60, density=True, color=PALETTE[0], alpha=0.7)
+    for x in grid.decoder_window:
+        ax[0, j].axvline(x, color="k", ls="--", lw=1)
+    ax[0, j].set(title=f"$P_sH_M$, $s={ckpt[i]}$", xlabel="eigenvalue")
+    ax[1, j].hist(w, bins=60, density=True, color=PALETTE[1], alpha=0.7)
     x = np.linspace(0.3, 2.0, 400)
-    a.plot(x, mp_density(x, gam_r), "k", lw=1)
-    a.set(title=f"whitened $A_s$, $s={s}$ (KS {ks_lat[-1]:.3f})", xlabel="eigenvalue")
+    ax[1, j].plot(x, mp_density(x, gam_r), "k", lw=1)
+    ax[1, j].set(title=f"whitened $A_s$, $s={s}$ (KS {grid.latent_ks[j]:.3f})", xlabel="eigenvalue")
 fig.tight_layout()
-save_figure(fig, "fig11b_top_spectra_grid")
-plt.show()
-metrics.update(frac_PH_in_window_final=inside_dec, max_imag_rel_PH=max_imag, ks_latent_grid_max=max(ks_lat))
+save_figure(fig, "fig11b_top_spectra_grid");
+metrics.update(grid.metrics())
 
 # %% [markdown]
 # ## Figure 11 (c): prompt aspect $\gamma=K/M$
@@ -260,44 +195,22 @@ metrics.update(frac_PH_in_window_final=inside_dec, max_imag_rel_PH=max_imag, ks_
 # $\Sigma^{-1}$ in the MP limit.
 
 # %%
-def aspect_row(gamma, cnd):
-    Mg = int(round(K_aspect / gamma))
-    c = TaskConfig(K=K_aspect, M=Mg, cond=cnd, spectrum="identity" if cnd == 1 else "geometric", sigma=sigma)
-    Pm = oracle_preconditioner(closed_form_moments(c))
-    pr = sample_prompt_statistics(c, n_aspect_prompts, rng)
-    kap = condition_number(pr.H_M)
-    rh = iteration_spectral_radius(Pm, pr.H_M)
-    return (kap.mean(), se(kap), rh.mean(), se(rh),
-            iteration_spectral_radius(Pm, c.H_infinity), K_aspect / Mg)
-
-rows = {cnd: np.array([aspect_row(g, cnd) for g in gammas]) for cnd in (1.0, cond)}
-g_eff = rows[1.0][:, 5]
-kap_mp_iso = np.array([mp_condition_number(1.0, g) for g in g_eff])
-kap_mp_cond = np.array([mp_condition_number(cond, g) for g in g_eff])
-rho_mp = np.array([mp_optimal_contraction(g) for g in g_eff])
+asp = op.prompt_aspect_sweep(rng, K=K_aspect, gammas=np.geomspace(gamma_min, gamma_max, n_gammas), cond=cond, sigma=sigma, n_prompts=n_aspect_prompts)
+g_eff = asp.iso.gamma
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-for cnd, col, mp_ in ((1.0, PALETTE[0], kap_mp_iso), (cond, PALETTE[1], kap_mp_cond)):
-    r_ = rows[cnd]
-    ax[0].errorbar(g_eff, r_[:, 0], yerr=3 * r_[:, 1], fmt="o", color=col, label=rf"$\kappa(H_M)$, $\kappa(\Sigma)={cnd:g}$")
+for cnd, sw, col, mp_ in ((1.0, asp.iso, PALETTE[0], asp.kappa_mp_iso), (cond, asp.conditioned, PALETTE[1], asp.kappa_mp_cond)):
+    ax[0].errorbar(g_eff, sw.kappa_mean, yerr=3 * sw.kappa_se, fmt="o", color=col, label=rf"$\kappa(H_M)$, $\kappa(\Sigma)={cnd:g}$")
     ax[0].plot(g_eff, mp_, "-", color=col, label=r"MP $\kappa(\Sigma)((1+\sqrt{\gamma})/(1-\sqrt{\gamma}))^2$, $\kappa(\Sigma)=$" + f"{cnd:g}")
-    ax[1].errorbar(g_eff, r_[:, 2], yerr=3 * r_[:, 3], fmt="o", color=col, label=rf"$\rho(I-P_\star H_M)$, $\kappa(\Sigma)={cnd:g}$")
-    ax[1].plot(g_eff, r_[:, 4], "x", color=col, label=rf"$\rho(I-P_\star H_\infty)$, $\kappa(\Sigma)={cnd:g}$")
-ax[1].plot(g_eff, rho_mp, "k-", label=r"MP: $2\sqrt{\gamma}/(1+\gamma)$")
+    ax[1].errorbar(g_eff, sw.rho_mean, yerr=3 * sw.rho_se, fmt="o", color=col, label=rf"$\rho(I-P_\star H_M)$, $\kappa(\Sigma)={cnd:g}$")
+    ax[1].plot(g_eff, sw.rho_population, "x", color=col, label=rf"$\rho(I-P_\star H_\infty)$, $\kappa(\Sigma)={cnd:g}$")
+ax[1].plot(g_eff, asp.rho_mp, "k-", label=r"MP: $2\sqrt{\gamma}/(1+\gamma)$")
 ax[0].set(xlabel=r"$\gamma=K/M$", ylabel=r"$\kappa$", yscale="log", title="condition number against prompt aspect")
 ax[1].set(xlabel=r"$\gamma=K/M$", ylabel=r"$\rho$", title="contraction against prompt aspect")
 for a in ax:
     a.legend(fontsize=7)
 fig.tight_layout()
-save_figure(fig, "fig11c_prompt_aspect")
-plt.show()
-iso = rows[1.0]
-metrics.update(
-    kappa_iso_max_rel_dev=float(np.max(np.abs(iso[:, 0] / kap_mp_iso - 1))),
-    kappa_cond_below_mp_frac=float(np.mean(rows[cond][:, 0] <= kap_mp_cond)),
-    rho_iso_max_rel_dev=float(np.max(np.abs(iso[:, 2] / rho_mp - 1))),
-    rho_iso_small_gamma=iso[0, 2], rho_iso_small_gamma_se=iso[0, 3], rho_mp_small_gamma=rho_mp[0],
-    rho_iso_large_gamma=iso[-1, 2], rho_mp_large_gamma=rho_mp[-1], gamma_small=g_eff[0], gamma_large=g_eff[-1],
-)
+save_figure(fig, "fig11c_prompt_aspect");
+metrics.update(asp.metrics())
 
 # %% [markdown]
 # ## Figure 11 (d): latent window $r/M$
@@ -310,53 +223,26 @@ metrics.update(
 # conservative.
 
 # %%
-U = dyn.U[-1]
-Sg = U.T @ dyn.model.Sigma_x @ U
-A_fin = latent_systems(U, dyn.test)[0][0]
-specA = np.linalg.eigvalsh(A_fin).ravel()
-winA = mp_window(Sg, gam_r, shift=ecfg.lam)
-A_inf = latent_population_system(U, H_inf_e)
-lo_inf, hi_inf = np.linalg.eigvalsh(A_inf)[[0, -1]]
-w_fin = whitened_spectrum(U.T @ Hgram @ U, Sg).ravel()
-n_p = dyn.test.n
-ref = mp_sample_eigenvalues(ecfg.r, ecfg.M, n_p, rng).ravel()
-ks_lat_mp = ks_distance_mp(w_fin, gam_r)
-ks_ref_mp = ks_distance_mp(ref, gam_r)
-ks_lat_ref = ks_two_sample(w_fin, ref)
-ks_crit = ks_critical_value(n_p, n_p, alpha=ks_alpha)
-lo_w, hi_w = mp_window(np.eye(ecfg.r), gam_r)
-frac_lat = np.mean((w_fin >= lo_w) & (w_fin <= hi_w))
-frac_ref = np.mean((ref >= lo_w) & (ref <= hi_w))
-frac_se = np.sqrt(frac_ref * (1 - frac_ref) / n_p) * np.sqrt(2)  # per-prompt (conservative) binomial SE of the difference
+lw = op.latent_window(rng, dyn.U[-1], dyn.test, Sigma_x=dyn.model.Sigma_x, lam=ecfg.lam, H_inf=H_inf_e, M=ecfg.M, alpha=ks_alpha)
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-ax[0].hist(specA, bins=80, density=True, color=PALETTE[1], alpha=0.7, label=r"spec$(A_S)$")
-for w in winA:
-    ax[0].axvline(w, color="k", ls="--", lw=1)
-ax[0].axvline(lo_inf, color="gray", ls=":", lw=1, label=r"spec$(A_{\infty,S})$ edges")
-ax[0].axvline(hi_inf, color="gray", ls=":", lw=1)
+ax[0].hist(lw.spectrum_A, bins=80, density=True, color=PALETTE[1], alpha=0.7, label=r"spec$(A_S)$")
+for x, col, ls, lab in zip(lw.window_A + lw.population_edges, ("k", "k", "gray", "gray"), ("--", "--", ":", ":"), (None, None, r"spec$(A_{\infty,S})$ edges", None)):
+    ax[0].axvline(x, color=col, ls=ls, lw=1, label=lab)
 ax[0].set(xlabel="eigenvalue", title=rf"latent window, $r/M={gam_r:.3f}$")
 ax[0].legend(fontsize=8)
-xs = np.sort(w_fin)
-ax[1].plot(xs, np.arange(1, xs.size + 1) / xs.size, color=PALETTE[1], label="whitened latent spectrum")
-xr = np.sort(ref)
-ax[1].plot(xr, np.arange(1, xr.size + 1) / xr.size, "--", color=PALETTE[2], label=r"reference Wishart$_r(M)/M$")
-xg = np.linspace(min(xs[0], xr[0]), max(xs[-1], xr[-1]), 400)
+for x, fmt, col, lab in ((lw.whitened, "-", PALETTE[1], "whitened latent spectrum"), (lw.reference, "--", PALETTE[2], r"reference Wishart$_r(M)/M$")):
+    ax[1].plot(np.sort(x), np.arange(1, x.size + 1) / x.size, fmt, color=col, label=lab)  # empirical CDF
+xg = np.linspace(min(lw.whitened.min(), lw.reference.min()), max(lw.whitened.max(), lw.reference.max()), 400)
 ax[1].plot(xg, mp_cdf(xg, gam_r), "k:", label=r"$F_{\rm MP,r/M}$")
-ax[1].set(xlabel="eigenvalue", ylabel="CDF", title=f"KS to MP {ks_lat_mp:.3f}, to reference {ks_lat_ref:.3f}")
+ax[1].set(xlabel="eigenvalue", ylabel="CDF", title=f"KS to MP {lw.ks_latent_mp:.3f}, to reference {lw.ks_latent_reference:.3f}")
 ax[1].legend(fontsize=8)
 fig.tight_layout()
-save_figure(fig, "fig11d_latent_window")
-plt.show()
-metrics.update(
-    ks_latent_mp=ks_lat_mp, ks_reference_mp=ks_ref_mp, ks_latent_reference=ks_lat_ref, ks_crit=ks_crit,
-    frac_latent_in_window=frac_lat, frac_reference_in_window=frac_ref, frac_window_se=frac_se,
-    frac_A_in_scaled_window=float(np.mean((specA >= winA[0]) & (specA <= winA[1]))), gamma_latent=gam_r,
-    n_latent_prompts=n_p,
-)
+save_figure(fig, "fig11d_latent_window");
+metrics.update(lw.metrics())
 
 # %% tags=["nbval-check-output"]
-print(f"KS(latent, MP) = {ks_lat_mp:.2f}, KS(reference, MP) = {ks_ref_mp:.2f}")
-print(f"fraction of whitened latent eigenvalues in the MP window: {frac_lat:.2f}")
+print(f"KS(latent, MP) = {lw.ks_latent_mp:.2f}, KS(reference, MP) = {lw.ks_reference_mp:.2f}")
+print(f"fraction of whitened latent eigenvalues in the MP window: {lw.frac_latent:.2f}")
 
 # %%
 metrics["time_total"] = time.perf_counter() - t_start

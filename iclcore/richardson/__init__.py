@@ -25,6 +25,8 @@ Public modules:
   11, §12.11);
 - :mod:`~iclcore.richardson.preconditioner_diagnostics`: Diagnostics of a (possibly task-dependent)
   preconditioner for the depth-``L`` Richardson decoder;
+- :mod:`~iclcore.richardson.proof_ladder`: The exact scalar proof ladder of the main paper (Figure 8, §12.8):
+  each rung's closed form against its iteration;
 - :mod:`~iclcore.richardson.subspace`: Subspace recovery: principal angles, Top-r estimates, Davis–Kahan
   certificates.
 
@@ -43,5 +45,6 @@ __all__ = [
     "latent_model",
     "order_parameters",
     "preconditioner_diagnostics",
+    "proof_ladder",
     "subspace",
 ]
