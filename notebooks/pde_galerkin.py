@@ -100,7 +100,7 @@ print(enc)
 # %%
 # the three L-BFGS fits, then the three trainings, are independent tasks (local processes, or the Dask cluster of
 # `icl-book run --scheduler`); flex and free see the same fresh prompts
-fit = fit_decoder_methods(cfg, op, train, test, z_train=p_train.z, L=L, free_iter=free_iter, n_heads=n_heads, d_k=d_k,
+fit = fit_decoder_methods(cfg, op, train, test=test, z_train=p_train.z, L=L, free_iter=free_iter, n_heads=n_heads, d_k=d_k,
                           steps=steps, batch=batch, lr=lr, lr_flex=lr_flex, seed=seed, device=device)
 print(f"free_lbfgs: {fit.free_lbfgs.n_iter} L-BFGS iterations, converged: {fit.free_lbfgs.converged}")
 methods = list(fit.P)
@@ -112,7 +112,7 @@ methods = list(fit.P)
 
 # %%
 # every method scored on the same held-out prompts (independent tasks)
-cmp = compare_decoder_methods(fit.P, test, L, fit.P_oracle, clip=clip, delta=delta, n_small=n_small)
+cmp = compare_decoder_methods(fit.P, test, L, P_oracle=fit.P_oracle, clip=clip, delta=delta, n_small=n_small)
 e2e, eb, eb_small, diag, best = cmp.e2e, cmp.eb, cmp.eb_small, cmp.diagnostics, cmp.best
 print(f"free_lbfgs: held-out R_L of the refit / this fit: {cmp.free_lbfgs_rounding_ratio(fit, test):.4g}")
 print(f"{'method':12s}{'e2e MSE':>12s}{'EB upper':>12s}{'EB n_small':>12s}{'viol.':>8s}{'E rho':>10s}")
@@ -202,7 +202,7 @@ metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_st
            "floor": enc.floor, "floor_se": enc.floor_se, "eb_clip": clip, "eb_delta": delta, "n_small": n_small}
 # The start of the free linear fit is not stated. The class contains A_0^{-1}, which sits at the floor: L-BFGS
 # started there (free_conv_*) is compared with the Flexformer as trained above, on the same held-out prompts.
-metrics.update(cmp.metrics(fit, enc, train, test))
+metrics.update(cmp.metrics(fit, encoder=enc, train=train, test=test))
 metrics.update(gp.metrics(("1e-2", "1e-4", "1e-6")))
 write_metrics(metrics)
 print(f"runtime {elapsed:.1f} s, CPU {metrics['cpu_seconds']:.1f} s")

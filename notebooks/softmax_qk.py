@@ -151,7 +151,7 @@ save_figure(fig, "fig10_qk_kernel")
 # %%
 A = rng.normal(size=(n_heads, d_k, d_k)) + 2.0 * np.eye(d_k)
 ev = sample_torch_prompts(task, n_eval, np.random.default_rng(seed + 2))
-gauge = gauge_check(models["softmax"], A, ev, rng.normal(size=(n_eval, K)), topk)
+gauge = gauge_check(models["softmax"], A, ev, z=rng.normal(size=(n_eval, K)), topk=topk)
 
 # %%
 print(f"gauge: output change {gauge.output_rel_diff:.1e}, kernel change {gauge.kernel_rel_diff:.1e} (rounding level expected)")
@@ -168,7 +168,7 @@ print(f"gauge: relative change of the raw W_Q {gauge.raw_rel_change:.2f}; head b
 # %%
 # Δ is affine in z for a fixed prompt: Δ(z_l) - Δ(z_0) = J (r_l - r_0) exactly. But Δ is not a function of (z, H, d)
 # alone: Δ - J r = W(X)(I - Π_X) y reads the least-squares residual of the labels (zero for linear attention).
-jac = {name: jacobian_analysis(model, ev, L_rich, P_star) for name, model in models.items()}
+jac = {name: jacobian_analysis(model, ev, L_rich, P_star=P_star) for name, model in models.items()}
 
 # %%
 js, jl = jac["softmax"], jac["linear"]

@@ -503,7 +503,7 @@ class GaugeCheck:
 
 
 def gauge_check(
-    model: ProbeQueryAttention, A: np.ndarray, prompts: dict[str, torch.Tensor], z: np.ndarray, topk: int = 2
+    model: ProbeQueryAttention, A: np.ndarray, prompts: dict[str, torch.Tensor], *, z: np.ndarray, topk: int = 2
 ) -> GaugeCheck:
     """Figure 10's gauge: what :func:`gauge_transform` by ``A`` ((d_k, d_k) or (n_heads, d_k, d_k)) moves.
 
@@ -584,7 +584,7 @@ class JacobianAnalysis:
 
 
 def jacobian_analysis(
-    model: ProbeQueryAttention, prompts: dict[str, torch.Tensor], L: int, P_star: np.ndarray
+    model: ProbeQueryAttention, prompts: dict[str, torch.Tensor], L: int, *, P_star: np.ndarray
 ) -> JacobianAnalysis:
     """Local Jacobian preconditioners, their spread and the diagnostic projection of ``model`` (main paper §8).
 

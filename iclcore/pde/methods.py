@@ -109,8 +109,8 @@ def fit_decoder_methods(
     config: PDEConfig,
     op: AffineOperator,
     train: LinearSystems,
-    test: LinearSystems,
     *,
+    test: LinearSystems,
     z_train: np.ndarray,
     L: int,
     free_iter: int,
@@ -218,7 +218,7 @@ class DecoderComparison:
     L: int
 
     def metrics(
-        self, fitted: DecoderMethods, encoder: EncoderQuality, train: LinearSystems, test: LinearSystems
+        self, fitted: DecoderMethods, *, encoder: EncoderQuality, train: LinearSystems, test: LinearSystems
     ) -> dict:
         """Table 5's summary: per method ``<m>_e2e`` (``_se``), ``_eb_upper`` (``_small``), ``_violation_rate``,
         ``_rho_mean``, ``_frac_rho_lt1``, ``_risk_dagger``; the best method and the best learned one
@@ -304,8 +304,8 @@ def compare_decoder_methods(
     P: dict[str, np.ndarray],
     test: LinearSystems,
     L: int,
-    P_oracle: np.ndarray,
     *,
+    P_oracle: np.ndarray,
     clip: float,
     delta: float,
     n_small: int,

@@ -40,16 +40,16 @@ def _prompts(n=24, seed=1):
 def test_gauge_check_moves_raw_matrices_but_not_kernels_or_outputs():
     rng = np.random.default_rng(2)
     A = rng.normal(size=(2, 4, 4)) + 2.0 * np.eye(4)
-    g = gauge_check(_model(), A, _prompts(), rng.normal(size=(24, 5)))
+    g = gauge_check(_model(), A, _prompts(), z=rng.normal(size=(24, 5)))
     assert g.output_rel_diff < 1e-12 and g.kernel_rel_diff < 1e-12
     assert g.raw_rel_change > 0.1
-    same = gauge_check(_model(), np.eye(4), _prompts(), rng.normal(size=(24, 5)))
+    same = gauge_check(_model(), np.eye(4), _prompts(), z=rng.normal(size=(24, 5)))
     assert same.raw_rel_change == 0.0 and same.balance_after == pytest.approx(same.balance_before, rel=1e-15)
 
 
 def test_jacobian_analysis_of_linear_attention_is_its_global_preconditioner():
     model = _model("linear")
-    jac = jacobian_analysis(model, _prompts(), 3, P_STAR)
+    jac = jacobian_analysis(model, _prompts(), 3, P_star=P_STAR)
     P_lin = linearized_preconditioner(model)
     np.testing.assert_allclose(jac.J, np.broadcast_to(P_lin, jac.J.shape), atol=1e-12)
     assert jac.spread.max() < 1e-10 and jac.lin_vs_Jbar < 1e-10 and jac.offset < 1e-10
@@ -58,7 +58,7 @@ def test_jacobian_analysis_of_linear_attention_is_its_global_preconditioner():
 
 
 def test_jacobian_analysis_of_softmax_attention_is_affine_per_prompt_but_spread_across_prompts():
-    jac = jacobian_analysis(_model("softmax"), _prompts(), 3, P_STAR)
+    jac = jacobian_analysis(_model("softmax"), _prompts(), 3, P_star=P_STAR)
     assert jac.delta.shape == jac.r.shape == (3, 24, 5) and jac.risk.shape == (2,)
     assert jac.affine_err < 1e-10  # Δ(z_l) - Δ(z_0) = J (r_l - r_0): the scores read only the keys
     assert jac.spread.mean() > 1e-3 and jac.offset > 1e-6

@@ -27,7 +27,7 @@ def pde():
         cfg,
         op,
         train,
-        test,
+        test=test,
         z_train=p_train.z,
         L=L,
         free_iter=5,
@@ -57,7 +57,7 @@ def test_fitted_methods_are_the_stated_preconditioners(pde):
 def test_comparison_scores_the_exact_solve_at_the_floor(pde):
     op, _, test, enc, fit = pde
     P = {"exact": np.linalg.inv(test.H), "h_inf": fit.P["h_inf"], "scalar": fit.P["scalar"]}
-    cmp = compare_decoder_methods(P, test, L, fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
+    cmp = compare_decoder_methods(P, test, L, P_oracle=fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
     floor = np.sum((test.x_dagger - test.x_star) ** 2, axis=1) / op.n_h
     np.testing.assert_allclose(cmp.losses["exact"], floor, rtol=1e-8, atol=1e-20)
     assert cmp.e2e["exact"] == pytest.approx(enc.floor, rel=1e-8)
@@ -66,13 +66,13 @@ def test_comparison_scores_the_exact_solve_at_the_floor(pde):
         assert cmp.e2e[m] == cmp.losses[m].mean() and cmp.risk_curves[m][-1] == pytest.approx(cmp.e2e[m], rel=1e-12)
         assert cmp.eb[m].upper >= cmp.eb[m].mean and cmp.eb_small[m].n == 8
     with pytest.raises(ValueError, match="P"):
-        compare_decoder_methods({}, test, L, fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
+        compare_decoder_methods({}, test, L, P_oracle=fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
 
 
 def test_comparison_metrics_are_ratios_and_paired_differences_of_the_scores(pde):
     _, train, test, enc, fit = pde
-    cmp = compare_decoder_methods(fit.P, test, L, fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
-    m = cmp.metrics(fit, enc, train, test)
+    cmp = compare_decoder_methods(fit.P, test, L, P_oracle=fit.P_oracle, clip=1.0, delta=0.05, n_small=8)
+    m = cmp.metrics(fit, encoder=enc, train=train, test=test)
     e2e = cmp.e2e
     assert m["best_e2e"] == min(e2e.values()) and cmp.methods[m["best_index"]] == cmp.best
     assert m["best_over_floor"] == e2e[cmp.best] / enc.floor
