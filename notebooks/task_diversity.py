@@ -57,11 +57,11 @@ from matplotlib.ticker import NullFormatter
 from iclcore.lsq.tasks import TaskConfig
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.diversity import (
+    closed_form_comparison,
+    difficulty_axis_summary,
     difficulty_point,
     diversity_sweep,
-    gaussian_excess,
     latent_spectrum_with_effective_rank,
-    sandwich_excess,
 )
 
 use_style()
@@ -102,55 +102,16 @@ metrics.update(d_eff=pts[0].d_eff, K=K, M=M, N_smallest=Ns[0], K_diff=K_diff, M_
 # the leading order; its upper end is exact in the Gaussian case.
 
 # %%
-gauss = np.array([gaussian_excess(p.R_star, K, Ns) for p in pts])
-lead = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns, finite_n=False) for p in pts])
-upper = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns) for p in pts])
-mean = np.array([p.excess_mean for p in pts])
-rse = np.array([p.excess_se / p.excess_mean for p in pts])            # relative SE of the mean excess
-rse_s = rse + np.array([[p.d_sand.se / p.d_sand.value] for p in pts])  # ... plus that of d_sand
-sel4 = Ns >= min_ratio_review * K
-sel16 = Ns >= min_ratio_asymptotic * K
-dev_g = np.abs(mean / gauss - 1)[:, sel4]
-ig = np.unravel_index(np.argmax(dev_g), dev_g.shape)
-dev_l = np.abs(mean / lead - 1)[:, sel16]
-il = np.unravel_index(np.argmax(dev_l), dev_l.shape)
-z_out = np.maximum((lead - mean) / (mean * rse_s), (mean - upper) / (mean * rse_s))[:, sel4]
-top = -1  # the largest N
-c_deff = Ns[top] * mean[:, top] / (np.array([p.R_star for p in pts]) * K)
-c_sand = Ns[top] * mean[:, top] / np.array([p.R_star * p.d_sand.value for p in pts])
-metrics.update(
-    gauss_maxdev_N4=dev_g.max(), gauss_maxdev_N4_se=rse[:, sel4][ig], gauss_ratio_min_N4=(mean / gauss)[:, sel4].min(),
-    gauss_ratio_max_N4=(mean / gauss)[:, sel4].max(),
-    lead_maxdev_N16=dev_l.max(), lead_maxdev_N16_se=rse_s[:, sel16][il], lead_finite_n_bound=(K + 1) / Ns[sel16].min(),
-    bracket_max_z_outside=z_out.max(),
-    spread_deff_largeN=c_deff.max() / c_deff.min(), spread_deff_largeN_se=float(np.sqrt(2) * rse[:, top].max()),
-    spread_sand_largeN=c_sand.max() / c_sand.min(), spread_sand_largeN_se=float(np.sqrt(2) * rse_s[:, top].max()),
-    N_largest=Ns[top], t_sweep=t_sweep,
-)
-# the 1/N rate of §3.2: log-log slope over N >= 16 K, weighted least squares, per spectrum
-slopes, slope_se = [], []
-x = np.log(Ns[sel16])
-for i in range(len(pts)):
-    w = 1 / rse[i, sel16] ** 2
-    X = np.c_[np.ones_like(x), x]
-    cov = np.linalg.inv(X.T @ (w[:, None] * X))
-    beta = cov @ X.T @ (w * np.log(mean[i, sel16]))
-    slopes.append(beta[1]); slope_se.append(np.sqrt(cov[1, 1]))
-k_worst = int(np.argmax(np.abs(np.array(slopes) + 1) - 3 * np.array(slope_se)))
-metrics.update(rate_slope_worst=slopes[k_worst], rate_slope_worst_se=slope_se[k_worst],
-               rate_slope_bias_bound=(K + 1) / (Ns[sel16].min() - K - 1))
-# §3.2 read as written, an order statement: c(N) = N E[excess] / (R* d_eff) tends to a constant
+cmp = closed_form_comparison(pts, Ns, K, min_ratio_review=min_ratio_review, min_ratio_asymptotic=min_ratio_asymptotic)
+# the 1/N rate of §3.2 (rate_slope_*): log-log slope over N >= 16 K, weighted least squares, per spectrum.
+# §3.2 read as written, an order statement (order_*): c(N) = N E[excess] / (R* d_eff) tends to a constant
 # (which may depend on the spectrum). Per spectrum, the spread max_N c / min_N c over N >= 16 K; the
 # spectrum with the largest spread in SE units is reported (SE: sqrt(2) x its largest relative SE).
-c_order = Ns[sel16] * mean[:, sel16] / (np.array([p.R_star for p in pts]) * pts[0].d_eff)[:, None]
-spread_N = c_order.max(axis=1) / c_order.min(axis=1)
-spread_N_se = np.sqrt(2) * rse[:, sel16].max(axis=1)
-k_order = int(np.argmax((spread_N - 1) / spread_N_se))
-metrics.update(order_spread_N16=spread_N[k_order], order_spread_N16_se=spread_N_se[k_order],
-               order_const_min=c_order.min(), order_const_max=c_order.max())
+metrics.update(cmp.metrics(), t_sweep=t_sweep)
+mean, rse_s, sel4, c_sand = cmp.mean, cmp.rse_s, cmp.sel_review, cmp.c_sand
 
 # %% tags=["nbval-check-output"]
-print("excess / Gaussian formula, N >= 4K:", np.round((mean / gauss)[:, sel4], 1))
+print("excess / Gaussian formula, N >= 4K:", np.round((mean / cmp.gauss)[:, sel4], 1))
 print("N * excess / (R* d_sand) at the largest N:", np.round(c_sand, 1))
 
 # %%
@@ -226,10 +187,7 @@ for j, (name, pts_d) in enumerate(axes_.items()):
             a_.set_xscale("log")
             a_.xaxis.set_minor_formatter(NullFormatter())
         a_.yaxis.set_minor_formatter(NullFormatter())
-    metrics.update({f"frac_divergent_{name}_max": get("frac_divergent").max(), f"depth_{name}_first": get("depth")[0], f"depth_{name}_last": get("depth")[-1],
-                    f"rho_{name}_first": get("rho")[0], f"rho_{name}_last": get("rho")[-1],
-                    f"kappa_PH_{name}_first": get("kappa_PH")[0], f"kappa_PH_{name}_last": get("kappa_PH")[-1],
-                    f"kappa_H_{name}_first": get("kappa_H")[0], f"kappa_H_{name}_last": get("kappa_H")[-1]})
+    metrics.update(difficulty_axis_summary(name, pts_d))
 fig.tight_layout()
 save_figure(fig, "fig_difficulty_axes")
 plt.show()

@@ -56,6 +56,8 @@ from torch import nn
 from iclcore.linalg import stable_rank, top_energy
 from iclcore.lsq.tasks import TaskConfig, sample_prompts
 from iclcore.models.training import TrainConfig, torch_device, train_loop
+from iclcore.parallel import map_configs, thread_budget
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -74,11 +76,18 @@ __all__ = [
     "projection_fit",
     "RichardsonStates",
     "richardson_states",
+    "GaugeCheck",
+    "gauge_check",
+    "JacobianAnalysis",
+    "jacobian_analysis",
+    "conserved_gap",
+    "kernel_training_summary",
     "TrainHistory",
     "sample_torch_prompts",
     "train_attention",
     "AttentionRun",
     "train_attention_run",
+    "train_attention_variants",
 ]
 
 ATTENTIONS = ("softmax", "linear")
@@ -470,6 +479,162 @@ def richardson_states(model: ProbeQueryAttention, prompts: dict[str, torch.Tenso
     return RichardsonStates(z=np.stack(Z), delta=np.stack(D), r=np.stack(R))
 
 
+@dataclass(frozen=True)
+class GaugeCheck:
+    """The gauge ``W_Q^h → A_h W_Q^h``, ``W_K^h → A_h^{-T} W_K^h`` applied to a model (:func:`gauge_check`).
+
+    Attributes
+    ----------
+    output_rel_diff : float
+        ``max|Δ' − Δ| / max|Δ|`` over the probe outputs (rounding level: the outputs are gauge invariant).
+    kernel_rel_diff : float
+        ``max|G'_h − G_h| / max|G_h|`` (rounding level).
+    raw_rel_change : float
+        ``‖W_Q' − W_Q‖_F / ‖W_Q‖_F`` (order one: the raw matrices are not identifiable).
+    balance_before, balance_after : float
+        ``‖W_Q‖_F / ‖W_K‖_F`` before and after (not gauge invariant).
+    """
+
+    output_rel_diff: float
+    kernel_rel_diff: float
+    raw_rel_change: float
+    balance_before: float
+    balance_after: float
+
+
+def gauge_check(
+    model: ProbeQueryAttention, A: np.ndarray, prompts: dict[str, torch.Tensor], *, z: np.ndarray, topk: int = 2
+) -> GaugeCheck:
+    """Figure 10's gauge: what :func:`gauge_transform` by ``A`` ((d_k, d_k) or (n_heads, d_k, d_k)) moves.
+
+    Outputs compared at iterates ``z`` (B, K) on ``prompts`` (``X`` (B, M, K), ``y`` (B, M), as from
+    :func:`sample_torch_prompts`); kernels by :func:`head_kernels`, balances by :func:`kernel_stats`
+    (``topk``: its ``k``). Definitions in :class:`GaugeCheck`.
+    """
+    mg = gauge_transform(model, A)
+    z = torch.as_tensor(z)
+    with torch.no_grad():
+        out, out_g = model(z, prompts["X"], prompts["y"]), mg(z, prompts["X"], prompts["y"])
+    G, G_g = head_kernels(model), head_kernels(mg)
+    return GaugeCheck(
+        output_rel_diff=float((out_g - out).abs().max() / out.abs().max()),
+        kernel_rel_diff=float(np.abs(G_g - G).max() / np.abs(G).max()),
+        raw_rel_change=float(((mg.W_Q - model.W_Q).norm() / model.W_Q.norm()).item()),
+        balance_before=kernel_stats(model, topk).balance,
+        balance_after=kernel_stats(mg, topk).balance,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class JacobianAnalysis:
+    """A trained layer read as a nonlinear Richardson step (main paper §8; :func:`jacobian_analysis`).
+
+    Attributes
+    ----------
+    J : ndarray (B, K, K)
+        Local preconditioners ``J_n = −(∂Δ/∂z) H_n^{-1}`` at ``z = 0``, one per prompt.
+    J_bar : ndarray (K, K)
+        Their mean over prompts.
+    spread : ndarray (B,)
+        ``‖J_n − J̄‖_F / ‖J̄‖_F``.
+    spread_se : float
+        Standard error of the mean spread over the prompts (the trained model fixed).
+    P_proj, P_lin : ndarray (K, K)
+        Diagnostic projection ``E[Δrᵀ]E[rrᵀ]^†`` over all sampled states, and ``Σ_h c_h G_h/√d_k``.
+    fit_proj, fit_lin, fit_Jbar : float
+        Update energy explained by ``P_proj``, ``P_lin``, ``J̄`` (:func:`projection_fit`).
+    affine_err : float
+        ``max|J_n(r_ℓ − r_0) − (Δ_ℓ − Δ_0)| / max|Δ|``: ``Δ`` is affine in ``z`` for a fixed prompt.
+    offset : float
+        Mean over states of ``‖J_n r_ℓ − Δ_ℓ‖ / mean‖Δ‖``: the part of ``Δ`` not of the form ``J r``
+        (``W(X)(I − Π_X) y``; zero for linear attention).
+    proj_vs_Jbar, lin_vs_Jbar, lin_vs_Pstar : float
+        ``‖P_proj − J̄‖_F/‖J̄‖_F``, ``‖P_lin − J̄‖_F/‖J̄‖_F``, ``‖P_lin − P⋆‖_F/‖P⋆‖_F``.
+    delta, r : ndarray (L, B, K)
+        Sampled updates and residuals (:func:`richardson_states`).
+    risk : ndarray (L − 1,)
+        ``(1/K) mean_n ‖z_ℓ − β_n‖²`` along the layer's own trajectory, ``ℓ = 1..L−1``.
+    sigma1 : float
+        Top singular value of ``J̄``, with singular vectors ``u1``, ``v1`` (K,).
+    top_component : ndarray (B,)
+        ``u1ᵀ J_n v1``.
+    """
+
+    J: np.ndarray
+    J_bar: np.ndarray
+    spread: np.ndarray
+    spread_se: float
+    P_proj: np.ndarray
+    P_lin: np.ndarray
+    fit_proj: float
+    fit_lin: float
+    fit_Jbar: float
+    affine_err: float
+    offset: float
+    proj_vs_Jbar: float
+    lin_vs_Jbar: float
+    lin_vs_Pstar: float
+    delta: np.ndarray
+    r: np.ndarray
+    risk: np.ndarray
+    sigma1: float
+    u1: np.ndarray
+    v1: np.ndarray
+    top_component: np.ndarray
+
+
+def jacobian_analysis(
+    model: ProbeQueryAttention, prompts: dict[str, torch.Tensor], L: int, *, P_star: np.ndarray
+) -> JacobianAnalysis:
+    """Local Jacobian preconditioners, their spread and the diagnostic projection of ``model`` (main paper §8).
+
+    States ``(z_ℓ, prompt)``, ``ℓ < L``, along the layer's own Richardson trajectory on ``prompts``
+    (:func:`sample_torch_prompts`: ``X`` (B, M, K), ``y``, ``H``, ``d``, ``beta``; ``M ≥ K``)
+    (:func:`richardson_states`); ``J`` by autograd at ``z = 0`` (:func:`local_preconditioner`; the
+    scores read only the keys, so ``J`` does not depend on ``z``); ``P_proj`` over all states
+    (:func:`projected_preconditioner`); ``P_star`` (K, K): the oracle the linearisation is compared
+    with. Definitions in :class:`JacobianAnalysis`; for linear attention ``J_n = P_lin`` to rounding.
+    """
+    states = richardson_states(model, prompts, L)
+    Zs, Ds, Rs = states.z, states.delta, states.r
+    n, K = Ds.shape[1], Ds.shape[2]
+    J = local_preconditioner(model, torch.zeros(n, K, dtype=torch.float64), prompts["X"], prompts["y"])
+    J_bar = J.mean(axis=0)
+    dev = np.linalg.norm(J - J_bar, axis=(1, 2)) / np.linalg.norm(J_bar)
+    Dall, Rall = Ds.reshape(-1, K), Rs.reshape(-1, K)
+    P_proj = projected_preconditioner(Dall, Rall)
+    P_l = linearized_preconditioner(model)
+    affine = np.einsum("nij,lnj->lni", J, Rs - Rs[:1]) - (Ds - Ds[:1])
+    offset = np.linalg.norm(np.einsum("nij,lnj->lni", J, Rs) - Ds, axis=-1) / np.linalg.norm(Ds, axis=-1).mean()
+    beta = prompts["beta"].numpy()
+    risk = np.mean(np.sum((Zs[1:] - beta[None]) ** 2, axis=-1), axis=1) / K if L > 1 else np.array([])
+    U, s, Vt = np.linalg.svd(J_bar)
+    u1, v1 = U[:, 0], Vt[0]
+    return JacobianAnalysis(
+        J=J,
+        J_bar=J_bar,
+        spread=dev,
+        spread_se=standard_error(dev),
+        P_proj=P_proj,
+        P_lin=P_l,
+        fit_proj=projection_fit(Dall, Rall, P_proj),
+        fit_lin=projection_fit(Dall, Rall, P_l),
+        fit_Jbar=projection_fit(Dall, Rall, J_bar),
+        affine_err=float(np.abs(affine).max() / np.abs(Ds).max()),
+        offset=float(offset.mean()),
+        proj_vs_Jbar=float(np.linalg.norm(P_proj - J_bar) / np.linalg.norm(J_bar)),
+        lin_vs_Jbar=float(np.linalg.norm(P_l - J_bar) / np.linalg.norm(J_bar)),
+        lin_vs_Pstar=float(np.linalg.norm(P_l - P_star) / np.linalg.norm(P_star)),
+        delta=Ds,
+        r=Rs,
+        risk=risk,
+        sigma1=s[0],
+        u1=u1,
+        v1=v1,
+        top_component=np.einsum("i,nij,j->n", u1, J, v1),
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------------------------
@@ -645,3 +810,69 @@ def train_attention_run(run: AttentionRun) -> tuple[ProbeQueryAttention, TrainHi
         model, run.task, run.train, np.random.default_rng(run.data_seed), run.topk, device=run.device
     )
     return model, history
+
+
+def train_attention_variants(
+    config: AttentionConfig,
+    task: TaskConfig,
+    train: TrainConfig,
+    *,
+    seed: int,
+    topk: int = 2,
+    device: str = "cpu",
+    attentions: tuple[str, ...] = ATTENTIONS,
+) -> tuple[dict[str, ProbeQueryAttention], dict[str, TrainHistory]]:
+    """Train ``config`` once per attention in ``attentions`` with identical initial weights and prompt streams.
+
+    One :class:`AttentionRun` per attention (``config`` with that ``attention``; initial weights from
+    ``seed``, prompts from ``seed + 1``), run by :func:`train_attention_run` as independent tasks of
+    :func:`iclcore.parallel.map_configs` (a softmax run costs twice a linear one). Returns the trained
+    models and their histories, keyed by attention.
+    """
+    if not isinstance(config, AttentionConfig):
+        raise TypeError(f"config: expected an AttentionConfig, got {type(config).__name__}")
+    runs = [
+        AttentionRun(replace(config, attention=a), task, train, seed, seed + 1, topk, device=device) for a in attentions
+    ]
+    trained = map_configs(
+        train_attention_run,
+        runs,
+        thread_budget(),
+        cost=lambda r: 2 if r.attention.attention == "softmax" else 1,
+        label="attention models",
+    )
+    models = {a: model for a, (model, _) in zip(attentions, trained)}
+    return models, {a: hist for a, (_, hist) in zip(attentions, trained)}
+
+
+def conserved_gap(history: TrainHistory) -> np.ndarray:
+    """``Σ_h (‖W_Q^h‖_F² − ‖W_K^h‖_F²)`` at each checkpoint, shape (n_checkpoints,): conserved by gradient flow."""
+    return history.series("conserved_heads").sum(axis=1)
+
+
+def kernel_training_summary(history: TrainHistory) -> dict[str, float]:
+    """Figure 10's Q/K statistics at the first and last checkpoints of ``history`` (main paper §12.10).
+
+    Keys: ``loss_``, ``stable_rank_``, ``top1_energy_``, ``skew_ratio_``, ``balance_`` + ``initial``/``final``
+    (head-averaged kernel; ``balance`` over all heads), ``topk_energy_final``, ``stable_rank_heads_final_max``
+    and ``conserved_gap_rel_drift`` ``= |g_final − g_initial| / |g_initial|`` of :func:`conserved_gap`.
+    """
+    if not history.stats:
+        raise ValueError("history: no checkpoints")
+    st0, st1 = history.stats[0], history.stats[-1]
+    gap = conserved_gap(history)
+    return {
+        "loss_initial": history.loss[0],
+        "loss_final": history.loss[-1],
+        "stable_rank_initial": st0.stable_rank_mean,
+        "stable_rank_final": st1.stable_rank_mean,
+        "stable_rank_heads_final_max": float(st1.stable_rank_heads.max()),
+        "top1_energy_initial": st0.top1_energy_mean,
+        "top1_energy_final": st1.top1_energy_mean,
+        "topk_energy_final": st1.topk_energy_mean,
+        "skew_ratio_initial": st0.skew_ratio_mean,
+        "skew_ratio_final": st1.skew_ratio_mean,
+        "balance_initial": st0.balance,
+        "balance_final": st1.balance,
+        "conserved_gap_rel_drift": float(abs(gap[-1] - gap[0]) / abs(gap[0])),
+    }

@@ -8,6 +8,8 @@ Public modules:
   with an affine coefficient;
 - :mod:`~iclcore.pde.gp`: Matérn Gaussian-process forcing and the spectrum of its covariance operator (main
   paper §1.1, §10);
+- :mod:`~iclcore.pde.methods`: The methods of the PDE recast's Table 5 (MMNN report Table 5, Figure 5): fitted,
+  trained, scored, compared;
 - :mod:`~iclcore.pde.prompts`: Prompts of solution/forcing pairs and the ridge prompt encoder (main paper
   §1.1; MMNN report §5.4).
 
@@ -15,4 +17,4 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 ``from iclcore.pde.gp import sample_gp``.
 """
 
-__all__ = ["decoder", "galerkin", "gp", "prompts"]
+__all__ = ["decoder", "galerkin", "gp", "methods", "prompts"]

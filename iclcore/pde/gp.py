@@ -19,9 +19,12 @@ function ``Tr g(T)``, ``g(t) = t/(t + τ)``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.linalg import eigh
 
+from iclcore.stats import standard_error
 from iclcore.validation import as_generator, positive_int
 
 __all__ = [
@@ -35,6 +38,8 @@ __all__ = [
     "empirical_gp_effective_dimension",
     "gp_effective_dimension_bias",
     "finite_prompt_effective_dimension",
+    "GPPromptDiversity",
+    "gp_prompt_diversity",
 ]
 
 
@@ -179,3 +184,106 @@ def finite_prompt_effective_dimension(
         lam = covariance_galerkin_spectrum(np.swapaxes(F, 1, 2) @ F / n, n_el)
         out[j] = np.sum(lam[:, None, :] / (lam[:, None, :] + taus[None, :, None]), axis=-1)
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class GPPromptDiversity:
+    """The finite-prompt estimate of ``d_eff^{GP}(τ)`` (main paper §10) against its Galerkin value.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray (n_el + 1,)
+        Spectrum of the covariance operator ``T_{k_f}``, decreasing (:func:`covariance_operator_spectrum`).
+    tau : ndarray (T,)
+        Regularisation levels.
+    n_forcings : ndarray (S,)
+        Forcings ``nM`` per estimate, increasing.
+    estimates : ndarray (S, n_seeds, T)
+        :func:`finite_prompt_effective_dimension`.
+    d_eff : ndarray (T,)
+        Galerkin value ``Σ_i λ_i/(λ_i + τ)``.
+    bias : ndarray (T,)
+        Leading bias coefficient ``b(τ)`` (:func:`gp_effective_dimension_bias`).
+    mean, se : ndarray (S, T)
+        Mean estimate over the seeds and its standard error.
+    z : ndarray (S, T)
+        Bias-corrected gap in standard errors, ``(mean − d_eff − b/(nM)) / se``.
+    z_raw : ndarray (S, T)
+        The same without the ``b/(nM)`` term.
+    """
+
+    eigenvalues: np.ndarray
+    tau: np.ndarray
+    n_forcings: np.ndarray
+    estimates: np.ndarray
+    d_eff: np.ndarray
+    bias: np.ndarray
+    mean: np.ndarray
+    se: np.ndarray
+    z: np.ndarray
+    z_raw: np.ndarray
+
+    def metrics(self, labels: tuple[str, ...]) -> dict[str, float | int]:
+        """Summary at the largest ``nM``: per ``τ`` (named by ``labels``, one per ``τ``) the Galerkin value
+        ``d_eff_gp_<label>``, ``gp_est_<label>`` and its ``_se``, ``gp_bias_coef_<label>``, ``gp_z_<label>``,
+        ``gp_z_raw_<label>``; over ``τ`` the largest ``|z|``, ``|z_raw|``, relative gap and relative SE; and
+        ``gp_trace``, ``gp_lambda_1``, ``gp_n_max``, ``gp_seeds``."""
+        if len(labels) != self.tau.size:
+            raise ValueError(f"labels: expected {self.tau.size} labels (one per tau), got {len(labels)}")
+        lam = self.eigenvalues
+        out: dict[str, float | int] = {
+            f"d_eff_gp_{s}": float(gp_effective_dimension(lam, t)) for s, t in zip(labels, self.tau)
+        }
+        out.update(
+            gp_trace=float(lam.sum()),
+            gp_lambda_1=float(lam[0]),
+            gp_n_max=int(self.n_forcings[-1]),
+            gp_seeds=self.estimates.shape[1],
+            gp_z_max_abs=float(np.max(np.abs(self.z[-1]))),
+            gp_z_raw_max_abs=float(np.max(np.abs(self.z_raw[-1]))),
+            gp_rel_gap_max=float(np.max(np.abs(self.mean[-1] - self.d_eff) / self.d_eff)),
+            gp_rel_se_max=float(np.max(self.se[-1] / self.d_eff)),
+        )
+        for s, zc, zr, mn, se_, bb in zip(labels, self.z[-1], self.z_raw[-1], self.mean[-1], self.se[-1], self.bias):
+            out.update(
+                {
+                    f"gp_est_{s}": float(mn),
+                    f"gp_est_{s}_se": float(se_),
+                    f"gp_bias_coef_{s}": float(bb),
+                    f"gp_z_{s}": float(zc),
+                    f"gp_z_raw_{s}": float(zr),
+                }
+            )
+        return out
+
+
+def gp_prompt_diversity(
+    *,
+    n_el: int,
+    ell: float,
+    variance: float,
+    n_forcings: np.ndarray,
+    tau: np.ndarray,
+    n_seeds: int,
+    rng: np.random.Generator,
+) -> GPPromptDiversity:
+    """Finite-prompt estimates of ``d_eff^{GP}(τ)`` (main paper §10) graded against ``d_eff + b(τ)/(nM)``.
+
+    The Matérn-5/2 covariance ``k_f`` (length scale ``ell``, variance ``variance``) at the ``n_el + 1``
+    mesh nodes; ``n_seeds`` independent draws of ``n`` forcings for each ``n`` in ``n_forcings`` (S,)
+    (:func:`finite_prompt_effective_dimension`); their mean and standard error compared with the Galerkin
+    value (:func:`gp_effective_dimension`) and its ``1/n`` bias (:func:`gp_effective_dimension_bias`) at
+    every ``τ`` in ``tau`` (T,). Definitions in :class:`GPPromptDiversity`.
+    """
+    lam = covariance_operator_spectrum(n_el, ell, variance)
+    taus = np.asarray(tau, float)
+    sizes = np.asarray(n_forcings)
+    K_f = matern_covariance(np.linspace(0.0, 1.0, n_el + 1), ell, variance)
+    est = finite_prompt_effective_dimension(K_f, n_el, sizes, taus, n_seeds, rng)
+    d = gp_effective_dimension(lam, taus)
+    b = np.array([gp_effective_dimension_bias(lam, t) for t in taus])
+    mean = est.mean(axis=1)
+    se = standard_error(est, axis=1)
+    z = (mean - d - b / sizes[:, None]) / se
+    z_raw = (mean - d) / se
+    return GPPromptDiversity(lam, taus, sizes, est, d, b, mean, se, z, z_raw)

@@ -53,10 +53,13 @@ __all__ = [
     "sandwich_excess",
     "DiversityPoint",
     "diversity_sweep",
+    "ClosedFormComparison",
+    "closed_form_comparison",
     "depth_to_target",
     "depth_from_contraction",
     "DifficultyPoint",
     "difficulty_point",
+    "difficulty_axis_summary",
 ]
 
 
@@ -243,6 +246,173 @@ def diversity_sweep(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class ClosedFormComparison:
+    """Sweeps of several spectra against the closed forms of the excess (:func:`closed_form_comparison`).
+
+    Arrays of shape (S, m) are indexed by spectrum and by ``N``.
+
+    Attributes
+    ----------
+    N : ndarray (m,)
+        Numbers of tasks, increasing.
+    K : int
+    mean : ndarray (S, m)
+        Mean excess.
+    rse : ndarray (S, m)
+        Its relative standard error.
+    rse_s : ndarray (S, m)
+        ``rse`` plus the relative standard error of ``d_sand`` (the error of a ratio to ``R⋆ d_sand/N``).
+    gauss, lead, upper : ndarray (S, m)
+        ``R⋆K/(N − K − 1)`` (:func:`gaussian_excess`), ``R⋆ d_sand/N`` and ``R⋆ d_sand/(N − K − 1)``
+        (:func:`sandwich_excess`).
+    sel_review, sel_asymptotic : ndarray (m,) of bool
+        ``N ≥ min_ratio_review K`` and ``N ≥ min_ratio_asymptotic K``.
+    c_deff, c_sand : ndarray (S,)
+        ``N E[excess]/(R⋆K)`` and ``N E[excess]/(R⋆ d_sand)`` at the largest ``N``.
+    slope, slope_se : ndarray (S,)
+        Log-log slope of the mean excess against ``N`` over ``sel_asymptotic`` (weighted least squares,
+        weights ``1/rse²``) and its standard error: the ``1/N`` rate of §3.2 predicts ``−1``.
+    c_order : ndarray (S, m')
+        ``N E[excess]/(R⋆ d_eff)`` over ``sel_asymptotic`` (§3.2 as an order statement: a constant in ``N``).
+    spread_N, spread_N_se : ndarray (S,)
+        ``max_N c_order / min_N c_order`` per spectrum and its standard error ``√2 max rse``.
+    """
+
+    N: np.ndarray
+    K: int
+    mean: np.ndarray
+    rse: np.ndarray
+    rse_s: np.ndarray
+    gauss: np.ndarray
+    lead: np.ndarray
+    upper: np.ndarray
+    sel_review: np.ndarray
+    sel_asymptotic: np.ndarray
+    c_deff: np.ndarray
+    c_sand: np.ndarray
+    slope: np.ndarray
+    slope_se: np.ndarray
+    c_order: np.ndarray
+    spread_N: np.ndarray
+    spread_N_se: np.ndarray
+
+    def metrics(self) -> dict[str, float]:
+        """The verdict quantities: the largest deviation from the Gaussian formula over ``sel_review``
+        (``gauss_maxdev_N4`` with the relative SE at that point, and the ratio range), from the leading
+        order over ``sel_asymptotic`` (``lead_maxdev_N16``, its SE, the ``(K + 1)/N`` finite-``N`` bound),
+        the largest distance outside the bracket ``[lead, upper]`` in SEs, the spreads across spectra of
+        ``c_deff`` and ``c_sand`` at the largest ``N`` (SE ``√2`` × the largest relative SE), the slope
+        farthest from ``−1`` in SEs (``rate_slope_worst``) with the bias bound ``(K + 1)/(N_min − K − 1)``,
+        and the spectrum whose ``c_order`` spread is largest in SEs (``order_spread_N16``)."""
+        mean, rse, rse_s, sel4, sel16, Ns, K = (
+            self.mean,
+            self.rse,
+            self.rse_s,
+            self.sel_review,
+            self.sel_asymptotic,
+            self.N,
+            self.K,
+        )
+        dev_g = np.abs(mean / self.gauss - 1)[:, sel4]
+        ig = np.unravel_index(np.argmax(dev_g), dev_g.shape)
+        dev_l = np.abs(mean / self.lead - 1)[:, sel16]
+        il = np.unravel_index(np.argmax(dev_l), dev_l.shape)
+        z_out = np.maximum((self.lead - mean) / (mean * rse_s), (mean - self.upper) / (mean * rse_s))[:, sel4]
+        top = -1
+        slopes, slope_se = self.slope, self.slope_se
+        k_worst = int(np.argmax(np.abs(slopes + 1) - 3 * slope_se))
+        k_order = int(np.argmax((self.spread_N - 1) / self.spread_N_se))
+        return dict(
+            gauss_maxdev_N4=dev_g.max(),
+            gauss_maxdev_N4_se=rse[:, sel4][ig],
+            gauss_ratio_min_N4=(mean / self.gauss)[:, sel4].min(),
+            gauss_ratio_max_N4=(mean / self.gauss)[:, sel4].max(),
+            lead_maxdev_N16=dev_l.max(),
+            lead_maxdev_N16_se=rse_s[:, sel16][il],
+            lead_finite_n_bound=(K + 1) / Ns[sel16].min(),
+            bracket_max_z_outside=z_out.max(),
+            spread_deff_largeN=self.c_deff.max() / self.c_deff.min(),
+            spread_deff_largeN_se=float(np.sqrt(2) * rse[:, top].max()),
+            spread_sand_largeN=self.c_sand.max() / self.c_sand.min(),
+            spread_sand_largeN_se=float(np.sqrt(2) * rse_s[:, top].max()),
+            N_largest=Ns[top],
+            rate_slope_worst=slopes[k_worst],
+            rate_slope_worst_se=slope_se[k_worst],
+            rate_slope_bias_bound=(K + 1) / (Ns[sel16].min() - K - 1),
+            order_spread_N16=self.spread_N[k_order],
+            order_spread_N16_se=self.spread_N_se[k_order],
+            order_const_min=self.c_order.min(),
+            order_const_max=self.c_order.max(),
+        )
+
+
+def closed_form_comparison(
+    points: list[DiversityPoint], N: np.ndarray, K: int, *, min_ratio_review: float, min_ratio_asymptotic: float
+) -> ClosedFormComparison:
+    """Compare the mean excess of each spectrum's sweep (:func:`diversity_sweep`, all over the same ``N`` (m,))
+    with the Gaussian formula and the sandwich forms (main paper §10, §3.2; definitions in
+    :class:`ClosedFormComparison`). ``K``: the dimension; ``min_ratio_review``, ``min_ratio_asymptotic``:
+    the smallest ``N/K`` of the review's check and of the leading-order checks."""
+    if not points:
+        raise ValueError("points: expected at least one diversity sweep")
+    Ns = np.asarray(N)
+    if any(p.excess_mean.shape != Ns.shape for p in points):
+        raise ValueError(f"points: every sweep must have one mean excess per N ({Ns.size})")
+    gauss = np.array([gaussian_excess(p.R_star, K, Ns) for p in points])
+    lead = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns, finite_n=False) for p in points])
+    upper = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns) for p in points])
+    mean = np.array([p.excess_mean for p in points])
+    rse = np.array([p.excess_se / p.excess_mean for p in points])
+    rse_s = rse + np.array([[p.d_sand.se / p.d_sand.value] for p in points])
+    sel4 = Ns >= min_ratio_review * K
+    sel16 = Ns >= min_ratio_asymptotic * K
+    top = -1  # the largest N
+    c_deff = Ns[top] * mean[:, top] / (np.array([p.R_star for p in points]) * K)
+    c_sand = Ns[top] * mean[:, top] / np.array([p.R_star * p.d_sand.value for p in points])
+    slopes, slope_se = _log_log_slopes(Ns[sel16], mean[:, sel16], rse[:, sel16])
+    c_order = Ns[sel16] * mean[:, sel16] / (np.array([p.R_star for p in points]) * points[0].d_eff)[:, None]
+    spread_N = c_order.max(axis=1) / c_order.min(axis=1)
+    spread_N_se = np.sqrt(2) * rse[:, sel16].max(axis=1)
+    return ClosedFormComparison(
+        Ns,
+        K,
+        mean,
+        rse,
+        rse_s,
+        gauss,
+        lead,
+        upper,
+        sel4,
+        sel16,
+        c_deff,
+        c_sand,
+        slopes,
+        slope_se,
+        c_order,
+        spread_N,
+        spread_N_se,
+    )
+
+
+def _log_log_slopes(N: np.ndarray, mean: np.ndarray, rse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``mean`` (S, m): the weighted least-squares slope of ``log mean`` on ``log N`` (weights
+    ``1/rse²``, the delta-method variance of ``log mean``) and its standard error.
+
+    The normal equations in the order ``((XᵀWX)^{-1} Xᵀ)(W log mean)``; :func:`iclcore.stats.weighted_least_squares`
+    associates the last product the other way and differs in the last bits."""
+    slopes, slope_se = [], []
+    x = np.log(N)
+    for i in range(mean.shape[0]):
+        w = 1 / rse[i] ** 2
+        X = np.c_[np.ones_like(x), x]
+        cov = np.linalg.inv(X.T @ (w[:, None] * X))
+        beta = cov @ X.T @ (w * np.log(mean[i]))
+        slopes.append(beta[1])
+        slope_se.append(np.sqrt(cov[1, 1]))
+    return np.array(slopes), np.array(slope_se)
+
+
 def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: float, L_max: int) -> int:
     """Smallest ``L`` with ``mean ‖(I − PH)^L z^†‖² ≤ target · mean ‖z^†‖²`` (main paper §10, decoder difficulty ``L``).
 
@@ -344,3 +514,27 @@ def difficulty_point(
         R_star=oracle_risk(mom),
         frac_divergent=float(np.mean(rho >= 1)),
     )
+
+
+def difficulty_axis_summary(name: str, points: list[DifficultyPoint]) -> dict[str, float]:
+    """The ends of one difficulty axis (a sweep of one parameter, :func:`difficulty_point` per value).
+
+    Keys ``depth_<name>_first``/``_last``, and the same for ``rho``, ``kappa_PH``, ``kappa_H``, plus
+    ``frac_divergent_<name>_max`` over the axis."""
+    if not points:
+        raise ValueError("points: expected at least one difficulty point")
+
+    def get(f: str) -> np.ndarray:
+        return np.array([getattr(p, f) for p in points])
+
+    return {
+        f"frac_divergent_{name}_max": get("frac_divergent").max(),
+        f"depth_{name}_first": get("depth")[0],
+        f"depth_{name}_last": get("depth")[-1],
+        f"rho_{name}_first": get("rho")[0],
+        f"rho_{name}_last": get("rho")[-1],
+        f"kappa_PH_{name}_first": get("kappa_PH")[0],
+        f"kappa_PH_{name}_last": get("kappa_PH")[-1],
+        f"kappa_H_{name}_first": get("kappa_H")[0],
+        f"kappa_H_{name}_last": get("kappa_H")[-1],
+    }

@@ -65,3 +65,51 @@ def test_bad_input_names_the_parameter() -> None:
         empirical_gp_effective_dimension(np.ones((4, 5)), 16, 1e-3)
     with pytest.raises(ValueError, match="cov"):
         covariance_galerkin_spectrum(np.ones((3, 3)), 16)
+
+
+def _diversity(n_forcings=(8, 64, 512), seeds=6):
+    from iclcore.pde.gp import gp_prompt_diversity
+
+    return gp_prompt_diversity(
+        n_el=16,
+        ell=0.2,
+        variance=1.0,
+        n_forcings=np.array(n_forcings),
+        tau=np.array([1e-2, 1e-4]),
+        n_seeds=seeds,
+        rng=np.random.default_rng(3),
+    )
+
+
+def test_prompt_diversity_z_scores_are_the_gaps_over_their_standard_errors() -> None:
+    gp = _diversity()
+    lam = covariance_operator_spectrum(16, 0.2)
+    np.testing.assert_array_equal(gp.eigenvalues, lam)
+    np.testing.assert_array_equal(gp.d_eff, gp_effective_dimension(lam, gp.tau))
+    np.testing.assert_allclose(gp.mean, gp.estimates.mean(axis=1), rtol=1e-15)
+    np.testing.assert_allclose(gp.se, gp.estimates.std(axis=1, ddof=1) / np.sqrt(6), rtol=1e-12)
+    np.testing.assert_allclose(
+        gp.z * gp.se, gp.mean - gp.d_eff - gp.bias / gp.n_forcings[:, None], rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(gp.z_raw * gp.se, gp.mean - gp.d_eff, rtol=1e-12, atol=1e-12)
+
+
+def test_prompt_diversity_estimate_is_biased_low_and_the_bias_term_explains_the_gap() -> None:
+    gp = _diversity(seeds=40)
+    assert np.all(gp.bias < 0)  # g(t) = t/(t + tau) is operator concave
+    assert np.all(gp.mean < gp.d_eff)  # biased low at every size
+    gap, corrected = np.abs(gp.mean - gp.d_eff), np.abs(gp.mean - gp.d_eff - gp.bias / gp.n_forcings[:, None])
+    assert np.all(corrected[-1] < gap[-1])  # the 1/n term removes most of the gap at the largest size
+    assert np.all(np.abs(gp.z[-1]) < 4.0)
+
+
+def test_prompt_diversity_metrics_name_each_tau_by_its_label() -> None:
+    gp = _diversity()
+    m = gp.metrics(("1e-2", "1e-4"))
+    assert m["gp_n_max"] == 512 and m["gp_seeds"] == 6
+    assert m["d_eff_gp_1e-4"] == gp_effective_dimension(gp.eigenvalues, 1e-4)
+    assert m["gp_z_1e-2"] == gp.z[-1, 0] and m["gp_est_1e-4_se"] == gp.se[-1, 1]
+    assert m["gp_z_max_abs"] == np.max(np.abs(gp.z[-1]))
+    assert m["gp_trace"] == gp.eigenvalues.sum() and m["gp_lambda_1"] == gp.eigenvalues.max()
+    with pytest.raises(ValueError, match="labels"):
+        gp.metrics(("1e-2",))
