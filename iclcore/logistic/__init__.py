@@ -47,10 +47,12 @@ Public modules:
 - :mod:`~iclcore.logistic.sgd`: Online SGD of the logistic-mode model on a fixed set of tasks (Mainali &
   Teixeira §2.3, App. A.8), with mode products of the trained blocks;
 - :mod:`~iclcore.logistic.theory`: The paper's theory (Mainali & Teixeira §3, App. A.11-A.13): mode ODE (12),
-  logistic solution (13), loss (14), its limit, fixed point, timescales, half and cliff times.
+  logistic solution (13), loss (14), its limit, fixed point, timescales, half and cliff times;
+- :mod:`~iclcore.logistic.transformer_probes`: The probes of §4 on trained non-linear stand-in models: marginalized
+  effective rank and subspace distance per depth, staggered minima over seeds, grokking (Figs. 3B, 5-7).
 
 This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
 ``from iclcore.logistic.model import make_problem``.
 """
 
-__all__ = ["exact", "model", "probes", "regimes", "replicas", "sgd", "theory"]
+__all__ = ["exact", "model", "probes", "regimes", "replicas", "sgd", "theory", "transformer_probes"]
