@@ -757,8 +757,9 @@ def resolved_improving_fraction(med: np.ndarray, med_se: np.ndarray, z: float = 
     """Share of the ``L`` layer steps whose fall of the median error is resolved at ``z`` standard errors.
 
     A step ``l → l + 1`` improves if ``med_{l+1} + z (se_l + se_{l+1}) < med_l``: the sum of the two
-    bootstrap SEs bounds the SE of the difference whatever their correlation (Nagy §8.4, "more steps
-    improve than not", with a per-step error model).
+    bootstrap SEs bounds the SE of the difference whatever their correlation: the fraction of
+    depth-monotone improvement steps of Nagy's prediction P_C (geometric depth contraction), with a
+    per-step error model.
 
     Parameters
     ----------
