@@ -117,6 +117,7 @@ __all__ = [
     "relative_bias",
     "MonteCarloAgreement",
     "monte_carlo_agreement",
+    "fisher_z",
 ]
 
 
@@ -1583,3 +1584,35 @@ def monte_carlo_agreement(prediction: ArrayLike, draws: ArrayLike, discretisatio
     return MonteCarloAgreement(
         mean, se, float(rel.max()), float(rse.max()), float(np.max((rel - disc) / rse)), halves_z
     )
+
+
+# --- thin-logistic ---
+
+
+def fisher_z(r: float, n: int) -> tuple[float, float]:
+    """Fisher's z-transform ``z = artanh r`` of a sample correlation over ``n`` pairs and its standard error
+    ``1 / sqrt(n − 3)`` (for bivariate normal data ``z`` is nearly normal around ``artanh ρ``).
+
+    Parameters
+    ----------
+    r : float
+        A correlation in ``[-1, 1]``.
+    n : int
+        Number of pairs, at least 4.
+
+    Returns
+    -------
+    z, se : float
+
+    Examples
+    --------
+    >>> fisher_z(0.0, 103)
+    (0.0, 0.1)
+    >>> z, se = fisher_z(0.5, 28)
+    >>> round(z, 12), se
+    (0.549306144334, 0.2)
+    """
+    if not abs(r) <= 1:
+        raise ValueError(f"r: expected a correlation in [-1, 1], got {r!r}")
+    n = positive_int(n, "n", minimum=4)
+    return float(np.arctanh(r)), float(1 / np.sqrt(n - 3))

@@ -79,7 +79,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from iclcore.gd.depth_probe import ROBUST_KEYS, ProbeSweep, iid_noise_reference, probe_training_sweep
+from iclcore.gd.depth_probe import ProbeSweep, iid_noise_reference, probe_sweep_metrics, probe_training_sweep
 from iclcore.parallel import thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 
@@ -140,118 +140,22 @@ for c_, kind, L in zip(PALETTE, ("lsa", "gpt"), (lsa_layers, gpt_layers)):
     sel = np.unique(np.linspace(0, len(main[kind]) - 1, 5).astype(int))
     for i, a_ in zip(sel, np.linspace(0.25, 1, len(sel))):
         r = main[kind][i]
-        ax[0 if kind == "lsa" else 1].plot(
-            range(L + 1),
-            [r[f"mae_l{l}"] for l in range(L + 1)],
-            "o-",
-            color=c_,
-            alpha=a_,
-            ms=3,
-            label=f"step {r['step']}",
-        )
+        ax[0 if kind == "lsa" else 1].plot(range(L + 1), [r[f"mae_l{l}"] for l in range(L + 1)], "o-", color=c_,
+                                           alpha=a_, ms=3, label=f"step {r['step']}")
 for a in ax[:2]:
     a.set(xlabel="layer ℓ", ylabel="MAE_ℓ", yscale="log")
     a.legend(fontsize=6)
 ax[0].set_title("LSA: MAE by layer")
 ax[1].set_title("GPT: MAE by layer (lens)")
 for r, a_ in zip(main["gpt"], np.linspace(0.2, 1, len(main["gpt"]))):
-    ax[2].plot(
-        range(1, gpt_layers + 1),
-        [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)],
-        "o-",
-        color=PALETTE[1],
-        alpha=a_,
-        ms=3,
-        label=f"step {r['step']}",
-    )
+    ax[2].plot(range(1, gpt_layers + 1), [r[f"bos_l{l}"] for l in range(1, gpt_layers + 1)], "o-", color=PALETTE[1],
+               alpha=a_, ms=3, label=f"step {r['step']}")
 ax[2].legend(fontsize=6)
 ax[2].set(xlabel="layer", ylabel="attention on BOS", title="GPT: BOS attention by depth (light = early)")
 save_figure(fig, "fig_probe_layers")
 
 # %%
-metrics = {
-    "iid_alpha": iid["alpha"],
-    "iid_r2": iid["r2"],
-    "iid_sign_agreement": iid["sign_agreement"],
-    "iid_sign_agreement_offset1": iid_noise_reference(1.0)["sign_agreement"],
-    "curvature_range": (s_hi / s_lo) ** 2,
-    "lsa_layers": lsa_layers,
-    "gpt_layers": gpt_layers,
-    "lsa_steps": lsa_steps,
-    "gpt_steps": gpt_steps,
-    "lsa_batch": batch,
-    "gpt_batch": gpt_batch,
-    "probe_seed": probe_seed,
-    "n_probe": n_probe,
-}
-keys = [
-    "er_abs",
-    "er_rel",
-    "mae_0",
-    "mae_L",
-    "mae_rate",
-    "alpha",
-    "r2",
-    "sign_agreement",
-    "rho_pred",
-    "rho_obs",
-    "rel_err_rho",
-    "rel_err_rate",
-    "geo_r2",
-    "monotone_fraction",
-    "frac_contracting",
-    "curvature_corr",
-    "shuffled_alpha",
-    "shuffled_sign_agreement",
-    "shuffled_r2",
-    "rich_r2_aware",
-    "rich_r2_blind",
-    "rich_radius_median",
-    "weight_err_rate",
-    *ROBUST_KEYS,
-    *[f"{k}_se" for k in ROBUST_KEYS],
-    "shuffled_med_alpha",
-    "shuffled_med_alpha_se",
-]
-for kind in ("lsa", "gpt"):
-    first, last = main[kind][0], main[kind][-1]
-    for k in keys:
-        metrics[f"{kind}_{k}"] = last[k]
-        metrics[f"{kind}_step0_{k}"] = first[k]
-    metrics[f"{kind}_min_er_abs"] = min(r["er_abs"] for r in main[kind])
-    # valley: the lowest ER_abs after initialisation, relative to the step-0 value, in units of MAE_0
-    metrics[f"{kind}_valley_depth"] = (min(r["er_abs"] for r in main[kind][1:]) - first["er_abs"]) / first["mae_0"]
-    # the same with medians; SE: those of ER_abs at the valley and at step 0 added (a bound whatever
-    # their correlation), over the step-0 median error (its own error and the argmin's ignored)
-    low = min(main[kind][1:], key=lambda r: r["med_er_abs"])
-    metrics[f"{kind}_med_valley_depth"] = (low["med_er_abs"] - first["med_er_abs"]) / first["med_l0"]
-    metrics[f"{kind}_med_valley_depth_se"] = (low["med_er_abs_se"] + first["med_er_abs_se"]) / first["med_l0"]
-    metrics[f"{kind}_med_valley_step"] = low["step"]
-    metrics[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in main[kind])
-    # the monotone fraction with an error model per step: a layer step counts as improving only if the fall of
-    # the median |r_l| is resolved, med_{l+1} + 3 (se_l + se_{l+1}) < med_l (the sum of the two bootstrap SEs
-    # bounds the SE of the difference whatever their correlation); the bootstrap SE of the count itself (a
-    # lumpy statistic taking L + 1 values) does not describe its sampling spread (ledger icl_gd-36)
-    n_l = (lsa_layers if kind == "lsa" else gpt_layers) + 1
-    med_l = np.array([last[f"med_l{l}"] for l in range(n_l)])
-    med_l_se = np.array([last[f"med_l{l}_se"] for l in range(n_l)])
-    metrics[f"{kind}_med_resolved_improving_fraction"] = float(np.mean(np.diff(med_l) + 3 * (med_l_se[:-1] + med_l_se[1:]) < 0))
-    # Fisher's z of the curvature correlation over the n_probe prompts, standard error 1/sqrt(n - 3)
-    metrics[f"{kind}_curvature_corr_fisher_z"] = float(np.arctanh(last["curvature_corr"]))
-    metrics[f"{kind}_curvature_corr_fisher_se"] = float(1 / np.sqrt(n_probe - 3))
-    metrics[f"{kind}_skipped"] = sum(r.skipped for key, r in runs.items() if key[0] == kind)
-    metrics[f"{kind}_cpu_seconds"] = sum(r.cpu for key, r in runs.items() if key[0] == kind)
-for l in range(1, gpt_layers + 1):
-    metrics[f"gpt_bos_l{l}"] = main["gpt"][-1][f"bos_l{l}"]
-    metrics[f"gpt_step0_bos_l{l}"] = main["gpt"][0][f"bos_l{l}"]
-metrics["gpt_bos_late_early"] = main["gpt"][-1]["bos_late_early"]
-metrics["gpt_step0_bos_late_early"] = main["gpt"][0]["bos_late_early"]
-# first checkpoint at which ER_rel exceeds half of its final value (per run; the warm-up sweep)
-for (kind, wu, sd), run in runs.items():
-    er = np.array([r["er_rel"] for r in run.records])
-    st = np.array([r["step"] for r in run.records])
-    metrics[f"{kind}_w{wu}_s{sd}_halfmax_step"] = int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
-    metrics[f"{kind}_w{wu}_s{sd}_er_rel"] = float(er[-1])
+metrics = probe_sweep_metrics(runs, sweep)  # every statistic is defined in iclcore.gd.depth_probe
 metrics["cpu_seconds_total"] = time.process_time() - t_start - kernel_cpu + sum(r.cpu for r in runs.values())
 write_metrics(metrics)
 

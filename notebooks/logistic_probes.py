@@ -54,7 +54,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.models import probes as pr
+from iclcore.logistic import transformer_probes as lp
 from iclcore.models import toy_transformers as tt
 from iclcore.parallel import map_configs, thread_budget
 from iclcore.plotting import save_figure, use_style, write_metrics
@@ -96,20 +96,13 @@ for L, run in icl.items():
     print(f"{L} layer(s): final late loss {run.late_loss[-1]:.3f}, ICL score {run.icl_score[-1]:.3f}, "
           f"{run.seconds:.1f} s")
 
-
-probe = {}
-for L, run in icl.items():
-    mer_ov, sd_ov = pr.checkpoint_probes(run.ov, d_head)
-    mer_qk, sd_qk = pr.checkpoint_probes(run.qk, d_head)
-    win = tt.emergence_window(run.steps, run.late_loss)
-    probe[L] = dict(mer_ov=mer_ov, mer_qk=mer_qk, sd=(sd_ov + sd_qk) / 2, win=win)
-
+probe = {L: lp.depth_probes(run, d_head, tt.emergence_window(run.steps, run.late_loss)) for L, run in icl.items()}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 for L, run in icl.items():
     axes[0].plot(run.steps, run.late_loss, label=f"{L} layer(s)")
-    axes[1].plot(run.steps, probe[L]["sd"], label=f"{L} layer(s)")
+    axes[1].plot(run.steps, probe[L].sd, label=f"{L} layer(s)")
 for ax in axes:
-    w = probe[min(2, max_layers)]["win"]
+    w = probe[min(2, max_layers)].window
     if np.all(np.isfinite(w)):
         ax.axvspan(*w, color="0.85", zorder=0)
     ax.set_xlabel("training step")
@@ -129,8 +122,8 @@ for j, (L, run) in enumerate(icl.items()):
     for row, key in enumerate(("mer_ov", "mer_qk")):
         ax = axes[row, j]
         for k in range(4):
-            ax.plot(run.steps, probe[L][key][:, k], color=f"C{k}", label=f"{k} removed")
-        w = probe[L]["win"]
+            ax.plot(run.steps, getattr(probe[L], key)[:, k], color=f"C{k}", label=f"{k} removed")
+        w = probe[L].window
         if np.all(np.isfinite(w)) and L > 1:
             ax.axvspan(*w, color="0.85", zorder=0)
         ax.set_title(f"{L} layer(s): {'OV' if row == 0 else 'QK'}")
@@ -147,28 +140,20 @@ save_figure(fig, "fig6_marginalized_effrank")
 # single runs of every depth are shown beside them.
 
 # %%
-stag = {"qk": [], "ov": []}
-for j, run2 in enumerate([icl[min(2, max_layers)], *stagger_runs]):
-    for key, mats in (("qk", run2.qk), ("ov", run2.ov)):
-        mer = pr.checkpoint_probes(mats, d_head)[0] if j > 0 else probe[min(2, max_layers)][f"mer_{key}"]
-        stag[key].append(run2.steps[np.argmin(mer, axis=0)])  # (4,): t_k
-stag = {key: np.array(v, dtype=float) for key, v in stag.items()}  # (seeds, 4)
-stag_inc = {key: np.diff(v, axis=1) for key, v in stag.items()}  # (seeds, 3): t_{k+1} - t_k
-t_min_single = {L: {key: run.steps[np.argmin(probe[L][f"mer_{key}"], axis=0)] for key in ("qk", "ov")}
-                for L, run in icl.items()}
+stag = lp.staggered_minima([icl[min(2, max_layers)], *stagger_runs], d_head, probe[min(2, max_layers)])  # (seeds, 4) t_k
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, key in zip(axes, ("qk", "ov"), strict=True):
     ks = np.arange(4)
-    ax.errorbar(ks, stag[key].mean(0), yerr=standard_error(stag[key]), fmt="o-", color="k",
+    ax.errorbar(ks, stag.t_min[key].mean(0), yerr=standard_error(stag.t_min[key]), fmt="o-", color="k",
                 label=f"{min(2, max_layers)} layers, mean of {stagger_seeds} seeds")
     for L in icl:
-        ax.plot(ks, t_min_single[L][key], ".--", color=f"C{L - 1}", label=f"{L} layer(s), seed {seed}")
+        ax.plot(ks, probe[L].minima_steps(key), ".--", color=f"C{L - 1}", label=f"{L} layer(s), seed {seed}")
     ax.set_xlabel("k (largest singular values removed)")
     ax.set_ylabel("step of the minimum $t_k$")
     ax.set_title(f"{key.upper()}: minima of the marginalized curves")
 axes[0].legend(fontsize=7)
 save_figure(fig, "fig6_staggered_minima")
-print("QK t_k per seed:\n", stag["qk"], "\nOV t_k per seed:\n", stag["ov"])
+print("QK t_k per seed:\n", stag.t_min["qk"], "\nOV t_k per seed:\n", stag.t_min["ov"])
 
 # %% [markdown]
 # ## Grokking (Figs. 3B and 7)
@@ -176,23 +161,16 @@ print("QK t_k per seed:\n", stag["qk"], "\nOV t_k per seed:\n", stag["ov"])
 # (mean over heads, reference = final checkpoint).
 
 # %%
-g_sv = np.linalg.svd(grok.ov, compute_uv=False)[..., :grok_d_head]
-g_er = pr.effective_rank_of_values(g_sv).mean(1)
-g_sd = np.array([[pr.subspace_distance(grok.ov[t, h], grok.ov[-1, h], rank=grok_d_head) for h in range(grok_heads)]
-                 for t in range(len(grok.steps))]).mean(1)
-
-
-t_mem = pr.first_step_where(grok.train_acc >= 0.99, grok.steps)
-t_gen = pr.first_step_where(grok.test_acc >= 0.9, grok.steps)
-t_stab = pr.first_step_where(g_sd <= 0.5 * g_sd[0], grok.steps)
+gp = lp.grokking_probes(grok)  # OV effective rank and subspace distance (mean over heads), key steps
+t_mem, t_gen, t_stab = gp.t_mem, gp.t_gen, gp.t_stab
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
 axes[0].plot(grok.steps, grok.train_loss, label="train")
 axes[0].plot(grok.steps, grok.test_loss, label="test")
 axes[0].set_yscale("log")
 axes[0].set_title("(A) loss")
-axes[1].plot(grok.steps, g_er)
+axes[1].plot(grok.steps, gp.eff_rank)
 axes[1].set_title("(B) effective rank of OV (mean over heads)")
-axes[2].plot(grok.steps, g_sd)
+axes[2].plot(grok.steps, gp.subspace_distance)
 axes[2].set_title("(C) subspace distance of OV")
 for ax in axes:
     for x, c in ((t_mem, "C2"), (t_gen, "C3")):
@@ -208,64 +186,8 @@ print(f"memorisation step {t_mem}, generalisation step {t_gen}, OV subspace half
 # ## Metrics and the paper's qualitative claims
 
 # %%
-metrics = {}
-for L, run in icl.items():
-    metrics[f"icl_late_loss_final_L{L}"] = float(run.late_loss[-1])
-    metrics[f"icl_score_final_L{L}"] = float(run.icl_score[-1])
-    metrics[f"icl_seconds_L{L}"] = run.seconds
-    w = probe[L]["win"]
-    qk0 = probe[L]["mer_qk"][:, 0]
-    metrics[f"qk_effrank_min_step_L{L}"] = float(run.steps[np.argmin(qk0)])
-    metrics[f"qk_effrank_dip_L{L}"] = float(qk0[0] - qk0.min())
-    sd = probe[L]["sd"]
-    half = pr.first_step_where(sd <= 0.5 * sd[0], run.steps)
-    metrics[f"subdist_half_step_L{L}"] = half if np.isfinite(half) else float(run.steps[-1] + 1)  # never: after the run
-    if L > 1:
-        metrics[f"emergence_start_L{L}"] = w[0] if np.isfinite(w[0]) else -1.0
-        metrics[f"emergence_end_L{L}"] = w[1] if np.isfinite(w[1]) else -1.0
-ov1 = probe[1]["mer_ov"][:, 0]
-metrics.update({
-    "ov_effrank_L1_start": float(ov1[0]),
-    "ov_effrank_L1_end": float(ov1[-1]),
-    "ov_effrank_L1_max_drop": float(np.max(-np.diff(ov1))),
-    "grok_mem_step": t_mem if np.isfinite(t_mem) else -1.0,
-    "grok_gen_step": t_gen if np.isfinite(t_gen) else -1.0,
-    "grok_ov_subdist_half_step": t_stab if np.isfinite(t_stab) else -1.0,
-    "grok_test_acc_final": float(grok.test_acc[-1]),
-    "grok_train_loss_final": float(grok.train_loss[-1]),
-    "grok_test_loss_final": float(grok.test_loss[-1]),
-    "grok_ov_effrank_start": float(g_er[0]),
-    "grok_ov_effrank_end": float(g_er[-1]),
-    "grok_seconds": grok.seconds,
-})
-# Fig. 7B: rate of change of the OV effective rank (total variation per step) in the delayed phase
-# [memorisation, generalisation] against after generalisation [generalisation, end]
-_tv = np.abs(np.diff(g_er))
-_mid = grok.steps[:-1]
-if np.isfinite(t_mem) and np.isfinite(t_gen) and t_gen < grok.steps[-1]:
-    _d = (_mid >= t_mem) & (_mid < t_gen)
-    _a = _mid >= t_gen
-    metrics["grok_ov_effrank_rate_delayed"] = float(_tv[_d].sum() / (t_gen - t_mem))
-    metrics["grok_ov_effrank_rate_after"] = float(_tv[_a].sum() / (grok.steps[-1] - t_gen))
-    metrics["grok_ov_effrank_rate_before"] = float(_tv[_mid < t_mem].sum() / t_mem) if t_mem > 0 else -1.0
-else:  # no delayed phase in this run: the row fails
-    metrics.update(grok_ov_effrank_rate_delayed=-1.0, grok_ov_effrank_rate_after=0.0, grok_ov_effrank_rate_before=-1.0)
-# Fig. 6: staggered minima of the marginalized effective rank
-for key in ("qk", "ov"):
-    inc_mean = stag_inc[key].mean(0)
-    inc_se = standard_error(stag_inc[key])
-    k_min = int(np.argmin(inc_mean - 3 * inc_se))  # the increment closest to failing the 3-SE rule
-    metrics[f"{key}_stagger_min_increment"] = float(inc_mean[k_min])
-    metrics[f"{key}_stagger_min_increment_se"] = float(inc_se[k_min])
-    metrics[f"{key}_stagger_seeds_ordered"] = float(np.mean(np.all(stag_inc[key] > 0, axis=1)))
-    metrics[f"{key}_stagger_span"] = float(np.mean(stag[key][:, -1] - stag[key][:, 0]))  # t_3 - t_0, shown only
-    metrics[f"{key}_stagger_span_se"] = float(standard_error(stag[key][:, -1] - stag[key][:, 0]))
-    for L in icl:
-        metrics[f"{key}_stagger_ordered_L{L}"] = float(np.all(np.diff(t_min_single[L][key]) > 0))
-metrics["stagger_seeds"] = stagger_seeds
-metrics.update({
-    "seconds_total": time.time() - T0,
-})
+metrics = {k: v for L, run in icl.items() for k, v in lp.icl_depth_metrics(L, run, probe[L]).items()}
+metrics |= gp.metrics(grok) | stag.metrics() | {"stagger_seeds": stagger_seeds, "seconds_total": time.time() - T0}
 write_metrics(metrics)
 for k in sorted(metrics):
     if "seconds" not in k:

@@ -74,7 +74,7 @@ from iclcore.models.gpt_mini import GPTMini
 from iclcore.models.lsa import UntiedLSA
 from iclcore.models.training import TrainConfig, to_device, torch_device, train_loop
 from iclcore.parallel import map_configs
-from iclcore.stats import bootstrap_standard_error
+from iclcore.stats import bootstrap_standard_error, fisher_z
 from iclcore.validation import as_generator, positive_float, positive_int
 
 __all__ = [
@@ -98,6 +98,11 @@ __all__ = [
     "ProbeRun",
     "probe_training_run",
     "probe_training_sweep",
+    "SUMMARY_KEYS",
+    "resolved_improving_fraction",
+    "half_max_step",
+    "probe_run_metrics",
+    "probe_sweep_metrics",
 ]
 
 
@@ -710,3 +715,168 @@ def probe_training_sweep(
         label="probe runs",
     )
     return dict(zip(keys, runs))
+
+
+# --------------------------------------------------------------------------------------------
+# metrics of the sweep (notebook gd_probe)
+# --------------------------------------------------------------------------------------------
+
+#: statistics of :func:`probe_checkpoint` reported at the last and at the first checkpoint of each model
+SUMMARY_KEYS = (
+    "er_abs",
+    "er_rel",
+    "mae_0",
+    "mae_L",
+    "mae_rate",
+    "alpha",
+    "r2",
+    "sign_agreement",
+    "rho_pred",
+    "rho_obs",
+    "rel_err_rho",
+    "rel_err_rate",
+    "geo_r2",
+    "monotone_fraction",
+    "frac_contracting",
+    "curvature_corr",
+    "shuffled_alpha",
+    "shuffled_sign_agreement",
+    "shuffled_r2",
+    "rich_r2_aware",
+    "rich_r2_blind",
+    "rich_radius_median",
+    "weight_err_rate",
+    *ROBUST_KEYS,
+    *[f"{k}_se" for k in ROBUST_KEYS],
+    "shuffled_med_alpha",
+    "shuffled_med_alpha_se",
+)
+
+
+def resolved_improving_fraction(med: np.ndarray, med_se: np.ndarray, z: float = 3) -> float:
+    """Share of the ``L`` layer steps whose fall of the median error is resolved at ``z`` standard errors.
+
+    A step ``l → l + 1`` improves if ``med_{l+1} + z (se_l + se_{l+1}) < med_l``: the sum of the two
+    bootstrap SEs bounds the SE of the difference whatever their correlation: the fraction of
+    depth-monotone improvement steps of Nagy's prediction P_C (geometric depth contraction), with a
+    per-step error model.
+
+    Parameters
+    ----------
+    med, med_se : ndarray, shape (L + 1,)
+        Median ``|r_l|`` over prompts per layer and its standard error.
+
+    Examples
+    --------
+    >>> resolved_improving_fraction(np.array([4.0, 2.0, 1.9, 1.0]), np.full(4, 0.1))
+    0.6666666666666666
+    """
+    med, med_se = np.asarray(med, dtype=float), np.asarray(med_se, dtype=float)
+    if med.ndim != 1 or med.size < 2 or med_se.shape != med.shape:
+        raise ValueError(
+            f"med, med_se: expected two arrays of one shape (L + 1 >= 2,), got {med.shape}, {med_se.shape}"
+        )
+    return float(np.mean(np.diff(med) + z * (med_se[:-1] + med_se[1:]) < 0))
+
+
+def half_max_step(steps: np.ndarray, values: np.ndarray) -> int:
+    """First step at which ``values`` reaches half of its final value (``-1`` if the final value is ``<= 0``).
+
+    Examples
+    --------
+    >>> half_max_step(np.array([0, 1, 4, 16]), np.array([0.0, 0.2, 0.5, 0.8]))
+    4
+    """
+    er, st = np.asarray(values, dtype=float), np.asarray(steps)
+    if er.ndim != 1 or er.size == 0 or st.shape != er.shape:
+        raise ValueError(f"steps, values: expected two arrays of one shape (n >= 1,), got {st.shape}, {er.shape}")
+    return int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
+
+
+def probe_run_metrics(records: list[dict], kind: str, n_layers: int, n_probe: int) -> dict[str, float]:
+    """Metrics of the main run of one model (``kind``) from its checkpoint records (:func:`probe_checkpoint`).
+
+    :data:`SUMMARY_KEYS` at the last checkpoint (``<kind>_<key>``) and at step 0 (``<kind>_step0_<key>``);
+    ``min_er_abs``; the valley (the lowest ``er_abs`` after step 0 minus its step-0 value, over
+    ``mae_0``; the same with medians, ``med_valley_depth``, whose SE adds the bootstrap SEs of
+    ``med_er_abs`` at the valley and at step 0 over the step-0 median, and ``med_valley_step``);
+    ``max_rel_err_rho``; :func:`resolved_improving_fraction` of the final median errors; Fisher's z of
+    ``curvature_corr`` over ``n_probe`` prompts (:func:`iclcore.stats.fisher_z`); for the GPT the
+    attention on BOS per layer and its late/early ratio.
+
+    Parameters
+    ----------
+    records : list of dict
+        One record per checkpoint, the first at step 0.
+    kind : {"lsa", "gpt"}
+    n_layers : int
+        Depth ``L`` of the model (records hold ``med_l0 .. med_lL``).
+    n_probe : int
+        Probe prompts behind ``curvature_corr``.
+    """
+    if kind not in ("lsa", "gpt"):
+        raise ValueError(f"kind: expected 'lsa' or 'gpt', got {kind!r}")
+    if len(records) < 2:
+        raise ValueError(f"records: expected at least two checkpoints, got {len(records)}")
+    n_layers = positive_int(n_layers, "n_layers")
+    first, last = records[0], records[-1]
+    m: dict[str, float] = {}
+    for k in SUMMARY_KEYS:
+        m[f"{kind}_{k}"] = last[k]
+        m[f"{kind}_step0_{k}"] = first[k]
+    m[f"{kind}_min_er_abs"] = min(r["er_abs"] for r in records)
+    m[f"{kind}_valley_depth"] = (min(r["er_abs"] for r in records[1:]) - first["er_abs"]) / first["mae_0"]
+    low = min(records[1:], key=lambda r: r["med_er_abs"])
+    m[f"{kind}_med_valley_depth"] = (low["med_er_abs"] - first["med_er_abs"]) / first["med_l0"]
+    m[f"{kind}_med_valley_depth_se"] = (low["med_er_abs_se"] + first["med_er_abs_se"]) / first["med_l0"]
+    m[f"{kind}_med_valley_step"] = low["step"]
+    m[f"{kind}_max_rel_err_rho"] = max(r["rel_err_rho"] for r in records)
+    med_l = np.array([last[f"med_l{l}"] for l in range(n_layers + 1)])
+    med_l_se = np.array([last[f"med_l{l}_se"] for l in range(n_layers + 1)])
+    m[f"{kind}_med_resolved_improving_fraction"] = resolved_improving_fraction(med_l, med_l_se)
+    z, se = fisher_z(last["curvature_corr"], n_probe)
+    m[f"{kind}_curvature_corr_fisher_z"] = z
+    m[f"{kind}_curvature_corr_fisher_se"] = se
+    if kind == "gpt":
+        for l in range(1, n_layers + 1):
+            m[f"gpt_bos_l{l}"] = last[f"bos_l{l}"]
+            m[f"gpt_step0_bos_l{l}"] = first[f"bos_l{l}"]
+        m["gpt_bos_late_early"] = last["bos_late_early"]
+        m["gpt_step0_bos_late_early"] = first["bos_late_early"]
+    return m
+
+
+def probe_sweep_metrics(runs: Mapping[tuple[str, int, int], ProbeRun], sweep: ProbeSweep) -> dict[str, float]:
+    """The metrics of the notebook ``gd_probe`` (all but its total CPU time) from :func:`probe_training_sweep`.
+
+    The iid-noise references (:func:`iid_noise_reference`, offsets 0 and 1), the curvature range
+    ``(s_hi/s_lo)²`` and the sweep's sizes; :func:`probe_run_metrics` of the main run of each model (first
+    warm-up and seed); skipped steps and CPU seconds summed over the model's runs; and per run the
+    :func:`half_max_step` of ``er_rel`` and its final value (``<kind>_w<warm-up>_s<seed>_...``).
+    """
+    iid = iid_noise_reference(0.0)
+    m: dict[str, float] = {
+        "iid_alpha": iid["alpha"],
+        "iid_r2": iid["r2"],
+        "iid_sign_agreement": iid["sign_agreement"],
+        "iid_sign_agreement_offset1": iid_noise_reference(1.0)["sign_agreement"],
+        "curvature_range": (sweep.s_hi / sweep.s_lo) ** 2,
+        "lsa_layers": sweep.lsa_layers,
+        "gpt_layers": sweep.gpt_layers,
+        "lsa_steps": sweep.lsa_steps,
+        "gpt_steps": sweep.gpt_steps,
+        "lsa_batch": sweep.batch,
+        "gpt_batch": sweep.gpt_batch,
+        "probe_seed": sweep.probe_seed,
+        "n_probe": sweep.n_probe,
+    }
+    for kind, n_layers in (("lsa", sweep.lsa_layers), ("gpt", sweep.gpt_layers)):
+        main = runs[(kind, sweep.warmups[0], sweep.seeds[0])].records
+        m.update(probe_run_metrics(main, kind, n_layers, sweep.n_probe))
+        m[f"{kind}_skipped"] = sum(r.skipped for key, r in runs.items() if key[0] == kind)
+        m[f"{kind}_cpu_seconds"] = sum(r.cpu for key, r in runs.items() if key[0] == kind)
+    for (kind, wu, sd), run in runs.items():
+        er = np.array([r["er_rel"] for r in run.records])
+        m[f"{kind}_w{wu}_s{sd}_halfmax_step"] = half_max_step(np.array([r["step"] for r in run.records]), er)
+        m[f"{kind}_w{wu}_s{sd}_er_rel"] = float(er[-1])
+    return m

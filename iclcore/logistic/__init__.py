@@ -39,15 +39,20 @@ Public modules:
   and the conserved quantity;
 - :mod:`~iclcore.logistic.probes`: The curvature probes of the loss and the parameter norm and their extrema, on
   one run and on replica means of growing size (the finite-size check; §4, Fig. 4A-B);
+- :mod:`~iclcore.logistic.regimes`: Training regimes compared with the paper's theory and the exact flow: fixed
+  point, trajectories and conserved ``C``, end loss, plateaus and cliffs, the probes of §4 with their null and
+  finite-size check, the null blocks (Figs. 1-4);
 - :mod:`~iclcore.logistic.replicas`: Estimates from independent SGD replicas and their standard errors: the
   fixed point, half-saturation and crossing times, relative RMS deviations (§3, Figs. 1-3);
 - :mod:`~iclcore.logistic.sgd`: Online SGD of the logistic-mode model on a fixed set of tasks (Mainali &
   Teixeira §2.3, App. A.8), with mode products of the trained blocks;
 - :mod:`~iclcore.logistic.theory`: The paper's theory (Mainali & Teixeira §3, App. A.11-A.13): mode ODE (12),
-  logistic solution (13), loss (14), its limit, fixed point, timescales, half and cliff times.
+  logistic solution (13), loss (14), its limit, fixed point, timescales, half and cliff times;
+- :mod:`~iclcore.logistic.transformer_probes`: The probes of §4 on trained non-linear stand-in models: marginalized
+  effective rank and subspace distance per depth, staggered minima over seeds, grokking (Figs. 3B, 5-7).
 
 This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
 ``from iclcore.logistic.model import make_problem``.
 """
 
-__all__ = ["exact", "model", "probes", "replicas", "sgd", "theory"]
+__all__ = ["exact", "model", "probes", "regimes", "replicas", "sgd", "theory", "transformer_probes"]
