@@ -83,7 +83,7 @@ STEP = "outer step $s$"
 prob_noisy = make_encoder_problem(q, mu, sigma, rng)
 G0 = rng.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 grid = np.arange(steps + 1)
-closed = closed_form_check(G0, prob_noisy, eta_noisy, steps)
+closed = closed_form_check(G0, prob_noisy, eta_noisy, n_steps=steps)
 
 # %% [markdown]
 # ## Noisy online run (the experiment report §3, Table 1, Figure 1)

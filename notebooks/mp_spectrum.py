@@ -177,7 +177,7 @@ print(f"largest (frequency - bound) in Monte Carlo s.d.: {float(np.max(table.exc
 # %%
 Sigma_pert = haar_rotated_covariance(np.geomspace(4.0, 0.25, K_pert), rng)
 M_grid = np.array([25, 50, 100, 200, 400, 800, 1600, 3200])
-pert = resolvent_perturbation_sweep(Sigma_pert, lam, M_grid, n_pert_draws, rng)
+pert = resolvent_perturbation_sweep(Sigma_pert, lam, M_grid, n_draws=n_pert_draws, rng=rng)
 
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.6))
 ax0.loglog(M_grid, [np.median(p.diff_norm) for p in pert.checks], "o-", label="$\\|H_M^{-1}-H_\\infty^{-1}\\|_2$ (median)")

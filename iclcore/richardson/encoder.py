@@ -521,7 +521,7 @@ class ClosedFormCheck:
     max_err_modal_rel: float
 
 
-def closed_form_check(G0: np.ndarray, problem: EncoderProblem, eta: float, n_steps: int) -> ClosedFormCheck:
+def closed_form_check(G0: np.ndarray, problem: EncoderProblem, eta: float, *, n_steps: int) -> ClosedFormCheck:
     """Check main paper §5.1 at steps ``0..n_steps``: the closed form of population GD and the modal risk.
 
     Parameters

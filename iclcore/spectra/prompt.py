@@ -721,7 +721,7 @@ class ResolventSweep:
 
 
 def resolvent_perturbation_sweep(
-    Sigma_x: np.ndarray, lam: float, M_grid: np.ndarray, n_draws: int, rng: np.random.Generator
+    Sigma_x: np.ndarray, lam: float, M_grid: np.ndarray, *, n_draws: int, rng: np.random.Generator
 ) -> ResolventSweep:
     """Draw ``n_draws`` Gaussian prompts per ``M`` and check the §4 identity and norm bound on each.
 

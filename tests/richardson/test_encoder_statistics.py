@@ -26,7 +26,7 @@ def _G0(p, seed=1):
 
 def test_closed_form_and_modal_risk_hold_to_rounding():
     p = _problem(0.02)
-    check = closed_form_check(_G0(p), p, 0.7, 80)
+    check = closed_form_check(_G0(p), p, 0.7, n_steps=80)
     assert check.max_err_closed_form < 1e-12
     assert check.max_err_modal_rel < 1e-12
 
@@ -35,7 +35,7 @@ def test_closed_form_check_detects_a_wrong_step_range():
     # an unstable step (> 2 / λ_max(Σ_z)) is refused, not silently compared
     p = _problem(0.02)
     with pytest.raises(ValueError, match="eta"):
-        closed_form_check(_G0(p), p, 2.5, 10)
+        closed_form_check(_G0(p), p, 2.5, n_steps=10)
 
 
 def test_noisy_run_sits_at_the_stationary_sgd_error():
@@ -73,4 +73,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="n_eval"):
         noisy_run_statistics(p, run, eta=0.3, batch=100, n_eval=0)
     with pytest.raises(ValueError, match="n_steps"):
-        closed_form_check(_G0(p), p, 0.3, 0)
+        closed_form_check(_G0(p), p, 0.3, n_steps=0)

@@ -57,7 +57,7 @@ def test_gaussian_windows_hold_within_binomial_noise():
 def test_resolvent_sweep_reproduces_the_single_checks_and_the_identity():
     Sigma = haar_rotated_covariance(np.geomspace(4.0, 0.25, 6), np.random.default_rng(0))
     M_grid = np.array([10, 40, 160])
-    sweep = resolvent_perturbation_sweep(Sigma, 0.5, M_grid, 20, np.random.default_rng(1))
+    sweep = resolvent_perturbation_sweep(Sigma, 0.5, M_grid, n_draws=20, rng=np.random.default_rng(1))
     rng, root = np.random.default_rng(1), np.linalg.cholesky(Sigma)
     for M, check in zip(M_grid, sweep.checks):
         X = rng.standard_normal((20, M, 6)) @ root.T
@@ -96,4 +96,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="gammas"):
         concentration_table([0.25], [])
     with pytest.raises(ValueError, match="n_draws"):
-        resolvent_perturbation_sweep(np.eye(2), 0.5, np.array([4]), 0, np.random.default_rng(0))
+        resolvent_perturbation_sweep(np.eye(2), 0.5, np.array([4]), n_draws=0, rng=np.random.default_rng(0))
