@@ -47,6 +47,8 @@ __all__ = [
     "SubspaceRecoveryCurve",
     "subspace_recovery_curve",
     "covariance_error_rate",
+    "SubspaceRecoveryRatios",
+    "subspace_recovery_ratios",
     "davis_kahan_counterexample",
 ]
 
@@ -375,6 +377,44 @@ def subspace_recovery_curve(
 def covariance_error_rate(Sigma_beta: np.ndarray, Ns: np.ndarray) -> np.ndarray:
     """The §5.2 rate ``||Σ_β||_2 sqrt(r_eff(Σ_β) / N)`` of ``||Σ̂_{β,N} - Σ_β||_2``, shape (m,) like ``Ns``."""
     return np.linalg.norm(Sigma_beta, 2) * np.sqrt(effective_rank(Sigma_beta) / np.asarray(Ns))
+
+
+@dataclass(frozen=True)
+class SubspaceRecoveryRatios:
+    """How the §5.2 rate and certificates compare with two recovery curves on one grid of ``N``.
+
+    Attributes
+    ----------
+    oracle_err_normalised : ndarray, shape (m,)
+        ``||Σ̂_{β,N} - Σ_β||_2 / (||Σ_β||_2 sqrt(r_eff/N))`` with exact task vectors: ``O_P(1)`` by §5.2.
+    valid_dk_ratio_max : float
+        ``max sin Θ / DK_weyl`` over both curves (``<= 1``: the valid Davis–Kahan form holds).
+    floor_bound_ratio_max : float
+        ``max R_floor / (||Σ_x|| Tr Σ_z ||sin Θ||_F²)`` over both curves (``<= 1``: the floor-risk bound holds).
+    """
+
+    oracle_err_normalised: np.ndarray
+    valid_dk_ratio_max: float
+    floor_bound_ratio_max: float
+
+
+def subspace_recovery_ratios(
+    estimated: SubspaceRecoveryCurve, oracle: SubspaceRecoveryCurve, Sigma_beta: np.ndarray
+) -> SubspaceRecoveryRatios:
+    """Normalised covariance error of the oracle curve and the largest certificate ratios of both curves.
+
+    ``estimated`` and ``oracle`` are :func:`subspace_recovery_curve` results on the same grid (estimated
+    ``β̂_n`` and exact ``β_n``); ``Sigma_beta`` is the target covariance of both.
+    """
+    if not np.array_equal(estimated.N, oracle.N):
+        raise ValueError("oracle: expected the grid of N of the estimated curve")
+    return SubspaceRecoveryRatios(
+        oracle_err_normalised=oracle.err / covariance_error_rate(Sigma_beta, oracle.N),
+        valid_dk_ratio_max=float(max(np.max(oracle.sin / oracle.dk_weyl), np.max(estimated.sin / estimated.dk_weyl))),
+        floor_bound_ratio_max=float(
+            np.max(np.r_[estimated.floor, oracle.floor] / np.r_[estimated.floor_bound, oracle.floor_bound])
+        ),
+    )
 
 
 def davis_kahan_counterexample(delta: float = 1e-3) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from iclcore.richardson.subspace import (
     davis_kahan_counterexample,
     effective_rank,
     subspace_recovery_curve,
+    subspace_recovery_ratios,
 )
 
 
@@ -50,6 +51,23 @@ def test_covariance_error_rate_is_the_sqrt_reff_over_n_scale():
     rate = covariance_error_rate(Sb, np.array([100, 400]))
     np.testing.assert_allclose(rate, 0.2 * np.sqrt(effective_rank(Sb) / np.array([100, 400])), rtol=1e-15)
     assert rate[0] / rate[1] == pytest.approx(2.0, rel=1e-14)
+
+
+def test_recovery_ratios_obey_the_valid_certificates():
+    # with exact vectors the normalised covariance error is O(1) (§5.2); the valid Davis–Kahan form and the
+    # floor-risk bound hold on both curves, so both largest ratios are at most one
+    rng, U, Sz, Sb, Sx = _model(seed=2)
+    beta = (rng.standard_normal((3000, 2)) * np.sqrt(np.diag(Sz))) @ U.T
+    noisy = beta + 0.05 * rng.standard_normal(beta.shape)
+    Ns = np.array([100, 300, 1000, 3000])
+    given = dict(Sigma_beta=Sb, U_star=U, Sigma_z=Sz, Sigma_x=Sx)
+    est, orc = subspace_recovery_curve(noisy, Ns, **given), subspace_recovery_curve(beta, Ns, **given)
+    rat = subspace_recovery_ratios(est, orc, Sb)
+    np.testing.assert_allclose(rat.oracle_err_normalised, orc.err / covariance_error_rate(Sb, Ns), rtol=1e-15)
+    assert 0.1 < rat.oracle_err_normalised.min() and rat.oracle_err_normalised.max() < 5
+    assert 0 < rat.valid_dk_ratio_max <= 1 and rat.floor_bound_ratio_max <= 1 + 1e-12
+    with pytest.raises(ValueError, match="oracle"):
+        subspace_recovery_ratios(est, subspace_recovery_curve(beta, Ns[:2], **given), Sb)
 
 
 @pytest.mark.parametrize("delta", [1e-3, 0.1, 0.3])
