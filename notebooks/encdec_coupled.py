@@ -44,50 +44,43 @@ PRESETS = {"paper": {"n_eval": 16384, "eval_every": 1, "refine_max": 8}}
 
 # %% tags=["hide-input"]
 import time
+from dataclasses import asdict
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.closure import commutator_defect, tracking_error_product_sum
 from iclcore.richardson.encdec import (
     EncDecConfig,
-    continuous_triangular,
-    encdec_dynamics,
+    continuous_time_refinement,
+    product_sum_check,
+    report_table3,
     run_encdec,
+    summarise_encdec_run,
+    tracking_spectrum,
 )
-from iclcore.stats import fit_line, fit_power_law
 
 use_style()
 t_start = time.perf_counter()
-cfg = EncDecConfig(K=K, r=r, M=M, sigma=sigma, lam=lam, cond_x=cond_x, mu_z=(mu_1, mu_2, mu_3),
-                   n_train=n_train, n_eval=n_eval, L=L, steps=steps, eta_e_rel=eta_e_rel,
-                   eta_d_rel=eta_d_rel, seed=seed)
+cfg = EncDecConfig(K=K, r=r, M=M, sigma=sigma, lam=lam, cond_x=cond_x, mu_z=(mu_1, mu_2, mu_3), n_train=n_train,
+                   n_eval=n_eval, L=L, steps=steps, eta_e_rel=eta_e_rel, eta_d_rel=eta_d_rel, seed=seed)
 run = run_encdec(cfg, eval_every=eval_every)
-R = run.risks
-rs = run.risk_steps
-grid = np.arange(steps + 1)
+R, rs, grid = run.risks, run.risk_steps, np.arange(steps + 1)
 t_run = time.perf_counter() - t_start
+STEP = "outer step $s$"
 
 # %% [markdown]
 # ## The run at a glance (the main paper Figure 1, bottom panels)
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-ax = axes[0]
-ax.semilogy(grid, run.tracking_rel, color=PALETTE[0],
-            label=r"$\|P_{z,s}-P_z^\star(U_s)\|_F/\|P_z^\star(U_s)\|_F$")
-ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"$\sin^2\Theta(U_s,U_\star)$")
-ax.set_xlabel("outer step $s$")
-ax.set_title("Decoder tracks its moving oracle; encoder reaches its floor")
-ax.legend()
-ax = axes[1]
-ax.semilogy(rs, R.e2e, color=PALETTE[0], label=r"$R_{e2e}(s)$")
-ax.semilogy(rs, R.floor, "--", color="gray", label=r"$R_{floor}(s)$ (encoder)")
-ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"$R_{dec}(s)$ (decoder)")
-ax.set_xlabel("outer step $s$")
-ax.set_title("End-to-end risk = encoder floor + decoder part")
-ax.legend()
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
+ax0.semilogy(grid, run.tracking_rel, color=PALETTE[0], label=r"$\|P_{z,s}-P_z^\star(U_s)\|_F/\|P_z^\star(U_s)\|_F$")
+ax0.semilogy(grid, run.sin2, color=PALETTE[1], label=r"$\sin^2\Theta(U_s,U_\star)$")
+ax0.set(xlabel=STEP, title="Decoder tracks its moving oracle; encoder reaches its floor"); ax0.legend()
+ax1.semilogy(rs, R.e2e, color=PALETTE[0], label=r"$R_{e2e}(s)$")
+ax1.semilogy(rs, R.floor, "--", color="gray", label=r"$R_{floor}(s)$ (encoder)")
+ax1.semilogy(rs, R.dec, color=PALETTE[2], label=r"$R_{dec}(s)$ (decoder)")
+ax1.set(xlabel=STEP, title="End-to-end risk = encoder floor + decoder part"); ax1.legend()
 save_figure(fig, "fig1_encdec_panels")
 
 # %% [markdown]
@@ -97,27 +90,19 @@ save_figure(fig, "fig1_encdec_panels")
 # right panel shows the three rounding-level residuals along the run.
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-ax = axes[0]
-ax.semilogy(rs, R.e2e, color=PALETTE[0], label="observed (iterated Richardson)")
-ax.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
-ax.semilogy(rs, R.dec, color=PALETTE[2], label="decoder component")
-ax.semilogy(rs, R.floor, "--", color="gray", label="encoder floor")
-ax.set_xlabel("outer step $s$")
-ax.set_title("Observed vs exact identity risk")
-ax.legend()
-ax = axes[1]
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
+ax0.semilogy(rs, R.e2e, color=PALETTE[0], label="observed (iterated Richardson)")
+ax0.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
+ax0.semilogy(rs, R.dec, color=PALETTE[2], label="decoder component")
+ax0.semilogy(rs, R.floor, "--", color="gray", label="encoder floor")
+ax0.set(xlabel=STEP, title="Observed vs exact identity risk"); ax0.legend()
 tiny = 1e-20  # exact zeros drawn at the bottom of the log axis
-ax.semilogy(rs, np.maximum(R.identity_gap, tiny), ".", ms=3, color=PALETTE[0], label=r"$|R_{obs}-R_{exact}|$")
-ax.semilogy(rs, np.maximum(R.decomposition_gap, tiny), ".", ms=3, color=PALETTE[3],
-            label=r"$|R_{e2e}-(R_{floor}+R_{dec}+2\,\mathrm{cross})|$")
-ax.semilogy(grid[1:], np.maximum(run.identity_residual, tiny), ".", ms=3, color=PALETTE[4],
-            label="tracking identity residual (relative)")
-ax.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
-ax.set_ylim(tiny / 2, 1e-12)
-ax.set_xlabel("outer step $s$")
-ax.set_title("Rounding-level residuals")
-ax.legend(fontsize=7)
+for y, x, c, lab in ((R.identity_gap, rs, 0, r"$|R_{obs}-R_{exact}|$"),
+                     (R.decomposition_gap, rs, 3, r"$|R_{e2e}-(R_{floor}+R_{dec}+2\,\mathrm{cross})|$"),
+                     (run.identity_residual, grid[1:], 4, "tracking identity residual (relative)")):
+    ax1.semilogy(x, np.maximum(y, tiny), ".", ms=3, color=PALETTE[c], label=lab)
+ax1.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
+ax1.set(ylim=(tiny / 2, 1e-12), xlabel=STEP, title="Rounding-level residuals"); ax1.legend(fontsize=7)
 save_figure(fig, "fig2_right_identity")
 
 # %% [markdown]
@@ -126,12 +111,7 @@ save_figure(fig, "fig2_right_identity")
 # $C_s$: $w_{s,i}=\lambda_i(C_s)\|E_sq_{s,i}\|^2/\sum_j\lambda_j(C_s)\|E_sq_{s,j}\|^2$ with $E_s=P_{z,s}-P_z^\star(U_s)$.
 
 # %%
-E = run.P - run.P_star
-lamC, QC = np.linalg.eigh(run.C)  # ascending
-energy = lamC * np.sum((E @ QC) ** 2, axis=-2)
-weights = energy / energy.sum(axis=1, keepdims=True)
-drift = np.linalg.norm(run.P_star[1:] - run.P_star[:-1], axis=(-2, -1))
-drift_rel = drift / np.linalg.norm(run.P_star[:-1], axis=(-2, -1))
+spec = tracking_spectrum(run.P, run.P_star, run.C)
 
 fig, axes = plt.subplots(2, 2, figsize=(10, 7))
 ax = axes[0, 0]
@@ -139,31 +119,22 @@ ax.semilogy(rs, R.e2e, color=PALETTE[0], label=r"$R_{e2e}$")
 ax.semilogy(rs, R.floor, "--", color="gray", label=r"$R_{floor}$")
 ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"$R_{dec}$")
 ax.semilogy(rs, 2 * np.abs(R.cross), color=PALETTE[3], lw=1, label=r"$2|\mathrm{cross}|$")
-ax.set_title("Risk decomposition")
-ax.legend()
+ax.set(xlabel=STEP, title="Risk decomposition"); ax.legend()
 ax = axes[0, 1]
 ax.plot(rs, R.rho_mean, color=PALETTE[0], label=r"mean $\|I-P_{z,s}A_s\|_2$")
 ax.plot(rs, R.rho_max, color=PALETTE[1], lw=1, label=r"max over held-out prompts")
 ax.axhline(1.0, color="gray", ls=":")
-ax.set_title("Latent contraction")
-ax.legend()
+ax.set(xlabel=STEP, title="Latent contraction"); ax.legend()
 ax = axes[1, 0]
 ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"$\sin^2\Theta(U_s,U_\star)$")
 ax.semilogy(grid, run.tracking_rel, color=PALETTE[0], label="relative tracking error")
-ax.semilogy(grid[:-1], drift / np.linalg.norm(run.P_star[:-1], axis=(-2, -1)), color=PALETTE[4], lw=1,
-            label=r"oracle drift $\|P^\star_{s+1}-P^\star_s\|_F/\|P^\star_s\|_F$")
-ax.set_title("Encoder subspace and decoder tracking")
-ax.set_xlabel("outer step $s$")
-ax.legend(fontsize=7)
+ax.semilogy(grid[:-1], spec.drift_rel, color=PALETTE[4], lw=1, label=r"oracle drift $\|P^\star_{s+1}-P^\star_s\|_F/\|P^\star_s\|_F$")
+ax.set(xlabel=STEP, title="Encoder subspace and decoder tracking"); ax.legend(fontsize=7)
 ax = axes[1, 1]
 names = ["slow (smallest $\\lambda_i$)"] + ["middle"] * (r - 2) + ["fast (largest $\\lambda_i$)"]
-ax.stackplot(grid, weights.T[::-1], colors=PALETTE[:r], labels=names[::-1])
-ax.set_ylim(0, 1)
-ax.set_title("Spectral overlap of the tracking error")
-ax.set_xlabel("outer step $s$")
+ax.stackplot(grid, spec.weights.T[::-1], colors=PALETTE[:r], labels=names[::-1])
+ax.set(ylim=(0, 1), xlabel=STEP, title="Spectral overlap of the tracking error")
 ax.legend(fontsize=7, loc="center right", frameon=True)
-for a in axes[0]:
-    a.set_xlabel("outer step $s$")
 fig.tight_layout()
 save_figure(fig, "fig4_encdec_detail")
 
@@ -175,27 +146,19 @@ save_figure(fig, "fig4_encdec_detail")
 # $(\|S_s-\Sigma_\beta\|/(\gamma-\|S_s-\Sigma_\beta\|))^2$ (infinite while $\|S_s-\Sigma_\beta\|\ge\gamma$).
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-ax = axes[0]
-ax.semilogy(rs, R.e2e, color=PALETTE[0], label="held-out prediction risk")
-ax.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
-ax.set_title("Held-out risk (main paper Fig. 7)")
-ax.legend()
-ax = axes[1]
-ax.semilogy(rs, R.dec, color=PALETTE[2], label=r"decoder actual $R_{dec}$")
-ax.semilogy(rs, R.dec_mid, color=PALETTE[5], label=r"$\|\Sigma_x\|E\|z_L-z^\dagger\|^2$")
-ax.semilogy(rs, R.dec_bound, "--", color=PALETTE[1], label=r"certified $\|\Sigma_x\|E[\rho^{2L}\|z^\dagger\|^2]$")
-ax.set_title("Decoder risk and its certificate")
-ax.legend(fontsize=7)
-ax = axes[2]
+fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(13, 3.6))
+ax0.semilogy(rs, R.e2e, color=PALETTE[0], label="held-out prediction risk")
+ax0.semilogy(rs, R.exact, ":", color=PALETTE[1], lw=2.5, label="exact identity risk")
+ax0.set(xlabel=STEP, title="Held-out risk (main paper Fig. 7)"); ax0.legend()
+ax1.semilogy(rs, R.dec, color=PALETTE[2], label=r"decoder actual $R_{dec}$")
+ax1.semilogy(rs, R.dec_mid, color=PALETTE[5], label=r"$\|\Sigma_x\|E\|z_L-z^\dagger\|^2$")
+ax1.semilogy(rs, R.dec_bound, "--", color=PALETTE[1], label=r"certified $\|\Sigma_x\|E[\rho^{2L}\|z^\dagger\|^2]$")
+ax1.set(xlabel=STEP, title="Decoder risk and its certificate"); ax1.legend(fontsize=7)
 finite = np.isfinite(run.dk2_weyl)
-ax.semilogy(grid, run.sin2, color=PALETTE[1], label=r"true $\sin^2\Theta(U_s,U_\star)$")
-ax.semilogy(grid, run.dk2_paper, "--", color=PALETTE[0], label="Davis–Kahan$^2$, paper form")
-ax.semilogy(grid[finite], run.dk2_weyl[finite], ":", color=PALETTE[3], lw=2, label="Davis–Kahan$^2$, valid form")
-ax.set_title("Subspace certificate (report Fig. 3)")
-ax.legend(fontsize=7)
-for a in axes:
-    a.set_xlabel("outer step $s$")
+ax2.semilogy(grid, run.sin2, color=PALETTE[1], label=r"true $\sin^2\Theta(U_s,U_\star)$")
+ax2.semilogy(grid, run.dk2_paper, "--", color=PALETTE[0], label="Davis–Kahan$^2$, paper form")
+ax2.semilogy(grid[finite], run.dk2_weyl[finite], ":", color=PALETTE[3], lw=2, label="Davis–Kahan$^2$, valid form")
+ax2.set(xlabel=STEP, title="Subspace certificate (report Fig. 3)"); ax2.legend(fontsize=7)
 save_figure(fig, "fig7_encdec_online")
 
 # %% [markdown]
@@ -204,29 +167,17 @@ save_figure(fig, "fig7_encdec_online")
 # $E_0$, the moments $C_t$ and the oracle drifts $D_\tau$ only, against $P_{z,s}-P_z^\star(U_s)$ of the run.
 
 # %%
-check_steps = np.unique(np.r_[np.linspace(0, steps, 43).astype(int), steps])
-# from E_0 = P_0 - P*(U_0), the C_t and the drifts D_t = P*(U_t) - P*(U_{t+1}) only
-E_formula = tracking_error_product_sum(run.P[0] - run.P_star[0], run.C[:-1], run.P_star[:-1] - run.P_star[1:],
-                                       run.eta_d, check_steps)
-ps_err = np.abs(E_formula - E[check_steps]).max(axis=(-2, -1)) / np.abs(E).max()
-comm = commutator_defect(run.C[:: max(1, steps // 40)])
+ps = product_sum_check(run)  # from E_0 = P_0 - P*(U_0), the C_t and the drifts D_t = P*(U_t) - P*(U_{t+1}) only
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-ax = axes[0]
-ax.semilogy(grid, np.linalg.norm(E, axis=(-2, -1)), color=PALETTE[0], label=r"$\|E_s\|_F$ tracked in the run")
-ax.semilogy(check_steps, np.linalg.norm(E_formula, axis=(-2, -1)), "o", ms=4, mfc="none", color=PALETTE[1],
-            label="product/sum formula")
-ax.semilogy(grid[:-1], drift, color=PALETTE[4], lw=1, label=r"drift $\|D_s\|_F$")
-ax.set_xlabel("outer step $s$")
-ax.set_title("Non-commuting exact matrix dynamics")
-ax.legend()
-ax = axes[1]
-ax.semilogy(check_steps, np.maximum(ps_err, 1e-20), "o", ms=4, color=PALETTE[1])
-ax.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
-ax.set_ylim(1e-20, 1e-12)
-ax.set_xlabel("outer step $s$")
-ax.set_title("Formula vs run: max entry error / max|E|")
-ax.legend()
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.6))
+ax0.semilogy(grid, np.linalg.norm(spec.E, axis=(-2, -1)), color=PALETTE[0], label=r"$\|E_s\|_F$ tracked in the run")
+ax0.semilogy(ps.steps, np.linalg.norm(ps.E_formula, axis=(-2, -1)), "o", ms=4, mfc="none", color=PALETTE[1],
+             label="product/sum formula")
+ax0.semilogy(grid[:-1], spec.drift, color=PALETTE[4], lw=1, label=r"drift $\|D_s\|_F$")
+ax0.set(xlabel=STEP, title="Non-commuting exact matrix dynamics"); ax0.legend()
+ax1.semilogy(ps.steps, np.maximum(ps.error, 1e-20), "o", ms=4, color=PALETTE[1])
+ax1.axhline(np.finfo(float).eps, color="gray", ls=":", label="machine epsilon")
+ax1.set(ylim=(1e-20, 1e-12), xlabel=STEP, title="Formula vs run: max entry error / max|E|"); ax1.legend()
 save_figure(fig, "fig_product_sum")
 
 # %% [markdown]
@@ -236,60 +187,32 @@ save_figure(fig, "fig_product_sum")
 # with steps $\eta/k$ over $k\cdot s$ steps converge to the ODE at rate $O(\eta/k)$.
 
 # %%
-t_ode = np.arange(0, steps + 1, 2.0)
-_, P_ode = continuous_triangular(run.G[0], run.G_hat, run.Sz, run.train, np.zeros((r, r)), run.eta_e,
-                                 run.eta_d, t_ode, rtol=1e-10, atol=1e-13)
-ks = [2**j for j in range(int(np.log2(refine_max)) + 1)]
-gaps = []
-for k in ks:
-    dyn = run if k == 1 else encdec_dynamics(cfg, steps=steps * k, eta_e=run.eta_e / k, eta_d=run.eta_d / k)
-    gaps.append(float(np.abs(dyn.P[:: 2 * k] - P_ode).max() / np.abs(P_ode).max()))
-gaps = np.array(gaps)
-order = fit_power_law(ks, gaps).slope  # the ODE gap ~ k^order under k-fold refinement
+ode = continuous_time_refinement(run, refine_max)  # ode.order: the ODE gap ~ k^order under k-fold refinement
+ks = ode.refinements
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-ax = axes[0]
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.6))
 for i in range(r):
-    ax.plot(grid, run.P[:, i, i], color=PALETTE[i], lw=1.2, label=f"GD $P_{{z,s}}[{i},{i}]$")
-    ax.plot(t_ode, P_ode[:, i, i], ":", color="black", lw=1)
-ax.plot([], [], ":", color="black", label="continuous time")
-ax.set_xlabel("time (steps at the base step size)")
-ax.set_title("Decoder diagonal: discrete vs continuous")
-ax.legend(fontsize=7)
-ax = axes[1]
-ax.loglog(ks, gaps, "o-", color=PALETTE[0], label="max gap to the ODE / max|P|")
-ax.loglog(ks, gaps[0] / np.array(ks, float), ":", color="gray", label="slope $-1$")
-ax.set_xticks(ks, [str(k) for k in ks])
-ax.minorticks_off()
-ax.set_xlabel("refinement $k$ (step sizes $\\eta/k$)")
-ax.set_title("First-order convergence to the ODE")
-ax.legend()
+    ax0.plot(grid, run.P[:, i, i], color=PALETTE[i], lw=1.2, label=f"GD $P_{{z,s}}[{i},{i}]$")
+    ax0.plot(ode.t, ode.P_ode[:, i, i], ":", color="black", lw=1)
+ax0.plot([], [], ":", color="black", label="continuous time")
+ax0.set(xlabel="time (steps at the base step size)", title="Decoder diagonal: discrete vs continuous"); ax0.legend(fontsize=7)
+ax1.loglog(ks, ode.gaps, "o-", color=PALETTE[0], label="max gap to the ODE / max|P|")
+ax1.loglog(ks, ode.gaps[0] / ks, ":", color="gray", label="slope $-1$")
+ax1.set_xticks(ks, [str(k) for k in ks]); ax1.minorticks_off()
+ax1.set(xlabel="refinement $k$ (step sizes $\\eta/k$)", title="First-order convergence to the ODE"); ax1.legend()
 save_figure(fig, "fig_continuous_time")
 
 # %% [markdown]
 # ## The experiment report Table 3 and the main paper §11 numbers at the last step
 
 # %%
-i_last = -1
-table3 = {
-    "held-out prediction risk": R.e2e[i_last],
-    "exact identity risk": R.exact[i_last],
-    "max identity absolute gap": R.identity_gap.max(),
-    "decoder actual risk": R.dec[i_last],
-    "decoder certified risk": R.dec_bound[i_last],
-    "encoder true subspace sin^2": run.sin2[-1],
-    "Davis-Kahan sin^2 bound (paper)": run.dk2_paper[-1],
-    "Davis-Kahan sin^2 bound (valid)": run.dk2_weyl[-1],
-    "R_floor": R.floor[i_last],
-    "relative tracking error": run.tracking_rel[-1],
-}
-
-# %%
+summary = summarise_encdec_run(run)
+table3 = report_table3(summary)
 for k_, v in table3.items():
     print(f"{k_:34s} {v:.4e}")
 
 print(f"identity gaps (largest): decomposition / e2e {R.identity_gap.max() / R.e2e.min():.1e}, "
-      f"product-sum {ps_err.max():.1e}, residual {run.identity_residual.max():.1e}")
+      f"product-sum {ps.error.max():.1e}, residual {run.identity_residual.max():.1e}")
 
 # %% tags=["nbval-check-output"]
 # deterministic digits only (rounding-level residuals depend on the BLAS, so they are printed above, outside this checked cell)
@@ -298,48 +221,11 @@ for k_ in ("held-out prediction risk", "R_floor", "decoder actual risk", "encode
     print(f"{k_:34s} {table3[k_]:.3e}")
 
 # %%
-elapsed = time.perf_counter() - t_start
 write_metrics({
-    "steps": steps,
-    "e2e_final": R.e2e[i_last],
-    "exact_final": R.exact[i_last],
-    "floor_final": R.floor[i_last],
-    "dec_final": R.dec[i_last],
-    "cross_final": R.cross[i_last],
-    "dec_mid_final": R.dec_mid[i_last],
-    "dec_bound_final": R.dec_bound[i_last],
-    "rho_mean_final": R.rho_mean[i_last],
-    "rho_max_final": R.rho_max[i_last],
-    "violation_rate_max": R.violations.max(),
-    "tracking_rel_final": run.tracking_rel[-1],
-    "sin2_final": run.sin2[-1],
-    "sin2_fro_final": run.sin2_fro[-1],
-    "dk2_paper_final": run.dk2_paper[-1],
-    "dk2_weyl_final": run.dk2_weyl[-1],
-    "identity_gap_max": R.identity_gap.max(),
-    "identity_gap_rel_max": float(np.max(R.identity_gap / R.e2e)),
-    "decomposition_gap_max": R.decomposition_gap.max(),
-    "tracking_identity_residual_max": run.identity_residual.max(),
-    "product_sum_err_max": ps_err.max(),
-    "commutator_defect": comm,
-    "floor_share_final": R.floor[i_last] / R.e2e[i_last],
-    "dec_share_final": R.dec[i_last] / R.e2e[i_last],
-    "dec_mid_ratio_max": float(np.max(R.dec / R.dec_mid)),
-    "dec_bound_ratio_max": float(np.max(R.dec_mid / R.dec_bound)),
-    "dec_bound_conservative_factor": R.dec_bound[i_last] / R.dec[i_last],
-    "dk_paper_ratio_max": float(np.max(run.sin2 / run.dk2_paper)),
-    "dk_valid_ratio_max": float(np.max(run.sin2[finite] / run.dk2_weyl[finite])),
-    "sin2_plateau_ratio": run.sin2[-1] / run.sin2[steps // 2],
-    "tracking_rel_quarter": run.tracking_rel[steps // 4],
-    "slow_mode_weight_initial": float(weights[1, 0]),
-    "slow_mode_weight_final": float(weights[-1, 0]),
-    "drift_rel_log_slope_second_half": fit_line(grid[:-1][steps // 2:], np.log(drift_rel[steps // 2:])).slope,
-    "drift_rel_final": float(drift_rel[-1]),
-    "ode_gap_base": gaps[0],
-    "ode_gap_finest": gaps[-1],
-    "ode_order": order,
-    "eta_e": run.eta_e,
-    "eta_d": run.eta_d,
-    "run_seconds": t_run,
-    "elapsed_seconds": elapsed,
+    "steps": steps, **asdict(summary),
+    "product_sum_err_max": ps.error.max(), "commutator_defect": ps.commutator_defect,
+    "slow_mode_weight_initial": float(spec.weights[1, 0]), "slow_mode_weight_final": float(spec.weights[-1, 0]),
+    "drift_rel_log_slope_second_half": spec.drift_rel_log_slope, "drift_rel_final": float(spec.drift_rel[-1]),
+    "ode_gap_base": ode.gaps[0], "ode_gap_finest": ode.gaps[-1], "ode_order": ode.order,
+    "run_seconds": t_run, "elapsed_seconds": time.perf_counter() - t_start,
 })

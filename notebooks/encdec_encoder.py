@@ -46,39 +46,34 @@ PRESETS = {"paper": {"n_eval": 200000, "N_max": 100000, "n_N": 12}}
 
 # %% tags=["hide-input"]
 import time
+from dataclasses import asdict
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.lsq.dynamics import gd_iterate
 from iclcore.lsq.lowrank import make_lowrank_model, sample_lowrank_prompts
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.encoder import (
-    encoder_modal_risk,
-    encoder_population_trajectory,
-    encoder_risk,
+    closed_form_check,
     make_encoder_problem,
+    noise_free_run_statistics,
+    noisy_run_statistics,
     online_encoder_run,
-    sgd_multiplicative_excess,
-    sgd_stationary_sq_error,
 )
 from iclcore.richardson.subspace import (
-    davis_kahan_bound,
+    covariance_error_rate,
+    davis_kahan_counterexample,
     effective_rank,
     eigengap,
-    empirical_task_covariance,
-    floor_risk,
-    floor_risk_bound,
-    sin_theta,
-    top_r_subspace,
-    wedin_sin_bound,
+    subspace_recovery_curve,
+    subspace_recovery_ratios,
 )
-from iclcore.stats import batch_means, replica_spread
 
 use_style()
 t_start = time.perf_counter()
 rng = np.random.default_rng(seed)
 mu = np.array([mu_1, mu_2, mu_3, mu_4])
+STEP = "outer step $s$"
 
 # %% [markdown]
 # ## The exact population trajectory and its modal risk (the main paper §5.1)
@@ -89,35 +84,20 @@ mu = np.array([mu_1, mu_2, mu_3, mu_4])
 prob_noisy = make_encoder_problem(q, mu, sigma, rng)
 G0 = rng.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 grid = np.arange(steps + 1)
-closed = encoder_population_trajectory(G0, prob_noisy, eta_noisy, grid)
-loop = gd_iterate(G0, prob_noisy.Sigma_bz, prob_noisy.Sigma_z, eta_noisy, steps)
-max_err_closed_form = float(np.abs(closed - loop).max() / np.abs(prob_noisy.G_star).max())
-risk_trace = np.asarray(encoder_risk(closed, prob_noisy))
-risk_modal = encoder_modal_risk(G0, prob_noisy, eta_noisy, grid)
-max_err_modal_rel = float(np.max(np.abs(risk_trace - risk_modal) / risk_modal))
+closed = closed_form_check(G0, prob_noisy, eta_noisy, n_steps=steps)
 
 # %% [markdown]
 # ## Noisy online run (the experiment report §3, Table 1, Figure 1)
 
 # %%
 res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, np.random.default_rng([seed, 1]), n_eval=n_eval)
-ratio_noisy = float(res_n.risk_heldout[-1] / res_n.risk_pred[-1])
-se_noisy = float(np.sqrt(2.0 / (q * n_eval)))  # relative s.e. of a mean of sigma^2 chi^2_q / q over n_eval
-# the level of the relative G error is set by the stationary SGD noise (first order in 1/B)
-rel_err_stationary = float(np.sqrt(sgd_stationary_sq_error(prob_noisy, eta_noisy, batch_noisy))
-                           / np.linalg.norm(prob_noisy.G_star))
-rel_err_time_avg = float(np.sqrt(np.mean(res_n.rel_err[steps // 2:] ** 2)))
-# its standard error: batch means (10 blocks) of the correlated series rel_err^2, then the delta method for sqrt
-_, se_sq = batch_means(res_n.rel_err[steps // 2:] ** 2, 10)
-rel_err_time_avg_se = se_sq / (2 * rel_err_time_avg)
-# the stationary formula drops the multiplicative gradient noise: relative size ~ eta Tr(Sigma_z) / B
-rel_err_multiplicative_term = eta_noisy * float(np.trace(prob_noisy.Sigma_z)) / batch_noisy
-# subspace error is second order: sin Θ <= ||G - G⋆||_2 / σ_r(G)
-wedin_noisy = wedin_sin_bound(res_n.G[-1], prob_noisy.G_star) ** 2
+# ratio s.e. of a held-out mean at the floor; the stationary SGD error (first order in 1/B) with its batch-means s.e.;
+# the multiplicative noise the stationary formula drops; the Wedin bound: sin Θ is second order in the G error
+noisy = noisy_run_statistics(prob_noisy, res_n, eta=eta_noisy, batch=batch_noisy, n_eval=n_eval)
 table1 = {
     "held-out encoder risk": res_n.risk_heldout[-1],
     "exact population risk": res_n.risk_pred[-1],
-    "observed / predicted": ratio_noisy,
+    "observed / predicted": noisy.ratio_final,
     "relative G error": res_n.rel_err[-1],
     "subspace sin^2 Theta": res_n.sin2[-1],
     "irreducible noise floor": prob_noisy.noise_floor,
@@ -128,23 +108,15 @@ for k, v in table1.items():
     print(f"{k:26s} {v:.4e}")
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-ax = axes[0]
-ax.semilogy(grid, res_n.risk_heldout, color=PALETTE[0], label=r"held-out $\hat R_{enc}(s)$ (online SGD)")
-ax.semilogy(grid, res_n.risk_pred, "--", color=PALETTE[1], label=r"exact population curve $R_{enc}(s)$")
-ax.axhline(prob_noisy.noise_floor, color="gray", ls=":", label=r"noise floor $\sigma^2$")
-ax.set_xlabel("outer step $s$")
-ax.set_ylabel("encoder risk")
-ax.set_title("Encoder-only risk (report Fig. 1)")
-ax.legend()
-ax = axes[1]
-ax.semilogy(grid, res_n.rel_err, color=PALETTE[0], label=r"$\|G_s-G_\star\|_F/\|G_\star\|_F$ (online)")
-ax.semilogy(grid, res_n.rel_err_pred, "--", color=PALETTE[1], label="closed form (population GD)")
-ax.semilogy(grid, res_n.sin2, color=PALETTE[2], label=r"$\sin^2\Theta(G_s, G_\star)$ (online)")
-ax.set_xlabel("outer step $s$")
-ax.set_ylim(1e-12, 10)
-ax.set_title("Recovery of $G_\\star$ and of its range")
-ax.legend()
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
+ax0.semilogy(grid, res_n.risk_heldout, color=PALETTE[0], label=r"held-out $\hat R_{enc}(s)$ (online SGD)")
+ax0.semilogy(grid, res_n.risk_pred, "--", color=PALETTE[1], label=r"exact population curve $R_{enc}(s)$")
+ax0.axhline(prob_noisy.noise_floor, color="gray", ls=":", label=r"noise floor $\sigma^2$")
+ax0.set(xlabel=STEP, ylabel="encoder risk", title="Encoder-only risk (report Fig. 1)"); ax0.legend()
+ax1.semilogy(grid, res_n.rel_err, color=PALETTE[0], label=r"$\|G_s-G_\star\|_F/\|G_\star\|_F$ (online)")
+ax1.semilogy(grid, res_n.rel_err_pred, "--", color=PALETTE[1], label="closed form (population GD)")
+ax1.semilogy(grid, res_n.sin2, color=PALETTE[2], label=r"$\sin^2\Theta(G_s, G_\star)$ (online)")
+ax1.set(xlabel=STEP, ylim=(1e-12, 10), title="Recovery of $G_\\star$ and of its range"); ax1.legend()
 save_figure(fig, "seed001_fig1_encoder")
 
 # %% [markdown]
@@ -157,54 +129,32 @@ rng_c = np.random.default_rng([seed, 2])  # each section has its own stream: pre
 prob_clean = make_encoder_problem(q, mu, 0.0, rng_c)
 G0c = rng_c.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng_c, n_eval=n_eval)
-log_ratio = np.log(res_c.risk_heldout / res_c.risk_pred)
-wedin_clean = wedin_sin_bound(res_c.G[-1], prob_clean.G_star) ** 2
 # standard errors of the single-run ratios: further runs from the same problem and G_0 (independent streams);
 # the spread includes the held-out sampling (each run draws its own held-out set)
 reps = [res_c] + [online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, np.random.default_rng([seed, 4, j]),
                                      n_eval=n_eval) for j in range(n_replicas)]
-clean_se = {
-    "clean_ratio_final_se": replica_spread([r_.risk_heldout[-1] / r_.risk_pred[-1] for r_ in reps]),
-    "clean_rel_err_ratio_final_se": replica_spread([r_.rel_err[-1] / r_.rel_err_pred[-1] for r_ in reps]),
-    "clean_max_abs_log_ratio_se": replica_spread([np.abs(np.log(r_.risk_heldout / r_.risk_pred)).max() for r_ in reps]),
-    "clean_sgd_excess": sgd_multiplicative_excess(prob_clean, eta_clean, batch_clean, steps),
-}
-clean = {
-    "R_enc final observed (held-out)": res_c.risk_heldout[-1],
-    "R_enc final observed (exact, iterate)": res_c.risk_iterate[-1],
-    "R_enc final predicted": res_c.risk_pred[-1],
-    "rel G error final observed": res_c.rel_err[-1],
-    "rel G error final predicted": res_c.rel_err_pred[-1],
-    "sin^2 final": res_c.sin2[-1],
-    "max |log(obs/pred)|": np.abs(log_ratio).max(),
-}
+clean = noise_free_run_statistics(prob_clean, reps, eta=eta_clean, batch=batch_clean)
 
 # %% tags=["nbval-check-output"]
-for k, v in clean.items():
+for k, v in {"R_enc final observed (held-out)": res_c.risk_heldout[-1],
+             "R_enc final observed (exact, iterate)": res_c.risk_iterate[-1],
+             "R_enc final predicted": res_c.risk_pred[-1], "rel G error final observed": res_c.rel_err[-1],
+             "rel G error final predicted": res_c.rel_err_pred[-1], "sin^2 final": res_c.sin2[-1],
+             "max |log(obs/pred)|": clean.max_abs_log_ratio}.items():
     print(f"{k:38s} {v:.4e}")
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-ax = axes[0]
-ax.semilogy(grid, res_c.risk_heldout, color=PALETTE[0], label="observed (held-out)")
-ax.semilogy(grid, res_c.risk_pred, "--", color=PALETTE[1], label="exact population curve")
-ax.set_xlabel("outer step $s$")
-ax.set_ylabel(r"$R_{enc}(s)$")
-ax.set_title("Noise-free online encoder (main paper Fig. 6)")
-ax.legend()
-ax = axes[1]
-ax.plot(grid, log_ratio, color=PALETTE[0], label=r"$\log(\hat R_{enc}/R_{enc})$")
-ax.axhline(0, color="gray", lw=0.8)
-ax.set_xlabel("outer step $s$")
-ax.set_title("Observed / predicted risk (log ratio)")
-ax.legend()
-ax = axes[2]
-ax.semilogy(grid, res_c.rel_err, color=PALETTE[0], label="observed (online)")
-ax.semilogy(grid, res_c.rel_err_pred, "--", color=PALETTE[1], label="predicted (closed form)")
-ax.semilogy(grid, res_c.sin2, color=PALETTE[2], label=r"$\sin^2\Theta(G_s,G_\star)$ (observed)")
-ax.set_xlabel("outer step $s$")
-ax.set_title(r"Relative error $\|G_s-G_\star\|_F/\|G_\star\|_F$")
-ax.legend()
+fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(13, 3.6))
+ax0.semilogy(grid, res_c.risk_heldout, color=PALETTE[0], label="observed (held-out)")
+ax0.semilogy(grid, res_c.risk_pred, "--", color=PALETTE[1], label="exact population curve")
+ax0.set(xlabel=STEP, ylabel=r"$R_{enc}(s)$", title="Noise-free online encoder (main paper Fig. 6)"); ax0.legend()
+ax1.plot(grid, np.log(res_c.risk_heldout / res_c.risk_pred), color=PALETTE[0], label=r"$\log(\hat R_{enc}/R_{enc})$")
+ax1.axhline(0, color="gray", lw=0.8)
+ax1.set(xlabel=STEP, title="Observed / predicted risk (log ratio)"); ax1.legend()
+ax2.semilogy(grid, res_c.rel_err, color=PALETTE[0], label="observed (online)")
+ax2.semilogy(grid, res_c.rel_err_pred, "--", color=PALETTE[1], label="predicted (closed form)")
+ax2.semilogy(grid, res_c.sin2, color=PALETTE[2], label=r"$\sin^2\Theta(G_s,G_\star)$ (observed)")
+ax2.set(xlabel=STEP, title=r"Relative error $\|G_s-G_\star\|_F/\|G_\star\|_F$"); ax2.legend()
 save_figure(fig, "fig6_encoder_online")
 
 # %% [markdown]
@@ -222,108 +172,54 @@ rng_s = np.random.default_rng([seed, 3])
 model = make_lowrank_model(K_sub, r_sub, M_sub, sigma_sub, 0.01, 8.0, np.array([0.2, 0.08, 0.03]), rng_s)
 pool = sample_lowrank_prompts(model, N_max, rng_s)
 Sigma_beta = model.Sigma_beta
-gamma = eigengap(Sigma_beta, r_sub)
-reff = effective_rank(Sigma_beta)
+gamma, reff = eigengap(Sigma_beta, r_sub), effective_rank(Sigma_beta)
 Ns = np.unique(np.round(np.geomspace(30, N_max, n_N)).astype(int))
-rows = []
-for N in Ns:
-    for label, vecs in (("estimated", pool.beta_hat[:N]), ("oracle", pool.beta[:N])):
-        S_hat = empirical_task_covariance(vecs)
-        U_N = top_r_subspace(S_hat, r_sub)
-        rows.append(dict(
-            N=N, kind=label,
-            sin=sin_theta(U_N, model.U_star),
-            dk_paper=davis_kahan_bound(S_hat, Sigma_beta, r_sub, "paper"),
-            dk_weyl=davis_kahan_bound(S_hat, Sigma_beta, r_sub, "weyl"),
-            err=np.linalg.norm(S_hat - Sigma_beta, 2),
-            floor=floor_risk(U_N, model.U_star, model.Sigma_z, model.Sigma_x),
-            floor_bound=floor_risk_bound(U_N, model.U_star, model.Sigma_z, model.Sigma_x),
-        ))
+given = dict(Sigma_beta=Sigma_beta, U_star=model.U_star, Sigma_z=model.Sigma_z, Sigma_x=model.Sigma_x)
+est, orc = subspace_recovery_curve(pool.beta_hat, Ns, **given), subspace_recovery_curve(pool.beta, Ns, **given)
+rate = covariance_error_rate(Sigma_beta, Ns)
 
-
-def col(kind, key):
-    return np.array([r_[key] for r_ in rows if r_["kind"] == kind])
-
-
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-ax = axes[0]
-ax.loglog(Ns, col("estimated", "sin"), "o-", color=PALETTE[0], label=r"true $\|\sin\Theta(U_N,U_\star)\|_2$ (estimated $\hat\beta$)")
-ax.loglog(Ns, col("estimated", "dk_paper"), "--", color=PALETTE[0], label=r"DK, paper form $\|\widehat\Sigma-\Sigma_\beta\|/\gamma_{enc}$ (estimated)")
-ax.loglog(Ns, col("oracle", "dk_paper"), "--", color=PALETTE[2], label=r"DK, paper form (oracle $\beta$; true angle $=0$)")
-ax.loglog(Ns, np.linalg.norm(Sigma_beta, 2) * np.sqrt(reff / Ns) / gamma, ":", color="gray",
-          label=r"$\|\Sigma_\beta\|\sqrt{r_{\rm eff}/N}/\gamma_{enc}$")
-ax.axhline(1.0, color="black", lw=0.6)
-ax.set_xlabel("number of task vectors $N$")
-ax.set_title(r"Subspace recovery $U_N=\mathrm{Top}_r(\widehat\Sigma_{\beta,N})$")
-ax.legend(fontsize=7)
-ax = axes[1]
-ax.loglog(Ns, col("estimated", "floor"), "o-", color=PALETTE[0], label=r"$R_{floor}(U_N)$ (exact)")
-ax.loglog(Ns, col("estimated", "floor_bound"), "--", color=PALETTE[1],
-          label=r"$\|\Sigma_x\|\,\mathrm{Tr}\Sigma_z\,\|\sin\Theta\|_F^2$")
-ax.set_xlabel("number of task vectors $N$")
-ax.set_title("Floor risk of the recovered subspace and its bound")
-ax.legend(fontsize=7)
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
+ax0.loglog(Ns, est.sin, "o-", color=PALETTE[0], label=r"true $\|\sin\Theta(U_N,U_\star)\|_2$ (estimated $\hat\beta$)")
+ax0.loglog(Ns, est.dk_paper, "--", color=PALETTE[0], label=r"DK, paper form $\|\widehat\Sigma-\Sigma_\beta\|/\gamma_{enc}$ (estimated)")
+ax0.loglog(Ns, orc.dk_paper, "--", color=PALETTE[2], label=r"DK, paper form (oracle $\beta$; true angle $=0$)")
+ax0.loglog(Ns, rate / gamma, ":", color="gray", label=r"$\|\Sigma_\beta\|\sqrt{r_{\rm eff}/N}/\gamma_{enc}$")
+ax0.axhline(1.0, color="black", lw=0.6)
+ax0.set(xlabel="number of task vectors $N$", title=r"Subspace recovery $U_N=\mathrm{Top}_r(\widehat\Sigma_{\beta,N})$")
+ax0.legend(fontsize=7)
+ax1.loglog(Ns, est.floor, "o-", color=PALETTE[0], label=r"$R_{floor}(U_N)$ (exact)")
+ax1.loglog(Ns, est.floor_bound, "--", color=PALETTE[1], label=r"$\|\Sigma_x\|\,\mathrm{Tr}\Sigma_z\,\|\sin\Theta\|_F^2$")
+ax1.set(xlabel="number of task vectors $N$", title="Floor risk of the recovered subspace and its bound")
+ax1.legend(fontsize=7)
 save_figure(fig, "subspace_recovery")
 
-sin_est, dk_est = col("estimated", "sin"), col("estimated", "dk_paper")
-sin_or, dk_or, dkw_or = col("oracle", "sin"), col("oracle", "dk_paper"), col("oracle", "dk_weyl")
-norm_err_or = col("oracle", "err") / (np.linalg.norm(Sigma_beta, 2) * np.sqrt(reff / Ns))
-fl_all = np.r_[col("estimated", "floor"), col("oracle", "floor")]
-flb_all = np.r_[col("estimated", "floor_bound"), col("oracle", "floor_bound")]
-dkw_est = col("estimated", "dk_weyl")
+ratios = subspace_recovery_ratios(est, orc, Sigma_beta)
+norm_err_or = ratios.oracle_err_normalised
 # the 2x2 counterexample to the printed Davis–Kahan form: Σ = diag(1, 0), Ŝ = [[1/2, δ], [δ, 1/2]]
-S_cx = np.array([[0.5, 1e-3], [1e-3, 0.5]])
-sin_cx = sin_theta(top_r_subspace(S_cx, 1), np.eye(2)[:, :1])
-dk_cx = davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "paper")
-valid_dk_ratio_max = float(max(np.max(sin_or / dkw_or), np.max(sin_est / dkw_est)))
+sin_cx, dk_cx = davis_kahan_counterexample(1e-3)
 
 # %% tags=["nbval-check-output"]
 print(f"r_eff = {reff:.4f}, gamma_enc = {gamma:.4f}")
 print(f"oracle: normalised covariance error in [{norm_err_or.min():.2f}, {norm_err_or.max():.2f}]")
-print(f"estimated, N = {Ns[-1]}: sin = {sin_est[-1]:.3e}, DK (paper) = {dk_est[-1]:.3e}")
+print(f"estimated, N = {Ns[-1]}: sin = {est.sin[-1]:.3e}, DK (paper) = {est.dk_paper[-1]:.3e}")
 
 # %%
-elapsed = time.perf_counter() - t_start
 write_metrics({
-    "max_err_closed_form": max_err_closed_form,
-    "max_err_modal_rel": max_err_modal_rel,
-    "noisy_risk_heldout_final": res_n.risk_heldout[-1],
-    "noisy_risk_pred_final": res_n.risk_pred[-1],
-    "noisy_risk_iterate_final": res_n.risk_iterate[-1],
-    "noisy_ratio_final": ratio_noisy,
-    "noisy_ratio_se": se_noisy,
-    "noisy_rel_err_final": res_n.rel_err[-1],
-    "noisy_sin2_final": res_n.sin2[-1],
-    "noisy_rel_err_stationary_pred": rel_err_stationary,
-    "noisy_rel_err_time_avg": rel_err_time_avg,
-    "noisy_rel_err_time_avg_se": rel_err_time_avg_se,
-    "noisy_rel_err_multiplicative_term": rel_err_multiplicative_term,
-    "noisy_sin2_wedin_bound": wedin_noisy,
-    "noise_floor": prob_noisy.noise_floor,
-    "clean_risk_heldout_final": res_c.risk_heldout[-1],
-    "clean_risk_iterate_final": res_c.risk_iterate[-1],
-    "clean_risk_pred_final": res_c.risk_pred[-1],
-    "clean_ratio_final": res_c.risk_heldout[-1] / res_c.risk_pred[-1],
-    "clean_rel_err_final": res_c.rel_err[-1],
-    "clean_rel_err_pred_final": res_c.rel_err_pred[-1],
-    "clean_rel_err_ratio_final": res_c.rel_err[-1] / res_c.rel_err_pred[-1],
-    "clean_sin2_final": res_c.sin2[-1],
-    "clean_sin2_wedin_bound": wedin_clean,
-    "clean_max_abs_log_ratio": np.abs(log_ratio).max(),
-    **clean_se,
+    "max_err_closed_form": closed.max_err_closed_form, "max_err_modal_rel": closed.max_err_modal_rel,
+    "noisy_risk_heldout_final": res_n.risk_heldout[-1], "noisy_risk_pred_final": res_n.risk_pred[-1],
+    "noisy_risk_iterate_final": res_n.risk_iterate[-1], "noisy_rel_err_final": res_n.rel_err[-1],
+    "noisy_sin2_final": res_n.sin2[-1], "noise_floor": prob_noisy.noise_floor,
+    **{f"noisy_{k}": v for k, v in asdict(noisy).items()},
+    "clean_risk_heldout_final": res_c.risk_heldout[-1], "clean_risk_iterate_final": res_c.risk_iterate[-1],
+    "clean_risk_pred_final": res_c.risk_pred[-1], "clean_rel_err_final": res_c.rel_err[-1],
+    "clean_rel_err_pred_final": res_c.rel_err_pred[-1], "clean_sin2_final": res_c.sin2[-1],
+    **{f"clean_{k}": v for k, v in asdict(clean).items()},
     "n_replicas": n_replicas,
-    "subspace_reff": reff,
-    "subspace_gamma": gamma,
-    "subspace_sin_estimated_final": sin_est[-1],
-    "subspace_dk_estimated_final": dk_est[-1],
-    "subspace_sin_oracle_final": sin_or[-1],
-    "subspace_dk_oracle_final": dk_or[-1],
-    "subspace_oracle_err_normalised_min": norm_err_or.min(),
-    "subspace_oracle_err_normalised_max": norm_err_or.max(),
-    "subspace_valid_dk_ratio_max": valid_dk_ratio_max,
-    "dk_counterexample_sin": sin_cx,
-    "dk_counterexample_paper_bound": dk_cx,
-    "subspace_sin_estimated_over_dk": sin_est[-1] / dk_est[-1],
-    "subspace_floor_bound_ratio_max": float(np.max(fl_all / flb_all)),
-    "elapsed_seconds": elapsed,
+    "subspace_reff": reff, "subspace_gamma": gamma,
+    "subspace_sin_estimated_final": est.sin[-1], "subspace_dk_estimated_final": est.dk_paper[-1],
+    "subspace_sin_oracle_final": orc.sin[-1], "subspace_dk_oracle_final": orc.dk_paper[-1],
+    "subspace_oracle_err_normalised_min": norm_err_or.min(), "subspace_oracle_err_normalised_max": norm_err_or.max(),
+    "subspace_valid_dk_ratio_max": ratios.valid_dk_ratio_max, "subspace_floor_bound_ratio_max": ratios.floor_bound_ratio_max,
+    "dk_counterexample_sin": sin_cx, "dk_counterexample_paper_bound": dk_cx,
+    "subspace_sin_estimated_over_dk": est.sin[-1] / est.dk_paper[-1],
+    "elapsed_seconds": time.perf_counter() - t_start,
 })

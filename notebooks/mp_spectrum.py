@@ -37,6 +37,7 @@ PRESETS = {"paper": {"K_hist": 400, "n_hist_draws": 25, "K_conc": 64, "n_conc_dr
 
 # %% tags=["hide-input"]
 import time
+from dataclasses import asdict
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -47,13 +48,15 @@ from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.spectra.mp import mp_atom, mp_density, mp_edges, mp_moment, mp_quadrature, mp_stieltjes
 from iclcore.spectra.prompt import (
     concentration_experiment,
+    concentration_summary,
+    concentration_table,
+    excess_risk_exponent,
     haar_rotated_covariance,
     prompt_excess_risk_first_order,
     prompt_excess_risk_mc,
-    resolvent_perturbation,
+    resolvent_perturbation_sweep,
     whitened_spectrum_sample,
 )
-from iclcore.stats import binomial_excess_z, fit_power_law, power_law_design, weighted_least_squares
 
 use_style()
 t_start = time.perf_counter()
@@ -71,30 +74,24 @@ Sigma_hist = haar_rotated_covariance(np.geomspace(cond, 1.0, K_hist) / np.geomsp
 # per gamma: the whitened spectra of n_hist_draws prompts, the zero fraction (atom) and the KS distance of the
 # pooled nonzero eigenvalues, with the SE of the pooled cdf (over draws) at the sup point
 samples = {g: whitened_spectrum_sample(Sigma_hist, g, n_hist_draws, rng) for g in gammas}
-hist_results = {g: dict(M=r.M, ev=r.eigenvalues.ravel(), nz=r.nonzero, raw=r.raw, zero_frac=r.zero_fraction, ks=r.ks,
-                        ks_se=r.ks_se) for g, r in samples.items()}
 
 fig, axes = plt.subplots(1, len(gammas), figsize=(13, 3.2))
-for ax, g in zip(axes, gammas):
-    res = hist_results[g]
+for ax, (g, res) in zip(axes, samples.items()):
     lo, hi = mp_edges(g)
-    nz = res["nz"]
+    nz = res.nonzero
     # histogram of the nonzero eigenvalues, normalised so that its mass is their fraction (1 - atom)
-    w = np.full(nz.size, 1.0 / res["ev"].size)
+    w = np.full(nz.size, 1.0 / res.eigenvalues.size)
     ax.hist(nz, bins=40, weights=w / ((hi - lo) / 40), color=PALETTE[5], alpha=0.6, label="whitened $\\widetilde\\Sigma_M$")
     x = np.linspace(max(lo, 1e-4), hi, 400)
     ax.plot(x, mp_density(x, g), color=PALETTE[1], label="MP density")
-    ax.axvline(lo, color="k", ls=":", lw=1)
-    ax.axvline(hi, color="k", ls=":", lw=1)
-    title = f"$\\gamma$ = {g:g} (K={K_hist}, M={res['M']})"
+    ax.axvline(lo, color="k", ls=":", lw=1); ax.axvline(hi, color="k", ls=":", lw=1)
+    title = f"$\\gamma$ = {g:g} (K={K_hist}, M={res.M})"
     if g > 1:
-        title += f"\natom: {res['zero_frac']:.3f} vs {mp_atom(g):.3f}"
-    ax.set_title(title)
-    ax.set_xlabel("eigenvalue")
+        title += f"\natom: {res.zero_fraction:.3f} vs {mp_atom(g):.3f}"
+    ax.set(title=title, xlabel="eigenvalue")
     if g == 1.0:
         ax.set_ylim(0, 1.5)
-axes[0].set_ylabel("density")
-axes[0].legend(loc="upper right")
+axes[0].set_ylabel("density"); axes[0].legend(loc="upper right")
 fig.tight_layout()
 save_figure(fig, "fig10_mp_histograms")
 
@@ -106,21 +103,19 @@ save_figure(fig, "fig10_mp_histograms")
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.2))
 g = 0.25
-ax.hist(np.log10(hist_results[g]["raw"]), bins=60, density=True, alpha=0.6, color=PALETTE[4], label="raw $\\widehat\\Sigma_M$")
-ax.hist(np.log10(hist_results[g]["ev"]), bins=60, density=True, alpha=0.6, color=PALETTE[5], label="whitened $\\widetilde\\Sigma_M$")
-ax.set_xlabel("log10 eigenvalue")
-ax.set_ylabel("density")
-ax.set_title(f"$\\gamma$ = {g}: whitening removes $\\Sigma_x$ (cond {cond:g})")
+ax.hist(np.log10(samples[g].raw), bins=60, density=True, alpha=0.6, color=PALETTE[4], label="raw $\\widehat\\Sigma_M$")
+ax.hist(np.log10(samples[g].eigenvalues.ravel()), bins=60, density=True, alpha=0.6, color=PALETTE[5], label="whitened $\\widetilde\\Sigma_M$")
+ax.set(xlabel="log10 eigenvalue", ylabel="density", title=f"$\\gamma$ = {g}: whitening removes $\\Sigma_x$ (cond {cond:g})")
 ax.legend()
 save_figure(fig, "mp_raw_vs_whitened")
 
 # %% tags=["nbval-check-output"]
 for g in gammas:
-    print(f"gamma={g:4}: KS distance {hist_results[g]['ks']:.2f}, zero fraction {hist_results[g]['zero_frac']:.2f} (atom {mp_atom(g):.2f})")
+    print(f"gamma={g:4}: KS distance {samples[g].ks:.2f}, zero fraction {samples[g].zero_fraction:.2f} (atom {mp_atom(g):.2f})")
 # resolvent trace: (1/K) Tr (Σ̃_M + λ)^{-1} over the sampled spectra against m_γ(-λ) (atom included)
 lam_probe = 0.5
 for g in gammas:
-    emp = np.mean(1.0 / (hist_results[g]["ev"] + lam_probe))
+    emp = np.mean(1.0 / (samples[g].eigenvalues.ravel() + lam_probe))
     print(f"gamma={g:4}: (1/K) Tr(S+0.5)^-1 / m_gamma(-0.5) = {emp / mp_stieltjes(-lam_probe + 0j, g).real:.2f}")
 
 # %%
@@ -139,54 +134,39 @@ print(f"8-node Gauss rule, gamma=0.5: largest relative error of the moments k < 
 conc_gammas = [1 / 16, 0.25, 0.5, 1.0, 2.0]
 t_grid = np.array([0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4])
 Sigma_conc = haar_rotated_covariance(np.geomspace(cond, 1.0, K_conc), rng)
-conc = {}
-for g in conc_gammas:
-    M = int(round(K_conc / g))
-    conc[g] = concentration_experiment(K_conc, M, t_grid, n_conc_draws, rng, Sigma_conc)
-
-rows = np.array([(g, res.M, t, f, fp, b) for g, res in conc.items()
-                 for t, f, fp, b in zip(res.t, res.frequency, res.frequency_paper, res.bound)])  # (windows, 6)
-checked = rows[:, 5] <= 0.05
-bound_excess = rows[:, 3] - rows[:, 5]
+conc = {g: concentration_experiment(K_conc, int(round(K_conc / g)), t_grid, n_conc_draws, rng, Sigma_conc) for g in conc_gammas}
 # binomial slack: a frequency may exceed a bound < 1 only by sampling noise; the excess in binomial SDs of the bound
-excess_z, sd = binomial_excess_z(rows[:, 3], rows[:, 5], n_conc_draws)
-paper_excess_z = binomial_excess_z(rows[:, 4], rows[:, 5], n_conc_draws)[0]
+table = concentration_table(conc_gammas, list(conc.values()))  # rows: gamma, M, t, freq (sharp), freq (paper), bound
+conc_summary = concentration_summary(table)
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 for i, (g, res) in enumerate(conc.items()):
     axes[0].plot(res.t, np.maximum(res.frequency, 0.5 / n_conc_draws), "o-", color=PALETTE[i], label=f"$\\gamma$={g:g} (M={res.M})")
     axes[0].plot(res.t, res.bound, "--", color=PALETTE[i], lw=1)
-axes[0].set_yscale("log")
-axes[0].set_ylim(0.3 / n_conc_draws, 1.5)
-axes[0].set_xlabel("t")
-axes[0].set_ylabel("violation frequency (sharp window)")
+axes[0].set(yscale="log", ylim=(0.3 / n_conc_draws, 1.5), xlabel="t", ylabel="violation frequency (sharp window)")
 axes[0].set_title(f"dots: empirical ({n_conc_draws} draws, floor = 0 violations); dashed: $2e^{{-Mt^2/2}}$", fontsize=8)
 axes[0].legend(fontsize=7)
 ax = axes[1]
 for i, (g, res) in enumerate(conc.items()):
-    lo, hi = mp_edges(g)
     ax.scatter(np.full(res.n_draws, g) * np.exp(0.03 * rng.standard_normal(res.n_draws)), res.lambda_max, s=2, color=PALETTE[i], alpha=0.3)
     ax.scatter(np.full(res.n_draws, g) * np.exp(0.03 * rng.standard_normal(res.n_draws)), res.lambda_min, s=2, color=PALETTE[i], alpha=0.3)
 gg = np.geomspace(1 / 20, 2.5, 200)
 ax.plot(gg, (1 + np.sqrt(gg)) ** 2, "k-", lw=1, label="MP edges $(1\\pm\\sqrt{\\gamma})^2$")
 ax.plot(gg, (1 - np.sqrt(gg)) ** 2, "k-", lw=1)
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel("$\\gamma = K/M$")
-ax.set_ylabel("extreme nonzero eigenvalues")
-ax.set_title("extreme eigenvalues of $\\widetilde\\Sigma_M$ per draw")
+ax.set(xscale="log", yscale="log", xlabel="$\\gamma = K/M$", ylabel="extreme nonzero eigenvalues",
+       title="extreme eigenvalues of $\\widetilde\\Sigma_M$ per draw")
 ax.legend()
 fig.tight_layout()
 save_figure(fig, "fig10_mp_concentration")
 
 # %%
 print(f"{'gamma':>7} {'M':>5} {'t':>6} {'freq(sharp)':>11} {'freq(paper)':>11} {'bound':>9}")
-for g, M, t, f, fp, b in rows:
+for g, M, t, f, fp, b in table.rows:
     print(f"{g:7.4f} {int(M):5d} {t:6.3f} {f:11.4f} {fp:11.4f} {b:9.2e}")
 
 # %% tags=["nbval-check-output"]
-print("checked windows:", int(checked.sum()), "violations in them:", int(round((rows[checked, 3] * n_conc_draws).sum())))
-print(f"largest (frequency - bound) in Monte Carlo s.d.: {float(np.max(bound_excess / np.maximum(sd, 1e-12))):.1f}")
+print("checked windows:", conc_summary.n_checked_windows, "violations in them:", conc_summary.violations_checked_windows)
+print(f"largest (frequency - bound) in Monte Carlo s.d.: {float(np.max(table.excess / np.maximum(table.sd, 1e-12))):.1f}")
 
 # %% [markdown]
 # ## 3. Perturbation of the prompt Hessian
@@ -196,41 +176,26 @@ print(f"largest (frequency - bound) in Monte Carlo s.d.: {float(np.max(bound_exc
 
 # %%
 Sigma_pert = haar_rotated_covariance(np.geomspace(4.0, 0.25, K_pert), rng)
-L_pert = np.linalg.cholesky(Sigma_pert)
 M_grid = np.array([25, 50, 100, 200, 400, 800, 1600, 3200])
-pert = {}
-for M in M_grid:
-    X = rng.standard_normal((n_pert_draws, int(M), K_pert)) @ L_pert.T
-    pert[int(M)] = resolvent_perturbation(np.swapaxes(X, 1, 2) @ X / M, Sigma_pert, lam)
-id_res = max(p.identity_residual.max() for p in pert.values())
-fo_res_min = min(p.first_order_residual.min() for p in pert.values())
-n_app = sum(int(p.applicable.sum()) for p in pert.values())
-norm_bound_ratio = max(float(np.max(p.diff_norm[p.applicable] / p.bound[p.applicable])) for p in pert.values() if p.applicable.any())
-tight = [np.median(p.diff_norm[p.applicable] / p.bound[p.applicable]) if p.applicable.any() else np.nan for p in pert.values()]
+pert = resolvent_perturbation_sweep(Sigma_pert, lam, M_grid, n_draws=n_pert_draws, rng=rng)
 
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-ax = axes[0]
-ax.loglog(M_grid, [np.median(p.diff_norm) for p in pert.values()], "o-", label="$\\|H_M^{-1}-H_\\infty^{-1}\\|_2$ (median)")
-bmed = [np.median(p.bound[p.applicable]) if p.applicable.any() else np.nan for p in pert.values()]
-ax.loglog(M_grid, bmed, "s--", label="norm bound (median, where applicable)")
-ax.loglog(M_grid, [np.median(p.delta_norm) for p in pert.values()], "^:", label="$\\|\\Delta_M\\|_2$ (median)")
-ax.set_xlabel("M")
-ax.set_title(f"K={K_pert}, $\\lambda$={lam}")
-ax.legend(fontsize=7)
-ax = axes[1]
-ax.loglog(M_grid, [p.identity_residual.max() for p in pert.values()], "o-", label="second-order identity (max)")
-ax.loglog(M_grid, [np.median(p.first_order_residual) for p in pert.values()], "s--", label="first-order term only (median)")
-ax.set_xlabel("M")
-ax.set_ylabel("relative residual")
-ax.legend(fontsize=7)
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.6))
+ax0.loglog(M_grid, [np.median(p.diff_norm) for p in pert.checks], "o-", label="$\\|H_M^{-1}-H_\\infty^{-1}\\|_2$ (median)")
+bmed = [np.median(p.bound[p.applicable]) if p.applicable.any() else np.nan for p in pert.checks]
+ax0.loglog(M_grid, bmed, "s--", label="norm bound (median, where applicable)")
+ax0.loglog(M_grid, [np.median(p.delta_norm) for p in pert.checks], "^:", label="$\\|\\Delta_M\\|_2$ (median)")
+ax0.set(xlabel="M", title=f"K={K_pert}, $\\lambda$={lam}"); ax0.legend(fontsize=7)
+ax1.loglog(M_grid, [p.identity_residual.max() for p in pert.checks], "o-", label="second-order identity (max)")
+ax1.loglog(M_grid, [np.median(p.first_order_residual) for p in pert.checks], "s--", label="first-order term only (median)")
+ax1.set(xlabel="M", ylabel="relative residual"); ax1.legend(fontsize=7)
 fig.tight_layout()
 save_figure(fig, "mp_resolvent_perturbation")
 
 # %%
-print(f"identity residual: {id_res:.1e}; largest norm / bound where the bound applies: {norm_bound_ratio:.3f}")
+print(f"identity residual: {pert.identity_residual_max:.1e}; largest norm / bound where the bound applies: {pert.norm_bound_ratio_max:.3f}")
 
 # %% tags=["nbval-check-output"]
-print("applicable prompts:", n_app, "of", n_pert_draws * len(M_grid))
+print("applicable prompts:", pert.applicable_prompts, "of", n_pert_draws * len(M_grid))
 
 # %% [markdown]
 # ## 4. Prompt excess risk against $d_{\rm eff}/M$
@@ -244,70 +209,36 @@ C1 = prompt_excess_risk_first_order(task.Sigma_x, task.Sigma_beta, sigma, lam)
 d_eff = effective_dimension(task.Sigma_x, lam)
 risk_M = np.array([40, 80, 160, 320, 640, 1280])
 ex = np.array([prompt_excess_risk_mc(task.replace(M=int(M)), n_risk_prompts, rng) for M in risk_M])
-# log-log slope; its standard error from the per-M Monte Carlo errors of log(excess), independent across M
-fit = fit_power_law(risk_M, ex[:, 0], y_se=ex[:, 1])
-slope, slope_se = fit.slope, fit.slope_se
-# the asymptotic slope b as M -> infinity: weighted least squares of log excess on 1, log M, 1/M (weights: the
-# inverse squared relative Monte Carlo errors); the change when the next term (1/M^2) is added estimates what
-# the truncated fit leaves
-w_risk = (ex[:, 0] / ex[:, 1]) ** 2
-corr = weighted_least_squares(power_law_design(risk_M, 1), np.log(ex[:, 0]), w_risk)
-slope_corr, slope_corr_se = float(corr.coef[1]), float(corr.coef_se[1])
-slope_corr_next = float(weighted_least_squares(power_law_design(risk_M, 2), np.log(ex[:, 0]), w_risk).coef[1])
+# log-log slope (its SE from the per-M Monte Carlo errors, independent across M), and the asymptotic slope b as
+# M -> infinity from the weighted fit of log excess on 1, log M, 1/M; the 1/M^2 term estimates the truncation
+expo = excess_risk_exponent(risk_M, ex[:, 0], ex[:, 1])
 
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
 ax.errorbar(risk_M, ex[:, 0], yerr=2 * ex[:, 1], fmt="o", label="Monte Carlo (±2 s.e.)")
 ax.loglog(risk_M, C1 / risk_M, "-", label=f"first order $C/M$, C = {C1:.2f}")
 ax.loglog(risk_M, d_eff / risk_M, "--", label=f"$d_{{\\rm eff}}/M$, $d_{{\\rm eff}}$ = {d_eff:.2f}")
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel("prompt size M")
-ax.set_ylabel("prompt excess risk")
-ax.set_title(f"K={K_pert}, r={task_rank}, $\\sigma$={sigma}, $\\lambda$={lam}, cond={cond:g}")
+ax.set(xscale="log", yscale="log", xlabel="prompt size M", ylabel="prompt excess risk",
+       title=f"K={K_pert}, r={task_rank}, $\\sigma$={sigma}, $\\lambda$={lam}, cond={cond:g}")
 ax.legend(fontsize=8)
 save_figure(fig, "mp_prompt_excess_risk")
 
 # %% tags=["nbval-check-output"]
-print(f"log-log slope of the excess risk in M: {slope:.2f}")
+print(f"log-log slope of the excess risk in M: {expo.slope:.2f}")
 
 # %%
-runtime = time.perf_counter() - t_start
-g_checked = rows[checked]
 metrics = {
-    "ks_max": max(r["ks"] for r in hist_results.values()),
-    "ks_se_max": max(r["ks_se"] for r in hist_results.values()),
-    "ks_finite_K_term": 1.0 / K_hist,
-    "atom_error_gamma2": abs(hist_results[2.0]["zero_frac"] - mp_atom(2.0)),
-    "n_checked_windows": int(checked.sum()),
-    "violations_checked_windows": int(round((g_checked[:, 3] * n_conc_draws).sum())),
-    "violations_allowed_by_bound_checked": float((g_checked[:, 5] * n_conc_draws).sum()),
-    "violation_freq_max_checked": float(g_checked[:, 3].max()),
-    "violation_freq_t0_max": float(rows[rows[:, 2] == 0, 3].max()),
-    "violation_freq_t0_min": float(rows[rows[:, 2] == 0, 3].min()),
-    "freq_minus_bound_z_max": float(np.max(excess_z)),
-    "freq_sd_checked_max": float(sd[checked].max()),
-    "max_freq_minus_bound": float(bound_excess.max()),
-    "paper_window_excess_z_max": float(np.max(paper_excess_z)),
-    "paper_window_freq_gamma_ge1_min": float(rows[(rows[:, 0] >= 1) & (rows[:, 2] > 0), 4].min()),
-    "paper_window_freq_gamma_lt1_checked_max": float(rows[(rows[:, 0] < 1) & checked, 4].max()),
-    "resolvent_identity_residual_max": float(id_res),
-    "first_order_residual_min": float(fo_res_min),
-    "norm_bound_ratio_max": norm_bound_ratio,
-    "bound_at_first_zero_freq_min": float(min(rows[(rows[:, 0] == g) & (rows[:, 3] == 0), 5][0]
-                                              for g in np.unique(rows[:, 0]) if np.any((rows[:, 0] == g) & (rows[:, 3] == 0)))),
-    "norm_bound_applicable_prompts": n_app,
-    "norm_bound_tightness_largest_M": float(tight[-1]),
-    "excess_risk_slope": float(slope),
-    "excess_risk_slope_se": slope_se,
-    "excess_risk_slope_corrected": slope_corr,
-    "excess_risk_slope_corrected_se": slope_corr_se,
-    "excess_risk_slope_truncation": abs(slope_corr_next - slope_corr),
-    "excess_risk_C": float(C1),
-    "d_eff": float(d_eff),
-    "excess_risk_ratio_C_largest_M": float(ex[-1, 0] * risk_M[-1] / C1),
-    "excess_risk_ratio_C_se": float(ex[-1, 1] * risk_M[-1] / C1),
+    "ks_max": max(s.ks for s in samples.values()), "ks_se_max": max(s.ks_se for s in samples.values()),
+    "ks_finite_K_term": 1.0 / K_hist, "atom_error_gamma2": abs(samples[2.0].zero_fraction - mp_atom(2.0)),
+    **asdict(conc_summary),
+    "resolvent_identity_residual_max": float(pert.identity_residual_max), "first_order_residual_min": float(pert.first_order_residual_min),
+    "norm_bound_ratio_max": pert.norm_bound_ratio_max, "norm_bound_applicable_prompts": pert.applicable_prompts,
+    "norm_bound_tightness_largest_M": float(pert.tightness[-1]), "excess_risk_C": float(C1), "d_eff": float(d_eff),
+    "excess_risk_slope": float(expo.slope), "excess_risk_slope_se": expo.slope_se,
+    "excess_risk_slope_corrected": expo.corrected, "excess_risk_slope_corrected_se": expo.corrected_se,
+    "excess_risk_slope_truncation": expo.truncation,
+    "excess_risk_ratio_C_largest_M": float(ex[-1, 0] * risk_M[-1] / C1), "excess_risk_ratio_C_se": float(ex[-1, 1] * risk_M[-1] / C1),
     "excess_risk_over_deff_largest_M": float(ex[-1, 0] * risk_M[-1] / d_eff),
-    "runtime_s": runtime,
+    "runtime_s": time.perf_counter() - t_start,
 }
 write_metrics(metrics)
 print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in metrics.items()})

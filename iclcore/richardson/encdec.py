@@ -54,7 +54,9 @@ from iclcore.lsq.lowrank import (
     make_lowrank_model,
     sample_lowrank_prompts,
 )
+from iclcore.richardson.closure import commutator_defect, tracking_error_product_sum
 from iclcore.richardson.subspace import davis_kahan_bound, sin_theta
+from iclcore.stats import fit_line, fit_power_law
 from iclcore.validation import positive_int
 
 __all__ = [
@@ -75,6 +77,15 @@ __all__ = [
     "encdec_dynamics",
     "run_encdec",
     "continuous_triangular",
+    "EncDecSummary",
+    "summarise_encdec_run",
+    "report_table3",
+    "TrackingSpectrum",
+    "tracking_spectrum",
+    "ProductSumCheck",
+    "product_sum_check",
+    "ContinuousTimeLimit",
+    "continuous_time_refinement",
 ]
 
 
@@ -644,3 +655,293 @@ def continuous_triangular(
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     G = np.array([G_at(t) for t in t_eval])
     return G, sol.y.T.reshape(-1, r, r)
+
+
+# ---------------------------------------------------------------------------
+# Diagnostics of a finished run: levels, spectral overlap, §6.6 and §6.4 checks
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncDecSummary:
+    """Last-step levels and run-wide ratios of an encoder+decoder run (main paper §6.2–§6.3, §11).
+
+    ``*_final`` fields are the values at the last step (risks: at the last checkpoint);
+    ``*_max`` fields are maxima over the checkpoints (risks) or the steps (subspace, tracking).
+
+    Attributes
+    ----------
+    e2e_final, exact_final, floor_final, dec_final, cross_final, dec_mid_final, dec_bound_final,
+    rho_mean_final, rho_max_final : the §6.3 terms of :class:`RiskDecomposition` at the last checkpoint.
+    violation_rate_max : largest fraction of prompts violating ``||z_L - z^†|| <= ρ^L ||z^†||``.
+    tracking_rel_final, sin2_final, sin2_fro_final, dk2_paper_final, dk2_weyl_final : run curves at the last step.
+    identity_gap_max : ``max |R_obs - R_exact|``; identity_gap_rel_max: the same relative to ``R_e2e``.
+    decomposition_gap_max : ``max |R_e2e - (R_floor + R_dec + 2 cross)|``.
+    tracking_identity_residual_max : largest relative residual of the boxed §6.2 identity.
+    floor_share_final, dec_share_final : ``R_floor / R_e2e`` and ``R_dec / R_e2e`` at the last checkpoint.
+    dec_mid_ratio_max : ``max R_dec / (||Σ_x|| E||z_L - z^†||²)`` (≤ 1: first link of the §6.3 chain).
+    dec_bound_ratio_max : ``max ||Σ_x|| E||z_L - z^†||² / (||Σ_x|| E[ρ^{2L}||z^†||²])`` (≤ 1: second link).
+    dec_bound_conservative_factor : certified over actual decoder risk at the last checkpoint.
+    dk_paper_ratio_max, dk_valid_ratio_max : ``max_s sin²Θ_s / DK²_s`` for the printed and the valid
+        Davis–Kahan forms (the valid form over the steps where it is finite).
+    sin2_plateau_ratio : ``sin²Θ`` at the last step over its value at half the steps.
+    tracking_rel_quarter : relative tracking error at a quarter of the steps.
+    eta_e, eta_d : the step sizes of the run.
+    """
+
+    e2e_final: float
+    exact_final: float
+    floor_final: float
+    dec_final: float
+    cross_final: float
+    dec_mid_final: float
+    dec_bound_final: float
+    rho_mean_final: float
+    rho_max_final: float
+    violation_rate_max: float
+    tracking_rel_final: float
+    sin2_final: float
+    sin2_fro_final: float
+    dk2_paper_final: float
+    dk2_weyl_final: float
+    identity_gap_max: float
+    identity_gap_rel_max: float
+    decomposition_gap_max: float
+    tracking_identity_residual_max: float
+    floor_share_final: float
+    dec_share_final: float
+    dec_mid_ratio_max: float
+    dec_bound_ratio_max: float
+    dec_bound_conservative_factor: float
+    dk_paper_ratio_max: float
+    dk_valid_ratio_max: float
+    sin2_plateau_ratio: float
+    tracking_rel_quarter: float
+    eta_e: float
+    eta_d: float
+
+
+def summarise_encdec_run(run: EncDecRun) -> EncDecSummary:
+    """The levels and ratios of :class:`EncDecSummary` from a run of :func:`run_encdec`.
+
+    Every field is read off the run's curves (no new computation beyond ratios and maxima);
+    with ``S = steps`` the plateau ratio is ``sin²Θ_S / sin²Θ_{⌊S/2⌋}`` and the quarter level is
+    the tracking error at ``⌊S/4⌋``.
+    """
+    R = run.risks
+    steps = run.G.shape[0] - 1
+    finite = np.isfinite(run.dk2_weyl)
+    return EncDecSummary(
+        e2e_final=R.e2e[-1],
+        exact_final=R.exact[-1],
+        floor_final=R.floor[-1],
+        dec_final=R.dec[-1],
+        cross_final=R.cross[-1],
+        dec_mid_final=R.dec_mid[-1],
+        dec_bound_final=R.dec_bound[-1],
+        rho_mean_final=R.rho_mean[-1],
+        rho_max_final=R.rho_max[-1],
+        violation_rate_max=R.violations.max(),
+        tracking_rel_final=run.tracking_rel[-1],
+        sin2_final=run.sin2[-1],
+        sin2_fro_final=run.sin2_fro[-1],
+        dk2_paper_final=run.dk2_paper[-1],
+        dk2_weyl_final=run.dk2_weyl[-1],
+        identity_gap_max=R.identity_gap.max(),
+        identity_gap_rel_max=float(np.max(R.identity_gap / R.e2e)),
+        decomposition_gap_max=R.decomposition_gap.max(),
+        tracking_identity_residual_max=run.identity_residual.max(),
+        floor_share_final=R.floor[-1] / R.e2e[-1],
+        dec_share_final=R.dec[-1] / R.e2e[-1],
+        dec_mid_ratio_max=float(np.max(R.dec / R.dec_mid)),
+        dec_bound_ratio_max=float(np.max(R.dec_mid / R.dec_bound)),
+        dec_bound_conservative_factor=R.dec_bound[-1] / R.dec[-1],
+        dk_paper_ratio_max=float(np.max(run.sin2 / run.dk2_paper)),
+        dk_valid_ratio_max=float(np.max(run.sin2[finite] / run.dk2_weyl[finite])),
+        sin2_plateau_ratio=run.sin2[-1] / run.sin2[steps // 2],
+        tracking_rel_quarter=run.tracking_rel[steps // 4],
+        eta_e=run.eta_e,
+        eta_d=run.eta_d,
+    )
+
+
+def report_table3(summary: EncDecSummary) -> dict[str, float]:
+    """The rows of MMNN report §5.2, Table 3 (low-rank encoder–decoder), label -> value, from a summary.
+
+    The held-out and exact identity risks, the largest identity gap, the decoder's actual and
+    certified risks, the true ``sin²Θ`` and its two Davis–Kahan bounds, ``R_floor`` and the
+    relative tracking error, all at the last step of the run.
+    """
+    return {
+        "held-out prediction risk": summary.e2e_final,
+        "exact identity risk": summary.exact_final,
+        "max identity absolute gap": summary.identity_gap_max,
+        "decoder actual risk": summary.dec_final,
+        "decoder certified risk": summary.dec_bound_final,
+        "encoder true subspace sin^2": summary.sin2_final,
+        "Davis-Kahan sin^2 bound (paper)": summary.dk2_paper_final,
+        "Davis-Kahan sin^2 bound (valid)": summary.dk2_weyl_final,
+        "R_floor": summary.floor_final,
+        "relative tracking error": summary.tracking_rel_final,
+    }
+
+
+@dataclass(frozen=True)
+class TrackingSpectrum:
+    """The tracking error ``E_s = P_{z,s} - P_z^⋆(U_s)`` in the eigenbasis of ``C_s``, and the oracle drift.
+
+    Attributes
+    ----------
+    E : ndarray (S, r, r)
+        Tracking errors.
+    weights : ndarray (S, r)
+        Spectral-overlap fractions ``w_{s,i} = λ_i(C_s)||E_s q_{s,i}||² / Σ_j λ_j(C_s)||E_s q_{s,j}||²``,
+        ``i`` in ascending order of ``λ_i(C_s)`` (column 0 is the slowest mode).
+    drift : ndarray (S-1,)
+        ``||P⋆_{s+1} - P⋆_s||_F``.
+    drift_rel : ndarray (S-1,)
+        ``drift / ||P⋆_s||_F``.
+    drift_rel_log_slope : float
+        Least-squares slope of ``log drift_rel`` against ``s`` over the second half of the steps
+        (``s ≥ ⌊(S-1)/2⌋``): the geometric rate at which the oracle settles.
+    """
+
+    E: np.ndarray
+    weights: np.ndarray
+    drift: np.ndarray
+    drift_rel: np.ndarray
+    drift_rel_log_slope: float
+
+
+def tracking_spectrum(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> TrackingSpectrum:
+    """Spectral overlap of the tracking error and the drift of the moving oracle (main paper §6.2, Figure 4).
+
+    Parameters
+    ----------
+    P, P_star : ndarray (S, r, r)
+        Decoder iterates and moving oracle ``P_z^⋆(U_s)``, ``S >= 3``.
+    C : ndarray (S, r, r)
+        Latent moments ``C_s`` (symmetric positive definite).
+
+    Returns
+    -------
+    TrackingSpectrum
+    """
+    P, P_star, C = (np.asarray(a, float) for a in (P, P_star, C))
+    if P.ndim != 3 or P.shape != P_star.shape or P.shape != C.shape or P.shape[0] < 3:
+        raise ValueError(
+            f"P, P_star, C: expected three arrays of one shape (S >= 3, r, r), got {P.shape}, {P_star.shape}, {C.shape}"
+        )
+    E = P - P_star
+    lamC, QC = np.linalg.eigh(C)  # ascending
+    energy = lamC * np.sum((E @ QC) ** 2, axis=-2)
+    weights = energy / energy.sum(axis=1, keepdims=True)
+    drift = np.linalg.norm(P_star[1:] - P_star[:-1], axis=(-2, -1))
+    drift_rel = drift / np.linalg.norm(P_star[:-1], axis=(-2, -1))
+    half = (P.shape[0] - 1) // 2
+    slope = fit_line(np.arange(P.shape[0] - 1)[half:], np.log(drift_rel[half:])).slope
+    return TrackingSpectrum(E, weights, drift, drift_rel, slope)
+
+
+@dataclass(frozen=True)
+class ProductSumCheck:
+    """The §6.6 product/sum formula against the tracked error of a run.
+
+    Attributes
+    ----------
+    steps : ndarray (n,)
+        Steps at which the formula is evaluated.
+    E_formula : ndarray (n, r, r)
+        ``E_s`` from ``E_0``, the ``C_t`` and the drifts ``D_t`` only.
+    error : ndarray (n,)
+        ``max |E_formula - E_s| / max_{s'} |E_{s'}|`` (entrywise).
+    commutator_defect : float
+        :func:`~iclcore.richardson.closure.commutator_defect` of a subsample of the ``C_s``.
+    """
+
+    steps: np.ndarray
+    E_formula: np.ndarray
+    error: np.ndarray
+    commutator_defect: float
+
+
+def product_sum_check(run: EncDecRun, n_checks: int = 43, n_commutator: int = 40) -> ProductSumCheck:
+    """Evaluate the main paper §6.6 product/sum formula at ``n_checks`` steps of a run.
+
+    ``E_s = E_0 Π_{t<s}(I - η_d C_t) + Σ_{τ<s} D_τ Π_{t=τ+1}^{s-1}(I - η_d C_t)`` with
+    ``D_τ = P⋆(U_τ) - P⋆(U_{τ+1})`` (:func:`~iclcore.richardson.closure.tracking_error_product_sum`),
+    at ``n_checks`` evenly spaced steps (and the last), against ``E_s = P_{z,s} - P⋆(U_s)`` of the
+    run; the commutator defect uses every ``⌊S/n_commutator⌋``-th ``C_s``.
+    """
+    n_checks = positive_int(n_checks, "n_checks")
+    n_commutator = positive_int(n_commutator, "n_commutator")
+    steps = run.G.shape[0] - 1
+    E = run.P - run.P_star
+    check_steps = np.unique(np.r_[np.linspace(0, steps, n_checks).astype(int), steps])
+    E_formula = tracking_error_product_sum(
+        run.P[0] - run.P_star[0], run.C[:-1], run.P_star[:-1] - run.P_star[1:], run.eta_d, check_steps
+    )
+    error = np.abs(E_formula - E[check_steps]).max(axis=(-2, -1)) / np.abs(E).max()
+    return ProductSumCheck(check_steps, E_formula, error, commutator_defect(run.C[:: max(1, steps // n_commutator)]))
+
+
+@dataclass(frozen=True)
+class ContinuousTimeLimit:
+    """Gradient descent against the §6.4 ODE under step refinement.
+
+    Attributes
+    ----------
+    t : ndarray (T,)
+        ODE times (in base steps).
+    P_ode : ndarray (T, r, r)
+        Decoder of the ODE at ``t``.
+    refinements : ndarray (k,)
+        Refinement factors ``1, 2, 4, ...`` (steps ``η/k`` over ``k·S`` steps).
+    gaps : ndarray (k,)
+        ``max |P^{GD, η/k}(t) - P_ode(t)| / max |P_ode|`` over ``t``.
+    order : float
+        Log-log slope of ``gaps`` against ``refinements`` (``-1`` for first-order convergence).
+    """
+
+    t: np.ndarray
+    P_ode: np.ndarray
+    refinements: np.ndarray
+    gaps: np.ndarray
+    order: float
+
+
+def continuous_time_refinement(
+    run: EncDecRun, refine_max: int, *, t_stride: int = 2, rtol: float = 1e-10, atol: float = 1e-13
+) -> ContinuousTimeLimit:
+    """Forward-Euler convergence of the encoder+decoder GD to the §6.4 ODE (main paper §6.4).
+
+    The ODE of :func:`continuous_triangular` is integrated from the run's ``G_0`` and ``P = 0`` at
+    times ``0, t_stride, 2 t_stride, ...``; the run (``k = 1``) and runs with steps ``η_e/k, η_d/k``
+    over ``k·S`` steps (:func:`encdec_dynamics`, same draws), for ``k = 1, 2, 4, ... <= refine_max``,
+    are compared with it at the same times. GD is the Euler scheme of the ODE, so the gap is
+    ``O(η/k)`` and :attr:`ContinuousTimeLimit.order` is near ``-1``.
+    """
+    refine_max = positive_int(refine_max, "refine_max")
+    t_stride = positive_int(t_stride, "t_stride")
+    cfg = run.config
+    steps = run.G.shape[0] - 1
+    t_ode = np.arange(0, steps + 1, float(t_stride))
+    _, P_ode = continuous_triangular(
+        run.G[0],
+        run.G_hat,
+        run.Sz,
+        run.train,
+        np.zeros((cfg.r, cfg.r)),
+        run.eta_e,
+        run.eta_d,
+        t_ode,
+        rtol=rtol,
+        atol=atol,
+    )
+    ks = [2**j for j in range(int(np.log2(refine_max)) + 1)]
+    gaps = []
+    for k in ks:
+        P = run.P if k == 1 else encdec_dynamics(cfg, steps=steps * k, eta_e=run.eta_e / k, eta_d=run.eta_d / k).P
+        gaps.append(float(np.abs(P[:: t_stride * k] - P_ode).max() / np.abs(P_ode).max()))
+    gaps = np.array(gaps)
+    return ContinuousTimeLimit(t_ode, P_ode, np.array(ks), gaps, fit_power_law(ks, gaps).slope)

@@ -39,8 +39,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclcore.lsq.dynamics import check_step_size, excess_risk, gd_trajectory, modal_excess_risk, psd_spectrum
-from iclcore.richardson.subspace import sin_theta
+from iclcore.lsq.dynamics import (
+    check_step_size,
+    excess_risk,
+    gd_iterate,
+    gd_trajectory,
+    modal_excess_risk,
+    psd_spectrum,
+)
+from iclcore.richardson.subspace import sin_theta, wedin_sin_bound
+from iclcore.stats import batch_means, replica_spread
 from iclcore.validation import as_generator, positive_int
 
 __all__ = [
@@ -58,6 +66,12 @@ __all__ = [
     "heldout_risk",
     "sgd_stationary_sq_error",
     "sgd_multiplicative_excess",
+    "ClosedFormCheck",
+    "closed_form_check",
+    "NoisyRunStatistics",
+    "noisy_run_statistics",
+    "NoiseFreeRunStatistics",
+    "noise_free_run_statistics",
 ]
 
 
@@ -482,3 +496,163 @@ def sgd_multiplicative_excess(problem: EncoderProblem, eta: float, batch: int, s
         raise ValueError(f"eta: the estimate needs eta * lambda_max(Sigma_z) < 1, got {eta * mu_max!r}")
     x = eta**2 * mu_max * (mu_max + float(np.sum(spec.lam))) / (B * (1.0 - eta * mu_max) ** 2)
     return float(np.expm1(s * x))
+
+
+# ---------------------------------------------------------------------------
+# Checks and statistics of the runs (main paper §5.1, §11, §12.6; MMNN report §3.3)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClosedFormCheck:
+    """The boxed closed form and the modal risk against their literal definitions.
+
+    Attributes
+    ----------
+    max_err_closed_form : float
+        ``max_s max |G_s^{closed} - G_s^{loop}| / max |G⋆|``: the closed form
+        :func:`encoder_population_trajectory` against the GD recursion run step by step.
+    max_err_modal_rel : float
+        ``max_s |R^{trace}(s) - R^{modal}(s)| / R^{modal}(s)``: the trace form of the risk
+        (:func:`encoder_risk` along the closed form) against the modal sum (:func:`encoder_modal_risk`).
+    """
+
+    max_err_closed_form: float
+    max_err_modal_rel: float
+
+
+def closed_form_check(G0: np.ndarray, problem: EncoderProblem, eta: float, *, n_steps: int) -> ClosedFormCheck:
+    """Check main paper §5.1 at steps ``0..n_steps``: the closed form of population GD and the modal risk.
+
+    Parameters
+    ----------
+    G0 : array_like, shape (q, r)
+    problem : EncoderProblem
+    eta : float, in ``(0, 2/λ_max(Σ_z))``
+    n_steps : int, ``>= 1``
+
+    Returns
+    -------
+    ClosedFormCheck
+        Both errors are at rounding level when the identities hold.
+    """
+    n_steps = positive_int(n_steps, "n_steps")
+    grid = np.arange(n_steps + 1)
+    closed = encoder_population_trajectory(G0, problem, eta, grid)
+    loop = gd_iterate(G0, problem.Sigma_bz, problem.Sigma_z, eta, n_steps)
+    max_err_closed_form = float(np.abs(closed - loop).max() / np.abs(problem.G_star).max())
+    risk_trace = np.asarray(encoder_risk(closed, problem))
+    risk_modal = encoder_modal_risk(G0, problem, eta, grid)
+    return ClosedFormCheck(max_err_closed_form, float(np.max(np.abs(risk_trace - risk_modal) / risk_modal)))
+
+
+@dataclass(frozen=True)
+class NoisyRunStatistics:
+    """Statistics of a noisy online encoder run at its end (MMNN report §3.3, Table 1).
+
+    Attributes
+    ----------
+    ratio_final : float
+        Held-out over exact population risk at the last step.
+    ratio_se : float
+        ``sqrt(2 / (q n_eval))``: relative standard error of a held-out mean of ``σ² χ²_q / q`` over
+        ``n_eval`` samples (the risk at the noise floor), hence of the ratio.
+    rel_err_stationary_pred : float
+        ``sqrt(E||G - G⋆||_F²) / ||G⋆||_F`` of stationary SGD to first order in ``1/B``
+        (:func:`sgd_stationary_sq_error`).
+    rel_err_time_avg : float
+        Root mean square of the run's relative error over the second half of the steps.
+    rel_err_time_avg_se : float
+        Its standard error: batch means of the correlated series ``rel_err²``, then the delta method
+        for the square root.
+    rel_err_multiplicative_term : float
+        ``η Tr Σ_z / B``, the relative size of the multiplicative gradient noise that the stationary
+        formula drops.
+    sin2_wedin_bound : float
+        ``(||G - G⋆||_2 / σ_r(G))²`` at the last step (:func:`~iclcore.richardson.subspace.wedin_sin_bound`).
+    """
+
+    ratio_final: float
+    ratio_se: float
+    rel_err_stationary_pred: float
+    rel_err_time_avg: float
+    rel_err_time_avg_se: float
+    rel_err_multiplicative_term: float
+    sin2_wedin_bound: float
+
+
+def noisy_run_statistics(
+    problem: EncoderProblem, result: OnlineEncoderResult, *, eta: float, batch: int, n_eval: int, n_blocks: int = 10
+) -> NoisyRunStatistics:
+    """The end-of-run statistics of :class:`NoisyRunStatistics` for a run of :func:`online_encoder_run`.
+
+    ``eta``, ``batch`` and ``n_eval`` are those of the run; the time average and its batch-means
+    standard error (``n_blocks`` blocks) use the steps ``s >= ⌊S/2⌋`` of the ``S`` steps.
+    """
+    n_eval = positive_int(n_eval, "n_eval")
+    half = (result.rel_err.size - 1) // 2
+    rel_err_time_avg = float(np.sqrt(np.mean(result.rel_err[half:] ** 2)))
+    _, se_sq = batch_means(result.rel_err[half:] ** 2, n_blocks)
+    return NoisyRunStatistics(
+        ratio_final=float(result.risk_heldout[-1] / result.risk_pred[-1]),
+        ratio_se=float(np.sqrt(2.0 / (problem.q * n_eval))),
+        rel_err_stationary_pred=float(
+            np.sqrt(sgd_stationary_sq_error(problem, eta, batch)) / np.linalg.norm(problem.G_star)
+        ),
+        rel_err_time_avg=rel_err_time_avg,
+        rel_err_time_avg_se=se_sq / (2 * rel_err_time_avg),
+        rel_err_multiplicative_term=eta * float(np.trace(problem.Sigma_z)) / batch,
+        sin2_wedin_bound=wedin_sin_bound(result.G[-1], problem.G_star) ** 2,
+    )
+
+
+@dataclass(frozen=True)
+class NoiseFreeRunStatistics:
+    """Observed/predicted ratios of a noise-free online run and their replica standard errors (main paper §11, §12.6).
+
+    Attributes
+    ----------
+    ratio_final, rel_err_ratio_final : float
+        Held-out over predicted risk, and observed over predicted relative error, at the last step.
+    max_abs_log_ratio : float
+        ``max_s |log(R_heldout(s) / R_pred(s))|``.
+    ratio_final_se, rel_err_ratio_final_se, max_abs_log_ratio_se : float
+        Spread (sample standard deviation) of the three statistics over the main run and its replicas.
+    sgd_excess : float
+        :func:`sgd_multiplicative_excess` at the last step, the order of the SGD bias of the ratios.
+    sin2_wedin_bound : float
+        ``(||G - G⋆||_2 / σ_r(G))²`` at the last step of the main run.
+    """
+
+    ratio_final: float
+    rel_err_ratio_final: float
+    max_abs_log_ratio: float
+    ratio_final_se: float
+    rel_err_ratio_final_se: float
+    max_abs_log_ratio_se: float
+    sgd_excess: float
+    sin2_wedin_bound: float
+
+
+def noise_free_run_statistics(
+    problem: EncoderProblem, runs: list[OnlineEncoderResult], *, eta: float, batch: int
+) -> NoiseFreeRunStatistics:
+    """The statistics of :class:`NoiseFreeRunStatistics` from a main run ``runs[0]`` and its replicas.
+
+    The replicas ``runs[1:]`` start from the same problem and ``G_0`` with independent batches and
+    held-out sets (at least one replica, so that a spread exists); ``eta`` and ``batch`` are those of
+    the runs.
+    """
+    if len(runs) < 2:
+        raise ValueError(f"runs: need the main run and at least one replica, got {len(runs)} run(s)")
+    main = runs[0]
+    return NoiseFreeRunStatistics(
+        ratio_final=main.risk_heldout[-1] / main.risk_pred[-1],
+        rel_err_ratio_final=main.rel_err[-1] / main.rel_err_pred[-1],
+        max_abs_log_ratio=np.abs(np.log(main.risk_heldout / main.risk_pred)).max(),
+        ratio_final_se=replica_spread([r_.risk_heldout[-1] / r_.risk_pred[-1] for r_ in runs]),
+        rel_err_ratio_final_se=replica_spread([r_.rel_err[-1] / r_.rel_err_pred[-1] for r_ in runs]),
+        max_abs_log_ratio_se=replica_spread([np.abs(np.log(r_.risk_heldout / r_.risk_pred)).max() for r_ in runs]),
+        sgd_excess=sgd_multiplicative_excess(problem, eta, batch, int(main.steps[-1])),
+        sin2_wedin_bound=wedin_sin_bound(main.G[-1], problem.G_star) ** 2,
+    )

@@ -25,6 +25,8 @@ a theorem: see :func:`davis_kahan_bound` and the errata entry
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from iclcore.linalg import principal_angles
@@ -42,6 +44,12 @@ __all__ = [
     "floor_risk",
     "floor_risk_bound",
     "wedin_sin_bound",
+    "SubspaceRecoveryCurve",
+    "subspace_recovery_curve",
+    "covariance_error_rate",
+    "SubspaceRecoveryRatios",
+    "subspace_recovery_ratios",
+    "davis_kahan_counterexample",
 ]
 
 DK_VARIANTS = ("paper", "weyl", "mixed")
@@ -287,3 +295,142 @@ def wedin_sin_bound(G: np.ndarray, G_star: np.ndarray) -> float:
     orthonormal_basis(G, "G")  # rank check
     sv = np.linalg.svd(G, compute_uv=False)
     return float(np.linalg.norm(G - Gs, 2) / sv[-1])
+
+
+# ---------------------------------------------------------------------------
+# Subspace recovery along a growing number of task vectors (main paper §5.2)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubspaceRecoveryCurve:
+    """``U_N = Top_r(Σ̂_{β,N})`` from the first ``N`` task vectors, for each ``N`` of a grid.
+
+    Attributes (each an ndarray of shape (n,), one entry per ``N``)
+    ----------
+    N : the numbers of task vectors.
+    sin : ``||sin Θ(U_N, U⋆)||_2``.
+    dk_paper, dk_weyl : :func:`davis_kahan_bound` of ``Σ̂_{β,N}`` against ``Σ_β``, printed and valid forms.
+    err : ``||Σ̂_{β,N} - Σ_β||_2``.
+    floor, floor_bound : :func:`floor_risk` of ``U_N`` and its bound :func:`floor_risk_bound`.
+    """
+
+    N: np.ndarray
+    sin: np.ndarray
+    dk_paper: np.ndarray
+    dk_weyl: np.ndarray
+    err: np.ndarray
+    floor: np.ndarray
+    floor_bound: np.ndarray
+
+
+def subspace_recovery_curve(
+    vectors: np.ndarray,
+    Ns: np.ndarray,
+    *,
+    Sigma_beta: np.ndarray,
+    U_star: np.ndarray,
+    Sigma_z: np.ndarray,
+    Sigma_x: np.ndarray,
+) -> SubspaceRecoveryCurve:
+    """Top-``r`` subspace of the empirical task covariance of ``vectors[:N]`` for each ``N`` (main paper §5.2).
+
+    Parameters
+    ----------
+    vectors : array_like, shape (n, K)
+        Task vectors (estimated ``β̂_n`` or exact ``β_n``), used in order.
+    Ns : array_like of int, shape (m,)
+        Numbers of vectors, each in ``[1, n]``.
+    Sigma_beta : array_like, shape (K, K)
+        The target covariance; ``r`` is the number of columns of ``U_star``.
+    U_star : array_like, shape (K, r), orthonormal columns
+    Sigma_z : array_like, shape (r, r)
+    Sigma_x : array_like, shape (K, K)
+
+    Returns
+    -------
+    SubspaceRecoveryCurve
+    """
+    V = _as_matrix(vectors, "vectors")
+    Ns = np.asarray(Ns)
+    if Ns.ndim != 1 or Ns.size == 0 or Ns.min() < 1 or Ns.max() > V.shape[0]:
+        raise ValueError(f"Ns: expected a 1-D grid of counts in [1, {V.shape[0]}], got {Ns!r}")
+    r = _as_matrix(U_star, "U_star").shape[1]
+    rows = []
+    for N in Ns:
+        S_hat = empirical_task_covariance(V[:N])
+        U_N = top_r_subspace(S_hat, r)
+        rows.append(
+            (
+                sin_theta(U_N, U_star),
+                davis_kahan_bound(S_hat, Sigma_beta, r, "paper"),
+                davis_kahan_bound(S_hat, Sigma_beta, r, "weyl"),
+                np.linalg.norm(S_hat - Sigma_beta, 2),
+                floor_risk(U_N, U_star, Sigma_z, Sigma_x),
+                floor_risk_bound(U_N, U_star, Sigma_z, Sigma_x),
+            )
+        )
+    cols = [np.array(c) for c in zip(*rows)]
+    return SubspaceRecoveryCurve(Ns, *cols)
+
+
+def covariance_error_rate(Sigma_beta: np.ndarray, Ns: np.ndarray) -> np.ndarray:
+    """The §5.2 rate ``||Σ_β||_2 sqrt(r_eff(Σ_β) / N)`` of ``||Σ̂_{β,N} - Σ_β||_2``, shape (m,) like ``Ns``."""
+    return np.linalg.norm(Sigma_beta, 2) * np.sqrt(effective_rank(Sigma_beta) / np.asarray(Ns))
+
+
+@dataclass(frozen=True)
+class SubspaceRecoveryRatios:
+    """How the §5.2 rate and certificates compare with two recovery curves on one grid of ``N``.
+
+    Attributes
+    ----------
+    oracle_err_normalised : ndarray, shape (m,)
+        ``||Σ̂_{β,N} - Σ_β||_2 / (||Σ_β||_2 sqrt(r_eff/N))`` with exact task vectors: ``O_P(1)`` by §5.2.
+    valid_dk_ratio_max : float
+        ``max sin Θ / DK_weyl`` over both curves (``<= 1``: the valid Davis–Kahan form holds).
+    floor_bound_ratio_max : float
+        ``max R_floor / (||Σ_x|| Tr Σ_z ||sin Θ||_F²)`` over both curves (``<= 1``: the floor-risk bound holds).
+    """
+
+    oracle_err_normalised: np.ndarray
+    valid_dk_ratio_max: float
+    floor_bound_ratio_max: float
+
+
+def subspace_recovery_ratios(
+    estimated: SubspaceRecoveryCurve, oracle: SubspaceRecoveryCurve, Sigma_beta: np.ndarray
+) -> SubspaceRecoveryRatios:
+    """Normalised covariance error of the oracle curve and the largest certificate ratios of both curves.
+
+    ``estimated`` and ``oracle`` are :func:`subspace_recovery_curve` results on the same grid (estimated
+    ``β̂_n`` and exact ``β_n``); ``Sigma_beta`` is the target covariance of both.
+    """
+    if not np.array_equal(estimated.N, oracle.N):
+        raise ValueError("oracle: expected the grid of N of the estimated curve")
+    return SubspaceRecoveryRatios(
+        oracle_err_normalised=oracle.err / covariance_error_rate(Sigma_beta, oracle.N),
+        valid_dk_ratio_max=float(max(np.max(oracle.sin / oracle.dk_weyl), np.max(estimated.sin / estimated.dk_weyl))),
+        floor_bound_ratio_max=float(
+            np.max(np.r_[estimated.floor, oracle.floor] / np.r_[estimated.floor_bound, oracle.floor_bound])
+        ),
+    )
+
+
+def davis_kahan_counterexample(delta: float = 1e-3) -> tuple[float, float]:
+    """The 2×2 case where the printed Davis–Kahan form fails (errata "Davis–Kahan with the population gap").
+
+    ``Σ = diag(1, 0)`` (gap ``γ = 1``, top eigenvector ``e_1``) and ``Ŝ = [[1/2, δ], [δ, 1/2]]``, whose
+    top eigenvector is ``(e_1 + e_2)/√2`` for ``δ > 0``: the true ``sin Θ = 1/√2`` exceeds the printed bound
+    ``||Ŝ - Σ||_2 / γ = sqrt(1/4 + δ²)`` for ``δ < 1/2``.
+
+    Returns
+    -------
+    (float, float)
+        ``||sin Θ(Top_1(Ŝ), e_1)||_2`` and the printed bound.
+    """
+    if not np.isfinite(delta) or not 0 < delta < 0.5:
+        raise ValueError(f"delta: expected 0 < delta < 1/2, got {delta!r}")
+    S_cx = np.array([[0.5, delta], [delta, 0.5]])
+    sin_cx = sin_theta(top_r_subspace(S_cx, 1), np.eye(2)[:, :1])
+    return sin_cx, davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "paper")

@@ -34,7 +34,14 @@ import numpy as np
 from iclcore.linalg import haar_orthogonal
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.spectra.mp import mp_atom, mp_cdf
-from iclcore.stats import pooled_ks_distance, standard_error
+from iclcore.stats import (
+    binomial_excess_z,
+    fit_power_law,
+    pooled_ks_distance,
+    power_law_design,
+    standard_error,
+    weighted_least_squares,
+)
 from iclcore.validation import as_generator, positive_int, symmetric_psd
 
 __all__ = [
@@ -54,6 +61,14 @@ __all__ = [
     "prompt_excess_risk_first_order",
     "prompt_excess_risk_mc",
     "haar_rotated_covariance",
+    "ConcentrationTable",
+    "concentration_table",
+    "ConcentrationSummary",
+    "concentration_summary",
+    "ResolventSweep",
+    "resolvent_perturbation_sweep",
+    "ExcessRiskExponent",
+    "excess_risk_exponent",
 ]
 
 WINDOW_FORMS = ("sharp", "paper")
@@ -532,3 +547,256 @@ def prompt_excess_risk_mc(config: TaskConfig, n_prompts: int, rng: np.random.Gen
         out[done : done + b] = np.einsum("ni,ij,nj->n", e_M, S, e_M) - np.einsum("ni,ij,nj->n", e_inf, S, e_inf)
         done += b
     return float(out.mean()), float(standard_error(out))
+
+
+# ---------------------------------------------------------------------------
+# Aggregates over the concentration windows, the perturbation sweep and the excess-risk curve
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConcentrationTable:
+    """All windows ``(γ, t)`` of several :func:`concentration_experiment` runs in one table.
+
+    Attributes
+    ----------
+    rows : ndarray, shape (W, 6)
+        Columns ``γ, M, t, frequency (sharp window), frequency (paper window), bound``.
+    n_draws : int
+        Prompts behind each frequency.
+    checked : ndarray of bool, shape (W,)
+        Windows whose bound ``2e^{-Mt²/2}`` is at most the checking level (non-vacuous).
+    excess : ndarray, shape (W,)
+        ``frequency - bound`` (sharp window).
+    excess_z, sd : ndarray, shape (W,)
+        :func:`iclcore.stats.binomial_excess_z` of the sharp frequencies against the bounds, and the
+        binomial standard deviation of the bound.
+    paper_excess_z : ndarray, shape (W,)
+        The same for the paper's literal window.
+    """
+
+    rows: np.ndarray
+    n_draws: int
+    checked: np.ndarray
+    excess: np.ndarray
+    excess_z: np.ndarray
+    sd: np.ndarray
+    paper_excess_z: np.ndarray
+
+
+def concentration_table(
+    gammas: list[float], results: list[ConcentrationResult], checked_level: float = 0.05
+) -> ConcentrationTable:
+    """Tabulate the windows of ``results`` (one per ``γ`` of ``gammas``, same ``n_draws``) (main paper §4).
+
+    A frequency may exceed a bound ``< 1`` only by sampling noise: the excess is measured in
+    binomial standard deviations of the bound over ``n_draws`` trials.
+    """
+    if len(gammas) != len(results) or not results:
+        raise ValueError(f"gammas: expected one gamma per result, got {len(gammas)} and {len(results)}")
+    n = {res.n_draws for res in results}
+    if len(n) != 1:
+        raise ValueError(f"results: expected one number of draws, got {sorted(n)}")
+    n_draws = n.pop()
+    rows = np.array(
+        [
+            (g, res.M, t, f, fp, b)
+            for g, res in zip(gammas, results)
+            for t, f, fp, b in zip(res.t, res.frequency, res.frequency_paper, res.bound)
+        ]
+    )
+    excess_z, sd = binomial_excess_z(rows[:, 3], rows[:, 5], n_draws)
+    return ConcentrationTable(
+        rows=rows,
+        n_draws=n_draws,
+        checked=rows[:, 5] <= checked_level,
+        excess=rows[:, 3] - rows[:, 5],
+        excess_z=excess_z,
+        sd=sd,
+        paper_excess_z=binomial_excess_z(rows[:, 4], rows[:, 5], n_draws)[0],
+    )
+
+
+@dataclass(frozen=True)
+class ConcentrationSummary:
+    """Counts and extremes of a :class:`ConcentrationTable` (main paper §4, §12.10; the errata's window).
+
+    Attributes
+    ----------
+    n_checked_windows : int
+        Windows with a non-vacuous bound.
+    violations_checked_windows : int
+        Draws violating a checked (sharp) window, summed over the checked windows.
+    violations_allowed_by_bound_checked : float
+        ``Σ bound × n_draws`` over the checked windows: the count the bounds allow.
+    violation_freq_max_checked : float
+        Largest sharp frequency in a checked window.
+    violation_freq_t0_max, violation_freq_t0_min : float
+        Extremes of the sharp frequency at ``t = 0`` (the bare MP edges).
+    freq_minus_bound_z_max : float
+        Largest binomial z of a sharp frequency above its bound.
+    freq_sd_checked_max : float
+        Largest binomial standard deviation of a checked bound.
+    max_freq_minus_bound : float
+        Largest ``frequency - bound``.
+    paper_window_excess_z_max : float
+        Largest binomial z of the paper's literal window above the bound.
+    paper_window_freq_gamma_ge1_min : float
+        Smallest paper-window frequency at ``γ >= 1``, ``t > 0`` (1 when the literal window always fails).
+    paper_window_freq_gamma_lt1_checked_max : float
+        Largest paper-window frequency in a checked window at ``γ < 1``.
+    bound_at_first_zero_freq_min : float
+        Over the ``γ`` with a window of zero sharp violations, the smallest bound at the first such ``t``.
+    """
+
+    n_checked_windows: int
+    violations_checked_windows: int
+    violations_allowed_by_bound_checked: float
+    violation_freq_max_checked: float
+    violation_freq_t0_max: float
+    violation_freq_t0_min: float
+    freq_minus_bound_z_max: float
+    freq_sd_checked_max: float
+    max_freq_minus_bound: float
+    paper_window_excess_z_max: float
+    paper_window_freq_gamma_ge1_min: float
+    paper_window_freq_gamma_lt1_checked_max: float
+    bound_at_first_zero_freq_min: float
+
+
+def concentration_summary(table: ConcentrationTable) -> ConcentrationSummary:
+    """The counts and extremes of :class:`ConcentrationSummary` from a table of windows."""
+    rows, checked, n = table.rows, table.checked, table.n_draws
+    g_checked = rows[checked]
+    g_all = np.unique(rows[:, 0])
+    zero = [
+        rows[(rows[:, 0] == g) & (rows[:, 3] == 0), 5][0]
+        for g in g_all
+        if np.any((rows[:, 0] == g) & (rows[:, 3] == 0))
+    ]
+    return ConcentrationSummary(
+        n_checked_windows=int(checked.sum()),
+        violations_checked_windows=int(round((g_checked[:, 3] * n).sum())),
+        violations_allowed_by_bound_checked=float((g_checked[:, 5] * n).sum()),
+        violation_freq_max_checked=float(g_checked[:, 3].max()),
+        violation_freq_t0_max=float(rows[rows[:, 2] == 0, 3].max()),
+        violation_freq_t0_min=float(rows[rows[:, 2] == 0, 3].min()),
+        freq_minus_bound_z_max=float(np.max(table.excess_z)),
+        freq_sd_checked_max=float(table.sd[checked].max()),
+        max_freq_minus_bound=float(table.excess.max()),
+        paper_window_excess_z_max=float(np.max(table.paper_excess_z)),
+        paper_window_freq_gamma_ge1_min=float(rows[(rows[:, 0] >= 1) & (rows[:, 2] > 0), 4].min()),
+        paper_window_freq_gamma_lt1_checked_max=float(rows[(rows[:, 0] < 1) & checked, 4].max()),
+        bound_at_first_zero_freq_min=float(min(zero)),
+    )
+
+
+@dataclass(frozen=True)
+class ResolventSweep:
+    """:func:`resolvent_perturbation` over a grid of prompt sizes, with its aggregates.
+
+    Attributes
+    ----------
+    M : ndarray of int, shape (m,)
+    checks : list of ResolventCheck, one per ``M``
+    identity_residual_max : float
+        Largest relative residual of the second-order identity over all prompts.
+    first_order_residual_min : float
+        Smallest residual of the first-order term alone (not rounding level).
+    applicable_prompts : int
+        Prompts with ``||H_∞^{-1}|| ||Δ_M|| < 1``.
+    norm_bound_ratio_max : float
+        Largest ``||H_M^{-1} - H_∞^{-1}|| / bound`` where the bound applies (``nan`` if nowhere).
+    tightness : ndarray, shape (m,)
+        Median of that ratio per ``M`` (``nan`` where the bound applies to no prompt).
+    """
+
+    M: np.ndarray
+    checks: list[ResolventCheck]
+    identity_residual_max: float
+    first_order_residual_min: float
+    applicable_prompts: int
+    norm_bound_ratio_max: float
+    tightness: np.ndarray
+
+
+def resolvent_perturbation_sweep(
+    Sigma_x: np.ndarray, lam: float, M_grid: np.ndarray, *, n_draws: int, rng: np.random.Generator
+) -> ResolventSweep:
+    """Draw ``n_draws`` Gaussian prompts per ``M`` and check the §4 identity and norm bound on each.
+
+    Randomness: for each ``M`` in order, one ``rng.standard_normal((n_draws, M, K))`` mapped by the
+    Cholesky factor of ``Σ_x``; ``Σ̂_M = XᵀX/M`` then goes to :func:`resolvent_perturbation`.
+    """
+    n_draws = positive_int(n_draws, "n_draws")
+    S = symmetric_psd(Sigma_x, "Sigma_x", definite=True)
+    root = np.linalg.cholesky(S)
+    M_grid = np.asarray(M_grid)
+    checks = []
+    for M in M_grid:
+        X = rng.standard_normal((n_draws, positive_int(M, "M_grid"), S.shape[0])) @ root.T
+        checks.append(resolvent_perturbation(np.swapaxes(X, 1, 2) @ X / M, S, lam))
+    ratios = [p.diff_norm[p.applicable] / p.bound[p.applicable] for p in checks]
+    return ResolventSweep(
+        M=M_grid,
+        checks=checks,
+        identity_residual_max=max(p.identity_residual.max() for p in checks),
+        first_order_residual_min=min(p.first_order_residual.min() for p in checks),
+        applicable_prompts=sum(int(p.applicable.sum()) for p in checks),
+        norm_bound_ratio_max=max((float(np.max(q)) for q in ratios if q.size), default=float("nan")),
+        tightness=np.array([np.median(q) if q.size else np.nan for q in ratios]),
+    )
+
+
+@dataclass(frozen=True)
+class ExcessRiskExponent:
+    """Log-log slope of the prompt excess risk in ``M`` (main paper §4: ``O(d_eff/M)``, slope ``-1``).
+
+    Attributes
+    ----------
+    slope, slope_se : float
+        Plain power-law fit and its standard error propagated from the Monte Carlo errors.
+    corrected, corrected_se : float
+        Asymptotic slope ``b`` of the weighted fit ``log R = a + b log M + c/M`` and its standard error.
+    truncation : float
+        ``|b' - b|`` with ``b'`` from the fit with the next correction ``c₂/M²``: what the truncated fit leaves.
+    """
+
+    slope: float
+    slope_se: float
+    corrected: float
+    corrected_se: float
+    truncation: float
+
+
+def excess_risk_exponent(M: np.ndarray, excess: np.ndarray, excess_se: np.ndarray) -> ExcessRiskExponent:
+    """Fit the exponent of ``R_prompt(M) - R_prompt(∞) ∝ M^b`` from Monte Carlo estimates (main paper §4).
+
+    :func:`iclcore.stats.fit_power_law` gives the plain slope with errors propagated from ``excess_se``
+    (independent across ``M``); the corrected slope is a :func:`iclcore.stats.weighted_least_squares`
+    fit of ``log excess`` on :func:`iclcore.stats.power_law_design` (``1, log M, 1/M``) with weights the
+    inverse squared relative errors ``(excess / excess_se)²``; adding ``1/M²`` estimates the truncation.
+
+    Parameters
+    ----------
+    M : array_like, shape (n,), positive, ``n >= 4``
+    excess, excess_se : array_like, shape (n,), positive
+    """
+    M = np.asarray(M)
+    excess = np.asarray(excess, dtype=float)
+    excess_se = np.asarray(excess_se, dtype=float)
+    if M.ndim != 1 or M.size < 4 or excess.shape != M.shape or excess_se.shape != M.shape:
+        raise ValueError(
+            f"M, excess, excess_se: expected three 1-D arrays of one length >= 4, got {M.shape}, "
+            f"{excess.shape}, {excess_se.shape}"
+        )
+    if np.any(excess <= 0) or np.any(excess_se <= 0):
+        raise ValueError("excess, excess_se: expected positive values (a log-log fit)")
+    fit = fit_power_law(M, excess, y_se=excess_se)
+    w = (excess / excess_se) ** 2
+    corr = weighted_least_squares(power_law_design(M, 1), np.log(excess), w)
+    corrected = float(corr.coef[1])
+    corrected_next = float(weighted_least_squares(power_law_design(M, 2), np.log(excess), w).coef[1])
+    return ExcessRiskExponent(
+        fit.slope, fit.slope_se, corrected, float(corr.coef_se[1]), abs(corrected_next - corrected)
+    )
