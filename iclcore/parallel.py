@@ -78,8 +78,10 @@ __all__ = [
     "THREADS_RESOURCE",
     "THREAD_VARIABLES",
     "SchedulerUnreachable",
+    "check_dask_threads",
     "map_configs",
     "package_fingerprint",
+    "task_threads",
     "thread_budget",
     "thread_settings",
 ]
