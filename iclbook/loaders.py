@@ -178,6 +178,24 @@ _SECONDS_SCHEMA: dict[str, Any] = {
         "paper": _TIMES,
         "inner": {"type": "object", "additionalProperties": {"type": "object"}},
         "measured": {"type": "object"},
+        "threads": {  # {preset: {notebook: {"declared": [t, ...], "speedup": {"2": s, ...}}}}
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["declared", "speedup"],
+                    "properties": {
+                        "declared": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}},
+                        "speedup": {
+                            "type": "object",
+                            "propertyNames": {"pattern": "^[1-9][0-9]{0,3}$"},
+                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                        },
+                    },
+                },
+            },
+        },
     },
     "additionalProperties": {"type": "object"},
 }

@@ -1,4 +1,4 @@
-"""``icl-book plan``: predicted wall time of a build on ``N`` single-thread workers.
+"""``icl-book plan``: predicted wall time of a build on ``N`` workers of ``C`` threads each.
 
 The tasks of a build are the notebooks and their inner tasks (:func:`iclcore.parallel.map_configs`):
 notebook ``nb`` is a *serial* task (its own code, outside its ``map_configs`` calls) after which its
@@ -21,11 +21,20 @@ between calls, so it is modelled as one task before the first batch. Durations (
 (:func:`hint_from_store`), with where and when each was measured under ``"measured"``, so that a
 fresh clone plans from measured durations; notebooks without a run in the store keep their entry.
 
-The simulation (:func:`simulate`) is list scheduling: whenever a worker is free it takes the ready
-task with the longest path to the end of its notebook (its own duration plus the longest task of
-every later batch), ties in book order. The critical path is the longest notebook chain,
-``serial + sum over batches of max(batch)``; no schedule on any number of workers beats it, nor the
-total work divided by ``N``.
+The simulation (:func:`simulate`) is list scheduling: whenever a worker has free threads it takes the
+ready task with the longest path to the end of its notebook (its own duration plus the longest task
+of every later batch) among those that fit, ties in book order. The critical path is the longest
+notebook chain, ``serial + sum over batches of max(batch)``; no schedule on any number of workers
+beats it, nor the total work divided by the threads.
+
+Tasks of several threads (``--threads-per-worker C``): an inner task that declares ``d`` threads
+(:func:`iclcore.parallel.map_configs`' ``threads``) runs on ``t = min(d, C)`` threads of one worker and
+lasts its one-thread duration divided by its measured speed-up at ``t`` threads (the largest measured
+thread count not above ``t``; 1 where none is). Declarations and speed-ups come from the committed hint,
+``{"threads": {preset: {notebook: {"declared": [d_1, ...], "speedup": {"2": s_2, "4": s_4}}}}}``, with
+``declared`` aligned with the notebook's inner tasks in the order of their ``map_configs`` calls
+(the notebook's threads parameter, such as gd_probe's ``gpt_threads``, set to that count when it
+runs). The serial part of a notebook takes one thread.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import json
 import os
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .loaders import SECONDS_HINT as SECONDS_FILE
@@ -48,6 +57,7 @@ from .store import STAMP, read_manifest, store_dir
 __all__ = ["Plan", "Task", "add_command", "cmd_plan", "hint_from_store", "load_tasks", "simulate"]
 
 INNER_KEY = "inner"  # in notebooks/seconds.json: {"inner": {preset: {notebook: [seconds, ...]}}}
+THREADS_KEY = "threads"  # in notebooks/seconds.json: {"threads": {preset: {notebook: {"declared", "speedup"}}}}
 MEASURED_KEY = "measured"  # in notebooks/seconds.json: {"measured": {preset: {notebook: {"date", "machine"}}}}
 
 
@@ -62,10 +72,19 @@ class Task:
     seconds: float
     source: str
     batch: int = 0
+    threads: int = 1  # threads the task declares (it gets at most the worker's)
+    speedup: tuple[tuple[int, float], ...] = ()  # measured (threads, one-thread seconds / seconds at them)
 
     @property
     def name(self) -> str:
         return self.notebook if not self.label else f"{self.notebook}[{self.label}]"
+
+    def on_threads(self, per_worker: int) -> Task:
+        """This task as it runs on a worker of ``per_worker`` threads: ``threads = min(declared, per_worker)``
+        and its seconds divided by the measured speed-up at the largest measured count not above that."""
+        t = min(self.threads, per_worker)
+        factor = max((s for n, s in self.speedup if n <= t), default=1.0)
+        return replace(self, threads=t, seconds=self.seconds / factor, speedup=())
 
 
 @dataclass
@@ -79,6 +98,7 @@ class Plan:
     total: float
     tasks: list[Task] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    threads_per_worker: int = 1
 
     def longest(self, k: int = 5) -> list[Task]:
         return sorted(self.tasks, key=lambda t: -t.seconds)[:k]
@@ -108,10 +128,17 @@ def _rest(batches: list[list[Task]]) -> list[float]:
     return rest
 
 
-def simulate(tasks: list[Task], workers: int) -> Plan:
-    """List-schedule ``tasks`` on ``workers`` single-thread workers (see the module docstring)."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise NotebookError(f"--workers: expected a number of workers >= 1, got {workers!r}")
+def _count_option(value: object, option: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise NotebookError(f"{option}: expected a number of {what} >= 1, got {value!r}")
+    return value
+
+
+def simulate(tasks: list[Task], workers: int, threads_per_worker: int = 1) -> Plan:
+    """List-schedule ``tasks`` on ``workers`` workers of ``threads_per_worker`` threads (see the module docstring)."""
+    workers = _count_option(workers, "--workers", "workers")
+    per_worker = _count_option(threads_per_worker, "--threads-per-worker", "threads per worker")
+    tasks = [t.on_threads(per_worker) for t in tasks]
     chains = _chains(tasks)
     order = {nb: i for i, nb in enumerate(chains)}
     rest = {nb: _rest(batches) for nb, (_, batches) in chains.items()}
@@ -130,15 +157,25 @@ def simulate(tasks: list[Task], workers: int) -> Plan:
     for nb, (serial, _) in chains.items():
         heapq.heappush(ready, (-(serial.seconds + rest[nb][0]), order[nb], seq, -1, serial))
         seq += 1
-    running: list[tuple[float, int, int, Task]] = []  # (end, seq, batch index, task)
-    idle, now = workers, 0.0
+    running: list[tuple[float, int, int, int, Task]] = []  # (end, seq, batch index, worker, task)
+    free, now = [per_worker] * workers, 0.0
     while ready or running:
-        while idle and ready:
-            _, _, _, k, task = heapq.heappop(ready)
-            heapq.heappush(running, (now + task.seconds, seq, k, task))
-            seq, idle = seq + 1, idle - 1
-        now, _, k, task = heapq.heappop(running)
-        idle += 1
+        skipped = []
+        while ready and max(free) > 0:
+            item = heapq.heappop(ready)
+            task = item[-1]
+            fits = [w for w in range(workers) if free[w] >= task.threads]
+            if not fits:
+                skipped.append(item)  # waits for a worker with enough free threads; smaller ones go first
+                continue
+            w = min(fits, key=lambda w: (free[w], w))  # the fullest worker it fits on
+            free[w] -= task.threads
+            heapq.heappush(running, (now + task.seconds, seq, item[3], w, task))
+            seq += 1
+        for item in skipped:
+            heapq.heappush(ready, item)
+        now, _, k, w, task = heapq.heappop(running)
+        free[w] += task.threads
         nb = task.notebook
         if k >= 0:
             pending[nb] -= 1
@@ -151,8 +188,9 @@ def simulate(tasks: list[Task], workers: int) -> Plan:
         wall=now,
         critical=lengths.get(critical_nb, 0.0),
         critical_notebook=critical_nb,
-        total=sum(t.seconds for t in tasks),
+        total=sum(t.seconds * t.threads for t in tasks),
         tasks=list(tasks),
+        threads_per_worker=per_worker,
     )
 
 
@@ -301,18 +339,30 @@ def load_tasks(root: Path, preset: str, names: list[str] | None = None) -> tuple
     tasks: list[Task] = []
     missing = []
     for nb in wanted:
+        found = None
         if nb in stored:
             try:
-                tasks += tasks_from_manifest(stored[nb])
-                continue
+                found = tasks_from_manifest(stored[nb])
             except (KeyError, TypeError, ValueError):
-                pass
-        from_hint = tasks_from_hint(hint, preset, nb)
-        if from_hint is None:
+                found = None
+        if found is None:
+            found = tasks_from_hint(hint, preset, nb)
+        if found is None:
             missing.append(nb)
         else:
-            tasks += from_hint
+            tasks += with_declared_threads(found, hint.get(THREADS_KEY, {}).get(preset, {}).get(nb))
     return tasks, missing
+
+
+def with_declared_threads(tasks: list[Task], entry: dict | None) -> list[Task]:
+    """``tasks`` of one notebook (serial part first) with the hint's ``declared`` threads and ``speedup``
+    given to its inner tasks in order; unchanged without an entry, or if its length differs from theirs."""
+    inner = [t for t in tasks if t.label]
+    if not entry or len(entry["declared"]) != len(inner):
+        return tasks
+    speedup = tuple(sorted((int(n), float(s)) for n, s in entry["speedup"].items()))
+    declared = iter(entry["declared"])
+    return [replace(t, threads=int(next(declared)), speedup=speedup) if t.label else t for t in tasks]
 
 
 def _minutes(seconds: float) -> str:
@@ -329,23 +379,30 @@ def format_plan(plan: Plan, preset: str) -> str:
         for k, v in sorted(sources.items())
     )
     inner = sum(1 for t in plan.tasks if t.label)
+    wide = sum(1 for t in plan.tasks if t.threads > 1)
+    c = plan.threads_per_worker
+    shape = "single-thread worker(s)" if c == 1 else f"worker(s) of {c} threads"
     lines = [
-        f"plan: preset {preset}, {plan.workers} single-thread worker(s), {len(notebooks)} notebooks, "
-        f"{inner} inner tasks; durations: {where or 'none'}",
+        f"plan: preset {preset}, {plan.workers} {shape}, {len(notebooks)} notebooks, "
+        f"{inner} inner tasks ({wide} of several threads); durations: {where or 'none'}",
         f"predicted wall time: {_minutes(plan.wall)}",
         f"critical path: {_minutes(plan.critical)} ({plan.critical_notebook}: serial part and the longest inner task of each batch)",
-        f"total work: {_minutes(plan.total)} (at least {_minutes(plan.total / plan.workers)} on {plan.workers} workers)",
+        f"total work: {_minutes(plan.total)} thread-time (at least {_minutes(plan.total / (plan.workers * c))} "
+        f"on {plan.workers * c} threads)",
         "five longest tasks:",
     ]
-    lines += [f"  {t.seconds:8.0f} s  {t.name} ({t.source})" for t in plan.longest(5)]
+    lines += [
+        f"  {t.seconds:8.0f} s  {t.name} ({t.source}{f', {t.threads} threads' if t.threads > 1 else ''})"
+        for t in plan.longest(5)
+    ]
     if plan.missing:
         lines.append(f"no recorded time (left out): {', '.join(plan.missing)}")
     return "\n".join(lines)
 
 
 def cmd_plan(args: argparse.Namespace, root: Path) -> int:
-    if args.workers < 1:
-        raise NotebookError(f"--workers: expected a number of workers >= 1, got {args.workers}")
+    _count_option(args.workers, "--workers", "workers")
+    _count_option(args.threads_per_worker, "--threads-per-worker", "threads per worker")
     if args.write_hint:
         check_preset(args.preset, sorted({p for nb in discover_all(root)[0] for p in nb.preset_names}))
         hint, written = hint_from_store(root, args.preset, args.names or None)
@@ -361,7 +418,7 @@ def cmd_plan(args: argparse.Namespace, root: Path) -> int:
             Path(part).unlink(missing_ok=True)
         print(f"wrote the {args.preset} durations of {len(written)} notebook(s) into {SECONDS_HINT.as_posix()}")
     tasks, missing = load_tasks(root, args.preset, args.names or None)
-    plan = simulate(tasks, args.workers)
+    plan = simulate(tasks, args.workers, args.threads_per_worker)
     plan.missing = missing
     print(format_plan(plan, args.preset))
     return 0
@@ -369,12 +426,17 @@ def cmd_plan(args: argparse.Namespace, root: Path) -> int:
 
 def add_command(sub: argparse._SubParsersAction) -> None:
     """The ``plan`` subcommand."""
-    pl = sub.add_parser(
-        "plan", help="predict the wall time of a build on N single-thread workers (nothing is executed)"
-    )
+    pl = sub.add_parser("plan", help="predict the wall time of a build on N workers of C threads (nothing is executed)")
     pl.add_argument("names", nargs="*", metavar="NAME", help="notebooks to plan (default: all)")
     pl.add_argument("--preset", default="paper", help="parameter preset (default: paper)")
-    pl.add_argument("--workers", type=int, default=16, help="single-thread workers (default: 16)")
+    pl.add_argument("--workers", type=int, default=16, help="workers (default: 16)")
+    pl.add_argument(
+        "--threads-per-worker",
+        type=int,
+        default=1,
+        help="threads of each worker (default: 1); tasks declared in notebooks/seconds.json to use several get "
+        "up to this many, at their measured speed-up",
+    )
     pl.add_argument(
         "--write-hint",
         action="store_true",

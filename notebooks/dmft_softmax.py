@@ -28,6 +28,7 @@ lr = 2e-3           # Adam learning rate (the same at every depth); range: (0, i
 steps = 400         # Adam steps; range: [1, 20000]
 eval_contexts = 2000  # held-out contexts for the final loss (a standard error needs two draws); range: [2, 50000]
 seed = 0            # random seed; range: [0, 4294967295]
+deep_threads = 1  # threads of each training of 8 layers or more (at most the budget; on Dask, workers must declare the resource 'threads'); range: [1, 64]
 device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
@@ -63,7 +64,14 @@ for L in depths:
 # the 8 models are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
 keys = [(mlp, L) for mlp in (False, True) for L in depths]
 runs = [SoftmaxRun(D, P, K, n, L, mlp, B, lr, steps, eval_contexts, seed, (i + 1, len(keys)), device=device) for i, (mlp, L) in enumerate(keys)]
-trained = map_configs(softmax_run, runs, thread_budget(), cost=lambda r: r.L * (3 if r.mlp else 1), label="softmax models")
+trained = map_configs(
+    softmax_run,
+    runs,
+    thread_budget(),
+    cost=lambda r: r.L * (3 if r.mlp else 1),
+    label="softmax models",
+    threads=lambda r: deep_threads if r.L >= 8 else 1,
+)
 results = {}
 for key, (loss, per_context) in zip(keys, trained):
     # final loss and its Monte Carlo SE over held-out contexts

@@ -51,7 +51,8 @@ n_probe = 256  # prompts for the readout statistics; range: [1, 100000]
 n_rich = 64  # contexts for the implicit weights (Richardson fit); range: [1, 10000]
 m_rich = 12  # probe queries per context (GPT; the LSA needs d unit queries); range: [1, 1000]
 probe_seed = 0  # seeds the probe and Richardson prompts, the layer shuffles and the bootstrap, independently of training (resample the probe set with it); range: [0, 4294967295]
-workers = 0  # processes for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1); range: [0, 256]
+workers = 0  # threads for the independent training runs; 0: the worker's thread budget (OMP_NUM_THREADS, else 1); range: [0, 256]
+gpt_threads = 1  # threads of each GPT training (at most the budget; on Dask, workers must declare the resource 'threads'); range: [1, 64]
 device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
@@ -88,7 +89,7 @@ torch.set_num_threads(1)
 t_start = time.process_time()
 sweep = ProbeSweep.from_parameters(globals())  # the parameters above
 kernel_cpu = time.process_time()
-runs = probe_training_sweep(sweep, workers or thread_budget(), device=device)  # (kind, warm-up, seed) -> ProbeRun
+runs = probe_training_sweep(sweep, workers or thread_budget(), device=device, gpt_threads=gpt_threads)  # (kind, warm-up, seed) -> ProbeRun
 kernel_cpu = time.process_time() - kernel_cpu  # the runs' own CPU when they ran in this process
 for (kind, wu, sd), r in runs.items():
     print(f"{kind} warm-up {wu} seed {sd}: {len(r.records)} checkpoints, {r.skipped} skipped steps, {r.cpu:.0f} s CPU")

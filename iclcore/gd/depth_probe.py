@@ -689,7 +689,7 @@ def _probe_run(args: tuple[ProbeSweep, str, int, int] | tuple[ProbeSweep, str, i
 
 
 def probe_training_sweep(
-    sweep: ProbeSweep, workers: int = 1, *, device: str | torch.device = "cpu"
+    sweep: ProbeSweep, workers: int = 1, *, device: str | torch.device = "cpu", gpt_threads: int = 1
 ) -> dict[tuple[str, int, int], ProbeRun]:
     """Every run of ``sweep``, keyed by ``(kind, warmup, seed)`` in :meth:`ProbeSweep.keys` order.
 
@@ -702,7 +702,9 @@ def probe_training_sweep(
     than threads or ``torch.func.vmap``: a run of the small GPT already keeps one core's GEMMs near
     their peak, so only more cores help. ``workers`` defaults, in the notebook, to
     :func:`iclcore.parallel.thread_budget`. Every run trains on ``device`` (its name travels to the
-    worker processes as a string).
+    worker processes as a string). ``gpt_threads`` is the threads each GPT run may use (``map_configs``'
+    ``threads``: a process of that many threads, or that much of a Dask worker's ``threads`` resource);
+    the LSA runs use one. More than one thread changes the results by float rounding only.
     """
     workers = positive_int(workers, "workers")
     device = str(torch_device(device))
@@ -713,6 +715,7 @@ def probe_training_sweep(
         workers,
         cost=lambda c: float(c[1] == "gpt"),
         label="probe runs",
+        threads=lambda c: positive_int(gpt_threads, "gpt_threads") if c[1] == "gpt" else 1,
     )
     return dict(zip(keys, runs))
 

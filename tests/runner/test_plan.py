@@ -168,3 +168,50 @@ def test_write_hint_puts_the_store_durations_into_the_committed_hint(tmp_path, c
     assert [t.batch for t in tasks] == [0, 1, 1, 2]
     assert cli.main(["--root", str(root), "plan", "--write-hint", "--preset", "quick"]) == 2
     assert capsys.readouterr().err.strip() == "icl-book: error: plan --write-hint: no quick run in the store to write"
+
+
+# notebook W: serial 2 s, then two inner tasks of 30 s (one thread) that declare 2 threads, measured 1.5x
+# faster on 2 threads; notebook N: one 10 s task of one thread (worked out by hand below)
+WIDE = [
+    Task("W", "", 2, "t"),
+    *(Task("W", f"g {i}", 30, "t", 1, 2, ((2, 1.5),)) for i in (1, 2)),
+    Task("N", "", 10, "t"),
+]
+
+
+@pytest.mark.parametrize(
+    ("workers", "per_worker", "wall", "critical"),
+    [
+        (1, 1, 72.0, 32.0),  # no worker has 2 threads: one thread each, 2 + 30 + 30 + 10 in a row
+        (2, 1, 40.0, 32.0),  # W 0-2 | N 0-10; g1 2-32, g2 10-40
+        (1, 2, 50.0, 22.0),  # W 0-2 beside N 0-10; g1 (2 threads, 20 s) waits for N: 10-30, g2 30-50
+        (2, 2, 30.0, 22.0),  # W and N on worker 0 (the fullest it fits); g1 2-22 on worker 1, g2 10-30 on worker 0
+    ],
+)
+def test_tasks_of_several_threads_by_hand(workers, per_worker, wall, critical):
+    plan = simulate(WIDE, workers, per_worker)
+    assert (plan.wall, plan.critical) == (wall, critical)
+    assert plan.wall >= max(plan.critical, plan.total / (workers * per_worker))
+
+
+def test_a_task_gets_its_speed_up_at_the_largest_measured_count_not_above_its_threads():
+    t = Task("W", "g", 60, "t", 1, 8, ((2, 1.5), (4, 2.0)))
+    assert (t.on_threads(1).seconds, t.on_threads(1).threads) == (60, 1)
+    assert (t.on_threads(3).seconds, t.on_threads(3).threads) == (40, 3)
+    assert (t.on_threads(16).seconds, t.on_threads(16).threads) == (30, 8)
+
+
+def test_declared_threads_apply_only_when_they_match_the_inner_tasks():
+    from iclbook.plan import with_declared_threads
+
+    tasks = [Task("W", "", 2, "t"), Task("W", "g 1", 30, "t"), Task("W", "g 2", 30, "t")]
+    wide = with_declared_threads(tasks, {"declared": [2, 1], "speedup": {"2": 1.5}})
+    assert [t.threads for t in wide] == [1, 2, 1] and wide[1].speedup == ((2, 1.5),)
+    assert with_declared_threads(tasks, {"declared": [2], "speedup": {}}) == tasks  # stale hint: ignored
+    assert with_declared_threads(tasks, None) == tasks
+
+
+@pytest.mark.parametrize(("option", "value"), [("--threads-per-worker", "0"), ("--workers", "-1")])
+def test_plan_refuses_a_worker_shape_below_one(option, value, capsys):
+    assert cli.main(["plan", option, value]) == 2
+    assert f"{option}: expected a number of" in capsys.readouterr().err
