@@ -5,8 +5,8 @@
 #
 # 1. gd_probe at the paper preset with `-p device cuda` (its 18 trainings spread over the worker
 #    processes, all on the one GPU); its store entry is exported to DIR/gd_probe_paper_cuda.tar.gz with
-#    the archive's SHA-256 beside it, ready for `icl-book import FILE --sha256 HEX` and
-#    `icl-book record adopt` on the machine that keeps the record;
+#    the archive's SHA-256 beside it, ready for `icl-book import FILE --sha256 HEX` on a checkout of the
+#    same commit (the run is keyed with `device=cuda`, so the record's CPU paper key does not take it);
 # 2. every notebook with a `domain: device` parameter at the quick preset, once with `-p device cuda`
 #    and once on the CPU of the same machine, and the two sets of metrics compared key by key
 #    (benchmarks/compare_metrics.py at rtol 1e-12 and at rtol 1e-3: float32 kernels differ in rounding).

@@ -146,60 +146,89 @@ def run_notebooks(
             unique.append(req)
     requests = unique
     interrupts = interrupts or Interrupts()
+    seconds = expected_seconds(root)
+    summary = RunSummary()
+    summary.results = execute_requests(
+        requests,
+        root,
+        order=longest_first(requests, seconds),
+        jobs=jobs,
+        cores=cores,
+        scheduler=scheduler,
+        force=force,
+        stream=stream,
+        interrupts=interrupts,
+        on_result=(lambda i, key, res: on_result(res)) if on_result else None,
+    )
+    return summary
+
+
+def execute_requests(
+    requests: Sequence[RunRequest],
+    root: Path,
+    *,
+    order: Sequence[int],
+    jobs: int | None,
+    cores: int | None,
+    scheduler: str | None,
+    force: bool,
+    stream: Any,
+    interrupts: Interrupts,
+    labels: Sequence[str] | None = None,
+    before_finish: Callable[[int, str, RunResult], None] | None = None,
+    on_result: Callable[[int, str, RunResult], None] | None = None,
+) -> list[RunResult]:
+    """The one scheduler of ``icl-book run``, ``sweep`` and ``record refresh`` (which calls ``run``): run
+    ``requests`` (each under its cache key) in the order ``order``, ``jobs`` at a time, with one progress line.
+
+    Locally each request gets ``max(1, cores // jobs)`` BLAS/torch threads (``jobs`` defaults to the
+    cores); with ``scheduler`` (a Dask address or ``local:N``) the notebooks run on Dask workers, one thread
+    each, ``jobs`` defaulting to the cluster's worker threads. ``labels[i]`` names a request on the progress
+    line (default: its notebook); ``before_finish(i, key, result)`` runs before the progress line reports
+    it, ``on_result(i, key, result)`` after. A scheduler that cannot be reached is reported before
+    anything is written. Returns the results in the order of ``requests``.
+    """
     launcher = None
     if scheduler:
         from .distributed import DaskLauncher  # Dask is imported only on this path
 
         launcher = DaskLauncher(scheduler, root)
-        jobs = max(1, min(jobs or launcher.slots(), len(requests) or 1))
-        threads = 1
+        jobs, threads = max(1, min(jobs or launcher.slots(), len(requests) or 1)), 1
     else:
         cores = cores or available_cores()
         jobs = max(1, min(jobs or cores, len(requests) or 1))
         threads = max(1, cores // jobs)
     try:
-        return _run_all(requests, root, jobs, threads, force, stream, on_result, interrupts, launcher)
+        cleanup_stale_temp(root)
+        scans = import_scans(root)
+        keys = [cache_key(req, root, scans) for req in requests]
+        with interrupts.held():  # the scan cache is renamed into place: not cut in two
+            scans.save()
+        if launcher is None and (force or any(not (store_dir(root) / "entries" / k).exists() for k in keys)):
+            check_loopback()
+        with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
+
+            def work(i: int) -> RunResult:
+                req = requests[i]
+                label = labels[i] if labels else req.notebook.name
+                if interrupts.stopping:
+                    return RunResult(label, "interrupted", 0.0, "", req.out_dir)
+                progress.start(label)
+                res = run_one(req, root, keys[i], threads, force, interrupts, progress.say, launcher)
+                res.name = label
+                if before_finish:
+                    before_finish(i, keys[i], res)
+                progress.finish(res)
+                if on_result:
+                    on_result(i, keys[i], res)
+                return res
+
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                done = dict(zip(order, pool.map(work, order)))
+        return [done[i] for i in range(len(requests))]
     finally:
         if launcher is not None:
             launcher.close()
-
-
-def _run_all(
-    requests: Sequence[RunRequest],
-    root: Path,
-    jobs: int,
-    threads: int,
-    force: bool,
-    stream: Any,
-    on_result: Callable[[RunResult], None] | None,
-    interrupts: Interrupts,
-    launcher: Callable[..., int] | None,
-) -> RunSummary:
-    cleanup_stale_temp(root)
-    scans = import_scans(root)
-    keys = {req.notebook.name: cache_key(req, root, scans) for req in requests}
-    with interrupts.held():  # the scan cache is renamed into place: not cut in two
-        scans.save()
-    if launcher is None and (force or any(not (store_dir(root) / "entries" / k).exists() for k in keys.values())):
-        check_loopback()
-    order = longest_first(requests, expected_seconds(root))
-    summary = RunSummary()
-    with Progress(len(requests), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
-
-        def work(req: RunRequest) -> RunResult:
-            if interrupts.stopping:
-                return RunResult(req.notebook.name, "interrupted", 0.0, "", req.out_dir)
-            progress.start(req.notebook.name)
-            res = run_one(req, root, keys[req.notebook.name], threads, force, interrupts, progress.say, launcher)
-            progress.finish(res)
-            if on_result:
-                on_result(res)
-            return res
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            done = dict(zip(order, pool.map(work, [requests[i] for i in order])))
-        summary.results.extend(done[i] for i in range(len(requests)))
-    return summary
 
 
 def check_loopback() -> None:

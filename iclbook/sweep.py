@@ -42,7 +42,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,11 +59,9 @@ from .notebooks import (
     is_sequence,
     python_literal,
 )
-from .progress import Progress
 from .runs import RunRequest, RunResult
-from .scheduling import check_loopback, expected_seconds, run_one
+from .scheduling import execute_requests, expected_seconds
 from .store import cache_key, cleanup_stale_temp, import_scans, store_dir, verify_folder
-from .worker_env import available_cores
 
 __all__ = [
     "FAILED_POINTS",
@@ -328,51 +325,30 @@ def run_sweep(
             RunRequest(notebooks[p.notebook], p.params, QUICK, out_root / f"{p.notebook}-{i:04d}")
             for i, p in enumerate(points)
         ]
-        scans = import_scans(root)
-        keys = [cache_key(req, root, scans) for req in requests]
-        with interrupts.held():  # the scan cache is renamed into place: not cut in two
-            scans.save()
-        launcher = None
-        if scheduler:
-            from .distributed import DaskLauncher  # Dask is imported only on this path
-
-            launcher = DaskLauncher(scheduler, root)
-            jobs, threads = max(1, min(jobs or launcher.slots(), len(points) or 1)), 1
-        else:
-            if any(not (store_dir(root) / "entries" / k).exists() for k in keys):
-                check_loopback()
-            cores = cores or available_cores()
-            jobs = max(1, min(jobs or cores, len(points) or 1))
-            threads = max(1, cores // jobs)
         seconds = expected_seconds(root)
-        order = sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0))
+
+        def before_finish(i: int, key: str, res: RunResult) -> None:
+            if res.status == "failed":
+                res.error = " ".join(res.error.split())[:300]
+                _record_failure(root, key, res.error)
+            elif res.status in ("executed", "cached"):
+                (store_dir(root) / FAILED_POINTS / f"{key}.txt").unlink(missing_ok=True)
+
         summary = SweepSummary(list(points))
-        try:
-            with Progress(len(points), stream=stream, tmp_root=store_dir(root) / "tmp") as progress:
-
-                def work(i: int) -> RunResult:
-                    p, req = points[i], requests[i]
-                    label = f"{p.notebook} ({p.label})"
-                    if interrupts.stopping:
-                        return RunResult(label, "interrupted", 0.0, "", req.out_dir)
-                    progress.start(label)
-                    res = run_one(req, root, keys[i], threads, False, interrupts, progress.say, launcher)
-                    res.name = label
-                    if res.status == "failed":
-                        res.error = " ".join(res.error.split())[:300]
-                        _record_failure(root, keys[i], res.error)
-                    elif res.status in ("executed", "cached"):
-                        (store_dir(root) / FAILED_POINTS / f"{keys[i]}.txt").unlink(missing_ok=True)
-                    progress.finish(res)
-                    shutil.rmtree(req.out_dir, ignore_errors=True)
-                    return res
-
-                with ThreadPoolExecutor(max_workers=jobs) as pool:
-                    done = dict(zip(order, pool.map(work, order)))
-            summary.results = [done[i] for i in range(len(points))]
-        finally:
-            if launcher is not None:
-                launcher.close()
+        summary.results = execute_requests(
+            requests,
+            root,
+            order=sorted(range(len(points)), key=lambda i: -seconds.get((points[i].notebook, QUICK), 0.0)),
+            jobs=jobs,
+            cores=cores,
+            scheduler=scheduler,
+            force=False,
+            stream=stream,
+            interrupts=interrupts,
+            labels=[f"{p.notebook} ({p.label})" for p in points],
+            before_finish=before_finish,
+            on_result=lambda i, key, res: shutil.rmtree(requests[i].out_dir, ignore_errors=True),
+        )
         return summary
 
 
