@@ -71,7 +71,6 @@ from iclcore.stats import binomial_standard_error
 
 use_style()
 t_start = time.perf_counter()
-rng = np.random.default_rng(seed)
 
 # %% [markdown]
 # ## Task distribution, population moments and the oracle
@@ -92,11 +91,10 @@ print(f"R(P*) = {oracle_risk(mom):.4f}, cond(C) = {lamC[-1] / lamC[0]:.1f}, eta 
 # %%
 # the main run and the n_replicas replicas (further independent streams, used for standard errors below) are
 # independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`); the main run draws
-# its prompts from default_rng(seed), the stream of `rng`, which continues after it
+# its prompts from default_rng(seed), the stream of `rng` (`runs.rng`), which continues after it
 runs = train_decoder_replicas(cfg, eta, steps=steps, batch=batch, seed=seed, n_checkpoints=n_checkpoints,
                               n_replicas=n_replicas, workers=thread_budget())
-run, P_fin, sc = runs.run, runs.final[0], runs.run.steps
-rng.bit_generator.state = runs.rng_state
+run, P_fin, sc, rng = runs.run, runs.final[0], runs.run.steps, runs.rng
 d_ev, z_ev = sample_decoder_pairs(cfg, n_eval, rng)
 traj = risk_trajectory(run, mom, n_steps=steps, d=d_ev, z_star=z_ev, s_transient=s_transient)
 print(f"training: {runs.seconds:.1f} s for {1 + n_replicas} runs of {steps} steps x {batch} prompts")
@@ -126,16 +124,14 @@ print(f"||P_final - P*||_F / ||P*||_F = {traj.rel_err[-1]:.1e}")
 ev = sample_prompt_statistics(cfg, n_eval_prompts, rng)
 depth = held_out_depth_study(run.P, P_star, ev, cfg, L=L, n_contraction_checkpoints=n_contraction_checkpoints,
                                  clip=clip, delta=delta)
-cert_fin = depth.certificate
 cover = eb_coverage_study(P_fin, run.P[0], cfg, L=L, n_pool=n_pool, n_sample=n_eval_prompts, n_repeats=n_cov_repeats,
                               clip=clip, delta=delta, p_bernoulli=p_cov, n_bernoulli=n_cov_small, rng=rng)
-coverage = cover.coverage
 print(f"identity error (the ledger's theorem row grades it): {depth.identity_error:.1e}")
 
 # %% tags=["nbval-check-output"]
 print(f"certificate violation rate: {depth.violation_rate}")
 print(f"coverage (target 1 - delta = {1 - delta:g}, binomial s.e. {binomial_standard_error(delta, n_cov_repeats):.3f}):",
-      {k: round(float(v), 3) for k, v in coverage.items()})
+      {k: round(float(v), 3) for k, v in cover.coverage.items()})
 
 # %% [markdown]
 # ## Table in the form of the experiment report Table 2 (learned linear-attention $P$ vs the oracle $P_\star$)
@@ -152,13 +148,12 @@ for key, rep in reported.items():
 # ## Figures
 
 # %%
-R_obs = traj.observed
 fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
 ax[0].semilogy(sc, traj.rel_err, "o-", ms=3, label=r"$\|P_s-P_\star\|_F/\|P_\star\|_F$ (online)")
 ax[0].semilogy(sc, traj.cos_defect, "s-", ms=3, label=r"cosine defect $1-\cos(P_s,P_\star)$")
 ax[0].semilogy(sc, traj.rel_err_gd, "--", color=PALETTE[7], lw=1, label="relative error, population GD")
 ax[0].set_xlabel("outer step $s$"); ax[0].set_title("learned $P_s$ against the oracle"); ax[0].legend()
-ax[1].semilogy(sc, R_obs, "o-", ms=3, label=r"direct $R_1(P_s)$: $P_sd$")
+ax[1].semilogy(sc, traj.observed, "o-", ms=3, label=r"direct $R_1(P_s)$: $P_sd$")
 ax[1].semilogy(sc, depth.target_risk, "s-", ms=3, label=fr"Richardson $R_L(P_s)$, $L={L}$")
 ax[1].axhline(traj.oracle_risk, ls=":", color=PALETTE[7], label=r"oracle floor $R(P_\star)$")
 ax[1].axhline(depth.ridge_floor, ls="-.", color=PALETTE[2], lw=1, label=r"$L\to\infty$ limit $(1/K)E\|z^\dagger-z_\star\|^2$")
@@ -166,10 +161,9 @@ ax[1].set_xlabel("outer step $s$"); ax[1].set_title("what $P_s$ buys the solver"
 fig.tight_layout(); save_figure(fig, "fig1_decoder");
 
 # %%
-s_dense = np.arange(steps + 1)
 fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
-ax[0].plot(s_dense, traj.predicted_dense, color=PALETTE[0], label="predicted (exact population GD)")
-ax[0].plot(sc, R_obs, "o", ms=4, color=PALETTE[1], label="observed (online, held out)")
+ax[0].plot(traj.dense_steps, traj.predicted_dense, color=PALETTE[0], label="predicted (exact population GD)")
+ax[0].plot(sc, traj.observed, "o", ms=4, color=PALETTE[1], label="observed (online, held out)")
 ax[0].axhline(traj.oracle_risk, ls=":", color=PALETTE[7], label=r"oracle floor $R(P_\star)$")
 ax[0].set_yscale("log"); ax[0].set_xlabel("outer step $s$"); ax[0].set_ylabel("decoder risk"); ax[0].legend()
 ax[0].set_title("observed vs predicted risk")
@@ -180,53 +174,46 @@ ax[1].set_xlabel("outer step $s$"); ax[1].set_title("relative discrepancy"); ax[
 save_figure(fig, "fig2_left_risk_overlap");
 
 # %%
-fig, ax = plt.subplots(2, 2, figsize=(10, 7))
-a = ax[0, 0]
-a.semilogy(sc, R_obs, "o-", ms=3, label="direct $P_sd$")
-a.semilogy(sc, depth.target_risk, "s-", ms=3, label=fr"depth $L={L}$, error to $z_\star$")
-a.semilogy(sc, depth.solution_risk, "^-", ms=3, label=fr"depth $L={L}$, error to $z^\dagger$")
-a.axhline(traj.oracle_risk, ls=":", color=PALETTE[7]); a.set_xlabel("outer step $s$"); a.set_title("direct vs iterated"); a.legend()
-a, sc_c = ax[0, 1], sc[depth.contraction_index]
+fig, ((a00, a01), (a10, a11)) = plt.subplots(2, 2, figsize=(10, 7))
+a00.semilogy(sc, traj.observed, "o-", ms=3, label="direct $P_sd$")
+a00.semilogy(sc, depth.target_risk, "s-", ms=3, label=fr"depth $L={L}$, error to $z_\star$")
+a00.semilogy(sc, depth.solution_risk, "^-", ms=3, label=fr"depth $L={L}$, error to $z^\dagger$")
+a00.axhline(traj.oracle_risk, ls=":", color=PALETTE[7]); a00.set_xlabel("outer step $s$"); a00.set_title("direct vs iterated"); a00.legend()
 for y, st, lab in zip(depth.contractions, ("o-", "o--", "s-", "s--"), (r"mean $\|I-P_sH\|_2$", r"max $\|I-P_sH\|_2$",
                                                                        "mean spectral radius", "max spectral radius")):
-    a.plot(sc_c, y, st, label=lab)
-a.axhline(1.0, color=PALETTE[7], lw=0.8); a.set_xlabel("outer step $s$"); a.set_title(f"contraction over {n_eval_prompts} held-out prompts"); a.legend()
-a = ax[1, 0]
-a.semilogy(sc, traj.rel_err, "o-", ms=3, label="relative Frobenius error")
-a.semilogy(sc, traj.cos_defect, "s-", ms=3, label="cosine defect")
-a.set_xlabel("outer step $s$"); a.set_title(r"$P_s \to P_\star$"); a.legend()
-a = ax[1, 1]
+    a01.plot(sc[depth.contraction_index], y, st, label=lab)
+a01.axhline(1.0, color=PALETTE[7], lw=0.8); a01.set_xlabel("outer step $s$"); a01.set_title(f"contraction over {n_eval_prompts} held-out prompts"); a01.legend()
+a10.semilogy(sc, traj.rel_err, "o-", ms=3, label="relative Frobenius error")
+a10.semilogy(sc, traj.cos_defect, "s-", ms=3, label="cosine defect")
+a10.set_xlabel("outer step $s$"); a10.set_title(r"$P_s \to P_\star$"); a10.legend()
 for j, name in enumerate(("slow third", "middle third", "fast third")):
-    a.plot(s_dense, traj.group_weights[:, j], label=f"{name} of spec($C$)")
-a.plot(s_dense, traj.modal_entropy, "k:", label="normalised entropy")
-a.set_xlabel("outer step $s$"); a.set_title(r"spectral-overlap weights $w_{s,i}$"); a.legend()
+    a11.plot(traj.dense_steps, traj.group_weights[:, j], label=f"{name} of spec($C$)")
+a11.plot(traj.dense_steps, traj.modal_entropy, "k:", label="normalised entropy")
+a11.set_xlabel("outer step $s$"); a11.set_title(r"spectral-overlap weights $w_{s,i}$"); a11.legend()
 fig.tight_layout(); save_figure(fig, "fig3_decoder_diagnostics");
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 4.0))
-ax.plot(s_dense, traj.predicted_dense, label="predicted population curve")
-ax.plot(sc, R_obs, "o", ms=4, label="online checkpoints (held out)")
+ax.plot(traj.dense_steps, traj.predicted_dense, label="predicted population curve")
+ax.plot(sc, traj.observed, "o", ms=4, label="online checkpoints (held out)")
 ax.axhline(traj.oracle_risk, ls=":", color=PALETTE[7], label=r"$R(P_\star)$")
 ax.set_yscale("log"); ax.set_xlabel("outer step $s$"); ax.set_ylabel("decoder risk")
 ax2 = ax.twinx(); ax2.semilogy(sc, traj.rel_err, "--", color=PALETTE[2], label="relative distance to $P_\\star$"); ax2.grid(False)
 ax2.set_ylabel(r"$\|P_s-P_\star\|_F/\|P_\star\|_F$")
 h1, l1 = ax.get_legend_handles_labels(); h2, l2 = ax2.get_legend_handles_labels(); ax.legend(h1 + h2, l1 + l2)
-ax.set_title("online decoder training")
-save_figure(fig, "fig5_online_decoder");
+ax.set_title("online decoder training"); save_figure(fig, "fig5_online_decoder");
 
 # %%
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
-ells = np.arange(L + 1)
 for j in range(6):
-    ax[0].semilogy(ells, cert_fin.error_norms[j], color=PALETTE[j])
-    ax[0].semilogy(ells, cert_fin.bounds[j], "--", color=PALETTE[j], lw=1)
+    ax[0].semilogy(np.arange(L + 1), depth.certificate.error_norms[j], color=PALETTE[j])
+    ax[0].semilogy(np.arange(L + 1), depth.certificate.bounds[j], "--", color=PALETTE[j], lw=1)
 ax[0].set_xlabel(r"inner step $\ell$"); ax[0].set_title(r"$\|e_\ell\|$ (solid) and $\|I-PH\|^\ell\|e_0\|$ (dashed)")
-ax[1].hist(np.log10(np.maximum(cert_fin.ratio_final, 1e-300)), bins=40, color=PALETTE[0])
+ax[1].hist(np.log10(np.maximum(depth.certificate.ratio_final, 1e-300)), bins=40, color=PALETTE[0])
 ax[1].set_xlabel(r"$\log_{10}$ error/bound at $\ell=L$"); ax[1].set_title(f"violation rate {depth.violation_rate:g}")
-names = list(coverage)
-ax[2].bar(range(len(names)), [coverage[n] for n in names], color=PALETTE[2])
+ax[2].bar(range(len(cover.coverage)), list(cover.coverage.values()), color=PALETTE[2])
 ax[2].axhline(1 - delta, color="k", ls="--", label=r"$1-\delta$")
-ax[2].set_xticks(range(len(names)), names); ax[2].set_ylim(0.9, 1.005); ax[2].set_title("EB coverage"); ax[2].legend()
+ax[2].set_xticks(range(len(cover.coverage)), list(cover.coverage)); ax[2].set_ylim(0.9, 1.005); ax[2].set_title("EB coverage"); ax[2].legend()
 fig.tight_layout(); save_figure(fig, "fig9_certificates");
 
 # %% [markdown]

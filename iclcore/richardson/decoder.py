@@ -587,15 +587,15 @@ class DecoderReplicas:
         Checkpoints ``P_s`` of the reported run, shape ``(T, K, K)``.
     final : ndarray (1 + r, K, K)
         The last checkpoint of the reported run, then the final ``P`` of each of the ``r`` replicas.
-    rng_state : dict
-        ``bit_generator.state`` of ``default_rng(seed)`` after the reported run (its prompt stream).
+    rng : numpy.random.Generator
+        ``default_rng(seed)`` continued after the reported run's draws: the prompt stream goes on.
     seconds : float
         Wall-clock time of the trainings.
     """
 
     run: OnlineRun
     final: np.ndarray
-    rng_state: dict
+    rng: np.random.Generator
     seconds: float
 
 
@@ -613,7 +613,8 @@ def train_decoder_replicas(
     """The reported online run and ``n_replicas`` independent ones, as parallel tasks (main paper §3.1).
 
     Each run is :func:`online_decoder_run` from ``P_0 = 0`` (``K × K``): ``steps`` outer steps of
-    ``batch`` fresh prompts. The reported run draws from ``default_rng(seed)`` and keeps
+    ``batch`` fresh prompts. The reported run draws from ``default_rng(seed)`` (continued in the result's
+    ``rng``) and keeps
     ``n_checkpoints`` evenly spaced outer times ``0..steps`` (rounded, duplicates dropped); replica ``j``
     draws from ``default_rng([seed, 1, j])`` and keeps its last step. The runs are independent tasks of
     :func:`iclcore.parallel.map_configs` (``workers`` processes).
@@ -628,7 +629,9 @@ def train_decoder_replicas(
     main, *replicas = map_configs(online_decoder_run, jobs, workers, label="decoder runs")
     seconds = time.perf_counter() - t0
     final = np.stack([main.run.P[-1]] + [r.run.P[-1] for r in replicas])
-    return DecoderReplicas(run=main.run, final=final, rng_state=main.rng_state, seconds=seconds)
+    rng = np.random.default_rng(seed)
+    rng.bit_generator.state = main.rng_state
+    return DecoderReplicas(run=main.run, final=final, rng=rng, seconds=seconds)
 
 
 @dataclass(frozen=True, eq=False)
@@ -671,6 +674,11 @@ class RiskTrajectory:
     after_transient: np.ndarray
     modal_weights: np.ndarray
     modal_entropy: np.ndarray
+
+    @property
+    def dense_steps(self) -> np.ndarray:
+        """Outer times ``0..S`` of :attr:`predicted_dense` and :attr:`modal_weights`, shape (S + 1,)."""
+        return np.arange(self.predicted_dense.shape[0])
 
     @property
     def abs_discrepancy(self) -> np.ndarray:

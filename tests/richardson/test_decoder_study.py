@@ -41,9 +41,7 @@ def test_replicas_reproduce_the_reported_run_and_continue_its_prompt_stream():
     assert np.array_equal(runs.run.P, ref.P)
     assert runs.final.shape == (3, CFG.K, CFG.K) and np.array_equal(runs.final[0], ref.P[-1])
     assert not np.allclose(runs.final[1], runs.final[0]) and not np.allclose(runs.final[2], runs.final[1])
-    cont = np.random.default_rng(0)
-    cont.bit_generator.state = runs.rng_state
-    assert cont.random() == rng.random()
+    assert runs.rng.random() == rng.random()
     # more checkpoints than outer times: the rounded duplicates are dropped
     assert np.array_equal(
         train_decoder_replicas(CFG, ETA, steps=2, batch=4, seed=0, n_checkpoints=9, n_replicas=0).run.steps, [0, 1, 2]
@@ -55,6 +53,7 @@ def test_replicas_reproduce_the_reported_run_and_continue_its_prompt_stream():
 def test_population_gd_run_has_exactly_the_predicted_risk():
     d, z = sample_decoder_pairs(CFG, 20000, np.random.default_rng(0))
     traj = risk_trajectory(_gd_run(), MOM, n_steps=30, d=d, z_star=z, s_transient=10)
+    assert np.array_equal(traj.dense_steps, np.arange(31))
     assert traj.predicted_dense.shape == (31,) and np.array_equal(
         traj.predicted, traj.predicted_dense[[0, 5, 10, 20, 30]]
     )
