@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank
-from iclcore.richardson.baselines import LinearSystems, depth_error
+from iclcore.richardson.baselines import LinearSystems, depth_error, depth_risk_curve
 from iclcore.stats import standard_error
 from iclcore.validation import check_depth, positive_int
 
@@ -25,6 +25,8 @@ __all__ = [
     "decoder_diagnostics",
     "LatentDecomposition",
     "latent_decomposition",
+    "PreconditionerComparison",
+    "compare_preconditioners",
 ]
 
 
@@ -317,3 +319,168 @@ def latent_decomposition(
 def _prompt_se(x: np.ndarray) -> float:
     """Standard error of a mean over prompts (``nan`` for a single prompt, where it is undefined)."""
     return float(standard_error(x)) if x.shape[0] >= 2 else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# several preconditioners on the same held-out tasks: Table 2 and Table 4 for every method
+
+
+@dataclass(frozen=True, eq=False)
+class PreconditionerComparison:
+    """MMNN report Table 2 for several methods on the same held-out tasks (:func:`compare_preconditioners`).
+
+    Attributes
+    ----------
+    systems : LinearSystems
+        The ``n`` held-out tasks, target ``x† = H^{-1} d``.
+    preconditioners : dict[str, ndarray]
+        Each method's ``P``, (K, K) or (n, K, K).
+    L : int
+    methods : tuple of str
+        The methods with full :class:`DecoderDiagnostics`, in table order.
+    floor : str
+        The exact solve: its risk (the floor) only.
+    diagnostics : dict[str, DecoderDiagnostics]
+    risk_curves : dict[str, ndarray (L + 1,)]
+        ``R_ℓ = E‖x_ℓ − x†‖²/K`` for the methods and the floor.
+    beta_losses : dict[str, ndarray (n,)]
+        Per-task ``‖x_L − β‖²/K`` (error to the task vector) for the methods and the floor.
+    zero_risk : float
+        ``E‖x†‖²/K``, the risk of doing nothing (``P = 0``).
+    """
+
+    systems: LinearSystems
+    preconditioners: dict
+    L: int
+    methods: tuple
+    floor: str
+    diagnostics: dict
+    risk_curves: dict
+    beta_losses: dict
+    zero_risk: float
+
+    @property
+    def risks(self) -> dict[str, float]:
+        """Held-out ``R_L`` (against ``x†``) of every method."""
+        return {m: self.diagnostics[m].risk_dagger for m in self.methods}
+
+    @property
+    def best(self) -> str:
+        """The method with the smallest held-out risk."""
+        risks = self.risks
+        return min(risks, key=risks.get)
+
+    def operator_norms(self, method: str) -> np.ndarray:
+        """``ρ = ‖I − PH‖_2`` per task, shape (n,)."""
+        return np.linalg.norm(np.eye(self.systems.K) - self.preconditioners[method] @ self.systems.H, 2, axis=(1, 2))
+
+    def certificate(self, method: str):
+        """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
+        from iclcore.lsq.iterates import richardson_certificate
+
+        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
+
+    def losses(self, method: str) -> np.ndarray:
+        """Per-task ``‖x_L − x⋆‖²/K`` against the systems' targets, shape (n,)."""
+        return (
+            np.sum((depth_error(self.preconditioners[method], self.systems, self.L)[:, -1]) ** 2, axis=1)
+            / self.systems.K
+        )
+
+    def risk_ratio(self, a: str, b: str) -> float:
+        """``R_L(a) / R_L(b)``."""
+        risks = self.risks
+        return risks[a] / risks[b]
+
+    def metrics(self, reference: str, rival: str) -> dict[str, float]:
+        """Every method's Table 2 row, its risk against ``β``, the best method, and the paired comparison of
+        ``reference`` with ``rival`` (their difference of per-task losses and its standard error, the
+        reference's task variation, its risk over the risk of doing nothing, and standard errors)."""
+        from iclcore.stats import paired_standard_error, ratio_standard_error
+
+        K, n = self.systems.K, self.systems.n
+        out: dict[str, float] = {
+            "zero_risk": self.zero_risk,
+            f"{self.floor}_risk": float(self.risk_curves[self.floor][-1]),
+        }
+        for m in self.methods:
+            out.update(self.diagnostics[m].as_dict(prefix=f"{m}_"))
+        for m, loss in self.beta_losses.items():
+            out[f"{m}_risk_beta"] = float(loss.mean())
+            out[f"{m}_risk_beta_se"] = float(standard_error(loss))
+        risks, best = self.risks, self.best
+        out["best_index"] = list(self.methods).index(best)
+        out["best_risk"] = risks[best]
+        out["max_violation_rate"] = max(self.diagnostics[m].violation_rate for m in self.methods)
+        ref_loss, rival_loss = self.losses(reference), self.losses(rival)
+        out[f"{reference}_minus_{rival}"] = float((ref_loss - rival_loss).mean())
+        out[f"{reference}_minus_{rival}_se"] = float(paired_standard_error(ref_loss, rival_loss))
+        P = self.systems.preconditioner_stack(self.preconditioners[reference])
+        out[f"{reference}_task_variation"] = float(
+            np.mean(np.linalg.norm(P - P.mean(0), axis=(1, 2))) / np.linalg.norm(P.mean(0))
+        )
+        out[f"{reference}_risk_over_zero"] = risks[reference] / self.zero_risk
+        zero_loss = np.sum(self.systems.x_dagger**2, axis=1) / K
+        out[f"{reference}_rho_mean_se"] = standard_error(self.operator_norms(reference))
+        out[f"{reference}_ratio_mean_se"] = standard_error(self.certificate(reference).ratio_final)
+        out[f"{reference}_risk_over_zero_se"] = ratio_standard_error(
+            ref_loss.mean(),
+            standard_error(ref_loss),
+            zero_loss.mean(),
+            standard_error(zero_loss),
+            cov=float(np.cov(ref_loss, zero_loss)[0, 1]) / n,
+        )
+        return out
+
+
+def compare_preconditioners(
+    preconditioners: dict[str, np.ndarray],
+    systems: LinearSystems,
+    L: int,
+    P_oracle: np.ndarray,
+    *,
+    beta: np.ndarray,
+    methods: tuple[str, ...],
+    floor: str = "exact",
+    clip: float = 1.0,
+    delta: float = 0.05,
+    n_small: int = 64,
+) -> PreconditionerComparison:
+    """Every Table 2 quantity (:func:`decoder_diagnostics`) of each method on the same held-out tasks (MMNN report §4.2).
+
+    Parameters
+    ----------
+    preconditioners : dict[str, ndarray]
+        ``P`` of each method, (K, K) or (n, K, K); must hold every one of ``methods`` and ``floor``.
+    systems : LinearSystems
+        ``n`` held-out tasks whose target is the systems' solution ``x†``.
+    L : int
+    P_oracle : ndarray (K, K)
+        ``P⋆`` for the distances.
+    beta : ndarray (n, K)
+        The task vectors, for the risk against ``β``.
+    methods : tuple of str
+        The methods with the full diagnostics; ``floor`` (the exact solve) gets its risk only.
+    clip, delta, n_small
+        As in :func:`decoder_diagnostics`.
+    """
+    missing = [m for m in (*methods, floor) if m not in preconditioners]
+    if missing:
+        raise ValueError(f"preconditioners: no matrix for {missing}")
+    targets = LinearSystems(H=systems.H, d=systems.d, x_star=beta)
+    P = preconditioners
+    return PreconditionerComparison(
+        systems=systems,
+        preconditioners=P,
+        L=L,
+        methods=tuple(methods),
+        floor=floor,
+        diagnostics={
+            m: decoder_diagnostics(P[m], systems, L, P_oracle, clip=clip, delta=delta, n_small=n_small) for m in methods
+        },
+        risk_curves={m: depth_risk_curve(P[m], systems, L) for m in (*methods, floor)},
+        beta_losses={
+            m: np.sum(depth_error(P[m], targets, L)[:, -1] ** 2, axis=1) / systems.K for m in (*methods, floor)
+        },
+        zero_risk=float(np.mean(np.sum(systems.x_dagger**2, axis=1)) / systems.K),
+    )
