@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank
+from iclcore.lsq.iterates import richardson_certificate
 from iclcore.richardson.baselines import LinearSystems, depth_error, depth_risk_curve
-from iclcore.stats import standard_error
+from iclcore.stats import clipped_empirical_bernstein, paired_standard_error, ratio_standard_error, standard_error
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "latent_decomposition",
     "PreconditionerComparison",
     "compare_preconditioners",
+    "LatentComparison",
+    "compare_latent_decoders",
 ]
 
 
@@ -376,8 +379,6 @@ class PreconditionerComparison:
 
     def certificate(self, method: str):
         """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
-        from iclcore.lsq.iterates import richardson_certificate
-
         return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
 
     def losses(self, method: str) -> np.ndarray:
@@ -396,8 +397,6 @@ class PreconditionerComparison:
         """Every method's Table 2 row, its risk against ``β``, the best method, and the paired comparison of
         ``reference`` with ``rival`` (their difference of per-task losses and its standard error, the
         reference's task variation, its risk over the risk of doing nothing, and standard errors)."""
-        from iclcore.stats import paired_standard_error, ratio_standard_error
-
         K, n = self.systems.K, self.systems.n
         out: dict[str, float] = {
             "zero_risk": self.zero_risk,
@@ -484,3 +483,115 @@ def compare_preconditioners(
         },
         zero_risk=float(np.mean(np.sum(systems.x_dagger**2, axis=1)) / systems.K),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class LatentComparison:
+    """MMNN report Table 4 for several latent decoders behind one encoder (:func:`compare_latent_decoders`).
+
+    Attributes
+    ----------
+    methods : tuple of str
+    decompositions : dict[str, LatentDecomposition]
+        The risk split ``R_e2e = R_floor + R_dec + 2 cross`` of each method.
+    eb : dict[str, EBBound]
+        The clipped empirical-Bernstein bound on each method's per-prompt e2e loss.
+    """
+
+    methods: tuple
+    decompositions: dict
+    eb: dict
+
+    def e2e_ratio(self, a: str, b: str) -> float:
+        """``R_e2e(a) / R_e2e(b)``."""
+        return self.decompositions[a].e2e / self.decompositions[b].e2e
+
+    def dec_ratio(self, a: str, b: str) -> float:
+        """``R_dec(a) / R_dec(b)``."""
+        return self.decompositions[a].dec / self.decompositions[b].dec
+
+    def metrics(self, reference: str, rival: str) -> dict[str, float]:
+        """Every method's Table 4 row (``<method>_<quantity>``), the best methods by ``R_e2e`` and by ``R_dec``,
+        the largest violation rate and relative decomposition gap, and the paired e2e difference of
+        ``reference`` and ``rival`` with its standard error."""
+        dec, out = self.decompositions, {}
+        for m in self.methods:
+            dm = dec[m]
+            out.update(
+                {
+                    f"{m}_e2e": dm.e2e,
+                    f"{m}_e2e_se": dm.e2e_se,
+                    f"{m}_floor": dm.floor,
+                    f"{m}_dec": dm.dec,
+                    f"{m}_cross": dm.cross,
+                    f"{m}_decomposition_gap": dm.decomposition_gap,
+                    f"{m}_decomposition_gap_rel": dm.decomposition_gap / dm.e2e,
+                    f"{m}_identity_gap": dm.identity_gap,
+                    f"{m}_violation_rate": dm.violation_rate,
+                    f"{m}_ratio_mean": dm.ratio_mean,
+                    f"{m}_rho_mean": dm.rho_mean,
+                    f"{m}_frac_rho_lt1": dm.frac_rho_lt1,
+                    f"{m}_dec_bound": dm.dec_bound,
+                    f"{m}_eb_upper": self.eb[m].upper,
+                    f"{m}_floor_plus_dec_over_e2e": (dm.floor + dm.dec) / dm.e2e,
+                    f"{m}_floor_se": dm.floor_se,
+                    f"{m}_dec_se": dm.dec_se,
+                    f"{m}_ratio_mean_se": dm.ratio_mean_se,
+                    f"{m}_rho_mean_se": dm.rho_mean_se,
+                }
+            )
+        methods = list(self.methods)
+        risks = {m: dec[m].e2e for m in methods}
+        best = min(risks, key=risks.get)
+        decs = {m: dec[m].dec for m in methods}
+        ref, riv = dec[reference].e2e_losses, dec[rival].e2e_losses  # paired on the same held-out prompts
+        out.update(
+            {
+                "best_index": methods.index(best),
+                "best_e2e": risks[best],
+                "best_dec_index": methods.index(min(decs, key=decs.get)),
+                "max_violation_rate": max(dec[m].violation_rate for m in methods),
+                "max_decomposition_gap_rel": max(dec[m].decomposition_gap / dec[m].e2e for m in methods),
+                f"{reference}_dec_over_floor": dec[reference].dec / dec[reference].floor,
+                f"{reference}_minus_{rival}_e2e": float((ref - riv).mean()),
+                f"{reference}_minus_{rival}_e2e_se": float(paired_standard_error(ref, riv)),
+            }
+        )
+        return out
+
+
+def compare_latent_decoders(
+    U: np.ndarray,
+    preconditioners: dict[str, np.ndarray],
+    A: np.ndarray,
+    d: np.ndarray,
+    beta: np.ndarray,
+    Sigma_x: np.ndarray,
+    L: int,
+    *,
+    methods: tuple[str, ...],
+    clip: float = 1.0,
+    delta: float = 0.05,
+) -> LatentComparison:
+    """:func:`latent_decomposition` and the clipped EB bound on the e2e loss for each method (main paper §6.3; MMNN report §5.3, Table 4).
+
+    Parameters
+    ----------
+    U : ndarray (K, r)
+        Encoder subspace.
+    preconditioners : dict[str, ndarray]
+        Each method's latent ``P``, (r, r) or (n, r, r); must hold every one of ``methods``.
+    A, d : ndarray (n, r, r), (n, r)
+        Held-out latent systems.
+    beta : ndarray (n, K)
+    Sigma_x : ndarray (K, K)
+    L : int
+    clip, delta : float
+        EB clipping level and failure probability (:func:`iclcore.stats.clipped_empirical_bernstein`).
+    """
+    missing = [m for m in methods if m not in preconditioners]
+    if missing:
+        raise ValueError(f"preconditioners: no matrix for {missing}")
+    dec = {m: latent_decomposition(U, preconditioners[m], A, d, beta, Sigma_x, L) for m in methods}
+    eb = {m: clipped_empirical_bernstein(dec[m].e2e_losses, clip, delta) for m in methods}
+    return LatentComparison(methods=tuple(methods), decompositions=dec, eb=eb)

@@ -65,3 +65,43 @@ def test_missing_method_is_named():
     prompts, test, P_star, P = _setup(n=20)
     with pytest.raises(ValueError, match="preconditioners: no matrix for \\['jacobi'\\]"):
         compare_preconditioners(P, test, 3, P_star, beta=prompts.beta, methods=("task", "jacobi"), n_small=5)
+
+
+def _latent(n=300, seed=10):
+    from iclcore.lsq.lowrank import latent_systems, make_lowrank_model, sample_lowrank_prompts
+
+    rng = np.random.default_rng(seed)
+    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    prompts = sample_lowrank_prompts(model, n, rng)
+    U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
+    A, d, _ = latent_systems(U, prompts)
+    P = {
+        "exact": np.linalg.inv(A[0]),
+        "good": np.array([[0.5, 0.05], [0.02, 0.7]]),
+        "slow": 0.1 * np.eye(2),
+    }
+    return U, P, A[0], d[0], prompts.beta, model.Sigma_x
+
+
+def test_latent_comparison_splits_every_risk_and_the_exact_decoder_sits_on_the_floor():
+    from iclcore.richardson.preconditioner_diagnostics import compare_latent_decoders, latent_decomposition
+
+    U, P, A, d, beta, Sx = _latent()
+    methods = ("good", "slow", "exact")
+    table = compare_latent_decoders(U, P, A, d, beta, Sx, 4, methods=methods, clip=1.0, delta=0.05)
+    ref = latent_decomposition(U, P["good"], A, d, beta, Sx, 4)
+    assert table.decompositions["good"].e2e == ref.e2e and table.decompositions["good"].dec == ref.dec
+    exact = table.decompositions["exact"]
+    assert exact.dec < 1e-25 and exact.e2e == pytest.approx(exact.floor, rel=1e-12)  # no decoder error
+    m = table.metrics(reference="good", rival="slow")
+    for k in methods:  # R_e2e = R_floor + R_dec + 2 cross, to rounding (main paper §6.3)
+        assert m[f"{k}_decomposition_gap_rel"] < 1e-12 and m[f"{k}_eb_upper"] >= m[f"{k}_e2e"]
+    assert m["best_index"] == 2 and methods[m["best_dec_index"]] == "exact"
+    assert m["good_minus_slow_e2e"] == pytest.approx(m["good_e2e"] - m["slow_e2e"], rel=1e-10)
+    assert m["good_minus_slow_e2e_se"] > 0 and m["good_violation_rate"] == m["slow_violation_rate"] == 0.0
+    # the exact solve has rho = 0 to rounding: its certificate compares rounding errors with 0
+    assert m["max_violation_rate"] == m["exact_violation_rate"] > 0
+    assert m["good_dec_over_floor"] == m["good_dec"] / m["good_floor"]
+    assert table.e2e_ratio("slow", "good") == m["slow_e2e"] / m["good_e2e"] and table.dec_ratio("good", "good") == 1.0
+    with pytest.raises(ValueError, match="no matrix for \\['flex'\\]"):
+        compare_latent_decoders(U, P, A, d, beta, Sx, 4, methods=("flex",))
