@@ -122,7 +122,7 @@ print(f"||P_final - P*||_F / ||P*||_F = {traj.rel_err[-1]:.1e}")
 
 # %%
 ev = sample_prompt_statistics(cfg, n_eval_prompts, rng)
-depth = held_out_depth_study(run.P, P_star, ev, cfg, L=L, n_contraction_checkpoints=n_contraction_checkpoints,
+depth = held_out_depth_study(run.P, P_star, ev, config=cfg, L=L, n_contraction_checkpoints=n_contraction_checkpoints,
                                  clip=clip, delta=delta)
 cover = eb_coverage_study(P_fin, run.P[0], cfg, L=L, n_pool=n_pool, n_sample=n_eval_prompts, n_repeats=n_cov_repeats,
                               clip=clip, delta=delta, p_bernoulli=p_cov, n_bernoulli=n_cov_small, rng=rng)
@@ -229,7 +229,7 @@ fig.tight_layout(); save_figure(fig, "fig9_certificates");
 
 # %%
 tr = sample_prompt_statistics(cfg, n_baseline_train, rng)
-base = learned_against_baselines(runs.final, tr, ev, cfg.H_infinity, L=L, L_small=L_small)
+base = learned_against_baselines(runs.final, tr, ev, H_inf=cfg.H_infinity, L=L, L_small=L_small)
 for ell, cmp, R_learned in zip(base.depths, base.comparisons, base.learned_risk):
     print(f"R_L at L = {ell}:", {**{m: f"{v:.2e}" for m, v in cmp.test_risk.items()}, "learned P": f"{R_learned:.2e}"})
 print({k: f"{v[0]:.3f}" for k, v in base.win_rates.items()})
@@ -243,7 +243,7 @@ print({k: f"{v[0]:.3f}" for k, v in base.win_rates.items()})
 # (`iclcore.richardson.decoder.single_run_errors`).
 
 # %%
-se_metrics = single_run_errors(runs.final, P_star, ev, traj, depth, L=L, d=d_ev, z_star=z_ev, clip=clip, delta=delta)
+se_metrics = single_run_errors(runs.final, P_star, ev, trajectory=traj, depth=depth, L=L, d=d_ev, z_star=z_ev, clip=clip, delta=delta)
 print({k: f"{v:.1e}" for k, v in se_metrics.items()})
 
 # %%

@@ -116,7 +116,7 @@ t_train = time.perf_counter() - t_start - t_baselines
 P_tasks = {name: preconditioners_numpy(m, test.H, test.d) for name, m in models.items()}
 P_tasks.update({name if name != "free" else "free_lbfgs": b.preconditioners(test.H) for name, b in comp.baselines.items()})
 methods = ["flex", "flex_heads_off", "flex_static", "free", "free_lbfgs", "oracle", "scalar", "jacobi", "h_inf"]
-table = compare_preconditioners(P_tasks, test, L, P_star, beta=prompts_test.beta, methods=methods, clip=clip, delta=delta,
+table = compare_preconditioners(P_tasks, test, L, P_oracle=P_star, beta=prompts_test.beta, methods=methods, clip=clip, delta=delta,
                                 n_small=n_small)
 diag = table.diagnostics
 rows = ["risk_dagger", "eb_upper", "eb_upper_small", "violation_rate", "ratio_mean", "ratio_of_means", "rho_mean",
@@ -166,7 +166,7 @@ save_figure(fig, "fig2_flexformer_decoder")
 # ({py:func}`~iclcore.models.flexformer.frozen_identity_gap`).
 
 # %%
-identity_gap = frozen_identity_gap(models["flex"], test.H, test.d, L, P=P_tasks["flex"])
+identity_gap = frozen_identity_gap(models["flex"], test.H, test.d, L=L, P=P_tasks["flex"])
 print(f"max relative identity gap: {identity_gap:.2e}")
 
 # %% tags=["nbval-check-output"]

@@ -120,7 +120,7 @@ for name, b in comp.baselines.items():
     if name != "exact":
         P_tasks[name if name != "free" else "free_lbfgs"] = b.preconditioners(A_te)
 methods = ["flex", "linear", "free", "free_lbfgs", "oracle", "scalar", "jacobi", "h_inf"]
-table = compare_latent_decoders(U, P_tasks, A_te, d_te, test.beta, model.Sigma_x, L, methods=methods, clip=clip, delta=delta)
+table = compare_latent_decoders(U, P_tasks, L, A=A_te, d=d_te, beta=test.beta, Sigma_x=model.Sigma_x, methods=methods, clip=clip, delta=delta)
 dec, eb = table.decompositions, table.eb
 rows = [("held-out prediction risk", "e2e"), ("encoded floor risk", "floor"), ("decoder component risk", "dec"),
         ("cross term", "cross"), ("decomposition gap", "decomposition_gap"), ("violation rate", "violation_rate"),

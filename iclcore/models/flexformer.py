@@ -590,7 +590,8 @@ def train_preconditioners(
     """Train every model of ``models`` through the ``L`` steps on the same fresh tasks, as independent tasks.
 
     Model ``i`` (in dict order) is :func:`train_preconditioner_job` with task seed ``seed + 1 + i``
-    and the same ``steps``, ``batch``, ``lr`` and ``device``; the jobs run through
+    and the same ``steps``, ``batch``, ``lr`` and ``device`` (Adam through the ``L`` Richardson steps,
+    MMNN report §4.3: every variant sees the same fresh tasks); the jobs run through
     :func:`iclcore.parallel.map_configs` (``workers``, ``cost`` and ``label`` as there).
 
     Returns
@@ -612,7 +613,9 @@ def train_preconditioners(
     )
 
 
-def frozen_identity_gap(model: nn.Module, H: np.ndarray, d: np.ndarray, L: int, P: np.ndarray | None = None) -> float:
+def frozen_identity_gap(
+    model: nn.Module, H: np.ndarray, d: np.ndarray, *, L: int, P: np.ndarray | None = None
+) -> float:
     """Relative gap between the unrolled model and ``x_L = x† − (I − P_Θ H)^L x†`` (MMNN report §4.2).
 
     For a frozen task the model's ``P_Θ(H, d)`` is a fixed matrix, so its ``L`` Richardson steps from

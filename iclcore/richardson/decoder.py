@@ -33,6 +33,7 @@ from iclcore.lsq.dynamics import (
     modal_weights,
 )
 from iclcore.lsq.iterates import (
+    RichardsonCertificate,
     contraction_factor,
     iteration_matrix,
     richardson_certificate,
@@ -50,6 +51,7 @@ from iclcore.lsq.moments import (
 from iclcore.lsq.tasks import Prompts, TaskConfig, sample_decoder_pairs, sample_prompt_statistics
 from iclcore.parallel import map_configs
 from iclcore.richardson.baselines import (
+    BaselineComparison,
     LinearSystems,
     compare_baselines,
     replica_gap_standard_error,
@@ -57,6 +59,7 @@ from iclcore.richardson.baselines import (
 )
 from iclcore.richardson.baselines import depth_risk as system_depth_risk
 from iclcore.stats import (
+    EBBound,
     clipped_empirical_bernstein,
     eb_coverage_from_pool,
     ratio_standard_error,
@@ -836,9 +839,9 @@ class DepthStudy:
     violation_rate: float
     identity_error: float
     final_error: np.ndarray
-    certificate: object
-    eb_depth: object
-    eb_direct: object
+    certificate: RichardsonCertificate
+    eb_depth: EBBound
+    eb_direct: EBBound
 
     def metrics(self) -> dict[str, float]:
         """Depth risks, floors, contraction and certificate metrics of the last checkpoint."""
@@ -865,8 +868,8 @@ def held_out_depth_study(
     P: np.ndarray,
     P_star: np.ndarray,
     prompts: Prompts,
-    config: TaskConfig,
     *,
+    config: TaskConfig,
     L: int,
     n_contraction_checkpoints: int,
     clip: float,
@@ -942,7 +945,7 @@ class CoverageStudy:
         Share of the initial ``P``'s pool above the clipping level.
     """
 
-    coverage: dict
+    coverage: dict[str, float]
     plain_mean_bernoulli: float
     clipped_fraction_initial: float
 
@@ -1020,11 +1023,11 @@ class LearnedAgainstBaselines:
         Standard error of the risk gap to the rivals at each depth.
     """
 
-    depths: tuple
-    comparisons: tuple
-    learned_risk: tuple
-    win_rates: dict
-    gap_se: tuple
+    depths: tuple[int, int]
+    comparisons: tuple[BaselineComparison, BaselineComparison]
+    learned_risk: tuple[float, float]
+    win_rates: dict[str, tuple[float, float]]
+    gap_se: tuple[float, float]
 
     def metrics(self) -> dict[str, float]:
         """Risks of every method at both depths, fitted step sizes, win rates and gap standard errors."""
@@ -1049,8 +1052,8 @@ def learned_against_baselines(
     P_replicas: np.ndarray,
     train: Prompts,
     test: Prompts,
-    H_inf: np.ndarray,
     *,
+    H_inf: np.ndarray,
     L: int,
     L_small: int,
     methods: tuple[str, ...] = ("scalar", "jacobi", "h_inf", "exact"),
@@ -1096,9 +1099,9 @@ def single_run_errors(
     P_replicas: np.ndarray,
     P_star: np.ndarray,
     prompts: Prompts,
+    *,
     trajectory: RiskTrajectory,
     depth: DepthStudy,
-    *,
     L: int,
     d: np.ndarray,
     z_star: np.ndarray,

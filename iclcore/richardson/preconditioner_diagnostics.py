@@ -16,9 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank
-from iclcore.lsq.iterates import richardson_certificate
+from iclcore.lsq.iterates import RichardsonCertificate, richardson_certificate
 from iclcore.richardson.baselines import LinearSystems, depth_error, depth_risk_curve
-from iclcore.stats import clipped_empirical_bernstein, paired_standard_error, ratio_standard_error, standard_error
+from iclcore.stats import (
+    EBBound,
+    clipped_empirical_bernstein,
+    paired_standard_error,
+    ratio_standard_error,
+    standard_error,
+)
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -353,13 +359,13 @@ class PreconditionerComparison:
     """
 
     systems: LinearSystems
-    preconditioners: dict
+    preconditioners: dict[str, np.ndarray]
     L: int
-    methods: tuple
+    methods: tuple[str, ...]
     floor: str
-    diagnostics: dict
-    risk_curves: dict
-    beta_losses: dict
+    diagnostics: dict[str, DecoderDiagnostics]
+    risk_curves: dict[str, np.ndarray]
+    beta_losses: dict[str, np.ndarray]
     zero_risk: float
 
     @property
@@ -377,7 +383,7 @@ class PreconditionerComparison:
         """``ρ = ‖I − PH‖_2`` per task, shape (n,)."""
         return np.linalg.norm(np.eye(self.systems.K) - self.preconditioners[method] @ self.systems.H, 2, axis=(1, 2))
 
-    def certificate(self, method: str):
+    def certificate(self, method: str) -> RichardsonCertificate:
         """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
         return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
 
@@ -436,8 +442,8 @@ def compare_preconditioners(
     preconditioners: dict[str, np.ndarray],
     systems: LinearSystems,
     L: int,
-    P_oracle: np.ndarray,
     *,
+    P_oracle: np.ndarray,
     beta: np.ndarray,
     methods: tuple[str, ...],
     floor: str = "exact",
@@ -498,9 +504,9 @@ class LatentComparison:
         The clipped empirical-Bernstein bound on each method's per-prompt e2e loss.
     """
 
-    methods: tuple
-    decompositions: dict
-    eb: dict
+    methods: tuple[str, ...]
+    decompositions: dict[str, LatentDecomposition]
+    eb: dict[str, EBBound]
 
     def e2e_ratio(self, a: str, b: str) -> float:
         """``R_e2e(a) / R_e2e(b)``."""
@@ -563,12 +569,12 @@ class LatentComparison:
 def compare_latent_decoders(
     U: np.ndarray,
     preconditioners: dict[str, np.ndarray],
+    L: int,
+    *,
     A: np.ndarray,
     d: np.ndarray,
     beta: np.ndarray,
     Sigma_x: np.ndarray,
-    L: int,
-    *,
     methods: tuple[str, ...],
     clip: float = 1.0,
     delta: float = 0.05,

@@ -69,10 +69,10 @@ def test_frozen_identity_gap_is_rounding_and_detects_a_wrong_matrix():
     with torch.no_grad():  # switch the heads on so that P depends on the task
         m.c.copy_(torch.tensor([0.1, 0.2], dtype=torch.float64))
     H, d = _tasks(30, 2)
-    gap = frozen_identity_gap(m, H, d, 6)
+    gap = frozen_identity_gap(m, H, d, L=6)
     assert gap < 1e-12
-    assert frozen_identity_gap(m, H, d, 6, P=preconditioners_numpy(m, H, d)) == gap
+    assert frozen_identity_gap(m, H, d, L=6, P=preconditioners_numpy(m, H, d)) == gap
     shared = np.broadcast_to(preconditioners_numpy(m, H, d).mean(0), H.shape)  # not the per-task matrix
-    assert frozen_identity_gap(m, H, d, 6, P=shared) > 1e-6
+    assert frozen_identity_gap(m, H, d, L=6, P=shared) > 1e-6
     with pytest.raises(ValueError, match="P"):
-        frozen_identity_gap(m, H, d, 6, P=np.eye(5))
+        frozen_identity_gap(m, H, d, L=6, P=np.eye(5))

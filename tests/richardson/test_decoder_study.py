@@ -75,7 +75,7 @@ def test_depth_study_certifies_and_its_floor_has_the_inverse_wishart_mean():
     cfg = CFG.replace(lam=0.0)
     ev = sample_prompt_statistics(cfg, 4000, np.random.default_rng(1))
     P = np.stack([P_STAR, 0.3 * P_STAR])
-    study = held_out_depth_study(P, P_STAR, ev, cfg, L=40, n_contraction_checkpoints=2, clip=1.0, delta=0.05)
+    study = held_out_depth_study(P, P_STAR, ev, config=cfg, L=40, n_contraction_checkpoints=2, clip=1.0, delta=0.05)
     assert study.violation_rate == 0.0 and study.identity_error < 1e-12
     assert np.array_equal(study.contraction_index, [0, 1]) and study.contractions.shape == (4, 2)
     assert np.allclose(
@@ -91,11 +91,11 @@ def test_depth_study_certifies_and_its_floor_has_the_inverse_wishart_mean():
     assert study.eb_depth.upper >= study.certificate.error_norms[:, -1].mean() ** 2 / cfg.K
     assert "R_floor_closed_form" in study.metrics()
     ridge = held_out_depth_study(
-        P, P_STAR, ev, cfg.replace(lam=0.1), L=3, n_contraction_checkpoints=1, clip=1.0, delta=0.05
+        P, P_STAR, ev, config=cfg.replace(lam=0.1), L=3, n_contraction_checkpoints=1, clip=1.0, delta=0.05
     )
     assert ridge.ridge_floor_closed_form is None and "R_floor_closed_form" not in ridge.metrics()
     with pytest.raises(ValueError, match="P"):
-        held_out_depth_study(P_STAR, P_STAR, ev, cfg, L=3, n_contraction_checkpoints=1, clip=1.0, delta=0.05)
+        held_out_depth_study(P_STAR, P_STAR, ev, config=cfg, L=3, n_contraction_checkpoints=1, clip=1.0, delta=0.05)
 
 
 def test_eb_coverage_holds_and_the_plain_mean_fails_on_the_bernoulli_law():
@@ -116,7 +116,7 @@ def test_learned_against_baselines_scores_the_exact_solve_at_zero_and_a_rival_ag
     rng = np.random.default_rng(4)
     train, test = sample_prompt_statistics(CFG, 200, rng), sample_prompt_statistics(CFG, 150, rng)
     reps = np.stack([P_STAR, 0.98 * P_STAR, 1.02 * P_STAR])
-    base = learned_against_baselines(reps, train, test, CFG.H_infinity, L=6, L_small=2)
+    base = learned_against_baselines(reps, train, test, H_inf=CFG.H_infinity, L=6, L_small=2)
     cmp_L, cmp_small = base.comparisons
     assert cmp_L.L == 6 and cmp_small.L == 2 and base.depths == (6, 2)
     assert cmp_L.test_risk["exact"] < 1e-20 and cmp_small.test_risk["exact"] < 1e-20
@@ -126,10 +126,10 @@ def test_learned_against_baselines_scores_the_exact_solve_at_zero_and_a_rival_ag
     assert m["baseline_scalar_eta"] == cmp_L.baselines["scalar"].param
     # the scalar baseline's own P as the learned P: ties everywhere, no wins
     eta_I = cmp_L.baselines["scalar"].param * np.eye(CFG.K)
-    selfish = learned_against_baselines(np.stack([eta_I, eta_I]), train, test, CFG.H_infinity, L=6, L_small=2)
+    selfish = learned_against_baselines(np.stack([eta_I, eta_I]), train, test, H_inf=CFG.H_infinity, L=6, L_small=2)
     assert selfish.win_rates["baseline_win_scalar"] == (0.0, 0.0)
     with pytest.raises(ValueError, match="P_replicas"):
-        learned_against_baselines(P_STAR[None], train, test, CFG.H_infinity, L=6, L_small=2)
+        learned_against_baselines(P_STAR[None], train, test, H_inf=CFG.H_infinity, L=6, L_small=2)
 
 
 def test_single_run_errors_of_identical_replicas_are_the_prompt_standard_errors():
@@ -138,9 +138,9 @@ def test_single_run_errors_of_identical_replicas_are_the_prompt_standard_errors(
     ev = sample_prompt_statistics(CFG, 300, rng)
     traj = risk_trajectory(_gd_run(), MOM, n_steps=30, d=d, z_star=z, s_transient=10)
     run_P = _gd_run().P
-    depth = held_out_depth_study(run_P, P_STAR, ev, CFG, L=4, n_contraction_checkpoints=3, clip=1.0, delta=0.05)
+    depth = held_out_depth_study(run_P, P_STAR, ev, config=CFG, L=4, n_contraction_checkpoints=3, clip=1.0, delta=0.05)
     same = np.stack([run_P[-1]] * 3)
-    se = single_run_errors(same, P_STAR, ev, traj, depth, L=4, d=d, z_star=z, clip=1.0, delta=0.05)
+    se = single_run_errors(same, P_STAR, ev, trajectory=traj, depth=depth, L=4, d=d, z_star=z, clip=1.0, delta=0.05)
     assert se["n_replicas"] == 2 and se["rel_err_final_se"] == 0.0 and se["table_stable_rank_se"] < 1e-12
     assert se["R_obs_final_se"] == pytest.approx(traj.observed_se[-1], rel=1e-12)
     assert se["direct_over_depth"] == traj.observed[-1] / depth.target_risk[-1]
@@ -148,8 +148,17 @@ def test_single_run_errors_of_identical_replicas_are_the_prompt_standard_errors(
     assert loss_target.mean() == pytest.approx(depth.target_risk[-1], rel=1e-10)
     assert se["R_depth_final_se"] == pytest.approx(loss_target.std(ddof=1) / np.sqrt(300), rel=1e-12)
     spread = single_run_errors(
-        np.stack([run_P[-1], 0.9 * run_P[-1]]), P_STAR, ev, traj, depth, L=4, d=d, z_star=z, clip=1.0, delta=0.05
+        np.stack([run_P[-1], 0.9 * run_P[-1]]),
+        P_STAR,
+        ev,
+        trajectory=traj,
+        depth=depth,
+        L=4,
+        d=d,
+        z_star=z,
+        clip=1.0,
+        delta=0.05,
     )
     assert spread["rel_err_final_se"] > 0 and spread["R_obs_final_se"] > se["R_obs_final_se"]
     with pytest.raises(ValueError, match="P_replicas"):
-        single_run_errors(same[:1], P_STAR, ev, traj, depth, L=4, d=d, z_star=z, clip=1.0, delta=0.05)
+        single_run_errors(same[:1], P_STAR, ev, trajectory=traj, depth=depth, L=4, d=d, z_star=z, clip=1.0, delta=0.05)

@@ -31,7 +31,7 @@ def _setup(n=300, seed=0):
 def test_comparison_rows_are_the_diagnostics_and_the_floor_is_zero():
     prompts, test, P_star, P = _setup()
     methods = ("task", "oracle", "half", "zero")
-    cmp = compare_preconditioners(P, test, 5, P_star, beta=prompts.beta, methods=methods, n_small=10)
+    cmp = compare_preconditioners(P, test, 5, P_oracle=P_star, beta=prompts.beta, methods=methods, n_small=10)
     assert cmp.diagnostics["half"] == decoder_diagnostics(P["half"], test, 5, P_star, n_small=10)
     assert cmp.risk_curves["exact"][-1] < 1e-25 and cmp.risk_curves["zero"].shape == (6,)
     assert cmp.risks["zero"] == pytest.approx(cmp.zero_risk, rel=1e-13)  # doing nothing
@@ -47,7 +47,7 @@ def test_comparison_rows_are_the_diagnostics_and_the_floor_is_zero():
 def test_metrics_of_the_paired_comparison():
     prompts, test, P_star, P = _setup()
     cmp = compare_preconditioners(
-        P, test, 5, P_star, beta=prompts.beta, methods=("task", "oracle", "half", "zero"), n_small=10
+        P, test, 5, P_oracle=P_star, beta=prompts.beta, methods=("task", "oracle", "half", "zero"), n_small=10
     )
     m = cmp.metrics(reference="task", rival="oracle")
     assert m["best_index"] == ["task", "oracle", "half", "zero"].index(cmp.best)
@@ -64,7 +64,7 @@ def test_metrics_of_the_paired_comparison():
 def test_missing_method_is_named():
     prompts, test, P_star, P = _setup(n=20)
     with pytest.raises(ValueError, match="preconditioners: no matrix for \\['jacobi'\\]"):
-        compare_preconditioners(P, test, 3, P_star, beta=prompts.beta, methods=("task", "jacobi"), n_small=5)
+        compare_preconditioners(P, test, 3, P_oracle=P_star, beta=prompts.beta, methods=("task", "jacobi"), n_small=5)
 
 
 def _latent(n=300, seed=10):
@@ -88,7 +88,7 @@ def test_latent_comparison_splits_every_risk_and_the_exact_decoder_sits_on_the_f
 
     U, P, A, d, beta, Sx = _latent()
     methods = ("good", "slow", "exact")
-    table = compare_latent_decoders(U, P, A, d, beta, Sx, 4, methods=methods, clip=1.0, delta=0.05)
+    table = compare_latent_decoders(U, P, 4, A=A, d=d, beta=beta, Sigma_x=Sx, methods=methods, clip=1.0, delta=0.05)
     ref = latent_decomposition(U, P["good"], A, d, beta, Sx, 4)
     assert table.decompositions["good"].e2e == ref.e2e and table.decompositions["good"].dec == ref.dec
     exact = table.decompositions["exact"]
@@ -104,4 +104,4 @@ def test_latent_comparison_splits_every_risk_and_the_exact_decoder_sits_on_the_f
     assert m["good_dec_over_floor"] == m["good_dec"] / m["good_floor"]
     assert table.e2e_ratio("slow", "good") == m["slow_e2e"] / m["good_e2e"] and table.dec_ratio("good", "good") == 1.0
     with pytest.raises(ValueError, match="no matrix for \\['flex'\\]"):
-        compare_latent_decoders(U, P, A, d, beta, Sx, 4, methods=("flex",))
+        compare_latent_decoders(U, P, 4, A=A, d=d, beta=beta, Sigma_x=Sx, methods=("flex",))
