@@ -91,7 +91,7 @@ print(f"R(P*) = {oracle_risk(mom):.4f}, cond(C) = {lamC[-1] / lamC[0]:.1f}, eta 
 # %%
 # the main run and the n_replicas replicas (further independent streams, used for standard errors below) are
 # independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`); the main run draws
-# its prompts from default_rng(seed), the stream of `rng` (`runs.rng`), which continues after it
+# its prompts from default_rng(seed), a stream that `rng` (`runs.rng`) continues for the held-out draws below
 runs = train_decoder_replicas(cfg, eta, steps=steps, batch=batch, seed=seed, n_checkpoints=n_checkpoints,
                               n_replicas=n_replicas, workers=thread_budget())
 run, P_fin, sc, rng = runs.run, runs.final[0], runs.run.steps, runs.rng
@@ -108,25 +108,31 @@ print(f"||P_final - P*||_F / ||P*||_F = {traj.rel_err[-1]:.1e}")
 # ## Inner solver with the learned $P_s$: direct estimator against depth-$L$ Richardson
 # Risks against $z_\star$ (main paper $R_L$) and against $z^\dagger$ (the MMNN report's $R_{dec}(L)$), the
 # $L\to\infty$ floor $(1/K)E\|z^\dagger-z_\star\|^2$ (for Gaussian design, $\lambda=0$, $M>K+1$ its expectation is
-# $\sigma^2\operatorname{tr}(\Sigma_x^{-1})/(K(M-K-1))$), and the contraction of $I-P_sH$ at evenly spaced checkpoints.
-#
-# ## Spectral-overlap weights $w_{s,i}$ of the remaining error (eigenbasis of $C$)
-# Part of the trajectory above (`RiskTrajectory.modal_weights`), grouped into the slow, middle and fast thirds of the
-# spectrum of $C$.
-#
-# ## Certificates: exact error identity, norm bound, clipped empirical-Bernstein bound
-# The coverage check: the EB inequality holds for every law on $[0, c]$; take the law of a large pool of fresh
-# held-out losses (its clipped mean is known exactly) and redraw `n_eval_prompts` losses many times. On a law where
-# the check has power (Bernoulli($p$) losses, small samples) the empirical mean alone (a deliberately wrong "bound")
-# must fail to cover, so a coverage test that always passes would show.
+# $\sigma^2\operatorname{tr}(\Sigma_x^{-1})/(K(M-K-1))$), the contraction of $I-P_sH$ at evenly spaced checkpoints, and
+# the certificates of the last $P_s$: the exact error identity, the norm bound, the clipped empirical-Bernstein bounds
+# (`iclcore.richardson.decoder.held_out_depth_study`).
 
 # %%
 ev = sample_prompt_statistics(cfg, n_eval_prompts, rng)
 depth = held_out_depth_study(run.P, P_star, ev, config=cfg, L=L, n_contraction_checkpoints=n_contraction_checkpoints,
-                                 clip=clip, delta=delta)
-cover = eb_coverage_study(P_fin, run.P[0], cfg, L=L, n_pool=n_pool, n_sample=n_eval_prompts, n_repeats=n_cov_repeats,
-                              clip=clip, delta=delta, p_bernoulli=p_cov, n_bernoulli=n_cov_small, rng=rng)
+                             clip=clip, delta=delta)
 print(f"identity error (the ledger's theorem row grades it): {depth.identity_error:.1e}")
+
+# %% [markdown]
+# ## Spectral-overlap weights $w_{s,i}$ of the remaining error (eigenbasis of $C$)
+# Part of the trajectory above (`RiskTrajectory.modal_weights`, from the exact population GD), grouped into the slow,
+# middle and fast thirds of the spectrum of $C$ (Figure 3, lower right).
+
+# %% [markdown]
+# ## Certificates: exact error identity, norm bound, clipped empirical-Bernstein bound
+# The coverage check: the EB inequality holds for every law on $[0, c]$; take the law of a large pool of fresh
+# held-out losses (its clipped mean is known exactly) and redraw `n_eval_prompts` losses many times. On a law where
+# the check has power (Bernoulli($p$) losses, small samples) the empirical mean alone (a deliberately wrong "bound")
+# must fail to cover, so a coverage test that always passes would show (`iclcore.richardson.decoder.eb_coverage_study`).
+
+# %%
+cover = eb_coverage_study(P_fin, run.P[0], cfg, L=L, n_pool=n_pool, n_sample=n_eval_prompts, n_repeats=n_cov_repeats,
+                          clip=clip, delta=delta, p_bernoulli=p_cov, n_bernoulli=n_cov_small, rng=rng)
 
 # %% tags=["nbval-check-output"]
 print(f"certificate violation rate: {depth.violation_rate}")
