@@ -28,7 +28,8 @@ on the index positions and, for the 1-D Galerkin problem, the Green kernel
 ``min(x, y) − xy`` (the exact inverse of the P1 stiffness matrix of ``−u''``).
 
 Both models are trained end-to-end through the ``L`` steps on fresh tasks
-(:func:`train_preconditioner`, Adam, float64). All randomness comes from a passed
+(:func:`train_preconditioner`, Adam, float64); :func:`flexformer_variants` builds the ablation family
+of the decoder chapters and :func:`train_preconditioners` trains it side by side. All randomness comes from a passed
 :class:`torch.Generator` (initialisation) and :class:`numpy.random.Generator` (tasks).
 """
 

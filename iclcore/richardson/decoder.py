@@ -13,7 +13,11 @@ Inner time ``ℓ``: the frozen ``P_s`` is used in Richardson's iteration
 (``iclcore.lsq.iterates``).
 
 Also: finite-task estimator ``P̂_N = Z Dᵀ (D Dᵀ)^†`` (§3.2) and the
-prompt-size contraction ``ρ(I − P⋆(M) H_∞)`` (§4, §12.9).
+prompt-size contraction ``ρ(I − P⋆(M) H_∞)`` (§4, §12.9); and the study of a trained decoder:
+its replicas (:func:`train_decoder_replicas`), its risk against the population prediction
+(:func:`risk_trajectory`), its depth-``L`` solver and certificates (:func:`held_out_depth_study`,
+:func:`eb_coverage_study`), unlearned baselines (:func:`learned_against_baselines`) and the
+standard errors of a single run (:func:`single_run_errors`).
 """
 
 from __future__ import annotations

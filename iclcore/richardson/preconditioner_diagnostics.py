@@ -3,7 +3,9 @@ r"""Diagnostics of a (possibly task-dependent) preconditioner for the depth-``L`
 * :func:`decoder_diagnostics` -- the quantities of MMNN report Table 2 (held-out loss, empirical-Bernstein
   certificates, distances to ``P⋆``, contraction and stable rank) on held-out tasks;
 * :func:`latent_decomposition` -- every term of the encoder + latent-decoder risk split for a
-  task-dependent latent preconditioner (main paper §6.3, MMNN report §5.3 Table 4).
+  task-dependent latent preconditioner (main paper §6.3, MMNN report §5.3 Table 4);
+* :func:`compare_preconditioners` and :func:`compare_latent_decoders` -- the same for several methods on
+  the same held-out tasks, with the best method and paired comparisons.
 
 Tasks are :class:`iclcore.richardson.baselines.LinearSystems`; the iteration and the risk are those
 of :mod:`iclcore.richardson.baselines`.
