@@ -50,25 +50,16 @@ import torch
 from iclcore.lsq.moments import closed_form_moments, oracle_preconditioner
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.flexformer import (
-    Flexformer,
-    FlexformerConfig,
-    KernelDictionaryPreconditioner,
-    PreconditionerJob,
-    kernel_dictionary,
+    flexformer_variants,
+    frozen_identity_gap,
     preconditioners_numpy,
     prompt_sampler,
-    train_preconditioner_job,
+    train_preconditioners,
 )
-from iclcore.parallel import map_configs, thread_budget
+from iclcore.parallel import thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.richardson.baselines import (
-    LinearSystems,
-    compare_baselines,
-    depth_error,
-    depth_risk_curve,
-)
-from iclcore.richardson.preconditioner_diagnostics import decoder_diagnostics
-from iclcore.stats import paired_standard_error, ratio_standard_error, standard_error
+from iclcore.richardson.baselines import LinearSystems, compare_baselines
+from iclcore.richardson.preconditioner_diagnostics import compare_preconditioners
 
 use_style()
 torch.set_num_threads(1)
@@ -87,43 +78,29 @@ rng = np.random.default_rng(seed)
 train = LinearSystems.from_prompts(sample_prompt_statistics(cfg, n_train, rng))
 prompts_test = sample_prompt_statistics(cfg, n_test, rng)
 test = LinearSystems.from_prompts(prompts_test)
-test_beta = LinearSystems(H=prompts_test.H_M, d=prompts_test.d, x_star=prompts_test.beta)  # target: the task beta
 moments = closed_form_moments(cfg)
 P_star = oracle_preconditioner(moments)
 comp = compare_baselines(train, test, L, H_inf=cfg.H_infinity, moments=moments)
 t_baselines = time.perf_counter() - t_start
 
-
-
 # %% [markdown]
 # ## Four models trained through the $L$ steps on the same fresh tasks
 # All four start from the L-BFGS free linear $P$ of the baselines (`free_lbfgs`, fitted on the $n_{\rm train}$
-# fixed training tasks) and see the same number of fresh tasks with the same Adam schedule:
+# fixed training tasks) and see the same number of fresh tasks with the same Adam schedule
+# ({py:func}`~iclcore.models.flexformer.flexformer_variants`):
 # * `flex`: the Flexformer, static rank-$r_P$ part (truncated warm start), heads on;
 # * `flex_heads_off`: the same model with no heads (a rank-$r_P$ linear $P=UV^\top$);
 # * `free`: a full-rank linear $P$ (the Flexformer with $r_P=K$ and no heads): the free linear $P$ trained
 #   end-to-end on the same tasks as the Flexformer;
 # * `flex_static`: the fixed kernel dictionary $\theta_0I+\sum_m\theta_m\Phi_m$ (Matérn and RBF Gram
 #   matrices of the index positions), started at the least-squares fit of the free $P$.
+#
+# The four trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`).
 
 # %%
-P_free = comp.baselines["free"].P
-models = {
-    "flex": Flexformer(FlexformerConfig(K=K, rank=rank_P, n_heads=n_heads, d_k=d_k),
-                       torch.Generator().manual_seed(seed), P_init=P_free),
-    "flex_heads_off": Flexformer(FlexformerConfig(K=K, rank=rank_P, n_heads=0, d_k=d_k),
-                                 torch.Generator().manual_seed(seed), P_init=P_free),
-    "free": Flexformer(FlexformerConfig(K=K, rank=K, n_heads=0), torch.Generator().manual_seed(seed), P_init=P_free),
-    "flex_static": KernelDictionaryPreconditioner(
-        kernel_dictionary((np.arange(K) + 0.5) / K, ("identity", "matern52:0.1", "matern52:0.3", "rbf:0.5")),
-        P_init=P_free),
-}
-# the four trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
-jobs = [PreconditionerJob(model, prompt_sampler(cfg), L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))}, device=device)
-        for i, model in enumerate(models.values())]
-trained = map_configs(train_preconditioner_job, jobs, thread_budget(), label="flexformer models")
-models = {name: model for name, (model, _) in zip(models, trained)}
-curves = {name: res for name, (_, res) in zip(models, trained)}
+models = flexformer_variants(K, comp.baselines["free"].P, rank=rank_P, n_heads=n_heads, d_k=d_k, seed=seed)
+models, curves = train_preconditioners(models, prompt_sampler(cfg), L, steps=steps, batch=batch, lr=lr, seed=seed,
+                                       device=device, workers=thread_budget(), label="flexformer models")
 t_train = time.perf_counter() - t_start - t_baselines
 
 # %% [markdown]
@@ -131,29 +108,24 @@ t_train = time.perf_counter() - t_start - t_baselines
 # Definitions ({py:func}`~iclcore.richardson.preconditioner_diagnostics.decoder_diagnostics`): the per-task loss is
 # $\ell=\|x_L-x^\dagger\|^2/K$; $\rho=\|I-PH\|_2$; the EB bound clips at $c$ with confidence $1-\delta$ on all
 # $n_{\rm test}$ held-out tasks and, separately, on the first $n_{\rm small}$; distances and stable ranks are
-# given both for the task average $\mathbb E_HP(H)$ and per task.
+# given both for the task average $\mathbb E_HP(H)$ and per task. The exact solve has $\rho=0$ to rounding: its
+# certificate rows would compare rounding errors with 0, so it gets its risk (the floor) only
+# ({py:func}`~iclcore.richardson.preconditioner_diagnostics.compare_preconditioners`).
 
 # %%
 P_tasks = {name: preconditioners_numpy(m, test.H, test.d) for name, m in models.items()}
-for name, b in comp.baselines.items():
-    P_tasks[name if name != "free" else "free_lbfgs"] = b.preconditioners(test.H)
-# the exact solve has rho = 0 to rounding: its certificate rows compare rounding errors with 0, so it gets
-# its risk (the floor) only
+P_tasks.update({name if name != "free" else "free_lbfgs": b.preconditioners(test.H) for name, b in comp.baselines.items()})
 methods = ["flex", "flex_heads_off", "flex_static", "free", "free_lbfgs", "oracle", "scalar", "jacobi", "h_inf"]
-diag = {m: decoder_diagnostics(P_tasks[m], test, L, P_star, clip=clip, delta=delta, n_small=n_small)
-        for m in methods}
-risk_curves = {m: depth_risk_curve(P_tasks[m], test, L) for m in methods + ["exact"]}
-exact_risk = float(risk_curves["exact"][-1])
-# error to the task vector beta (the noise floor of the exact solve is exact_risk_beta)
-loss_beta = {m: np.sum(depth_error(P_tasks[m], test_beta, L)[:, -1] ** 2, axis=1) / K for m in methods + ["exact"]}
-zero_risk = float(np.mean(np.sum(test.x_dagger**2, axis=1)) / K)
+table = compare_preconditioners(P_tasks, test, L, P_oracle=P_star, beta=prompts_test.beta, methods=methods, clip=clip, delta=delta,
+                                n_small=n_small)
+diag = table.diagnostics
 rows = ["risk_dagger", "eb_upper", "eb_upper_small", "violation_rate", "ratio_mean", "ratio_of_means", "rho_mean",
         "frac_rho_lt1", "spectral_radius_mean", "power_norm_mean", "rel_dist_mean_P", "rel_dist_per_task",
         "srank_mean_P", "srank_per_task"]
 print(f"{'':22s}" + "".join(f"{m[:12]:>13s}" for m in methods))
 for row in rows:
     print(f"{row:22s}" + "".join(f"{getattr(diag[m], row):13.4g}" for m in methods))
-print(f"risk of doing nothing (P = 0): {zero_risk:.4g}; exact solve (floor): {exact_risk:.3g}")
+print(f"risk of doing nothing (P = 0): {table.zero_risk:.4g}; exact solve (floor): {table.risk_curves['exact'][-1]:.3g}")
 
 # %% [markdown]
 # ## Figure 2: generalization and the Richardson certificates
@@ -163,53 +135,38 @@ fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
 ax = axes[0]
 styles = {"flex": ("-", PALETTE[0]), "flex_heads_off": ("--", PALETTE[0]), "flex_static": (":", PALETTE[0]),
           "free": ("-", PALETTE[1]), "free_lbfgs": ("--", PALETTE[1]), "oracle": ("-", PALETTE[2]),
-          "scalar": ("-", PALETTE[3]),
-          "jacobi": ("--", PALETTE[3]), "h_inf": (":", "gray")}
+          "scalar": ("-", PALETTE[3]), "jacobi": ("--", PALETTE[3]), "h_inf": (":", "gray")}
 for m, (ls, col) in styles.items():
-    ax.semilogy(np.arange(L + 1), risk_curves[m], ls, color=col, label=m)
-ax.set_ylim(max(1e-8, 0.3 * min(risk_curves[m][-1] for m in styles)), 3 * zero_risk)
-ax.set_xlabel(r"depth $\ell$")
-ax.set_title(r"held-out $R_\ell=E\|x_\ell-x^\dagger\|^2/K$")
-ax.legend(fontsize=7, ncol=2)
+    ax.semilogy(np.arange(L + 1), table.risk_curves[m], ls, color=col, label=m)
+ax.set_ylim(max(1e-8, 0.3 * min(table.risk_curves[m][-1] for m in styles)), 3 * table.zero_risk)
+ax.set_xlabel(r"depth $\ell$"); ax.set_title(r"held-out $R_\ell=E\|x_\ell-x^\dagger\|^2/K$"); ax.legend(fontsize=7, ncol=2)
 ax = axes[1]
-from iclcore.lsq.iterates import richardson_certificate  # noqa: E402
-
-cert = richardson_certificate(P_tasks["flex"], test.H, -test.x_dagger, L)
+cert = table.certificate("flex")
 ax.loglog(cert.bounds[:, -1], cert.error_norms[:, -1], ".", ms=2, color=PALETTE[0])
 lim = [cert.error_norms[:, -1].min() * 0.5, cert.bounds[:, -1].max() * 2]
 ax.plot(lim, lim, "k--", lw=1, label="bound = error")
-ax.set_xlabel(r"$\rho^L\|e_0\|$")
-ax.set_ylabel(r"$\|e_L\|$")
-ax.set_title("Flexformer: error vs certificate, per task")
+ax.set_xlabel(r"$\rho^L\|e_0\|$"); ax.set_ylabel(r"$\|e_L\|$"); ax.set_title("Flexformer: error vs certificate, per task")
 ax.legend()
 ax = axes[2]
 for m in ("flex", "free", "oracle", "scalar"):
-    T = np.eye(K) - P_tasks[m] @ test.H
-    ax.hist(np.linalg.norm(T, 2, axis=(1, 2)), bins=60, histtype="step", density=True, label=m)
+    ax.hist(table.operator_norms(m), bins=60, histtype="step", density=True, label=m)
 ax.axvline(1.0, color="k", lw=1)
-ax.set_xlabel(r"$\rho=\|I-PH\|_2$")
-ax.set_title("per-task contraction factor")
-ax.legend()
+ax.set_xlabel(r"$\rho=\|I-PH\|_2$"); ax.set_title("per-task contraction factor"); ax.legend()
 ax = axes[3]
 for name, res in curves.items():
     ax.semilogy(res.loss, lw=0.8, label=name)
 ax.axhline(diag["flex"].risk_dagger, color=PALETTE[0], ls="--", lw=1, label="flex (held-out)")
-ax.set_xlabel("Adam step")
-ax.set_title(r"training loss (fresh tasks)")
-ax.legend(fontsize=7)
+ax.set_xlabel("Adam step"); ax.set_title(r"training loss (fresh tasks)"); ax.legend(fontsize=7)
 fig.tight_layout()
 save_figure(fig, "fig2_flexformer_decoder")
 
 # %% [markdown]
 # ## Frozen identity for the trained Flexformer
-# $x_L-x^\dagger=-(I-P_\Theta(H)H)^Lx^\dagger$ with the extracted per-task matrix, against the unrolled model.
+# $x_L-x^\dagger=-(I-P_\Theta(H)H)^Lx^\dagger$ with the extracted per-task matrix, against the unrolled model
+# ({py:func}`~iclcore.models.flexformer.frozen_identity_gap`).
 
 # %%
-with torch.no_grad():
-    xL_model = models["flex"](torch.as_tensor(test.H), torch.as_tensor(test.d), L)[:, -1].numpy()
-T = np.eye(K) - P_tasks["flex"] @ test.H
-xL_identity = test.x_dagger - (np.linalg.matrix_power(T, L) @ test.x_dagger[..., None])[..., 0]
-identity_gap = float(np.max(np.abs(xL_model - xL_identity)) / np.max(np.abs(test.x_dagger)))
+identity_gap = frozen_identity_gap(models["flex"], test.H, test.d, L=L, P=P_tasks["flex"])
 print(f"max relative identity gap: {identity_gap:.2e}")
 
 # %% tags=["nbval-check-output"]
@@ -220,44 +177,11 @@ print(f"Flexformer mean rho: {diag['flex'].rho_mean:.2f}")
 elapsed = time.perf_counter() - t_start
 metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_start, "train_seconds": t_train, "baseline_seconds": t_baselines,
            "K": K, "M": M, "r": r, "L": L, "n_test": n_test, "n_train": n_train, "steps": steps, "batch": batch,
-           "zero_risk": zero_risk, "identity_gap": identity_gap, "exact_risk": exact_risk,
-           "free_lbfgs_train_risk": comp.baselines["free"].train_risk, "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param}
-for m in methods:
-    metrics.update(diag[m].as_dict(prefix=f"{m}_"))
-for m in methods + ["exact"]:
-    metrics[f"{m}_risk_beta"] = float(loss_beta[m].mean())
-    metrics[f"{m}_risk_beta_se"] = float(standard_error(loss_beta[m]))
-learned = methods
-risks = {m: diag[m].risk_dagger for m in learned}
-best = min(risks, key=risks.get)
-metrics["best_index"] = learned.index(best)
-metrics["best_risk"] = risks[best]
-metrics["free_over_flex"] = risks["free"] / risks["flex"]
-metrics["flex_over_free"] = risks["flex"] / risks["free"]
-metrics["flex_heads_off_over_flex"] = risks["flex_heads_off"] / risks["flex"]
-metrics["scalar_over_flex"] = risks["scalar"] / risks["flex"]
-metrics["oracle_over_flex"] = risks["oracle"] / risks["flex"]
-metrics["free_lbfgs_over_flex"] = risks["free_lbfgs"] / risks["flex"]
-metrics["flex_static_over_flex"] = risks["flex_static"] / risks["flex"]
-metrics["jacobi_over_flex"] = risks["jacobi"] / risks["flex"]
-metrics["max_violation_rate"] = max(diag[m].violation_rate for m in methods)
-Pf = P_tasks["flex"]
-# paired comparison on the same held-out tasks: difference of per-task losses and its standard error
-loss_dag = {m: np.sum((depth_error(P_tasks[m], test, L)[:, -1]) ** 2, axis=1) / K for m in ("flex", "free")}
-diff = loss_dag["flex"] - loss_dag["free"]
-metrics["flex_minus_free"] = float(diff.mean())
-metrics["flex_minus_free_se"] = float(paired_standard_error(loss_dag["flex"], loss_dag["free"]))
-metrics["flex_task_variation"] = float(np.mean(np.linalg.norm(Pf - Pf.mean(0), axis=(1, 2))) / np.linalg.norm(Pf.mean(0)))
-metrics["flex_head_weights_abs_max"] = float(models["flex"].c.detach().abs().max())
-metrics["flex_risk_over_zero"] = risks["flex"] / zero_risk
-# standard errors over the held-out tasks (the trained model fixed: one training run) for the Table 2 signature
-rho_flex = np.linalg.norm(np.eye(K) - P_tasks["flex"] @ test.H, ord=2, axis=(-2, -1))
-assert np.isclose(rho_flex.mean(), diag["flex"].rho_mean) and np.isclose(cert.ratio_final.mean(), diag["flex"].ratio_mean)
-zero_loss = np.sum(test.x_dagger**2, axis=1) / K
-metrics["flex_rho_mean_se"] = standard_error(rho_flex)
-metrics["flex_ratio_mean_se"] = standard_error(cert.ratio_final)
-metrics["flex_risk_over_zero_se"] = ratio_standard_error(
-    loss_dag["flex"].mean(), standard_error(loss_dag["flex"]), zero_loss.mean(), standard_error(zero_loss),
-    cov=float(np.cov(loss_dag["flex"], zero_loss)[0, 1]) / n_test)
+           "identity_gap": identity_gap, "free_lbfgs_train_risk": comp.baselines["free"].train_risk,
+           "scalar_eta": comp.baselines["scalar"].param, "jacobi_omega": comp.baselines["jacobi"].param,
+           **table.metrics(reference="flex", rival="free"),
+           **{f"{a}_over_{b}": table.risk_ratio(a, b) for a, b in [("flex", "free")] + [
+               (m, "flex") for m in ("free", "flex_heads_off", "scalar", "oracle", "free_lbfgs", "flex_static", "jacobi")]},
+           "flex_head_weights_abs_max": float(models["flex"].c.detach().abs().max())}
 write_metrics(metrics)
-print(f"best learned method: {best}; runtime {elapsed:.1f} s (training {t_train:.1f} s)")
+print(f"best learned method: {table.best}; runtime {elapsed:.1f} s (training {t_train:.1f} s)")

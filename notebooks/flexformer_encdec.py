@@ -53,20 +53,17 @@ import torch
 
 from iclcore.lsq.lowrank import latent_systems, sample_lowrank_prompts
 from iclcore.models.flexformer import (
-    Flexformer,
-    FlexformerConfig,
-    PreconditionerJob,
+    flexformer_variants,
     latent_prompt_sampler,
     preconditioners_numpy,
-    train_preconditioner_job,
+    train_preconditioners,
 )
-from iclcore.parallel import map_configs, thread_budget
+from iclcore.parallel import thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
 from iclcore.richardson.baselines import LinearSystems, compare_baselines
 from iclcore.richardson.encdec import EncDecConfig, encdec_dynamics
-from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
+from iclcore.richardson.preconditioner_diagnostics import compare_latent_decoders
 from iclcore.richardson.subspace import sin_theta
-from iclcore.stats import clipped_empirical_bernstein, paired_standard_error
 
 use_style()
 torch.set_num_threads(1)
@@ -101,20 +98,12 @@ sampler = latent_prompt_sampler(model, U)  # fresh prompts projected on U: (A, d
 # (the decoder loss of the chapter), the end-to-end risk is then measured against $\beta$.
 
 # %%
-P0 = comp.baselines["free"].P
-models = {
-    "flex": Flexformer(FlexformerConfig(K=r, rank=r, n_heads=n_heads, d_k=d_k), torch.Generator().manual_seed(seed),
-                       P_init=P0),
-    "free": Flexformer(FlexformerConfig(K=r, rank=r, n_heads=0), torch.Generator().manual_seed(seed), P_init=P0),
-}
+models = flexformer_variants(r, comp.baselines["free"].P, rank=r, n_heads=n_heads, d_k=d_k, seed=seed, variants=("flex", "free"))
 # the two trainings are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`);
 # the Flexformer's heads make it the longer one
-jobs = [PreconditionerJob(m, sampler, L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, len(models))}, device=device)
-        for i, m in enumerate(models.values())]
-trained = map_configs(train_preconditioner_job, jobs, thread_budget(),
-                      cost=lambda job: job.model.config.n_heads, label="latent decoders")
-models = {name: m for name, (m, _) in zip(models, trained)}
-curves = {name: res for name, (_, res) in zip(models, trained)}
+models, curves = train_preconditioners(models, sampler, L, steps=steps, batch=batch, lr=lr, seed=seed, device=device,
+                                       workers=thread_budget(), cost=lambda job: job.model.config.n_heads,
+                                       label="latent decoders")
 
 # %% [markdown]
 # ## Table 4 for every latent decoder
@@ -131,8 +120,8 @@ for name, b in comp.baselines.items():
     if name != "exact":
         P_tasks[name if name != "free" else "free_lbfgs"] = b.preconditioners(A_te)
 methods = ["flex", "linear", "free", "free_lbfgs", "oracle", "scalar", "jacobi", "h_inf"]
-dec = {m: latent_decomposition(U, P_tasks[m], A_te, d_te, test.beta, model.Sigma_x, L) for m in methods}
-eb = {m: clipped_empirical_bernstein(dec[m].e2e_losses, clip, delta) for m in methods}
+table = compare_latent_decoders(U, P_tasks, L, A=A_te, d=d_te, beta=test.beta, Sigma_x=model.Sigma_x, methods=methods, clip=clip, delta=delta)
+dec, eb = table.decompositions, table.eb
 rows = [("held-out prediction risk", "e2e"), ("encoded floor risk", "floor"), ("decoder component risk", "dec"),
         ("cross term", "cross"), ("decomposition gap", "decomposition_gap"), ("violation rate", "violation_rate"),
         ("error / bound ratio", "ratio_mean"), ("mean latent contraction", "rho_mean")]
@@ -186,33 +175,9 @@ elapsed = time.perf_counter() - t_start
 metrics = {"runtime_seconds": elapsed, "cpu_seconds": time.process_time() - c_start, "L": L, "n_eval": n_eval,
            "n_train": n_train, "steps": steps, "batch": batch, "encoder_sin2": sin2, "eb_clip": clip,
            "eb_delta": delta}
-for m in methods:
-    dm = dec[m]
-    metrics.update({f"{m}_e2e": dm.e2e, f"{m}_e2e_se": dm.e2e_se, f"{m}_floor": dm.floor, f"{m}_dec": dm.dec,
-                    f"{m}_cross": dm.cross, f"{m}_decomposition_gap": dm.decomposition_gap,
-                    f"{m}_decomposition_gap_rel": dm.decomposition_gap / dm.e2e,
-                    f"{m}_identity_gap": dm.identity_gap, f"{m}_violation_rate": dm.violation_rate,
-                    f"{m}_ratio_mean": dm.ratio_mean, f"{m}_rho_mean": dm.rho_mean,
-                    f"{m}_frac_rho_lt1": dm.frac_rho_lt1, f"{m}_dec_bound": dm.dec_bound,
-                    f"{m}_eb_upper": eb[m].upper, f"{m}_floor_plus_dec_over_e2e": (dm.floor + dm.dec) / dm.e2e,
-                    f"{m}_floor_se": dm.floor_se, f"{m}_dec_se": dm.dec_se, f"{m}_ratio_mean_se": dm.ratio_mean_se,
-                    f"{m}_rho_mean_se": dm.rho_mean_se})
-risks = {m: dec[m].e2e for m in methods}
-best = min(risks, key=risks.get)
-metrics["best_index"] = methods.index(best)
-metrics["best_e2e"] = risks[best]
-metrics["linear_over_flex"] = risks["linear"] / risks["flex"]
-metrics["free_over_flex"] = risks["free"] / risks["flex"]
-metrics["flex_dec_over_linear_dec"] = dec["flex"].dec / dec["linear"].dec
-metrics["free_dec_over_flex_dec"] = dec["free"].dec / dec["flex"].dec
-metrics["flex_dec_over_floor"] = dec["flex"].dec / dec["flex"].floor
-decs = {m: dec[m].dec for m in methods}
-metrics["best_dec_index"] = methods.index(min(decs, key=decs.get))
-metrics["max_violation_rate"] = max(dec[m].violation_rate for m in methods)
-diff = dec["flex"].e2e_losses - dec["linear"].e2e_losses  # paired on the same held-out prompts
-metrics["flex_minus_linear_e2e"] = float(diff.mean())
-metrics["flex_minus_linear_e2e_se"] = float(paired_standard_error(dec["flex"].e2e_losses, dec["linear"].e2e_losses))
-metrics["max_decomposition_gap_rel"] = max(dec[m].decomposition_gap / dec[m].e2e for m in methods)
-metrics["paper_floor_plus_dec_over_e2e"] = (2.4169e-3 + 1.7448e-3) / 5.8931e-3
+metrics.update({**table.metrics(reference="flex", rival="linear"),
+                **{f"{a}_over_{b}": table.e2e_ratio(a, b) for a, b in (("linear", "flex"), ("free", "flex"))},
+                **{f"{a}_dec_over_{b}_dec": table.dec_ratio(a, b) for a, b in (("flex", "linear"), ("free", "flex"))},
+                "paper_floor_plus_dec_over_e2e": (2.4169e-3 + 1.7448e-3) / 5.8931e-3})
 write_metrics(metrics)
-print(f"best latent decoder: {best}; runtime {elapsed:.1f} s")
+print(f"best latent decoder: {methods[metrics['best_index']]}; runtime {elapsed:.1f} s")

@@ -28,7 +28,8 @@ on the index positions and, for the 1-D Galerkin problem, the Green kernel
 ``min(x, y) − xy`` (the exact inverse of the P1 stiffness matrix of ``−u''``).
 
 Both models are trained end-to-end through the ``L`` steps on fresh tasks
-(:func:`train_preconditioner`, Adam, float64). All randomness comes from a passed
+(:func:`train_preconditioner`, Adam, float64); :func:`flexformer_variants` builds the ablation family
+of the decoder chapters and :func:`train_preconditioners` trains it side by side. All randomness comes from a passed
 :class:`torch.Generator` (initialisation) and :class:`numpy.random.Generator` (tasks).
 """
 
@@ -46,6 +47,7 @@ from torch import nn
 from iclcore.lsq.lowrank import LowRankModel, latent_systems, sample_lowrank_prompts
 from iclcore.lsq.tasks import TaskConfig, sample_prompt_statistics
 from iclcore.models.training import TrainConfig, torch_device, train_loop
+from iclcore.parallel import map_configs
 from iclcore.validation import as_generator, positive_float, positive_int, torch_generator
 
 __all__ = [
@@ -63,6 +65,11 @@ __all__ = [
     "latent_prompt_sampler",
     "PreconditionerJob",
     "train_preconditioner_job",
+    "VARIANTS",
+    "STATIC_KERNELS",
+    "flexformer_variants",
+    "train_preconditioners",
+    "frozen_identity_gap",
 ]
 
 DTYPE = torch.float64
@@ -504,3 +511,140 @@ def train_preconditioner_job(job: PreconditionerJob) -> tuple[nn.Module, Trainin
         device=job.device,
     )
     return job.model, res
+
+
+# --------------------------------------------------------------------------------------------
+# the ablation family of the decoder chapters, trained side by side, and its frozen identity
+# --------------------------------------------------------------------------------------------
+
+#: The variants :func:`flexformer_variants` builds.
+VARIANTS = ("flex", "flex_heads_off", "free", "flex_static")
+#: The fixed kernel dictionary of the ``flex_static`` variant (:func:`kernel_dictionary` kinds).
+STATIC_KERNELS = ("identity", "matern52:0.1", "matern52:0.3", "rbf:0.5")
+
+
+def flexformer_variants(
+    K: int,
+    P_init: np.ndarray,
+    *,
+    rank: int,
+    n_heads: int,
+    d_k: int,
+    seed: int,
+    variants: tuple[str, ...] = VARIANTS,
+    kernels: tuple[str, ...] = STATIC_KERNELS,
+) -> dict[str, nn.Module]:
+    """The Flexformer and its ablations, each warm-started at the same ``P_init`` (MMNN report §4.3 Table 2).
+
+    * ``flex``: :class:`Flexformer` with a rank-``rank`` static part and ``n_heads`` heads;
+    * ``flex_heads_off``: the same without heads (a rank-``rank`` linear ``P = UVᵀ``);
+    * ``free``: a full-rank linear ``P`` (rank ``K``, no heads);
+    * ``flex_static``: :class:`KernelDictionaryPreconditioner` on the dictionary ``kernels`` at the
+      index positions ``(j + 1/2)/K``, started at the least-squares fit of ``P_init``.
+
+    Every Flexformer draws its attention weights from ``torch.Generator().manual_seed(seed)``.
+
+    Parameters
+    ----------
+    K : int
+        System size.
+    P_init : ndarray (K, K)
+        The common warm start (e.g. the L-BFGS free linear ``P`` of the baselines).
+    variants : tuple of str
+        A subset of :data:`VARIANTS`, in the order of the returned dict.
+
+    Returns
+    -------
+    dict[str, torch.nn.Module]
+    """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"variants: unknown {unknown}; choose from {VARIANTS}")
+
+    def build(name: str) -> nn.Module:
+        if name == "flex_static":
+            return KernelDictionaryPreconditioner(kernel_dictionary((np.arange(K) + 0.5) / K, kernels), P_init=P_init)
+        config = {
+            "flex": FlexformerConfig(K=K, rank=rank, n_heads=n_heads, d_k=d_k),
+            "flex_heads_off": FlexformerConfig(K=K, rank=rank, n_heads=0, d_k=d_k),
+            "free": FlexformerConfig(K=K, rank=K, n_heads=0),
+        }[name]
+        return Flexformer(config, torch.Generator().manual_seed(seed), P_init=P_init)
+
+    return {name: build(name) for name in variants}
+
+
+def train_preconditioners(
+    models: dict[str, nn.Module],
+    sample_tasks: TaskSampler,
+    L: int,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    device: str = "cpu",
+    workers: int = 1,
+    cost: Callable[[PreconditionerJob], float] | None = None,
+    label: str = "",
+) -> tuple[dict[str, nn.Module], dict[str, TrainingResult]]:
+    """Train every model of ``models`` through the ``L`` steps on the same fresh tasks, as independent tasks.
+
+    Model ``i`` (in dict order) is :func:`train_preconditioner_job` with task seed ``seed + 1 + i``
+    and the same ``steps``, ``batch``, ``lr`` and ``device`` (Adam through the ``L`` Richardson steps,
+    MMNN report §4.3: every variant sees the same fresh tasks); the jobs run through
+    :func:`iclcore.parallel.map_configs` (``workers``, ``cost`` and ``label`` as there).
+
+    Returns
+    -------
+    (models, curves) : dicts keyed as ``models``
+        The trained models and their :class:`TrainingResult`.
+    """
+    if not models:
+        raise ValueError("models: expected at least one model to train")
+    n = len(models)
+    jobs = [
+        PreconditionerJob(model, sample_tasks, L, steps, batch, lr, seed + 1 + i, {"model": (i + 1, n)}, device=device)
+        for i, model in enumerate(models.values())
+    ]
+    trained = map_configs(train_preconditioner_job, jobs, workers, cost=cost, label=label)
+    return (
+        {name: model for name, (model, _) in zip(models, trained)},
+        {name: res for name, (_, res) in zip(models, trained)},
+    )
+
+
+def frozen_identity_gap(
+    model: nn.Module, H: np.ndarray, d: np.ndarray, *, L: int, P: np.ndarray | None = None
+) -> float:
+    """Relative gap between the unrolled model and ``x_L = x† − (I − P_Θ H)^L x†`` (MMNN report §4.2).
+
+    For a frozen task the model's ``P_Θ(H, d)`` is a fixed matrix, so its ``L`` Richardson steps from
+    ``x_0 = 0`` obey the identity exactly: the gap is rounding.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A preconditioner model (``model(H, d, L)`` gives the iterates (n, L + 1, K)), on the CPU.
+    H : ndarray (n, K, K)
+    d : ndarray (n, K)
+    L : int
+    P : ndarray (n, K, K), optional
+        The extracted ``P_Θ(H, d)`` (default :func:`preconditioners_numpy`).
+
+    Returns
+    -------
+    float
+        ``max |x_L(model) − x_L(identity)| / max |x†|`` with ``x† = H^{-1} d``.
+    """
+    H = np.asarray(H, dtype=float)
+    d = np.asarray(d, dtype=float)
+    P = preconditioners_numpy(model, H, d) if P is None else np.asarray(P, dtype=float)
+    if P.shape != H.shape:
+        raise ValueError(f"P: expected shape {H.shape}, one matrix per task, got {P.shape}")
+    with torch.no_grad():
+        xL_model = model(torch.as_tensor(H), torch.as_tensor(d), L)[:, -1].numpy()
+    x_dagger = np.linalg.solve(H, d[..., None])[..., 0]
+    T = np.eye(H.shape[1]) - P @ H
+    xL_identity = x_dagger - (np.linalg.matrix_power(T, L) @ x_dagger[..., None])[..., 0]
+    return float(np.max(np.abs(xL_model - xL_identity)) / np.max(np.abs(x_dagger)))

@@ -3,7 +3,9 @@ r"""Diagnostics of a (possibly task-dependent) preconditioner for the depth-``L`
 * :func:`decoder_diagnostics` -- the quantities of MMNN report Table 2 (held-out loss, empirical-Bernstein
   certificates, distances to ``P⋆``, contraction and stable rank) on held-out tasks;
 * :func:`latent_decomposition` -- every term of the encoder + latent-decoder risk split for a
-  task-dependent latent preconditioner (main paper §6.3, MMNN report §5.3 Table 4).
+  task-dependent latent preconditioner (main paper §6.3, MMNN report §5.3 Table 4);
+* :func:`compare_preconditioners` and :func:`compare_latent_decoders` -- the same for several methods on
+  the same held-out tasks, with the best method and paired comparisons.
 
 Tasks are :class:`iclcore.richardson.baselines.LinearSystems`; the iteration and the risk are those
 of :mod:`iclcore.richardson.baselines`.
@@ -16,8 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclcore.linalg import stable_rank
-from iclcore.richardson.baselines import LinearSystems, depth_error
-from iclcore.stats import standard_error
+from iclcore.lsq.iterates import RichardsonCertificate, richardson_certificate
+from iclcore.richardson.baselines import LinearSystems, depth_error, depth_risk_curve
+from iclcore.stats import (
+    EBBound,
+    clipped_empirical_bernstein,
+    paired_standard_error,
+    ratio_standard_error,
+    standard_error,
+)
 from iclcore.validation import check_depth, positive_int
 
 __all__ = [
@@ -25,6 +34,10 @@ __all__ = [
     "decoder_diagnostics",
     "LatentDecomposition",
     "latent_decomposition",
+    "PreconditionerComparison",
+    "compare_preconditioners",
+    "LatentComparison",
+    "compare_latent_decoders",
 ]
 
 
@@ -317,3 +330,276 @@ def latent_decomposition(
 def _prompt_se(x: np.ndarray) -> float:
     """Standard error of a mean over prompts (``nan`` for a single prompt, where it is undefined)."""
     return float(standard_error(x)) if x.shape[0] >= 2 else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# several preconditioners on the same held-out tasks: Table 2 and Table 4 for every method
+
+
+@dataclass(frozen=True, eq=False)
+class PreconditionerComparison:
+    """MMNN report Table 2 for several methods on the same held-out tasks (:func:`compare_preconditioners`).
+
+    Attributes
+    ----------
+    systems : LinearSystems
+        The ``n`` held-out tasks, target ``x† = H^{-1} d``.
+    preconditioners : dict[str, ndarray]
+        Each method's ``P``, (K, K) or (n, K, K).
+    L : int
+    methods : tuple of str
+        The methods with full :class:`DecoderDiagnostics`, in table order.
+    floor : str
+        The exact solve: its risk (the floor) only.
+    diagnostics : dict[str, DecoderDiagnostics]
+    risk_curves : dict[str, ndarray (L + 1,)]
+        ``R_ℓ = E‖x_ℓ − x†‖²/K`` for the methods and the floor.
+    beta_losses : dict[str, ndarray (n,)]
+        Per-task ``‖x_L − β‖²/K`` (error to the task vector) for the methods and the floor.
+    zero_risk : float
+        ``E‖x†‖²/K``, the risk of doing nothing (``P = 0``).
+    """
+
+    systems: LinearSystems
+    preconditioners: dict[str, np.ndarray]
+    L: int
+    methods: tuple[str, ...]
+    floor: str
+    diagnostics: dict[str, DecoderDiagnostics]
+    risk_curves: dict[str, np.ndarray]
+    beta_losses: dict[str, np.ndarray]
+    zero_risk: float
+
+    @property
+    def risks(self) -> dict[str, float]:
+        """Held-out ``R_L`` (against ``x†``) of every method."""
+        return {m: self.diagnostics[m].risk_dagger for m in self.methods}
+
+    @property
+    def best(self) -> str:
+        """The method with the smallest held-out risk."""
+        risks = self.risks
+        return min(risks, key=risks.get)
+
+    def operator_norms(self, method: str) -> np.ndarray:
+        """``ρ = ‖I − PH‖_2`` per task, shape (n,)."""
+        return np.linalg.norm(np.eye(self.systems.K) - self.preconditioners[method] @ self.systems.H, 2, axis=(1, 2))
+
+    def certificate(self, method: str) -> RichardsonCertificate:
+        """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
+        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
+
+    def losses(self, method: str) -> np.ndarray:
+        """Per-task ``‖x_L − x⋆‖²/K`` against the systems' targets, shape (n,)."""
+        return (
+            np.sum((depth_error(self.preconditioners[method], self.systems, self.L)[:, -1]) ** 2, axis=1)
+            / self.systems.K
+        )
+
+    def risk_ratio(self, a: str, b: str) -> float:
+        """``R_L(a) / R_L(b)``."""
+        risks = self.risks
+        return risks[a] / risks[b]
+
+    def metrics(self, reference: str, rival: str) -> dict[str, float]:
+        """Every method's Table 2 row, its risk against ``β``, the best method, and the paired comparison of
+        ``reference`` with ``rival`` (their difference of per-task losses and its standard error, the
+        reference's task variation, its risk over the risk of doing nothing, and standard errors)."""
+        K, n = self.systems.K, self.systems.n
+        out: dict[str, float] = {
+            "zero_risk": self.zero_risk,
+            f"{self.floor}_risk": float(self.risk_curves[self.floor][-1]),
+        }
+        for m in self.methods:
+            out.update(self.diagnostics[m].as_dict(prefix=f"{m}_"))
+        for m, loss in self.beta_losses.items():
+            out[f"{m}_risk_beta"] = float(loss.mean())
+            out[f"{m}_risk_beta_se"] = float(standard_error(loss))
+        risks, best = self.risks, self.best
+        out["best_index"] = list(self.methods).index(best)
+        out["best_risk"] = risks[best]
+        out["max_violation_rate"] = max(self.diagnostics[m].violation_rate for m in self.methods)
+        ref_loss, rival_loss = self.losses(reference), self.losses(rival)
+        out[f"{reference}_minus_{rival}"] = float((ref_loss - rival_loss).mean())
+        out[f"{reference}_minus_{rival}_se"] = float(paired_standard_error(ref_loss, rival_loss))
+        P = self.systems.preconditioner_stack(self.preconditioners[reference])
+        out[f"{reference}_task_variation"] = float(
+            np.mean(np.linalg.norm(P - P.mean(0), axis=(1, 2))) / np.linalg.norm(P.mean(0))
+        )
+        out[f"{reference}_risk_over_zero"] = risks[reference] / self.zero_risk
+        zero_loss = np.sum(self.systems.x_dagger**2, axis=1) / K
+        out[f"{reference}_rho_mean_se"] = standard_error(self.operator_norms(reference))
+        out[f"{reference}_ratio_mean_se"] = standard_error(self.certificate(reference).ratio_final)
+        out[f"{reference}_risk_over_zero_se"] = ratio_standard_error(
+            ref_loss.mean(),
+            standard_error(ref_loss),
+            zero_loss.mean(),
+            standard_error(zero_loss),
+            cov=float(np.cov(ref_loss, zero_loss)[0, 1]) / n,
+        )
+        return out
+
+
+def compare_preconditioners(
+    preconditioners: dict[str, np.ndarray],
+    systems: LinearSystems,
+    L: int,
+    *,
+    P_oracle: np.ndarray,
+    beta: np.ndarray,
+    methods: tuple[str, ...],
+    floor: str = "exact",
+    clip: float = 1.0,
+    delta: float = 0.05,
+    n_small: int = 64,
+) -> PreconditionerComparison:
+    """Every Table 2 quantity (:func:`decoder_diagnostics`) of each method on the same held-out tasks (MMNN report §4.2).
+
+    Parameters
+    ----------
+    preconditioners : dict[str, ndarray]
+        ``P`` of each method, (K, K) or (n, K, K); must hold every one of ``methods`` and ``floor``.
+    systems : LinearSystems
+        ``n`` held-out tasks whose target is the systems' solution ``x†``.
+    L : int
+    P_oracle : ndarray (K, K)
+        ``P⋆`` for the distances.
+    beta : ndarray (n, K)
+        The task vectors, for the risk against ``β``.
+    methods : tuple of str
+        The methods with the full diagnostics; ``floor`` (the exact solve) gets its risk only.
+    clip, delta, n_small
+        As in :func:`decoder_diagnostics`.
+    """
+    missing = [m for m in (*methods, floor) if m not in preconditioners]
+    if missing:
+        raise ValueError(f"preconditioners: no matrix for {missing}")
+    targets = LinearSystems(H=systems.H, d=systems.d, x_star=beta)
+    P = preconditioners
+    return PreconditionerComparison(
+        systems=systems,
+        preconditioners=P,
+        L=L,
+        methods=tuple(methods),
+        floor=floor,
+        diagnostics={
+            m: decoder_diagnostics(P[m], systems, L, P_oracle, clip=clip, delta=delta, n_small=n_small) for m in methods
+        },
+        risk_curves={m: depth_risk_curve(P[m], systems, L) for m in (*methods, floor)},
+        beta_losses={
+            m: np.sum(depth_error(P[m], targets, L)[:, -1] ** 2, axis=1) / systems.K for m in (*methods, floor)
+        },
+        zero_risk=float(np.mean(np.sum(systems.x_dagger**2, axis=1)) / systems.K),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LatentComparison:
+    """MMNN report Table 4 for several latent decoders behind one encoder (:func:`compare_latent_decoders`).
+
+    Attributes
+    ----------
+    methods : tuple of str
+    decompositions : dict[str, LatentDecomposition]
+        The risk split ``R_e2e = R_floor + R_dec + 2 cross`` of each method.
+    eb : dict[str, EBBound]
+        The clipped empirical-Bernstein bound on each method's per-prompt e2e loss.
+    """
+
+    methods: tuple[str, ...]
+    decompositions: dict[str, LatentDecomposition]
+    eb: dict[str, EBBound]
+
+    def e2e_ratio(self, a: str, b: str) -> float:
+        """``R_e2e(a) / R_e2e(b)``."""
+        return self.decompositions[a].e2e / self.decompositions[b].e2e
+
+    def dec_ratio(self, a: str, b: str) -> float:
+        """``R_dec(a) / R_dec(b)``."""
+        return self.decompositions[a].dec / self.decompositions[b].dec
+
+    def metrics(self, reference: str, rival: str) -> dict[str, float]:
+        """Every method's Table 4 row (``<method>_<quantity>``), the best methods by ``R_e2e`` and by ``R_dec``,
+        the largest violation rate and relative decomposition gap, and the paired e2e difference of
+        ``reference`` and ``rival`` with its standard error."""
+        dec, out = self.decompositions, {}
+        for m in self.methods:
+            dm = dec[m]
+            out.update(
+                {
+                    f"{m}_e2e": dm.e2e,
+                    f"{m}_e2e_se": dm.e2e_se,
+                    f"{m}_floor": dm.floor,
+                    f"{m}_dec": dm.dec,
+                    f"{m}_cross": dm.cross,
+                    f"{m}_decomposition_gap": dm.decomposition_gap,
+                    f"{m}_decomposition_gap_rel": dm.decomposition_gap / dm.e2e,
+                    f"{m}_identity_gap": dm.identity_gap,
+                    f"{m}_violation_rate": dm.violation_rate,
+                    f"{m}_ratio_mean": dm.ratio_mean,
+                    f"{m}_rho_mean": dm.rho_mean,
+                    f"{m}_frac_rho_lt1": dm.frac_rho_lt1,
+                    f"{m}_dec_bound": dm.dec_bound,
+                    f"{m}_eb_upper": self.eb[m].upper,
+                    f"{m}_floor_plus_dec_over_e2e": (dm.floor + dm.dec) / dm.e2e,
+                    f"{m}_floor_se": dm.floor_se,
+                    f"{m}_dec_se": dm.dec_se,
+                    f"{m}_ratio_mean_se": dm.ratio_mean_se,
+                    f"{m}_rho_mean_se": dm.rho_mean_se,
+                }
+            )
+        methods = list(self.methods)
+        risks = {m: dec[m].e2e for m in methods}
+        best = min(risks, key=risks.get)
+        decs = {m: dec[m].dec for m in methods}
+        ref, riv = dec[reference].e2e_losses, dec[rival].e2e_losses  # paired on the same held-out prompts
+        out.update(
+            {
+                "best_index": methods.index(best),
+                "best_e2e": risks[best],
+                "best_dec_index": methods.index(min(decs, key=decs.get)),
+                "max_violation_rate": max(dec[m].violation_rate for m in methods),
+                "max_decomposition_gap_rel": max(dec[m].decomposition_gap / dec[m].e2e for m in methods),
+                f"{reference}_dec_over_floor": dec[reference].dec / dec[reference].floor,
+                f"{reference}_minus_{rival}_e2e": float((ref - riv).mean()),
+                f"{reference}_minus_{rival}_e2e_se": float(paired_standard_error(ref, riv)),
+            }
+        )
+        return out
+
+
+def compare_latent_decoders(
+    U: np.ndarray,
+    preconditioners: dict[str, np.ndarray],
+    L: int,
+    *,
+    A: np.ndarray,
+    d: np.ndarray,
+    beta: np.ndarray,
+    Sigma_x: np.ndarray,
+    methods: tuple[str, ...],
+    clip: float = 1.0,
+    delta: float = 0.05,
+) -> LatentComparison:
+    """:func:`latent_decomposition` and the clipped EB bound on the e2e loss for each method (main paper §6.3; MMNN report §5.3, Table 4).
+
+    Parameters
+    ----------
+    U : ndarray (K, r)
+        Encoder subspace.
+    preconditioners : dict[str, ndarray]
+        Each method's latent ``P``, (r, r) or (n, r, r); must hold every one of ``methods``.
+    A, d : ndarray (n, r, r), (n, r)
+        Held-out latent systems.
+    beta : ndarray (n, K)
+    Sigma_x : ndarray (K, K)
+    L : int
+    clip, delta : float
+        EB clipping level and failure probability (:func:`iclcore.stats.clipped_empirical_bernstein`).
+    """
+    missing = [m for m in methods if m not in preconditioners]
+    if missing:
+        raise ValueError(f"preconditioners: no matrix for {missing}")
+    dec = {m: latent_decomposition(U, preconditioners[m], A, d, beta, Sigma_x, L) for m in methods}
+    eb = {m: clipped_empirical_bernstein(dec[m].e2e_losses, clip, delta) for m in methods}
+    return LatentComparison(methods=tuple(methods), decompositions=dec, eb=eb)
