@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from iclcore.dmft.fs import fs_loss_curve, fs_mode_flow
 from iclcore.dmft.iso import iso_gradient_flow, iso_optimum_closed_form, iso_optimum_finite_d_mc
+from iclcore.dmft.rrs import rrs_gradient_flow
 from iclcore.dmft.shallow_sgd import ShallowSGDTheory, shallow_sgd_theory
 from iclcore.linalg import haar_orthogonal
-from iclcore.models.probes import trailing_average
+from iclcore.models.probes import block_average, trailing_average
 from iclcore.stats import fit_power_law_weighted, standard_error
 from iclcore.validation import (
     as_generator,
@@ -42,6 +44,10 @@ __all__ = [
     "PlateauGapScaling",
     "plateau_gap_size_scaling",
     "block_mean_relative_deviation",
+    "FSSGDComparison",
+    "fs_sgd_comparison",
+    "RRSSGDComparison",
+    "rrs_sgd_comparison",
 ]
 
 
@@ -862,9 +868,125 @@ def block_mean_relative_deviation(sim: np.ndarray, theory: np.ndarray, window: i
     float
     """
     window = positive_int(window, "window")
-    n = sim.size // window * window
-    if n < 2 * window:
+    if sim.size // window < 2:
         raise ValueError(f"window: {window} leaves fewer than two blocks of the {sim.size} steps")
-    sim_b = sim[:n].reshape(-1, window).mean(1)
-    th_b = theory[:n].reshape(-1, window).mean(1)
+    sim_b, th_b = block_average(sim, window), block_average(theory, window)
     return float(np.max(np.abs(sim_b[1:] / th_b[1:] - 1)))
+
+
+@dataclass(frozen=True)
+class FSSGDComparison:
+    """Reduced-Γ SGD on FS data against the closed-form flow (:func:`fs_sgd_comparison`, Fig. 3).
+
+    Attributes
+    ----------
+    runs : dict L -> ReducedGammaSGDResult
+    mode_flow : ndarray, shape (R, D)
+        Eq. 10's ``γ_k`` at depth ``mode_depth`` at the snapshot times of that run.
+    mode_deviation : float
+        ``max |γ_k / γ_k^th − 1|`` over the checked modes of the ``mode_depth`` run, once the mode is
+        ``learned`` (``λ_k γ_k^th > learned``; before, the relative error is noise-dominated).
+    loss_deviation : float
+        The largest :func:`block_mean_relative_deviation` of the batch loss from :func:`~iclcore.dmft.fs.fs_loss_curve`.
+    """
+
+    runs: dict[int, ReducedGammaSGDResult]
+    mode_flow: np.ndarray
+    mode_deviation: float
+    loss_deviation: float
+
+
+def fs_sgd_comparison(
+    lam: np.ndarray,
+    omega: np.ndarray,
+    depths: list[int],
+    *,
+    steps: int,
+    eta: float,
+    modes: list[int],
+    rng: np.random.Generator,
+    mode_depth: int = 4,
+    learned: float = 0.1,
+    window: int = 20,
+) -> FSSGDComparison:
+    """SGD on the full ``Γ`` with FS data (population contexts, ``B = D``) against Eq. 10 (§3.2, App. D, Fig. 3a, d).
+
+    One run of :func:`simulate_reduced_gamma_sgd` per depth (``steps`` steps of size ``eta``, ``diag Γ``
+    kept at about 200 times), drawn from ``rng`` in the order of ``depths``; the modes ``modes``
+    (1-based) of the ``mode_depth`` run against :func:`~iclcore.dmft.fs.fs_mode_flow`, and every run's
+    batch loss in blocks of ``window`` steps against :func:`~iclcore.dmft.fs.fs_loss_curve`.
+
+    Returns
+    -------
+    FSSGDComparison
+    """
+    if mode_depth not in depths:
+        raise ValueError(f"mode_depth: {mode_depth!r} is not one of depths {depths!r}")
+    D = lam.size
+    runs = {}
+    for L in depths:
+        cfg = ReducedGammaSGDConfig(
+            "fs", D=D, L=L, B=D, eta=eta, steps=steps, lam=lam, omega=omega, record_every=max(1, steps // 200)
+        )
+        runs[L] = simulate_reduced_gamma_sgd(cfg, rng)
+    res = runs[mode_depth]
+    th = fs_mode_flow(res.record_t, lam, omega, mode_depth)
+    dev_gamma = 0.0
+    for k in modes:
+        mask = lam[k - 1] * th[:, k - 1] > learned
+        if mask.any():
+            dev_gamma = max(dev_gamma, float(np.max(np.abs(res.gamma_diag[mask, k - 1] / th[mask, k - 1] - 1))))
+    dev_loss = 0.0
+    for L, r in runs.items():
+        dev_loss = max(
+            dev_loss, block_mean_relative_deviation(r.batch_loss, fs_loss_curve(r.t_loss, lam, omega, L), window)
+        )
+    return FSSGDComparison(runs, th, dev_gamma, dev_loss)
+
+
+@dataclass(frozen=True)
+class RRSSGDComparison:
+    """Reduced-Γ SGD on RRS data against the flow of Eq. 13 (:func:`rrs_sgd_comparison`, Fig. 4c).
+
+    Attributes
+    ----------
+    runs : dict L -> ReducedGammaSGDResult
+    loss_theory : dict L -> ndarray, shape (steps,)
+        The flow's loss at the times ``t_loss`` the batch losses refer to.
+    loss_deviation : float
+        The largest :func:`block_mean_relative_deviation` over the depths.
+    """
+
+    runs: dict[int, ReducedGammaSGDResult]
+    loss_theory: dict[int, np.ndarray]
+    loss_deviation: float
+
+
+def rrs_sgd_comparison(
+    lam: np.ndarray,
+    omega: np.ndarray,
+    depths: list[int],
+    *,
+    steps: int,
+    eta: float,
+    rng: np.random.Generator,
+    window: int = 20,
+) -> RRSSGDComparison:
+    """SGD on Haar-rotated population contexts (``B = D``) against :func:`~iclcore.dmft.rrs.rrs_gradient_flow` (§3.3, Fig. 4c).
+
+    At depth ``L`` the step is ``eta · min(1, L/4)``: shallow models reach their plateau quickly and would
+    otherwise sit on the SGD noise floor. One run per depth, drawn from ``rng`` in the order of ``depths``;
+    the batch loss in blocks of ``window`` steps against the flow.
+
+    Returns
+    -------
+    RRSSGDComparison
+    """
+    D = lam.size
+    runs, theory, dev = {}, {}, 0.0
+    for L in depths:
+        cfg = ReducedGammaSGDConfig("rrs", D=D, L=L, B=D, eta=eta * min(1.0, L / 4), steps=steps, lam=lam, omega=omega)
+        runs[L] = simulate_reduced_gamma_sgd(cfg, rng)
+        theory[L] = rrs_gradient_flow(runs[L].t_loss, lam, omega, L)[1]
+        dev = max(dev, block_mean_relative_deviation(runs[L].batch_loss, theory[L], window))
+    return RRSSGDComparison(runs, theory, dev)
