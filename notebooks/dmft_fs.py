@@ -45,7 +45,7 @@ import numpy as np
 
 from iclcore.dmft import data, fs, reduced_sgd, rrs, scaling
 from iclcore.models.probes import block_average
-from iclcore.plotting import save_figure, use_style, write_metrics
+from iclcore.plotting import finish_figure, use_style, write_metrics
 
 use_style()
 t_start, rng, INF = time.time(), np.random.default_rng(seed), math.inf
@@ -99,9 +99,7 @@ for i, (L, r) in enumerate(fs_sgd.runs.items()):
     ax[3].plot(block_average(r.t_loss, 20), block_average(r.batch_loss, 20), "o", ms=2.5, color=f"C{i}")
     ax[3].plot(r.t_loss, fs.fs_loss_curve(r.t_loss, lam_s, om_s, L), color=f"C{i}", label=f"L = {L}")
 ax[3].set(xscale="log", yscale="log", xlabel="t", title=f"(d) FS SGD vs theory, D = {D_sim}")
-for x in ax:
-    x.legend()
-fig.tight_layout(); save_figure(fig, "fig3_fs")
+finish_figure(fig, "fig3_fs")
 
 # %%
 print(f"FS loss at the fixed point (the ledger's theorem row grades it): {fs_fixed_point_loss:.1e}")
@@ -141,9 +139,7 @@ for i, (L, r) in enumerate(rrs_sgd.runs.items()):
     ax[2].plot(tl, rrs.rrs_gradient_flow(np.concatenate([[0.0], tl]), lam_s, om_s, L)[1][1:], color=f"C{i}", label=f"L = {L}")
     ax[2].axhline(rrs.rrs_optimum(lam_s, om_s, L)[1], color=f"C{i}", ls="--", lw=0.8)
 ax[2].set(xscale="log", yscale="log", xlabel="t", title=f"(c) RRS SGD vs theory, D = {D_sim}")
-for x in ax:
-    x.legend()
-fig.tight_layout(); save_figure(fig, "fig4_rrs")
+finish_figure(fig, "fig4_rrs")
 ratios = [rrs_opt[L][0] / L for L in rrs_depths]  # gamma*/L
 
 # %% tags=["nbval-check-output"]

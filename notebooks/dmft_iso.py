@@ -51,10 +51,9 @@ import numpy as np
 from iclcore.dmft import data, iso, isotropy, reduced_sgd, rrs, sgd_noise
 from iclcore.lsq.iterates import in_context_gd_predict
 from iclcore.models.probes import trailing_average
-from iclcore.plotting import save_figure, use_style, write_metrics
+from iclcore.plotting import finish_figure, save_figure, use_style, write_metrics
 
-use_style()
-t_start, rng = time.time(), np.random.default_rng(seed)
+use_style(); t_start, rng = time.time(), np.random.default_rng(seed)
 alphas, depths = [0.5, 1.0, 2.0, 4.0], [1, 2, 4, 8]
 
 # %% [markdown]
@@ -96,8 +95,8 @@ for j, curves in enumerate([[((a, 4), f"α = {a:g}") for a in alphas], [((1.0, L
         r = fig1.runs[key]
         ax[j].plot(r.result.t_loss[1:], trailing_average(r.result.batch_loss, 5)[1:], color=f"C{i}", alpha=0.55, lw=1)
         ax[j].plot(r.result.t, r.loss_theory, color=f"C{i}", lw=2, label=lab)
-ax[0].set(xscale="log", yscale="log", xlabel="t = Σ η", ylabel="ICL loss", title="(a) L = 4, varying α")
-ax[1].set(xscale="log", yscale="log", xlabel="t = Σ η", title="(b) α = 1, varying L")
+    ax[j].set(xscale="log", yscale="log", xlabel="t = Σ η", title=["(a) L = 4, varying α", "(b) α = 1, varying L"][j])
+ax[0].set_ylabel("ICL loss")
 afine = np.linspace(0.2, 5.0, 200)
 for i, L in enumerate(depths):
     rs = [fig1.runs[(a, L)] for a in alphas]
@@ -108,14 +107,11 @@ for i, L in enumerate(depths):
 ax[2].plot(afine, np.maximum(0, 1 - afine), "k--", lw=1, label="L → ∞: [1-α]₊")
 ax[2].plot(afine, 1 / (1 + afine) ** 2, ":", color="0.4", label="printed (1+α)⁻²")
 ax[2].set(yscale="log", xlabel="α = P/D", title=f"(c) final loss, D = {D}", ylim=(1e-3, 1.2))
-for x in ax:
-    x.legend()
-fig.tight_layout(); save_figure(fig, "fig1_iso_sgd")
+finish_figure(fig, "fig1_iso_sgd")
 
 # %% tags=["nbval-check-output"]
 print(f"Fig 1: {fig1.n_converged}/16 runs converged; max rel. dev. loss {fig1.max_rel_dev_loss:.2f}, gamma {fig1.max_rel_dev_gamma:.2f}")
-print(f"final vs flow {fig1.max_rel_dev_flow:.2f}; converged runs: vs Catalan {fig1.max_rel_dev_catalan:.2f}, "
-      f"vs finite-D {fig1.max_rel_dev_finite_d:.2f}")
+print(f"final vs flow {fig1.max_rel_dev_flow:.2f}; converged runs: vs Catalan {fig1.max_rel_dev_catalan:.2f}, vs finite-D {fig1.max_rel_dev_finite_d:.2f}")
 
 # %% [markdown]
 # ## Figure 2: the ISO loss landscape
@@ -136,14 +132,11 @@ for i, a in enumerate(alphas):
 noise = iso.iso_noise_optimum(2.0, 4, (0.0, 0.25, 0.5, 1.0))  # and gamma*(sigma) at L = 1 against Eqs. 66, 73
 gam = np.linspace(0, 6.5, 300)
 for i, (s, gs, ls) in enumerate(zip(noise.sigmas, noise.gamma_star, noise.loss_star)):
-    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}")
-    ax[2].plot(gs, ls, "o", color=f"C{i}")
+    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}"); ax[2].plot(gs, ls, "o", color=f"C{i}")
 ax[0].set(xlabel="γ / L", ylabel="ICL loss", title="(a) α = 1", ylim=(0, 1.05))
 ax[1].set(xlabel="γ", title="(b) L = 4 (dots: finite-D Monte Carlo)", yscale="log", ylim=(1e-2, 2))
 ax[2].set(xlabel="γ", title="(c) α = 2, L = 4: noise", ylim=(0, 3))
-for x in ax:
-    x.legend()
-fig.tight_layout(); save_figure(fig, "fig2_iso_landscape")
+finish_figure(fig, "fig2_iso_landscape")
 
 # %% tags=["nbval-check-output"]
 print("alpha=2, L=4: gamma* for sigma in", list(noise.sigmas), "->", [round(g, 4) for g in noise.gamma_star])
@@ -165,15 +158,13 @@ steps7 = np.arange(1, fig7_steps + 1)
 for j, (name, comps) in enumerate(fig7.comparisons.items()):
     for i, c in enumerate(comps):
         lab, col = f"{name} = {getattr(c, name):g}", f"C{i}"
-        ax[0, j].plot(steps7, c.param_error, "o", ms=2.5, color=col)
-        ax[0, j].plot(steps7, c.theory.param_error, color=col, label=lab)
+        ax[0, j].plot(steps7, c.param_error, "o", ms=2.5, color=col); ax[0, j].plot(steps7, c.theory.param_error, color=col, label=lab)
         ax[0, j].plot(steps7, c.theory_printed.param_error, "--", color=col, lw=1)
         ax[0, j].plot(steps7, c.theory_finite_d.param_error, ":", color=col, lw=1.2)
-        ax[1, j].plot(steps7, trailing_average(c.batch_loss, 3), "o", ms=2.5, color=col)
-        ax[1, j].plot(steps7, c.loss_theory, color=col, label=lab)  # batch loss of step s: at Γ(s-1), theory one step earlier
+        # the batch loss of step s is evaluated at Γ(s-1): the theory is shown one step earlier
+        ax[1, j].plot(steps7, trailing_average(c.batch_loss, 3), "o", ms=2.5, color=col); ax[1, j].plot(steps7, c.loss_theory, color=col, label=lab)
         ax[1, j].plot(steps7, c.loss_theory_finite_d, ":", color=col, lw=1.2)
-    ax[0, j].set(title=f"(7{'abc'[j]}) varying {name}", yscale="log"); ax[1, j].set(xlabel="SGD step t", yscale="log")
-    ax[0, j].legend()
+    ax[0, j].set(title=f"(7{'abc'[j]}) varying {name}", yscale="log"); ax[0, j].legend(); ax[1, j].set(xlabel="SGD step t", yscale="log")
 ax[0, 0].set_ylabel("(1/D)|Γ − I|²"); ax[1, 0].set_ylabel("ICL loss")
 fig.tight_layout(); save_figure(fig, "fig7_shallow_sgd")
 
@@ -230,8 +221,7 @@ for i, (k, v) in enumerate(sym.items()):
     ax[0].plot(v.t[1:], v.off_iso_plain[1:], "--", color=f"C{i}", label=f"{k.upper()}, 4 contexts")
 for i, ((k, v), (mk, lab_scalar, flow, lab_flow)) in enumerate(zip(sym.items(), flows)):
     ax[1].plot(v.t, v.gamma, mk, ms=3, color=f"C{i}", label=f"{k.upper()} tr Γ (matrix)")
-    ax[1].plot(v.t, v.gamma_scalar, color=f"C{i}", label=lab_scalar)
-    ax[1].plot(v.t, flow, ":", color=f"C{i}", label=lab_flow)
+    ax[1].plot(v.t, v.gamma_scalar, color=f"C{i}", label=lab_scalar); ax[1].plot(v.t, flow, ":", color=f"C{i}", label=lab_flow)
 ax[2].plot(gd_id.f_scale, np.maximum(gd_id.attention_dev, 1e-18), "o", color="C2", label="masked attention (Eq. 3) − GD")
 ax[2].plot(gd_id.f_scale, np.maximum(gd_id.eq4_dev, 1e-18), "x", color="C3", label="Eq. 4 (matrix sum) − GD")
 ff = np.geomspace(min(gd_id.f_scale), max(gd_id.f_scale), 20)
@@ -239,13 +229,10 @@ ax[2].plot(ff, 64 * np.finfo(float).eps * ff, "k:", label="64 ε |f|")
 ax[0].set(yscale="log", xlabel="t = η k", ylabel="‖Γ − tr(Γ) I‖ / ‖Γ‖", title=f"(a) off-isotropic part, D = {sym_D}")
 ax[1].set(xlabel="t", ylabel="γ", title="(b) the scalar of the isotropic Γ")
 ax[2].set(xscale="log", yscale="log", xlabel="max |f| of the draw", ylabel="max |Δf|", title="(c) L steps of in-context GD, 20 draws")
-for x in ax:
-    x.legend(fontsize=7)
-fig.tight_layout(); save_figure(fig, "fig_isotropy_identity")
+finish_figure(fig, "fig_isotropy_identity", legend_fontsize=7)
 
 # %% tags=["nbval-check-output"]
-print(f"isotropy: max off-iso ISO {sym['iso'].off_iso_max:.1e}, RRS {sym['rrs'].off_iso_max:.1e}; "
-      f"tr Gamma vs 1-D descent {max(v.gamma_vs_scalar_max_rel for v in sym.values()):.1e}")
+print(f"isotropy: max off-iso ISO {sym['iso'].off_iso_max:.1e}, RRS {sym['rrs'].off_iso_max:.1e}; tr Gamma vs 1-D descent {max(v.gamma_vs_scalar_max_rel for v in sym.values()):.1e}")
 print(f"attention / Eq. 4 vs in-context GD: max |diff| {gd_id.max_abs:.1e} (max |f| {gd_id.max_abs_f:.2f})")
 
 # %% [markdown]
@@ -305,54 +292,19 @@ ax[3].plot(dd, kap.ratio_theory + (kap.ratios[1] - kap.ratio_theory) * (dd / kap
 ax[3].errorbar([4 * kap.sizes[-1]], [kap_ext.limit], yerr=[kap_ext.limit_se], fmt="s", color="C2", capsize=2,
                label=f"a + c/D fit at D → ∞: {kap_ext.limit:.2f} ± {kap_ext.limit_se:.2f}")
 ax[3].set(xscale="log", xlabel="D (square: the 1/D extrapolation, drawn at 4 × the largest D)", title="(d) κ noise ratio against D")
-for x in ax:
-    x.legend(fontsize=7)
-fig.tight_layout(); save_figure(fig, "fig_result10_noise")
+finish_figure(fig, "fig_result10_noise", legend_fontsize=7)
 
 # %% tags=["nbval-check-output"]
 print(f"Result 10 ({t_r10:.1f} s): slopes {np.round(r10.slopes, 3)}, at D -> inf {slope_ext.limit:.3f} +- {slope_ext.limit_se:.3f}"
-      f" vs {r10.slope_theory:.3f}; D exponent {r10.size_exponent:.3f} +- {r10.size_exponent_se:.3f}; kappa mean z"
-      f" {max(kap.mean_t):.2f} (crit {kap.t_critical:.2f}); noise ratio {kap.ratio:.3f} +- {kap.ratio_se:.3f} vs"
-      f" {kap.ratio_theory:.3f} (finite-D {kap.ratio_finite_d:.3f}), extrapolated {kap_ext.limit:.3f} +- {kap_ext.limit_se:.3f}")
+      f" vs {r10.slope_theory:.3f}; D exponent {r10.size_exponent:.3f} +- {r10.size_exponent_se:.3f}; kappa mean z {max(kap.mean_t):.2f}"
+      f" (crit {kap.t_critical:.2f}); noise ratio {kap.ratio:.3f} +- {kap.ratio_se:.3f} vs {kap.ratio_theory:.3f} (finite-D"
+      f" {kap.ratio_finite_d:.3f}), extrapolated {kap_ext.limit:.3f} +- {kap_ext.limit_se:.3f}")
 
 # %%
-sizes3 = ("half_D", "at_D", "double_D")
 write_metrics({
-    "catalan_vs_quadrature_max_abs": opt.catalan_max_abs, "iso_Lstar_L1_alpha1": opt.optimum_L1_alpha1,
-    "iso_Lstar_L1000_alpha05": opt.optimum_L1000_alpha05, "iso_gammastar_L4_alpha2_sigma0": noise.gamma_star[0],
-    "iso_gammastar_L4_alpha2_sigma1": noise.gamma_star[-1], "iso_gammastar_noise_max_increment": noise.max_increment,
-    "iso_depth_gap_alpha256": opt.depth_gap[-1], "iso_depth_gap_times_one_plus_alpha_max_dev": opt.depth_gap_max_dev,
-    "iso_depth_gain_argmax_alpha": opt.gain_argmax_alpha, "iso_depth_gain_max": opt.gain_max,
-    "iso_depth_gain_inf_argmax_alpha": opt.gain_inf_argmax_alpha, "iso_gammastar_L1_vs_eq66_max_abs": noise.depth1_vs_closed_form_max_abs,
-    "fig1_D": D, "fig1_max_rel_dev_loss": fig1.max_rel_dev_loss, "fig1_max_rel_dev_gamma": fig1.max_rel_dev_gamma,
-    **{f"fig1c_{k}": getattr(fig1, k) for k in ("max_rel_dev_catalan", "max_rel_dev_flow", "n_converged", "max_rel_dev_finite_d",
-                                                "max_excess_z", "final_se_max")},
-    "fig1_t_final": fig1.t_final, "fig1c_t_reach_deepest_largest_alpha": t_reach_deep, "fig7_D": fig7_D,
-    **{f"fig7_{k}": getattr(fig7, k) for k in ("max_rel_dev_param_error", "max_rel_dev_param_error_finite_d", "max_rel_dev_loss",
-                                               "plateau_max_excess_z", "plateau_se_max", "plateau_loss_max_increment")},
-    "fig7_first5_rel_dev_corrected": fig7.early_dev_corrected, "fig7_first5_rel_dev_printed": fig7.early_dev_printed,
-    "fig7_param_error_step5_sim": ref7.early_sim, "fig7_param_error_step5_corrected": ref7.early_corrected,
-    "fig7_param_error_step5_printed": ref7.early_printed, "fig7_param_error_step5_se": ref7.early_se,
-    "fig7_gap_size_exponent": gap7.exponent, "fig7_gap_size_exponent_se": gap7.exponent_se,
-    "fig7_gap_half_D": gap7.gap[0], "fig7_gap_double_D": gap7.gap[2], "fig7_gap_double_D_se": gap7.gap_se[2],
-    **{f"{k}_flow_offiso_max": v.off_iso_max for k, v in sym.items()},
+    **opt.metrics(), **noise.metrics(), "fig1_D": D, **fig1.metrics(), "fig1c_t_reach_deepest_largest_alpha": t_reach_deep,
+    "fig7_D": fig7_D, **fig7.metrics(), **gap7.metrics(), **{f"{k}_flow_offiso_max": v.off_iso_max for k, v in sym.items()},
     **{f"{k}_flow_gamma_vs_scalar_max_rel": v.gamma_vs_scalar_max_rel for k, v in sym.items()},
-    "iso_flow_offiso_plain_final": float(sym["iso"].off_iso_plain[-1]),
-    "icl_gd_identity_max_abs": gd_id.max_abs, "icl_gd_identity_max_abs_f": gd_id.max_abs_f,
-    "r10_D": r10_D, **{f"r10_eta_slope_{n}": float(v) for n, v in zip(sizes3, r10.slopes)},
-    "r10_eta_slope_at_D_se": float(r10.slopes_se[1]), "r10_eta_slope_extrapolated": slope_ext.limit,
-    "r10_eta_slope_extrapolated_se": slope_ext.limit_se, "r10_eta_slope_extrapolated_curvature": slope_ext.curvature,
-    "r10_eta_slope_theory": r10.slope_theory, "r10_noise_plateau_smallest_eta": float(r10.plateau_mean_se[r10_D][0, 0]),
-    "r10_noise_plateau_smallest_eta_theory": float(r10.theory[0]),
-    "r10_D_exponent": r10.size_exponent, "r10_D_exponent_se": r10.size_exponent_se,
-    **{f"r10_noise_plateau_{n}": float(v) for n, v in zip(sizes3, r10.size_plateau[:, 0])},
-    "r10_kappa_mean_max_t": float(max(kap.mean_t)), "r10_kappa_mean_tcrit": kap.t_critical, "r10_kappa_mean_se": kap.mean_se,
-    "r10_kappa_noise_ratio": kap.ratio, "r10_kappa_noise_ratio_se": kap.ratio_se, "r10_kappa_noise_ratio_theory": kap.ratio_theory,
-    "r10_kappa_noise_ratio_fd_term": abs(kap.ratio_finite_d - kap.ratio_theory),
-    **{f"r10_kappa_noise_ratio_{n}": float(v) for n, v in zip(sizes3, kap.ratios)},
-    "r10_kappa_ratio_gap_exponent": kap.gap_exponent, "r10_kappa_ratio_gap_exponent_se": kap.gap_exponent_se,
-    "r10_kappa_noise_ratio_extrapolated": kap_ext.limit, "r10_kappa_noise_ratio_extrapolated_se": kap_ext.limit_se,
-    "r10_kappa_noise_ratio_extrapolated_curvature": kap_ext.curvature,
-    "r10_offiso_plateau_smallest_eta": float(off_pl[0]), "r10_offiso_plateau_largest_eta": float(off_pl[-1]),
-    "r10_runtime_s": t_r10, "runtime_s": time.time() - t_start,
+    "iso_flow_offiso_plain_final": float(sym["iso"].off_iso_plain[-1]), **gd_id.metrics(),
+    "r10_D": r10_D, **r10.metrics(), **kap.metrics(), "r10_runtime_s": t_r10, "runtime_s": time.time() - t_start,
 })

@@ -333,6 +333,19 @@ class IsoOptimumChecks:
     gain_max: float
     gain_inf_argmax_alpha: float
 
+    def metrics(self) -> dict[str, float]:
+        """The scalars of the checks under the chapter's metric names (``dmft_iso``)."""
+        return {
+            "catalan_vs_quadrature_max_abs": self.catalan_max_abs,
+            "iso_Lstar_L1_alpha1": self.optimum_L1_alpha1,
+            "iso_Lstar_L1000_alpha05": self.optimum_L1000_alpha05,
+            f"iso_depth_gap_alpha{self.gap_alphas[-1]:g}": self.depth_gap[-1],
+            "iso_depth_gap_times_one_plus_alpha_max_dev": self.depth_gap_max_dev,
+            "iso_depth_gain_argmax_alpha": self.gain_argmax_alpha,
+            "iso_depth_gain_max": self.gain_max,
+            "iso_depth_gain_inf_argmax_alpha": self.gain_inf_argmax_alpha,
+        }
+
 
 def iso_optimum_checks(
     *,
@@ -394,6 +407,8 @@ class IsoNoiseOptimum:
 
     Attributes
     ----------
+    alpha, L : float, int
+        The setting of ``gamma_star``.
     sigmas : tuple of float, length ``m``
     gamma_star, loss_star : tuple of float, length ``m``
         The optimum ``(γ*, L*)`` at ``(alpha, L)`` for each ``σ``.
@@ -404,11 +419,23 @@ class IsoNoiseOptimum:
         ``max_σ |γ*(σ) − (1 + (1 + σ²)/α)^{-1}|`` at ``L = 1`` (App. C.1, Eqs. 66, 73).
     """
 
+    alpha: float
+    L: int
     sigmas: tuple[float, ...]
     gamma_star: tuple[float, ...]
     loss_star: tuple[float, ...]
     max_increment: float
     depth1_vs_closed_form_max_abs: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``): ``γ*`` at the smallest and largest ``σ``."""
+        at = f"iso_gammastar_L{self.L}_alpha{self.alpha:g}_sigma"
+        return {
+            f"{at}{self.sigmas[0]:g}": self.gamma_star[0],
+            f"{at}{self.sigmas[-1]:g}": self.gamma_star[-1],
+            "iso_gammastar_noise_max_increment": self.max_increment,
+            "iso_gammastar_L1_vs_eq66_max_abs": self.depth1_vs_closed_form_max_abs,
+        }
 
 
 def iso_noise_optimum(
@@ -437,6 +464,8 @@ def iso_noise_optimum(
     increment = max(float(np.max(np.diff([iso_optimum(alpha, Lk, s)[0] for s in sigmas]))) for Lk in depths)
     dev = max(abs(iso_optimum(alpha, 1, s)[0] - 1.0 / (1.0 + (1.0 + s**2) / alpha)) for s in sig_fine)
     return IsoNoiseOptimum(
+        alpha=alpha,
+        L=L,
         sigmas=tuple(sigmas),
         gamma_star=tuple(o[0] for o in opt),
         loss_star=tuple(o[1] for o in opt),

@@ -291,6 +291,10 @@ class InContextGDIdentity:
     max_abs: float
     max_abs_f: float
 
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``)."""
+        return {"icl_gd_identity_max_abs": self.max_abs, "icl_gd_identity_max_abs_f": self.max_abs_f}
+
 
 def in_context_gd_identity(
     gd_predict: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray],

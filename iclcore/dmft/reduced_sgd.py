@@ -518,6 +518,20 @@ class IsoSGDGrid:
     final_se_max: float
     t_final: float
 
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``, Fig. 1 and 1c)."""
+        c = (
+            "max_rel_dev_catalan",
+            "max_rel_dev_flow",
+            "n_converged",
+            "max_rel_dev_finite_d",
+            "max_excess_z",
+            "final_se_max",
+        )
+        return {f"fig1_{k}": getattr(self, k) for k in ("max_rel_dev_loss", "max_rel_dev_gamma", "t_final")} | {
+            f"fig1c_{k}": getattr(self, k) for k in c
+        }
+
 
 def iso_sgd_grid(
     alphas: list[float],
@@ -621,6 +635,8 @@ class ShallowSGDComparison:
     early_dev_corrected, early_dev_printed : float
         Largest relative deviation of the seed-mean parameter error over the first ``early`` steps from
         the corrected and from the printed theory.
+    early : int
+        The number of early steps checked.
     early_sim, early_corrected, early_printed, early_se : float
         At step ``early``: the seed mean, both theories and the standard error over seeds.
     """
@@ -641,6 +657,7 @@ class ShallowSGDComparison:
     loss_plateau_deviation: float
     early_dev_corrected: float
     early_dev_printed: float
+    early: int
     early_sim: float
     early_corrected: float
     early_printed: float
@@ -700,6 +717,7 @@ def shallow_sgd_comparison(
         loss_plateau_deviation=abs(lvl(lo) - lvl(th_loss_prev)) / lvl(th_loss_prev),
         early_dev_corrected=np.max(np.abs(pe[:early] - th.param_error[:early]) / th.param_error[:early]),
         early_dev_printed=np.max(np.abs(pe[:early] - th_paper.param_error[:early]) / th_paper.param_error[:early]),
+        early=early,
         early_sim=pe[k],
         early_corrected=th.param_error[k],
         early_printed=th_paper.param_error[k],
@@ -739,6 +757,26 @@ class ShallowSGDSweep:
     plateau_max_excess_z: float
     plateau_se_max: float
     plateau_loss_max_increment: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``, Fig. 7); the early steps at the reference."""
+        if self.reference is None:
+            raise ValueError("reference: the sweep has no comparison at its reference setting")
+        r, n = self.reference, self.reference.early
+        worst = (
+            "max_rel_dev_param_error",
+            "max_rel_dev_param_error_finite_d",
+            "max_rel_dev_loss",
+            "plateau_max_excess_z",
+        )
+        return {f"fig7_{k}": getattr(self, k) for k in (*worst, "plateau_se_max", "plateau_loss_max_increment")} | {
+            f"fig7_first{n}_rel_dev_corrected": self.early_dev_corrected,
+            f"fig7_first{n}_rel_dev_printed": self.early_dev_printed,
+            f"fig7_param_error_step{n}_sim": r.early_sim,
+            f"fig7_param_error_step{n}_corrected": r.early_corrected,
+            f"fig7_param_error_step{n}_printed": r.early_printed,
+            f"fig7_param_error_step{n}_se": r.early_se,
+        }
 
 
 def shallow_sgd_sweep(
@@ -813,6 +851,18 @@ class PlateauGapScaling:
     gap_se: np.ndarray
     exponent: float
     exponent_se: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``, Fig. 7 against ``D``): three sizes."""
+        if len(self.sizes) != 3:
+            raise ValueError(f"sizes: the metrics name three sizes (D/2, D, 2D), got {self.sizes!r}")
+        return {
+            "fig7_gap_size_exponent": self.exponent,
+            "fig7_gap_size_exponent_se": self.exponent_se,
+            "fig7_gap_half_D": self.gap[0],
+            "fig7_gap_double_D": self.gap[2],
+            "fig7_gap_double_D_se": self.gap_se[2],
+        }
 
 
 def plateau_gap_size_scaling(

@@ -257,6 +257,10 @@ def noise_plateau_slope(plateaus: list[NoisePlateau], scales: np.ndarray) -> tup
 # --------------------------------------------------------------------------------------------------
 
 
+#: Names of the three sizes ``[max(4, D // 2), D, 2D]`` of the finite-size checks in metric names.
+_SIZE_NAMES = ("half_D", "at_D", "double_D")
+
+
 def _size_triple(D: int) -> list[int]:
     """``[max(4, D // 2), D, 2D]``: the sizes of the finite-size checks (three distinct sizes: ``D >= 5``)."""
     D = positive_int(D, "D")
@@ -314,6 +318,25 @@ class NoiseScaleSweep:
     size_exponent: float
     size_exponent_se: float
     offiso_plateau: np.ndarray
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``, Result 10 (a), (b)); the D sizes as ``half_D``, ``at_D``, ``double_D``."""
+        at_D, lim = self.plateau_mean_se[self.sizes[1]], self.slope_limit
+        return {
+            **{f"r10_eta_slope_{n}": float(v) for n, v in zip(_SIZE_NAMES, self.slopes)},
+            "r10_eta_slope_at_D_se": float(self.slopes_se[1]),
+            "r10_eta_slope_extrapolated": lim.limit,
+            "r10_eta_slope_extrapolated_se": lim.limit_se,
+            "r10_eta_slope_extrapolated_curvature": lim.curvature,
+            "r10_eta_slope_theory": self.slope_theory,
+            "r10_noise_plateau_smallest_eta": float(at_D[0, 0]),
+            "r10_noise_plateau_smallest_eta_theory": float(self.theory[0]),
+            "r10_D_exponent": self.size_exponent,
+            "r10_D_exponent_se": self.size_exponent_se,
+            **{f"r10_noise_plateau_{n}": float(v) for n, v in zip(_SIZE_NAMES, self.size_plateau[:, 0])},
+            "r10_offiso_plateau_smallest_eta": float(self.offiso_plateau[0]),
+            "r10_offiso_plateau_largest_eta": float(self.offiso_plateau[-1]),
+        }
 
 
 def noise_scale_sweep(
@@ -424,6 +447,24 @@ class KappaNoiseCheck:
     gap_exponent: float
     gap_exponent_se: float
     ratio_limit: SizeExtrapolation
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``, Result 10 (c))."""
+        return {
+            "r10_kappa_mean_max_t": float(max(self.mean_t)),
+            "r10_kappa_mean_tcrit": self.t_critical,
+            "r10_kappa_mean_se": self.mean_se,
+            "r10_kappa_noise_ratio": self.ratio,
+            "r10_kappa_noise_ratio_se": self.ratio_se,
+            "r10_kappa_noise_ratio_theory": self.ratio_theory,
+            "r10_kappa_noise_ratio_fd_term": abs(self.ratio_finite_d - self.ratio_theory),
+            **{f"r10_kappa_noise_ratio_{n}": float(v) for n, v in zip(_SIZE_NAMES, self.ratios)},
+            "r10_kappa_ratio_gap_exponent": self.gap_exponent,
+            "r10_kappa_ratio_gap_exponent_se": self.gap_exponent_se,
+            "r10_kappa_noise_ratio_extrapolated": self.ratio_limit.limit,
+            "r10_kappa_noise_ratio_extrapolated_se": self.ratio_limit.limit_se,
+            "r10_kappa_noise_ratio_extrapolated_curvature": self.ratio_limit.curvature,
+        }
 
 
 def kappa_noise_check(

@@ -105,6 +105,7 @@ def test_plateau_gap_size_scaling_is_the_seed_statistics_of_the_runs():
     assert g.gap[0] == pytest.approx(lv.mean() / lvl - 1, rel=1e-12)
     assert g.gap_se[0] == pytest.approx(lv.std(ddof=1) / np.sqrt(3) / lvl, rel=1e-12)
     assert np.isfinite(g.exponent) and g.exponent_se > 0
+    assert g.metrics()["fig7_gap_double_D_se"] == g.gap_se[2]
     with pytest.raises(ValueError, match="x, y, se"):
         reduced_sgd.plateau_gap_size_scaling([4, 8], 1.0, 1.0, 1.0, steps=steps, eta=0.1, seeds=3, rng=rng)
 
@@ -130,6 +131,8 @@ def test_noise_scale_sweep_sizes_theory_slope_and_extrapolation():
     assert s.slope_theory == pytest.approx(np.log(s.theory[1] / s.theory[0]) / np.log(2), rel=1e-12)
     assert 1.0 < s.slope_theory < 1.5
     assert s.slope_limit.limit_se > 0 and s.size_exponent_se > 0
+    m = s.metrics()
+    assert m["r10_eta_slope_at_D"] == s.slopes[1] and m["r10_noise_plateau_double_D"] == s.size_plateau[2, 0]
     with pytest.raises(ValueError, match="D"):
         sgd_noise.noise_scale_sweep([0.1, 0.2], D=4, tau=1.0, seeds=3, rng=np.random.default_rng(5))
     with pytest.raises(ValueError, match="eta_ref"):
@@ -144,6 +147,7 @@ def test_kappa_noise_check_ratio_theory_and_t_critical():
     assert k.ratios[1] == k.ratio  # the ratio at D reuses the ensembles at D
     assert k.t_critical == pytest.approx(sp_stats.t.ppf(1 - 0.01 / 4, 2), rel=1e-14)
     assert len(k.mean_t) == 2 and k.mean_se > 0
+    assert k.metrics()["r10_kappa_noise_ratio_at_D"] == k.ratio
     with pytest.raises(ValueError, match="kappas"):
         sgd_noise.kappa_noise_check([0.5], D=6, tau=2.0, eta=0.2, seeds=3, rng=np.random.default_rng(6))
 
@@ -165,3 +169,25 @@ def test_symmetrised_flow_summaries():
     r = isotropy.symmetrised_descent("rrs", 4, 2, 3, 0.3, 10, np.random.default_rng(8), lam=lam, omega=om)
     assert r.off_iso_max == float(r.off_iso.max()) < 1e-13
     assert r.gamma_vs_scalar_max_rel < 1e-12
+
+
+def test_metrics_name_the_fields_of_the_results():
+    c = iso.iso_optimum_checks(grid_alpha=np.array([1.0]), grid_depths=(1,), gain_alpha=np.array([0.5, 1.0, 2.0]))
+    m = c.metrics()
+    assert m["iso_depth_gap_alpha256"] == c.depth_gap[-1] and m["catalan_vs_quadrature_max_abs"] == c.catalan_max_abs
+    n = iso.iso_noise_optimum(2.0, 4, (0.0, 1.0), depths=(1,)).metrics()
+    assert set(n) >= {"iso_gammastar_L4_alpha2_sigma0", "iso_gammastar_L4_alpha2_sigma1"}
+    settings = {"tau": [dict(alpha=1.0, kappa=1.0, tau=v) for v in (1.0, 2.0)]}
+    s = reduced_sgd.shallow_sgd_sweep(settings, D=4, steps=25, eta=0.1, seeds=3, rng=np.random.default_rng(2))
+    sm = s.metrics()
+    assert (
+        sm["fig7_param_error_step5_se"] == s.reference.early_se
+        and sm["fig7_first5_rel_dev_printed"] == s.early_dev_printed
+    )
+    no_ref = reduced_sgd.shallow_sgd_sweep(
+        settings, D=4, steps=25, eta=0.1, seeds=3, rng=np.random.default_rng(2), reference=("tau", 3.0)
+    )
+    with pytest.raises(ValueError, match="reference"):
+        no_ref.metrics()
+    for values in (m, n, sm):
+        assert all(np.isfinite(v) for v in values.values())
