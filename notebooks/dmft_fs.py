@@ -67,11 +67,11 @@ fs_sgd = reduced_sgd.fs_sgd_comparison(lam_s, om_s, [1, 4], steps=fs_steps, eta=
 res4 = fs_sgd.runs[4]
 lam_t, om_t = data.power_law_spectrum(D_theory, nu, beta)
 t_fs = np.geomspace(1e-2, 1e8, 200) / float(om_t[0] * lam_t[0] ** 3)
-fs_depth = fs.fs_depth_comparison(t_fs, lam_t, om_t, [1, 2, 4, 8, 16, INF])  # min_rel_gap > 0: deeper is worse at every t
+fs_depth = fs.fs_depth_comparison(t_fs, lam_t, om_t, depths=[1, 2, 4, 8, 16, INF])  # min_rel_gap > 0: deeper is worse at every t
 fs_fixed_point_loss = float(fs.fs_loss(4.0 / lam_t, lam_t, om_t, 4))
 ex = scaling.scaling_exponents(nu, beta)
 ood_depths, thetas = [1, 2, 4, 8], np.linspace(0.0, 1.0, 21)
-ood = fs.ood_brittleness(*data.power_law_spectrum(ood_D, ood_nu, beta), ood_depths, thetas, samples=ood_samples, rng=rng)  # Eq. 11
+ood = fs.ood_brittleness(*data.power_law_spectrum(ood_D, ood_nu, beta), ood_depths, thetas=thetas, samples=ood_samples, rng=rng)  # Eq. 11
 # printed Result-4 solution vs the flow of Eq. 10 (same time axis, and at twice the time)
 paper_vs_eq10, paper_vs_eq10_2t = fs.fs_paper_solution_deviation(np.geomspace(1e-2, 1e3, 30), lam_s, om_s)
 

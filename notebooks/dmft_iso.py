@@ -180,7 +180,8 @@ print(f"Fig 7 (alpha=kappa=tau=1, step 5): sim {ref7.early_sim:.2f}, corrected {
 
 # %%
 size_D = [max(2, fig7_D // 2), fig7_D, 2 * fig7_D]
-gap7 = reduced_sgd.plateau_gap_size_scaling(size_D, 1.0, 1.0, 0.5, steps=fig7_steps, eta=fig7_eta, seeds=fig7_size_seeds, rng=rng)
+gap7 = reduced_sgd.plateau_gap_size_scaling(size_D, alpha=1.0, kappa=1.0, tau=0.5, steps=fig7_steps, eta=fig7_eta,
+                                            seeds=fig7_size_seeds, rng=rng)
 fig7s, ax = plt.subplots(figsize=(4.5, 3.4))
 ax.errorbar(size_D, gap7.gap, yerr=gap7.gap_se, fmt="o", capsize=2, label="SGD plateau / theory − 1")
 dd = np.geomspace(size_D[0], 4 * size_D[-1], 50)

@@ -250,8 +250,8 @@ def ood_brittleness(
     lam: np.ndarray,
     omega: np.ndarray,
     depths: list[int],
-    thetas: np.ndarray,
     *,
+    thetas: np.ndarray,
     samples: int,
     rng: np.random.Generator,
 ) -> OODBrittleness:

@@ -474,7 +474,7 @@ def iso_noise_optimum(
     )
 
 
-def iso_flow_reach_time(alpha: float, L: int, t: np.ndarray, rel: float = 1.05) -> float:
+def iso_flow_reach_time(alpha: float, L: int, t: np.ndarray, *, rel: float = 1.05) -> float:
     """First time on the grid ``t`` at which the gradient flow (Eq. 7) is within ``rel`` of the optimum.
 
     The first ``t_i`` with ``L(γ(t_i)) < rel · L*`` (:func:`iso_gradient_flow`,

@@ -299,6 +299,7 @@ class InContextGDIdentity:
 def in_context_gd_identity(
     gd_predict: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray],
     rng: np.random.Generator,
+    *,
     draws: int = 20,
     n_queries: int = 5,
 ) -> InContextGDIdentity:

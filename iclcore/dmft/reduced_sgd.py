@@ -867,10 +867,10 @@ class PlateauGapScaling:
 
 def plateau_gap_size_scaling(
     sizes: list[int],
+    *,
     alpha: float,
     kappa: float,
     tau: float,
-    *,
     steps: int,
     eta: float,
     seeds: int,

@@ -15,19 +15,19 @@ from iclcore.dmft import data, fs, reduced_sgd, rrs, scaling
 def test_fs_depth_comparison_deeper_is_worse_at_every_time():
     lam, om = data.power_law_spectrum(50, 1.0, 1.0)
     t = np.geomspace(1e-2, 1e6, 40)
-    c = fs.fs_depth_comparison(t, lam, om, [1, 4, math.inf])
+    c = fs.fs_depth_comparison(t, lam, om, depths=[1, 4, math.inf])
     assert list(c.curves) == [1, 4, math.inf]
     np.testing.assert_array_equal(c.curves[4], fs.fs_loss_curve(t, lam, om, 4))
     stack = np.array(list(c.curves.values()))
     assert c.min_rel_gap == float(np.min((stack[1:] - stack[:-1]) / stack[:-1])) > 0
     with pytest.raises(ValueError, match="depths"):
-        fs.fs_depth_comparison(t, lam, om, [4, 1])
+        fs.fs_depth_comparison(t, lam, om, depths=[4, 1])
 
 
 def test_ood_brittleness_vanishes_at_theta0_and_grows_with_the_angle():
     lam, om = data.power_law_spectrum(6, 0.5, 1.0)
     thetas = np.linspace(0.0, 1.0, 5)
-    b = fs.ood_brittleness(lam, om, [1, 4], thetas, samples=3, rng=np.random.default_rng(0))
+    b = fs.ood_brittleness(lam, om, [1, 4], thetas=thetas, samples=3, rng=np.random.default_rng(0))
     assert b.each.shape == (3, 2, 5)
     np.testing.assert_array_equal(b.mean, b.each.mean(axis=0))
     assert b.at_theta0 < 1e-20  # Gamma = L Sigma^-1 is optimal in distribution
@@ -37,7 +37,7 @@ def test_ood_brittleness_vanishes_at_theta0_and_grows_with_the_angle():
     Sp, Op = (fs.rotated_covariance(np.diag(v), S, thetas[2]) for v in (lam, om))
     assert b.each[0, 1, 2] == fs.ood_loss(4 * np.diag(1 / lam), Sp, Op, 4)
     with pytest.raises(ValueError, match="thetas"):
-        fs.ood_brittleness(lam, om, [1], thetas[:2], samples=1, rng=np.random.default_rng(0))
+        fs.ood_brittleness(lam, om, [1], thetas=thetas[:2], samples=1, rng=np.random.default_rng(0))
 
 
 def test_printed_fs_solution_is_the_flow_at_twice_the_time():

@@ -96,7 +96,9 @@ def test_shallow_sgd_sweep_takes_the_worst_case_and_the_reference():
 
 def test_plateau_gap_size_scaling_is_the_seed_statistics_of_the_runs():
     rng, steps, start = np.random.default_rng(4), 30, 19
-    g = reduced_sgd.plateau_gap_size_scaling([4, 6, 12], 1.0, 1.0, 1.0, steps=steps, eta=0.1, seeds=3, rng=rng)
+    g = reduced_sgd.plateau_gap_size_scaling(
+        [4, 6, 12], alpha=1.0, kappa=1.0, tau=1.0, steps=steps, eta=0.1, seeds=3, rng=rng
+    )
     # replay the same draws: the first size's runs
     runs = reduced_sgd.shallow_iso_sgd_runs(4, 1.0, 1.0, 1.0, 0.1, steps, 3, np.random.default_rng(4))
     th = reduced_sgd.shallow_sgd_theory(np.arange(1, steps + 1), 0.1, 1.0, 1.0, 1.0)
@@ -107,7 +109,9 @@ def test_plateau_gap_size_scaling_is_the_seed_statistics_of_the_runs():
     assert np.isfinite(g.exponent) and g.exponent_se > 0
     assert g.metrics()["fig7_gap_double_D_se"] == g.gap_se[2]
     with pytest.raises(ValueError, match="x, y, se"):
-        reduced_sgd.plateau_gap_size_scaling([4, 8], 1.0, 1.0, 1.0, steps=steps, eta=0.1, seeds=3, rng=rng)
+        reduced_sgd.plateau_gap_size_scaling(
+            [4, 8], alpha=1.0, kappa=1.0, tau=1.0, steps=steps, eta=0.1, seeds=3, rng=rng
+        )
 
 
 def test_block_mean_relative_deviation_of_a_planted_bias():
