@@ -86,7 +86,6 @@ print("alpha=1, L=1..6:", [round(iso.iso_optimum_closed_form(1.0, L)[1], 6) for 
 # %%
 fig1 = reduced_sgd.iso_sgd_grid(alphas, depths, D=D, steps=steps, eta0=eta0, anneal_frac=anneal_frac, batch_ratio=batch_ratio,
                                 kappa=kappa, eval_contexts=eval_contexts, mc_draws=mc_draws, rng=rng)
-t_reach_deep = iso.iso_flow_reach_time(alphas[-1], depths[-1], np.geomspace(1e-2, 1e5, 400))
 
 # %%
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -303,7 +302,7 @@ print(f"Result 10 ({t_r10:.1f} s): slopes {np.round(r10.slopes, 3)}, at D -> inf
 
 # %%
 write_metrics({
-    **opt.metrics(), **noise.metrics(), "fig1_D": D, **fig1.metrics(), "fig1c_t_reach_deepest_largest_alpha": t_reach_deep,
+    **opt.metrics(), **noise.metrics(), "fig1_D": D, **fig1.metrics(),
     "fig7_D": fig7_D, **fig7.metrics(), **gap7.metrics(), **{f"{k}_flow_offiso_max": v.off_iso_max for k, v in sym.items()},
     **{f"{k}_flow_gamma_vs_scalar_max_rel": v.gamma_vs_scalar_max_rel for k, v in sym.items()},
     "iso_flow_offiso_plain_final": float(sym["iso"].off_iso_plain[-1]), **gd_id.metrics(),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from iclcore.dmft.fs import fs_loss_curve, fs_mode_flow
-from iclcore.dmft.iso import iso_gradient_flow, iso_optimum_closed_form, iso_optimum_finite_d_mc
+from iclcore.dmft.iso import iso_flow_reach_time, iso_gradient_flow, iso_optimum_closed_form, iso_optimum_finite_d_mc
 from iclcore.dmft.rrs import rrs_gradient_flow
 from iclcore.dmft.shallow_sgd import ShallowSGDTheory, shallow_sgd_theory
 from iclcore.linalg import haar_orthogonal
@@ -504,6 +504,10 @@ class IsoSGDGrid:
         beyond the finite-``D`` correction, in Monte Carlo standard errors.
     final_se_max, t_final : float
         Largest Monte Carlo SE of a final loss and the largest final theory time.
+    t_reach_deepest_largest_alpha : float
+        When the flow of the deepest model at the largest ``α`` gets within 5 % of its optimum
+        (:func:`~iclcore.dmft.iso.iso_flow_reach_time` on ``geomspace(1e-2, 1e5, 400)``): deep models at
+        large ``α`` converge late.
     """
 
     runs: dict[tuple[float, int], IsoSGDRun]
@@ -517,6 +521,7 @@ class IsoSGDGrid:
     max_excess_z: float
     final_se_max: float
     t_final: float
+    t_reach_deepest_largest_alpha: float
 
     def metrics(self) -> dict[str, float]:
         """The scalars under the chapter's metric names (``dmft_iso``, Fig. 1 and 1c)."""
@@ -527,6 +532,7 @@ class IsoSGDGrid:
             "max_rel_dev_finite_d",
             "max_excess_z",
             "final_se_max",
+            "t_reach_deepest_largest_alpha",
         )
         return {f"fig1_{k}": getattr(self, k) for k in ("max_rel_dev_loss", "max_rel_dev_gamma", "t_final")} | {
             f"fig1c_{k}": getattr(self, k) for k in c
@@ -557,7 +563,7 @@ def iso_sgd_grid(
     (:func:`~iclcore.dmft.iso.iso_optimum_finite_d_mc`, ``mc_draws`` Wishart draws). The final
     population loss is a Monte Carlo over ``eval_contexts`` contexts. The flow is compared at the
     checkpoints 1/4, 1/2 and the end of the constant-step phase. The runs draw from ``rng`` in the
-    order ``alphas`` (outer) x ``depths`` (inner).
+    order ``alphas`` (outer) x ``depths`` (inner); the last of each is taken as the largest.
 
     Returns
     -------
@@ -608,6 +614,7 @@ def iso_sgd_grid(
         max_excess_z=float(max(excess_z)),
         final_se_max=float(max(r.final_se for r in runs.values())),
         t_final=float(max(r.result.t[-1] for r in runs.values())),
+        t_reach_deepest_largest_alpha=iso_flow_reach_time(alphas[-1], depths[-1], np.geomspace(1e-2, 1e5, 400)),
     )
 
 

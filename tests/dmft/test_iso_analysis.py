@@ -60,6 +60,8 @@ def test_iso_sgd_grid_times_schedule_and_summaries():
         assert r.loss_theory.shape == r.result.t.shape == r.loss_theory_at_batches.shape
         assert r.final_se > 0
     assert g.n_converged == sum(g.converged.values()) >= 1
+    assert g.t_reach_deepest_largest_alpha == iso.iso_flow_reach_time(2.0, 1, np.geomspace(1e-2, 1e5, 400))
+    assert g.metrics()["fig1c_t_reach_deepest_largest_alpha"] == g.t_reach_deepest_largest_alpha
     assert g.t_final == max(r.result.t[-1] for r in g.runs.values())
     assert g.max_rel_dev_flow == max(abs(r.final - r.loss_theory[-1]) / r.loss_theory[-1] for r in g.runs.values())
     with pytest.raises(ValueError, match="anneal_frac"):
