@@ -89,9 +89,8 @@ fig1 = reduced_sgd.iso_sgd_grid(alphas, depths, D=D, steps=steps, eta0=eta0, ann
 
 # %%
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-for j, curves in enumerate([[((a, 4), f"α = {a:g}") for a in alphas], [((1.0, L), f"L = {L}") for L in depths]]):
-    for i, (key, lab) in enumerate(curves):
-        r = fig1.runs[key]
+for j, curves in enumerate([[(fig1.runs[(a, 4)], f"α = {a:g}") for a in alphas], [(fig1.runs[(1.0, L)], f"L = {L}") for L in depths]]):
+    for i, (r, lab) in enumerate(curves):
         ax[j].plot(r.result.t_loss[1:], trailing_average(r.result.batch_loss, 5)[1:], color=f"C{i}", alpha=0.55, lw=1)
         ax[j].plot(r.result.t, r.loss_theory, color=f"C{i}", lw=2, label=lab)
     ax[j].set(xscale="log", yscale="log", xlabel="t = Σ η", title=["(a) L = 4, varying α", "(b) α = 1, varying L"][j])
@@ -216,10 +215,9 @@ gd_id = isotropy.in_context_gd_identity(in_context_gd_predict, rng)  # Eqs. 3, 4
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
 flows = [("o", "ISO 1-D descent on ℓ(γ)", iso.iso_gradient_flow(sym["iso"].t, 1.0, 4)[0], "Eq. 7 flow (D → ∞)"),
          ("s", "RRS 1-D descent", rrs.rrs_gradient_flow(sym["rrs"].t, lam_r, om_r, 4)[0], "Eq. 13 flow")]
-for i, (k, v) in enumerate(sym.items()):
+for i, ((k, v), (mk, lab_scalar, flow, lab_flow)) in enumerate(zip(sym.items(), flows)):
     ax[0].plot(v.t[1:], np.maximum(v.off_iso[1:], 1e-17), color=f"C{i}", label=f"{k.upper()}, augmented")
     ax[0].plot(v.t[1:], v.off_iso_plain[1:], "--", color=f"C{i}", label=f"{k.upper()}, 4 contexts")
-for i, ((k, v), (mk, lab_scalar, flow, lab_flow)) in enumerate(zip(sym.items(), flows)):
     ax[1].plot(v.t, v.gamma, mk, ms=3, color=f"C{i}", label=f"{k.upper()} tr Γ (matrix)")
     ax[1].plot(v.t, v.gamma_scalar, color=f"C{i}", label=lab_scalar); ax[1].plot(v.t, flow, ":", color=f"C{i}", label=lab_flow)
 ax[2].plot(gd_id.f_scale, np.maximum(gd_id.attention_dev, 1e-18), "o", color="C2", label="masked attention (Eq. 3) − GD")
@@ -303,8 +301,7 @@ print(f"Result 10 ({t_r10:.1f} s): slopes {np.round(r10.slopes, 3)}, at D -> inf
 # %%
 write_metrics({
     **opt.metrics(), **noise.metrics(), "fig1_D": D, **fig1.metrics(),
-    "fig7_D": fig7_D, **fig7.metrics(), **gap7.metrics(), **{f"{k}_flow_offiso_max": v.off_iso_max for k, v in sym.items()},
-    **{f"{k}_flow_gamma_vs_scalar_max_rel": v.gamma_vs_scalar_max_rel for k, v in sym.items()},
+    "fig7_D": fig7_D, **fig7.metrics(), **gap7.metrics(), **sym["iso"].metrics("iso"), **sym["rrs"].metrics("rrs"),
     "iso_flow_offiso_plain_final": float(sym["iso"].off_iso_plain[-1]), **gd_id.metrics(),
     "r10_D": r10_D, **r10.metrics(), **kap.metrics(), "r10_runtime_s": t_r10, "runtime_s": time.time() - t_start,
 })

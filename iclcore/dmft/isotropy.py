@@ -120,6 +120,13 @@ class SymmetrisedFlow:
         """``max_k |tr Γ_k − γ_k| / max(1, max_k |γ_k|)``: matrix descent against the one-dimensional descent."""
         return float(np.max(np.abs(self.gamma - self.gamma_scalar)) / max(1.0, np.abs(self.gamma_scalar).max()))
 
+    def metrics(self, setting: str) -> dict[str, float]:
+        """The two summaries under the chapter's metric names (``dmft_iso``), prefixed by ``setting`` (``"iso"``, ``"rrs"``)."""
+        return {
+            f"{setting}_flow_offiso_max": self.off_iso_max,
+            f"{setting}_flow_gamma_vs_scalar_max_rel": self.gamma_vs_scalar_max_rel,
+        }
+
 
 def _augment(batch, group: np.ndarray):
     """Images ``(QΣ̂Qᵀ, Qc, QSQᵀ, Qβ, Qr, s0)`` of every context under every ``Q`` (``|G| n`` contexts)."""

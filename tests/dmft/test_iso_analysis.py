@@ -175,6 +175,10 @@ def test_symmetrised_flow_summaries():
     r = isotropy.symmetrised_descent("rrs", 4, 2, 3, 0.3, 10, np.random.default_rng(8), lam=lam, omega=om)
     assert r.off_iso_max == float(r.off_iso.max()) < 1e-13
     assert r.gamma_vs_scalar_max_rel < 1e-12
+    assert r.metrics("rrs") == {
+        "rrs_flow_offiso_max": r.off_iso_max,
+        "rrs_flow_gamma_vs_scalar_max_rel": r.gamma_vs_scalar_max_rel,
+    }
 
 
 def test_metrics_name_the_fields_of_the_results():
