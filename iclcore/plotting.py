@@ -19,7 +19,16 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 
-__all__ = ["FORMATS", "FORMATS_ENV", "PALETTE", "figure_formats", "save_figure", "use_style", "write_metrics"]
+__all__ = [
+    "FORMATS",
+    "FORMATS_ENV",
+    "PALETTE",
+    "figure_formats",
+    "finish_figure",
+    "save_figure",
+    "use_style",
+    "write_metrics",
+]
 
 #: Colour cycle shared by all chapters (colour-blind safe, Okabe–Ito).
 PALETTE = (
@@ -117,6 +126,29 @@ def save_figure(fig: Any, name: str, directory: str | Path = ".", formats: str |
             fig.savefig(path)
         paths.append(path)
     return paths
+
+
+def finish_figure(fig: Any, name: str, *, legend_fontsize: float | None = None, directory: str | Path = ".") -> None:
+    """The closing lines of a figure: a legend on every axes, ``tight_layout`` and :func:`save_figure`.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        Every axes of it should have labelled artists.
+    name : str
+        File stem (see :func:`save_figure`).
+    legend_fontsize : float, optional
+        Font size of the legends (default: the style's).
+    directory : str or Path
+        Output folder.
+
+    Returns nothing, so that a notebook cell ending with it prints nothing.
+    """
+    kwargs = {} if legend_fontsize is None else {"fontsize": legend_fontsize}
+    for ax in fig.axes:
+        ax.legend(**kwargs)
+    fig.tight_layout()
+    save_figure(fig, name, directory)
 
 
 def _to_number(key: str, value: Any) -> float | int | bool:

@@ -6,6 +6,7 @@ Conventions (normalised trace, theory time, power-law data) in :mod:`iclcore.dmf
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import expm
@@ -26,6 +27,11 @@ __all__ = [
     "random_skew",
     "rotated_covariance",
     "ood_loss",
+    "FSDepthComparison",
+    "fs_depth_comparison",
+    "OODBrittleness",
+    "ood_brittleness",
+    "fs_paper_solution_deviation",
 ]
 
 
@@ -170,3 +176,139 @@ def ood_loss(Gamma: np.ndarray, Sigma_test: np.ndarray, Omega_test: np.ndarray, 
     D = Gamma.shape[0]
     A = np.linalg.matrix_power(np.eye(D) - Gamma @ Sigma_test / Lf, Lf)
     return float(np.trace(Omega_test @ A.T @ Sigma_test @ A) / D)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks of the FS theory: depth ordering, brittleness under rotation, the printed solution (Fig. 3)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FSDepthComparison:
+    """FS loss curves at several depths (:func:`fs_depth_comparison`).
+
+    Attributes
+    ----------
+    curves : dict L -> ndarray, shape (T,)
+        :func:`fs_loss_curve` at each depth, in the order given.
+    min_rel_gap : float
+        ``min_{t, L} (loss_{L'}(t) − loss_L(t)) / loss_L(t)`` over consecutive depths ``L < L'``:
+        positive when a deeper model is worse at every time.
+    """
+
+    curves: dict[int | float, np.ndarray]
+    min_rel_gap: float
+
+
+def fs_depth_comparison(
+    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, depths: list[int | float]
+) -> FSDepthComparison:
+    """FS loss curves at increasing depths and the smallest relative gap between consecutive ones (§3.2, Fig. 3b).
+
+    Parameters
+    ----------
+    t : ndarray, shape (T,)
+    lam, omega : ndarray, shape (D,)
+    depths : list of int or math.inf
+        Increasing, at least two.
+
+    Returns
+    -------
+    FSDepthComparison
+    """
+    if len(depths) < 2 or any(b <= a for a, b in zip(depths, depths[1:])):
+        raise ValueError(f"depths: expected at least two increasing depths, got {depths!r}")
+    curves = {L: fs_loss_curve(t, lam, omega, L) for L in depths}
+    stack = np.array(list(curves.values()))
+    return FSDepthComparison(curves, float(np.min(np.diff(stack, axis=0) / stack[:-1])))
+
+
+@dataclass(frozen=True)
+class OODBrittleness:
+    """Out-of-distribution loss of ``Γ = LΣ⁻¹`` under rotations ``exp(θS)`` (:func:`ood_brittleness`).
+
+    Attributes
+    ----------
+    each : ndarray, shape (samples, depths, thetas)
+        The loss per random ``S``, depth and angle.
+    mean : ndarray, shape (depths, thetas)
+        Its mean over ``S``.
+    min_rel_increment : float
+        ``min (loss(θ_{j+1}) / loss(θ_j) − 1)`` over samples, depths and ``j >= 1`` (relative: the loss at
+        small ``θ`` is tiny).
+    at_theta0 : float
+        ``max |mean loss at θ_0|`` over the depths (0 at ``θ = 0``: ``Γ = LΣ⁻¹`` is optimal in distribution).
+    """
+
+    each: np.ndarray
+    mean: np.ndarray
+    min_rel_increment: float
+    at_theta0: float
+
+
+def ood_brittleness(
+    lam: np.ndarray,
+    omega: np.ndarray,
+    depths: list[int],
+    *,
+    thetas: np.ndarray,
+    samples: int,
+    rng: np.random.Generator,
+) -> OODBrittleness:
+    """Brittleness of the learned preconditioner (Result 5, Eq. 11, Fig. 3c), averaged over random rotations.
+
+    For each of ``samples`` skew-symmetric ``S`` (:func:`random_skew`), each angle ``θ`` and each depth
+    ``L``: :func:`ood_loss` of the converged ``Γ = LΣ⁻¹`` on ``Σ′ = exp(θS)Σexp(−θS)`` and ``Ω′``
+    rotated alike (:func:`rotated_covariance`).
+
+    Parameters
+    ----------
+    lam, omega : ndarray, shape (D,)
+        ``Σ = diag(lam)``, ``Ω = diag(omega)``.
+    depths : list of int
+    thetas : ndarray, shape (m,)
+        Increasing angles, ``m >= 3``, starting at 0.
+    samples : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    OODBrittleness
+    """
+    lam, omega = spectrum_pair(lam, omega)
+    samples = positive_int(samples, "samples")
+    thetas = np.asarray(thetas, dtype=float)
+    if thetas.ndim != 1 or thetas.size < 3:
+        raise ValueError(f"thetas: expected at least three angles, got {thetas!r}")
+    rng = as_generator(rng)
+    Sig, Om = np.diag(lam), np.diag(omega)
+    each = np.zeros((samples, len(depths), thetas.size))
+    for n in range(samples):
+        S = random_skew(lam.size, rng)
+        for j, th_ in enumerate(thetas):
+            Sp, Op = rotated_covariance(Sig, S, th_), rotated_covariance(Om, S, th_)
+            for i, L in enumerate(depths):
+                each[n, i, j] = ood_loss(L * np.diag(1 / lam), Sp, Op, L)
+    mean = each.mean(axis=0)
+    return OODBrittleness(
+        each=each,
+        mean=mean,
+        min_rel_increment=float(np.min(each[:, :, 2:] / each[:, :, 1:-1] - 1)),
+        at_theta0=float(np.max(np.abs(mean[:, 0]))),
+    )
+
+
+def fs_paper_solution_deviation(t: np.ndarray, lam: np.ndarray, omega: np.ndarray) -> tuple[float, float]:
+    """The printed Result-4 solution against the ``L = ∞`` flow of Eq. 10 at ``t`` and at ``2t`` (App. D).
+
+    Returns
+    -------
+    (at_t, at_2t) : floats
+        ``max |γ_paper(t) / γ_Eq10(t) − 1|`` and the same against ``γ_Eq10(2t)`` (the printed solution
+        runs on a clock twice as fast).
+    """
+    paper = fs_mode_flow_paper(t, lam, omega)
+    return (
+        float(np.max(np.abs(paper / fs_mode_flow(t, lam, omega, math.inf) - 1))),
+        float(np.max(np.abs(paper / fs_mode_flow(2 * t, lam, omega, math.inf) - 1))),
+    )

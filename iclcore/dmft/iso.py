@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -31,6 +32,11 @@ __all__ = [
     "iso_gradient_flow",
     "iso_loss_finite_d_mc",
     "iso_optimum_finite_d_mc",
+    "IsoOptimumChecks",
+    "iso_optimum_checks",
+    "IsoNoiseOptimum",
+    "iso_noise_optimum",
+    "iso_flow_reach_time",
 ]
 
 
@@ -286,3 +292,209 @@ def iso_optimum_finite_d_mc(
         lambda g: float(f(g)), bounds=(grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]), method="bounded"
     )
     return float(res.x), float(res.fun)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks of the ISO optimum: Catalan formula, depth advantage, label noise (Results 1-2, Figs. 1b, 2c)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IsoOptimumChecks:
+    """The ISO optimum checked against its closed forms (:func:`iso_optimum_checks`).
+
+    Attributes
+    ----------
+    catalan_max_abs : float
+        ``max |L(γ*) − L*_Catalan|`` and ``max |L'(γ*)|`` over the ``(α, L)`` grid (quadrature of Eq. 8).
+    optimum_L1_alpha1, optimum_L1000_alpha05 : float
+        ``L*(α=1, L=1)`` (numerical minimiser) and ``L*(α=1/2, L=1000)`` (Catalan).
+    gap_alphas, depth_gap : tuple of float, length ``m``
+        Result 2's gap ``L*(α, 1) − [1 − α]_+`` at each ``α`` (numerical minimiser).
+    depth_gap_max_dev : float
+        ``max |gap (1 + α) − 1|``: the theorem ``gap = 1/(1 + α)``.
+    gain_alpha, gain : ndarray, shape (n,)
+        Grid and the Catalan gain ``L*(α, 1) − L*(α, deep_L)`` (Fig. 1b).
+    gain_argmax_alpha, gain_max : float
+        Its argmax on the grid and its maximum.
+    gain_inf_argmax_alpha : float
+        Argmax of the infinite-depth gain ``L*(α, 1) − [1 − α]_+`` by bounded Brent on ``[0.2, 5]``.
+    """
+
+    catalan_max_abs: float
+    optimum_L1_alpha1: float
+    optimum_L1000_alpha05: float
+    gap_alphas: tuple[float, ...]
+    depth_gap: tuple[float, ...]
+    depth_gap_max_dev: float
+    gain_alpha: np.ndarray
+    gain: np.ndarray
+    gain_argmax_alpha: float
+    gain_max: float
+    gain_inf_argmax_alpha: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars of the checks under the chapter's metric names (``dmft_iso``)."""
+        return {
+            "catalan_vs_quadrature_max_abs": self.catalan_max_abs,
+            "iso_Lstar_L1_alpha1": self.optimum_L1_alpha1,
+            "iso_Lstar_L1000_alpha05": self.optimum_L1000_alpha05,
+            f"iso_depth_gap_alpha{self.gap_alphas[-1]:g}": self.depth_gap[-1],
+            "iso_depth_gap_times_one_plus_alpha_max_dev": self.depth_gap_max_dev,
+            "iso_depth_gain_argmax_alpha": self.gain_argmax_alpha,
+            "iso_depth_gain_max": self.gain_max,
+            "iso_depth_gain_inf_argmax_alpha": self.gain_inf_argmax_alpha,
+        }
+
+
+def iso_optimum_checks(
+    *,
+    grid_alpha: np.ndarray | None = None,
+    grid_depths: tuple[int, ...] = (1, 2, 3, 5, 8, 16, 32),
+    gap_alphas: tuple[float, ...] = (4.0, 16.0, 64.0, 256.0),
+    gain_alpha: np.ndarray | None = None,
+    deep_L: int = 8,
+) -> IsoOptimumChecks:
+    """The ISO optimum at every depth against the Catalan formula, and the depth advantage (Results 1–2).
+
+    On the grid ``grid_alpha x grid_depths`` (default ``linspace(0.1, 6, 60)``): the quadrature loss
+    (Eq. 8, :func:`iso_loss`) at the closed-form ``γ* = Lα/(1+α)`` against the Catalan ``L*``
+    (:func:`iso_optimum_closed_form`), and its derivative there (zero at the minimiser). Result 2: the
+    gap to infinite depth ``L*(α, 1) − [1 − α]_+`` equals ``1/(1 + α)`` for ``α ≥ 1``. Fig. 1b: the gain
+    of depth ``deep_L`` over depth 1 on ``gain_alpha`` (default ``geomspace(0.05, 20, 400)``).
+
+    Returns
+    -------
+    IsoOptimumChecks
+    """
+    grid_alpha = np.linspace(0.1, 6.0, 60) if grid_alpha is None else finite_array(grid_alpha, "grid_alpha")
+    gain_alpha = np.geomspace(0.05, 20.0, 400) if gain_alpha is None else finite_array(gain_alpha, "gain_alpha")
+    cat_err = 0.0
+    for a in grid_alpha:
+        for L in grid_depths:
+            g_star, l_star = iso_optimum_closed_form(float(a), L)
+            cat_err = max(cat_err, abs(float(iso_loss(g_star, float(a), L)) - l_star))
+            cat_err = max(cat_err, abs(float(iso_loss_grad(g_star, float(a), L))))
+    gap = tuple(iso_optimum(a, 1)[1] - max(0.0, 1.0 - a) for a in gap_alphas)
+    gap_dev = max(abs(g * (1 + a) - 1) for g, a in zip(gap, gap_alphas))
+    gain = np.array([iso_optimum_closed_form(a, 1)[1] - iso_optimum_closed_form(a, deep_L)[1] for a in gain_alpha])
+    gain_inf_argmax = float(
+        minimize_scalar(
+            lambda a: -(iso_optimum(a, 1)[1] - max(0.0, 1.0 - a)),
+            bounds=(0.2, 5.0),
+            method="bounded",
+            options={"xatol": 1e-10},
+        ).x
+    )
+    return IsoOptimumChecks(
+        catalan_max_abs=cat_err,
+        optimum_L1_alpha1=iso_optimum(1.0, 1)[1],
+        optimum_L1000_alpha05=iso_optimum_closed_form(0.5, 1000)[1],
+        gap_alphas=tuple(gap_alphas),
+        depth_gap=gap,
+        depth_gap_max_dev=gap_dev,
+        gain_alpha=gain_alpha,
+        gain=gain,
+        gain_argmax_alpha=float(gain_alpha[np.argmax(gain)]),
+        gain_max=float(gain.max()),
+        gain_inf_argmax_alpha=gain_inf_argmax,
+    )
+
+
+@dataclass(frozen=True)
+class IsoNoiseOptimum:
+    """The ISO optimum under label noise (:func:`iso_noise_optimum`).
+
+    Attributes
+    ----------
+    alpha, L : float, int
+        The setting of ``gamma_star``.
+    sigmas : tuple of float, length ``m``
+    gamma_star, loss_star : tuple of float, length ``m``
+        The optimum ``(γ*, L*)`` at ``(alpha, L)`` for each ``σ``.
+    max_increment : float
+        Largest step of ``γ*`` between consecutive ``σ`` over the depths checked (``< 0``: ``γ*``
+        decreases with the noise at every depth).
+    depth1_vs_closed_form_max_abs : float
+        ``max_σ |γ*(σ) − (1 + (1 + σ²)/α)^{-1}|`` at ``L = 1`` (App. C.1, Eqs. 66, 73).
+    """
+
+    alpha: float
+    L: int
+    sigmas: tuple[float, ...]
+    gamma_star: tuple[float, ...]
+    loss_star: tuple[float, ...]
+    max_increment: float
+    depth1_vs_closed_form_max_abs: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``): ``γ*`` at the smallest and largest ``σ``."""
+        at = f"iso_gammastar_L{self.L}_alpha{self.alpha:g}_sigma"
+        return {
+            f"{at}{self.sigmas[0]:g}": self.gamma_star[0],
+            f"{at}{self.sigmas[-1]:g}": self.gamma_star[-1],
+            "iso_gammastar_noise_max_increment": self.max_increment,
+            "iso_gammastar_L1_vs_eq66_max_abs": self.depth1_vs_closed_form_max_abs,
+        }
+
+
+def iso_noise_optimum(
+    alpha: float,
+    L: int,
+    sigmas: tuple[float, ...],
+    *,
+    depths: tuple[int, ...] = (1, 2, 4, 8),
+    depth1_sigmas: np.ndarray | None = None,
+) -> IsoNoiseOptimum:
+    """Label noise moves the ISO optimum to smaller ``γ`` (Eq. 83; early stopping as regularisation, Fig. 2c).
+
+    ``γ*(σ)`` by :func:`iso_optimum` at ``(alpha, L)`` for each of ``sigmas`` (increasing); the largest
+    increment of ``γ*`` along ``sigmas`` at each of ``depths``; and at ``L = 1`` the whole curve on
+    ``depth1_sigmas`` (default ``linspace(0, 1.5, 7)``) against the paper's
+    ``Γ* = (1 + (1 + σ²)/α)^{-1}`` (App. C.1, Eqs. 66, 73).
+
+    Returns
+    -------
+    IsoNoiseOptimum
+    """
+    if len(sigmas) < 2 or np.any(np.diff(sigmas) <= 0):
+        raise ValueError(f"sigmas: expected at least two increasing noise levels, got {sigmas!r}")
+    sig_fine = np.linspace(0.0, 1.5, 7) if depth1_sigmas is None else finite_array(depth1_sigmas, "depth1_sigmas")
+    opt = [iso_optimum(alpha, L, s) for s in sigmas]
+    increment = max(float(np.max(np.diff([iso_optimum(alpha, Lk, s)[0] for s in sigmas]))) for Lk in depths)
+    dev = max(abs(iso_optimum(alpha, 1, s)[0] - 1.0 / (1.0 + (1.0 + s**2) / alpha)) for s in sig_fine)
+    return IsoNoiseOptimum(
+        alpha=alpha,
+        L=L,
+        sigmas=tuple(sigmas),
+        gamma_star=tuple(o[0] for o in opt),
+        loss_star=tuple(o[1] for o in opt),
+        max_increment=increment,
+        depth1_vs_closed_form_max_abs=dev,
+    )
+
+
+def iso_flow_reach_time(alpha: float, L: int, t: np.ndarray, *, rel: float = 1.05) -> float:
+    """First time on the grid ``t`` at which the gradient flow (Eq. 7) is within ``rel`` of the optimum.
+
+    The first ``t_i`` with ``L(γ(t_i)) < rel · L*`` (:func:`iso_gradient_flow`,
+    :func:`iso_optimum_closed_form`); ``t[0]`` if the flow never gets there on the grid.
+
+    Parameters
+    ----------
+    alpha : float
+    L : int
+    t : array_like, shape (T,)
+        Non-decreasing times ``>= 0``.
+    rel : float
+        Tolerance factor ``> 1``.
+
+    Returns
+    -------
+    float
+    """
+    if not rel > 1:
+        raise ValueError(f"rel: expected a factor > 1, got {rel!r}")
+    t = nondecreasing_times(t)
+    loss = iso_gradient_flow(t, alpha, L)[1]
+    return float(t[np.argmax(loss < rel * iso_optimum_closed_form(alpha, L)[1])])

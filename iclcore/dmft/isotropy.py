@@ -20,6 +20,7 @@ of :mod:`iclcore.dmft.reduced_sgd`), so only rounding remains.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,8 @@ __all__ = [
     "symmetrised_descent",
     "masked_linear_attention",
     "reduced_attention_weights",
+    "InContextGDIdentity",
+    "in_context_gd_identity",
 ]
 
 
@@ -106,6 +109,23 @@ class SymmetrisedFlow:
     off_iso_plain: np.ndarray
     lam: np.ndarray
     weight: np.ndarray
+
+    @property
+    def off_iso_max(self) -> float:
+        """``max_k ‖Γ_k − tr(Γ_k) I‖_F / ‖Γ_k‖_F`` along the augmented descent (0 up to rounding by Results 1, 6)."""
+        return float(self.off_iso.max())
+
+    @property
+    def gamma_vs_scalar_max_rel(self) -> float:
+        """``max_k |tr Γ_k − γ_k| / max(1, max_k |γ_k|)``: matrix descent against the one-dimensional descent."""
+        return float(np.max(np.abs(self.gamma - self.gamma_scalar)) / max(1.0, np.abs(self.gamma_scalar).max()))
+
+    def metrics(self, setting: str) -> dict[str, float]:
+        """The two summaries under the chapter's metric names (``dmft_iso``), prefixed by ``setting`` (``"iso"``, ``"rrs"``)."""
+        return {
+            f"{setting}_flow_offiso_max": self.off_iso_max,
+            f"{setting}_flow_gamma_vs_scalar_max_rel": self.gamma_vs_scalar_max_rel,
+        }
 
 
 def _augment(batch, group: np.ndarray):
@@ -256,3 +276,74 @@ def masked_linear_attention(
         scores = (H @ w["Wq"].T) @ (Hc @ w["Wk"].T).T  # (P+Q, P): q_μ · k_ν
         H = H + scores @ (Hc @ w["Wv"].T) / (L * P)
     return H[P:] @ w["wo"]
+
+
+@dataclass(frozen=True)
+class InContextGDIdentity:
+    """Random draws of the in-context GD identity (:func:`in_context_gd_identity`).
+
+    Attributes
+    ----------
+    attention_dev, eq4_dev : ndarray, shape (draws,)
+        ``max |f − f_GD|`` of the masked attention (Eq. 3) and of Eq. 4 written with the matrix sum.
+    f_scale : ndarray, shape (draws,)
+        ``max |f_GD|`` of each draw.
+    max_abs, max_abs_f : float
+        The largest deviation of either form and the largest ``|f_GD|``.
+    """
+
+    attention_dev: np.ndarray
+    eq4_dev: np.ndarray
+    f_scale: np.ndarray
+    max_abs: float
+    max_abs_f: float
+
+    def metrics(self) -> dict[str, float]:
+        """The scalars under the chapter's metric names (``dmft_iso``)."""
+        return {"icl_gd_identity_max_abs": self.max_abs, "icl_gd_identity_max_abs_f": self.max_abs_f}
+
+
+def in_context_gd_identity(
+    gd_predict: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray],
+    rng: np.random.Generator,
+    *,
+    draws: int = 20,
+    n_queries: int = 5,
+) -> InContextGDIdentity:
+    """Eq. 3 (masked attention, reduced weights), Eq. 4 and ``L`` steps of in-context GD agree (App. B, Eqs. 52–58).
+
+    Each draw: ``D ∈ [2, 8]``, ``P ∈ [2, 19]``, ``L ∈ [1, 6]``, ``Γ`` Gaussian with scale 1/2, Gaussian
+    ``X`` (``P x D``) and ``n_queries`` queries, ``y = Xβ/√D``. Compared: ``gd_predict(Γ, X, y, X_q, L)``
+    (``L`` steps of preconditioned in-context GD, e.g. :func:`iclcore.lsq.iterates.in_context_gd_predict`),
+    :func:`masked_linear_attention` with :func:`reduced_attention_weights` and Eq. 4,
+    ``f = X_q Γ Σ_{ℓ<L} (I − Σ̂Γ/L)^ℓ Xᵀy / (LP)`` with ``Σ̂ = XᵀX/P``.
+
+    Returns
+    -------
+    InContextGDIdentity
+    """
+    draws = positive_int(draws, "draws")
+    rng = as_generator(rng)
+    id_att, id_eq4, id_f = [], [], []
+    for _ in range(draws):
+        Dk, Pk, Lk = int(rng.integers(2, 9)), int(rng.integers(2, 20)), int(rng.integers(1, 7))
+        Gk = rng.standard_normal((Dk, Dk)) * 0.5
+        Xk, Xqk = rng.standard_normal((Pk, Dk)), rng.standard_normal((n_queries, Dk))
+        yk = Xk @ rng.standard_normal(Dk) / np.sqrt(Dk)
+        f_gd = gd_predict(Gk, Xk, yk, Xqk, Lk)
+        f_att = masked_linear_attention(reduced_attention_weights(Gk), Xk, yk, Xqk, Lk)
+        Sk = Xk.T @ Xk / Pk
+        f_eq4 = (
+            Xqk
+            @ Gk
+            @ sum(np.linalg.matrix_power(np.eye(Dk) - Sk @ Gk / Lk, ell) for ell in range(Lk))
+            @ Xk.T
+            @ yk
+            / (Lk * Pk)
+        )
+        id_att.append(float(np.max(np.abs(f_att - f_gd))))
+        id_eq4.append(float(np.max(np.abs(f_eq4 - f_gd))))
+        id_f.append(float(np.max(np.abs(f_gd))))
+    return InContextGDIdentity(
+        np.array(id_att), np.array(id_eq4), np.array(id_f), max(max(id_att), max(id_eq4)), max(id_f)
+    )

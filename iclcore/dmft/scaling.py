@@ -36,6 +36,9 @@ __all__ = [
     "EXPONENT_RESOURCES",
     "FittedExponent",
     "fitted_scaling_exponent",
+    "ExponentRow",
+    "scaling_exponent_table",
+    "compute_optimal_shape_exponent",
 ]
 
 EXPONENT_RESOURCES = ("t_fs", "t_rrs", "L", "N", "P")
@@ -259,6 +262,90 @@ def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> Fi
         y = np.array([fn(lam, om, int(n)) for n in x])
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     return FittedExponent(fit_power_law_exponent(x, y), fit_power_law_drift(x, y), x, y)
+
+
+@dataclass(frozen=True)
+class ExponentRow:
+    """One row of :func:`scaling_exponent_table`.
+
+    Attributes
+    ----------
+    resource : str
+        The resource's label (``"t (FS)"``, ``"t (RRS)"``, ``"L"``, ``"N"``, ``"P"``).
+    fitted, drift : float
+        :func:`fitted_scaling_exponent`'s exponent and drift.
+    printed, corrected : float
+        The exponent as printed and as corrected (:func:`scaling_exponents`).
+    """
+
+    resource: str
+    fitted: float
+    drift: float
+    printed: float
+    corrected: float
+
+
+#: The cases of the exponent table: (key prefix, resource, exponents key, label, [(nu, beta), ...]).
+_EXPONENT_CASES = (
+    ("tfs", "t_fs", "t_fs", "t (FS)", [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (2.0, 1.0)]),
+    ("trrs", "t_rrs", "t_rrs", "t (RRS)", [(1.0, 0.5), (1.0, 1.0), (1.0, 2.0)]),
+    ("depth", "L", "L", "L", [(1.0, 0.5), (1.0, 1.0), (1.0, 2.0), (2.0, 0.5), (2.0, 1.5)]),
+)
+_BOTTLENECK_BETAS = (0.5, 1.5, 3.0)
+
+
+def _tag(x: float) -> str:
+    """``1.5 -> "1p5"``: a number in a metric key."""
+    return f"{x:g}".replace(".", "p")
+
+
+def scaling_exponent_table(D: int) -> dict[str, ExponentRow]:
+    """Fitted decay exponents against the printed and the corrected ones (Bordelon et al. Result 8, Table 1).
+
+    Keys ``"<resource>_nu<ν>_beta<β>"`` (``"tfs"``, ``"trrs"``, ``"depth"``, ``"width"``, ``"context"``,
+    numbers as ``1p5``): the FS time law at four ``(ν, β)``, the RRS time law at ``ν = 1`` and three ``β``,
+    the depth law at five ``(ν, β)``, and the width and context laws at ``ν = 2`` (at ``ν = 1`` the
+    degrees of freedom diverge like ``log D``) for ``β ∈ {0.5, 1.5, 3}``, each fitted on ``D`` modes by
+    :func:`fitted_scaling_exponent`.
+
+    Returns
+    -------
+    dict str -> ExponentRow
+        In the order above (width and context alternate).
+    """
+    D = positive_int(D, "D")
+    table = {}
+    for prefix, resource, key, label, cases in _EXPONENT_CASES:
+        for nu, beta in cases:
+            f, e = fitted_scaling_exponent(resource, nu, beta, D), scaling_exponents(nu, beta)
+            table[f"{prefix}_nu{_tag(nu)}_beta{_tag(beta)}"] = ExponentRow(
+                label, f.exponent, f.drift, e[f"{key}_paper"], e[f"{key}_corrected"]
+            )
+    for beta in _BOTTLENECK_BETAS:
+        e = scaling_exponents(2.0, beta)
+        for prefix, resource in (("width", "N"), ("context", "P")):
+            f = fitted_scaling_exponent(resource, 2.0, beta, D)
+            table[f"{prefix}_nu2_beta{_tag(beta)}"] = ExponentRow(
+                resource, f.exponent, f.drift, e[f"{resource}_paper"], e[f"{resource}_corrected"]
+            )
+    return table
+
+
+def compute_optimal_shape_exponent(width: ExponentRow, depth: ExponentRow) -> tuple[float, float]:
+    """Exponent of the compute-optimal shape ``L ∝ N^{a_N/a_L}`` from the width and depth laws (Result 8).
+
+    With loss ``∝ N^{-a_N}`` and ``∝ L^{-a_L}``, balancing the two bottlenecks gives ``L ∝ N^{a_N/a_L}``
+    (printed: ``L ∝ N^ν``). The drift is propagated from both fits:
+    ``hypot(d_N/a_L, a_N d_L/a_L²)``.
+
+    Returns
+    -------
+    (exponent, drift) : floats
+    """
+    aN, dN, aL, dL = width.fitted, width.drift, depth.fitted, depth.drift
+    if aL == 0:
+        raise ValueError("depth: the fitted depth exponent is 0, the shape exponent is undefined")
+    return aN / aL, float(np.hypot(dN / aL, aN * dL / aL**2))
 
 
 def scalar_descent_path(grad: Callable[[float], float], step: float, steps: int, gamma0: float = 0.0) -> np.ndarray:

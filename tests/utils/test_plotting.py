@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from iclcore.plotting import FORMATS_ENV, figure_formats, save_figure, use_style, write_metrics  # noqa: E402
+from iclcore.plotting import FORMATS_ENV, figure_formats, finish_figure, save_figure, use_style, write_metrics  # noqa: E402
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,4 +63,16 @@ def test_figure_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert figure_formats() == ("png", "pdf")
     with pytest.raises(ValueError, match=FORMATS_ENV):
         figure_formats("svg")
+    plt.close(fig)
+
+
+def test_finish_figure_puts_a_legend_on_every_axes_and_saves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FORMATS_ENV, raising=False)
+    use_style()
+    fig, axes = plt.subplots(1, 2)
+    for i, ax in enumerate(axes):
+        ax.plot([0, 1], [0, i], label=f"line {i}")
+    assert finish_figure(fig, "two", legend_fontsize=7, directory=tmp_path) is None
+    assert [ax.get_legend().get_texts()[0].get_fontsize() for ax in axes] == [7.0, 7.0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.pdf", "two.png"]
     plt.close(fig)
