@@ -90,6 +90,9 @@ Public modules:
 - :mod:`~iclcore.dmft.width_de`: Deterministic equivalents of the width-``N`` model (``N, D → ∞`` at fixed
   ``N/D``): the one-point function by contour integration, and the Appendix-A two-point deterministic
   equivalent (Eq. 15, 36–40) of a free product ``M = O B Oᵀ A`` with the double contour integral for the loss;
+- :mod:`~iclcore.dmft.width_scaling`: Width and depth bottlenecks of deep linear attention, checked (Bordelon et al.
+  §4, Result 8, Figure 5, App. A, F): loss curves over width, depth and compute, SGD against the flow and its
+  noise scaling, the deterministic equivalents against Monte Carlo and the bottleneck exponents;
 - :mod:`~iclcore.dmft.width_mc`: Width-``N`` deep linear attention on RRS data by Monte Carlo (Bordelon et al.
   §4, Eq. 14, 19, 102): Haar frames, the one-point reduction at ``P = ∞`` (exact in distribution at finite
   ``D``) with its gradient flow, and the general Monte Carlo at finite width and context.
@@ -117,4 +120,5 @@ __all__ = [
     "untied_sgd",
     "width_de",
     "width_mc",
+    "width_scaling",
 ]

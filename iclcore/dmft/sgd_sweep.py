@@ -134,6 +134,11 @@ def late_bias_sweep(
     for eta, B in configs:
         eta, B = positive_float(eta, "eta"), positive_int(B, "B")
         n = positive_int(int(round(horizon / eta)), "horizon / eta")
+        if int(n * late_frac + 1e-9) < 1:  # the flow is 0 at t = 0: the relative bias would be a NaN
+            raise ValueError(
+                f"horizon: {n} steps of eta={eta} leave t = 0 in the late window t >= {late_frac} t_max; "
+                f"expected at least {int(np.ceil(1 / late_frac))} steps"
+            )
         plan.append((eta, B, n))
     tasks = [make_task(eta, B, n, r) for eta, B, n in plan for r in range(seeds)]
     paths = map_configs(reduced_sgd_gamma_path, tasks, workers, cost=lambda t: t.steps * t.B, label="SGD bias sweep")
@@ -176,6 +181,10 @@ class NoiseScaling:
     def z(self, i: int) -> float:
         """``|bias_i| / se_i``: configuration ``i``'s net bias in units of its standard error."""
         return abs(self.bias[i]) / self.se[i]
+
+    def collapse_z(self, i: int, j: int) -> float:
+        """``|bias_i − bias_j| / sqrt(se_i² + se_j²)``: two configurations (e.g. of equal ``η/B``) compared."""
+        return abs(self.bias[i] - self.bias[j]) / np.hypot(self.se[i], self.se[j])
 
 
 def noise_scaling(points: Sequence[SweepPoint], x: Sequence[float] | np.ndarray) -> NoiseScaling:
