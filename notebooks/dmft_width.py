@@ -52,38 +52,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from iclcore.dmft import width_scaling as ws
 from iclcore.dmft.data import power_law_spectrum
-from iclcore.dmft.rrs import rrs_optimum
-from iclcore.dmft.scaling import width_bottleneck, width_bottleneck_paper
-from iclcore.dmft.sgd_sweep import ReducedSGDTask, late_bias_sweep
-from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
-from iclcore.dmft.width_mc import (
-    WidthSGDRun,
-    width_gradient_flow,
-    width_landscape_job,
-    width_landscape_jobs,
-    width_loss,
-    width_loss_draws,
-    width_loss_grad,
-    width_loss_se,
-    width_min_loss,
-    width_sgd_run,
-    width_spectrum_job,
-    width_spectrum_jobs,
-    width_spectrum_mc,
-)
-from iclcore.parallel import map_configs, thread_budget
+from iclcore.dmft.width_mc import width_loss
+from iclcore.models.probes import block_average
+from iclcore.parallel import thread_budget
 from iclcore.plotting import PALETTE, save_figure, use_style, write_metrics
-from iclcore.spectra.mp import mp_quadrature
-from iclcore.stats import (
-    batch_means,
-    fit_power_law_drift,
-    fit_power_law_exponent,
-    fit_power_law_weighted,
-    increment_z_scores,
-    paired_increment_z_scores,
-    standard_error,
-)
 
 use_style()
 rng = np.random.default_rng(seed)
@@ -102,51 +76,33 @@ t = np.concatenate([[0.0], np.geomspace(1e-2, t_max, 240)])
 N_list = sorted({16, 32, 64, 128, 256, D // 2, D})
 L_list = [1, 2, 4, 8, 16, 32, 64]
 pairs = [(32, 4), (64, 8), (128, 16), (256, 32), (512, 64)]  # panel (c): N and L together
-# the spectra are drawn from one generator in this order; each job starts from its recorded state, so the
+# panel (c): compute C = t N^2 L along L = N / 8 (L ~ N^nu with nu = 1), and one-resource scalings (L = 4, N = 32)
+# the spectra are drawn from one generator in a fixed order; each job starts from its recorded state, so the
 # widths are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
-spec_N = list(set(N_list) | {N_fixed})
-spec_N += [N for N, _ in pairs if N not in spec_N]
-spec_jobs = width_spectrum_jobs(lam, omega, spec_N, [1 if N == D else n_draws for N in spec_N], rng)
-specs = dict(zip(spec_N, map_configs(width_spectrum_job, spec_jobs, thread_budget(),
-                                     cost=lambda j: j.n_draws * j.N**2, label="width spectra")))
-
-curves_a = {N: width_gradient_flow(specs[N], L_fixed, t) for N in N_list}
-depth_bn = rrs_optimum(lam, omega, L_fixed)[1]
-curves_b = {L: width_gradient_flow(specs[N_fixed], L, t) for L in L_list}
-width_bn_mc = specs[N_fixed].null_loss
-width_bn_de = width_bottleneck(lam, omega, N_fixed)
-width_bn_paper = width_bottleneck_paper(lam, omega, N_fixed)
-
-# panel (c): compute C = t N^2 L along L = N / 8 (L ~ N^nu with nu = 1), and one-resource scalings
-curves_c = {(N, L): width_gradient_flow(specs[N], L, t) for N, L in pairs}
-curves_w = {(N, 4): width_gradient_flow(specs[N], 4, t) for N, _ in pairs}
-curves_d = {(32, L): width_gradient_flow(specs[32], L, t) for _, L in pairs}
+f5 = ws.width_depth_scaling(lam, omega, widths=N_list, depths=L_list, pairs=pairs, N_fixed=N_fixed, L_fixed=L_fixed,
+                            n_draws=n_draws, t=t, rng=rng, workers=thread_budget())
 
 # %%
 fig, axs = plt.subplots(1, 4, figsize=(17, 3.8))
 ax = axs[0]
 for i, N in enumerate(N_list):
-    ax.loglog(t[1:], curves_a[N].loss[1:], color=plt.cm.viridis(i / (len(N_list) - 1)), label=f"N={N}")
-ax.axhline(depth_bn, color="red", ls="--", label=f"depth bottleneck L={L_fixed}")
+    ax.loglog(t[1:], f5.by_width[N].loss[1:], color=plt.cm.viridis(i / (len(N_list) - 1)), label=f"N={N}")
+ax.axhline(f5.depth_bn, color="red", ls="--", label=f"depth bottleneck L={L_fixed}")
 ax.set(xlabel="t", ylabel="loss", title=f"(a) scaling width, L={L_fixed}")
 ax.legend(fontsize=7)
 ax = axs[1]
 for i, L in enumerate(L_list):
-    ax.loglog(t[1:], curves_b[L].loss[1:], color=plt.cm.plasma(i / len(L_list)), label=f"L={L}")
-ax.axhline(width_bn_de, color="red", ls="--", label=f"width bottleneck N={N_fixed} (corrected)")
-ax.axhline(width_bn_paper, color="red", ls=":", label="Eq. 113 as printed")
+    ax.loglog(t[1:], f5.by_depth[L].loss[1:], color=plt.cm.plasma(i / len(L_list)), label=f"L={L}")
+ax.axhline(f5.width_bn_de, color="red", ls="--", label=f"width bottleneck N={N_fixed} (corrected)")
+ax.axhline(f5.width_bn_paper, color="red", ls=":", label="Eq. 113 as printed")
 ax.set(xlabel="t", title=f"(b) scaling depth, N={N_fixed}")
 ax.legend(fontsize=7)
 ax = axs[2]
-for (N, L), cv in curves_c.items():
-    ax.loglog(t[1:] * N**2 * L, cv.loss[1:], color=PALETTE[0], alpha=0.35 + 0.13 * np.log2(N / 16))
-for (N, L), cv in curves_w.items():
-    ax.loglog(t[1:] * N**2 * L, cv.loss[1:], color=PALETTE[1], alpha=0.35 + 0.13 * np.log2(N / 16), lw=1)
-for (N, L), cv in curves_d.items():
-    ax.loglog(t[1:] * N**2 * L, cv.loss[1:], color=PALETTE[2], alpha=0.35 + 0.13 * np.log2(L / 2), lw=1)
-ax.plot([], [], color=PALETTE[0], label="N and L together (L = N/8)")
-ax.plot([], [], color=PALETTE[1], label="width only (L = 4)")
-ax.plot([], [], color=PALETTE[2], label="depth only (N = 32)")
+for k, (curves, lw) in enumerate(((f5.joint, None), (f5.width_only, 1), (f5.depth_only, 1))):
+    for (N, L), cv in curves.items():
+        ax.loglog(t[1:] * N**2 * L, cv.loss[1:], color=PALETTE[k], alpha=0.35 + 0.13 * np.log2(L / 2 if k == 2 else N / 16), lw=lw)
+for k, lab in enumerate(("N and L together (L = N/8)", "width only (L = 4)", "depth only (N = 32)")):
+    ax.plot([], [], color=PALETTE[k], label=lab)
 ax.set(xlabel="compute C = t N² L", title="(c) loss vs compute")
 ax.legend(fontsize=7)
 
@@ -159,40 +115,24 @@ ax.legend(fontsize=7)
 # %%
 torch.manual_seed(seed)  # not used by the models (they take generators); keeps torch's own state fixed
 lam_s, om_s = power_law_spectrum(D_sim, nu, beta)
-t_sim = eta_sim * np.arange(steps_sim + 1)
 # one task per width: the SGD run, the flow of the width model (2000 projections) and the same expected
 # dynamics in the SGD's discrete steps, gamma <- gamma - (eta/2) L'(gamma) (the discretisation term of the error model)
-sim_N = (4, 8, 16, D_sim)
-sim_runs = [WidthSGDRun(tuple(lam_s), tuple(om_s), N, L_sim, B_sim, eta_sim, steps_sim, frame_seed=seed + N,
-                        train_seed=seed + 100 + N, theory_seed=seed + 7, device=device) for N in sim_N]
-sim = dict(zip(sim_N, map_configs(width_sgd_run, sim_runs, thread_budget(), cost=lambda r: r.N, label="width SGD runs")))
-
+f5d = ws.width_sgd_comparison(lam_s, om_s, widths=(4, 8, 16, D_sim), L=L_sim, B=B_sim, eta=eta_sim, steps=steps_sim,
+                              seed=seed, device=device, workers=thread_budget())
 ax = axs[3]
-sim_err, sim_bias_z, sim_bias_se = [], [], []
-for i, (N, (res, th, g_disc)) in enumerate(sim.items()):
-    ax.plot(t_sim, th.loss, color=PALETTE[i], label=f"N={N} theory")
-    # SGD loss: mean over windows of 10 steps
-    w = 10
-    lo = res.loss[: len(res.loss) // w * w].reshape(-1, w).mean(axis=1)
-    tw = t_sim[:-1][: len(res.loss) // w * w].reshape(-1, w).mean(axis=1)
-    ax.plot(tw, lo, "o", ms=3, color=PALETTE[i], alpha=0.8)
-    late = slice(steps_sim // 10, None)  # relative gamma error once gamma is O(1) (t >= t_max / 10)
-    sim_err.append(np.max(np.abs(res.gamma[late, 0] - th.gamma[late]) / th.gamma[late]))
-    # error model: mean relative residual over the late window, SE by batch means (10 blocks)
-    bias, bias_se = batch_means(res.gamma[late, 0] / th.gamma[late] - 1, 10)
-    disc = float(np.mean(np.abs(g_disc[late] / th.gamma[late] - 1)))  # discrete steps vs the flow
-    sim_bias_z.append((abs(bias) - disc) / bias_se)
-    sim_bias_se.append(bias_se)
+for i, (N, (res, th, _)) in enumerate(f5d.runs.items()):
+    ax.plot(f5d.t, th.loss, color=PALETTE[i], label=f"N={N} theory")
+    ax.plot(block_average(f5d.t[:-1], 10), block_average(res.loss, 10), "o", ms=3, color=PALETTE[i], alpha=0.8)
 ax.set(yscale="log", xlabel="t = η · steps", title=f"(d) SGD (dots) vs theory, D={D_sim}, L={L_sim}")
 ax.legend(fontsize=7)
 fig.tight_layout()
 save_figure(fig, "fig5_width_depth")
 
 # %% tags=["nbval-check-output"]
-print("depth bottleneck (L=%d): %.4f" % (L_fixed, depth_bn))
+print("depth bottleneck (L=%d): %.4f" % (L_fixed, f5.depth_bn))
 print("width bottleneck (N=%d): MC %.4f, corrected DE %.4f, Eq. 113 printed %.4f"
-      % (N_fixed, width_bn_mc, width_bn_de, width_bn_paper))
-print("max relative gamma error SGD vs theory: %.3f" % max(sim_err))
+      % (N_fixed, f5.width_bn_mc, f5.width_bn_de, f5.width_bn_paper))
+print("max relative gamma error SGD vs theory: %.3f" % max(f5d.max_rel_err.values()))
 
 # %% [markdown]
 # ### Panel (d): the late SGD bias against $\eta$ and the batch $B$
@@ -205,67 +145,31 @@ print("max relative gamma error SGD vs theory: %.3f" % max(sim_err))
 # signed), plotted against $x=\eta/B$ with a weighted fit $\propto x^p$.
 
 # %%
-spec_w = width_spectrum_mc(lam_s, om_s, N_sweep, np.random.default_rng(seed + 7), n_draws=2000)
-sweep_cfg = [(eta_sim, max(1, B_sim // 4)), (eta_sim, B_sim), (eta_sim, 4 * B_sim),
-             (eta_sim / 2, max(1, B_sim // 4)), (eta_sim / 4, max(1, B_sim // 4))]
-
-
-def sweep_task(eta_k, B_k, n_k, r):
-    return ReducedSGDTask(tuple(lam_s), tuple(om_s), L_sim, True, N_sweep, eta_k, B_k, n_k,
-                          train_seed=seed + 1000 * (r + 1) + 100 + N_sweep, frame_seed=seed + 1000 * (r + 1) + N_sweep, device=device)
-
-
+sweep_cfg = ws.eta_batch_configs(eta_sim, B_sim)
 try:
-    sweep = [(pt.bias, pt.se, pt.disc) for pt in late_bias_sweep(
-        sweep_cfg, sweep_task, seeds_sweep, eta_sim * steps_sim, lambda tt: width_gradient_flow(spec_w, L_sim, tt).gamma,
-        lambda g: width_loss_grad(g, spec_w, L_sim), workers=thread_budget())]
+    sw = ws.width_noise_sweep(lam_s, om_s, N=N_sweep, L=L_sim, configs=sweep_cfg, seeds=seeds_sweep,
+                              horizon=eta_sim * steps_sim, seed=seed, device=device, workers=thread_budget())
 except FloatingPointError as exc:  # the smallest batch B_sim // 4 is the noisiest: refuse, never a NaN verdict
     raise ValueError(f"B_sim: SGD of the eta/batch sweep diverged (its smallest batch is B_sim // 4 = "
                      f"{max(1, B_sim // 4)} contexts at eta_sim={eta_sim}: {exc}); raise B_sim or lower eta_sim") from None
-
-x_sw = np.array([e / b for e, b in sweep_cfg])
-ex_sw = np.array([v[0] for v in sweep])
-se_sw = np.array([v[1] for v in sweep])
-_, p_all, p_all_se = fit_power_law_weighted(x_sw, ex_sw, se_sw)
-b_idx, e_idx = [0, 1, 2], [0, 3, 4]  # the batch sweep (eta fixed) and the eta sweep (B fixed)
-_, p_B, p_B_se = fit_power_law_weighted(x_sw[b_idx], ex_sw[b_idx], se_sw[b_idx])
-_, p_eta, p_eta_se = fit_power_law_weighted(x_sw[e_idx], ex_sw[e_idx], se_sw[e_idx])
-small = int(np.argmin(x_sw))  # eta_sim with 4 B_sim
+fig5d_sweep_metrics = ws.eta_batch_bias_metrics(sw, B=B_sim, N=N_sweep)
+a_all, p_all, _ = sw.power_fit()
 fig_sw, ax = plt.subplots(figsize=(5, 3.6))
-for idx, lab, mk in ((b_idx, f"B varied (η={eta_sim:g})", "o"), (e_idx[1:], f"η varied (B={max(1, B_sim // 4)})", "s")):
-    ax.errorbar(x_sw[idx], ex_sw[idx], yerr=se_sw[idx], fmt=mk, ms=4, capsize=2, label=lab)
-xx = np.geomspace(x_sw.min(), x_sw.max(), 50)
-a_all = fit_power_law_weighted(x_sw, ex_sw, se_sw)[0]
+for idx, lab, mk in (([0, 1, 2], f"B varied (η={eta_sim:g})", "o"), ([3, 4], f"η varied (B={max(1, B_sim // 4)})", "s")):
+    ax.errorbar(sw.x[idx], sw.bias[idx], yerr=sw.se[idx], fmt=mk, ms=4, capsize=2, label=lab)
+xx = np.geomspace(sw.x.min(), sw.x.max(), 50)
 ax.plot(xx, a_all * xx**p_all, "k--", lw=1, label=f"fit ∝ (η/B)^{p_all:.2f}")
 ax.axhline(0.0, color="grey", lw=0.5)
 ax.set(xscale="log", xlabel="η / B", ylabel="late bias of γ − discretisation",
        title=f"(d) SGD vs flow: N={N_sweep}, D={D_sim}, L={L_sim}")
 ax.legend(fontsize=7)
 save_figure(fig_sw, "fig5d_bias_eta_batch")
-fig5d_sweep_metrics = {
-    "fig5d_bias_noise_exponent": p_all,
-    "fig5d_bias_noise_exponent_se": p_all_se,
-    "fig5d_bias_batch_exponent": p_B,
-    "fig5d_bias_batch_exponent_se": p_B_se,
-    "fig5d_bias_eta_exponent": p_eta,
-    "fig5d_bias_eta_exponent_se": p_eta_se,
-    "fig5d_bias_large_batch": ex_sw[small],
-    "fig5d_bias_large_batch_se": se_sw[small],
-    "fig5d_bias_large_batch_z": abs(ex_sw[small]) / se_sw[small],
-    "fig5d_bias_quick_batch": ex_sw[1],
-    "fig5d_bias_quick_batch_se": se_sw[1],
-    "fig5d_bias_small_batch": ex_sw[0],
-    "fig5d_bias_small_batch_se": se_sw[0],
-    "fig5d_bias_large_batch_B": 4 * B_sim,
-    "fig5d_bias_sweep_N": N_sweep,
-    # x = eta/B at (eta/4, B/4) equals x at (eta, B): the noise drift depends on eta/B only
-    "fig5d_bias_collapse_z": abs(ex_sw[4] - ex_sw[1]) / np.hypot(se_sw[4], se_sw[1]),
-}
 
 # %% tags=["nbval-check-output"]
-for (e, b), (v, se_v, d) in zip(sweep_cfg, sweep):
+for (e, b), v, se_v, d in zip(sweep_cfg, sw.bias, sw.se, sw.disc):
     print(f"eta={e:g} B={b}: late bias - discretisation = {v:+.4f} +- {se_v:.4f} (discretisation {d:+.4f})")
-print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f" % (p_all, p_all_se, p_B, p_B_se, p_eta, p_eta_se))
+print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f"
+      % tuple(fig5d_sweep_metrics[f"fig5d_bias_{k}_exponent{s}"] for k in ("noise", "batch", "eta") for s in ("", "_se")))
 
 # %% [markdown]
 # ## Deterministic equivalents against Monte Carlo
@@ -279,166 +183,50 @@ print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f
 # %%
 lam_d, om_d = power_law_spectrum(D_de, nu, beta)
 L_de = 4
-Ns_de, alphas_de = [D_de // 8, D_de // 4, D_de // 2], [0.5, 2.0]
-grid_b = np.linspace(0.1, 2.0 * L_de * 0.9, 40)
-# the Monte Carlo of (a) and (b) draws from one generator in this order: per width a 6-projection spectrum and 6
-# single ones; per alpha 6 landscape draws and one context Z. Each job records where its draws start, so the
-# draws are independent tasks (local processes, or the Dask cluster of `icl-book run --scheduler`)
-spec_jobs_de = width_spectrum_jobs(lam_d, om_d, [N for N in Ns_de for _ in range(7)], [6, 1, 1, 1, 1, 1, 1] * len(Ns_de), rng)
-land_jobs, Z_b = [], {}
-for alpha in alphas_de:
-    land_jobs += width_landscape_jobs(grid_b, lam_d, om_d, D_de, L_de, rng, P=int(alpha * D_de), n_draws=1, repeats=6)
-    Z_b[alpha] = rng.standard_normal((int(alpha * D_de), D_de)) * np.sqrt(lam_d)
-specs_de = map_configs(width_spectrum_job, spec_jobs_de, thread_budget(), cost=lambda j: j.n_draws * j.N**2,
-                       label="deterministic-equivalent spectra")
-lands_de = map_configs(width_landscape_job, land_jobs, thread_budget(), cost=lambda j: j.P, label="finite-context landscapes")
+# the Monte Carlo of (a) and (b) draws from the same generator, after the spectra of Figure 5, in a fixed order;
+# each job records where its draws start, so the draws are independent tasks
+dec = ws.deterministic_equivalent_checks(lam_d, om_d, widths=[D_de // 8, D_de // 4, D_de // 2], alphas=[0.5, 2.0],
+                                         L=L_de, n_nodes=n_nodes, rng=rng, workers=thread_budget())
 fig2, axs2 = plt.subplots(1, 3, figsize=(14, 3.8))
-de_err, tp_err, edge_err = [], [], []
-de_z, de_se = [], []  # Monte Carlo SE over independent projections and the 1/N finite-size term
 ax = axs2[0]
-for i, N in enumerate(Ns_de):
-    sp = specs_de[7 * i]
-    g_star, _ = width_min_loss(sp, L_de)
-    grid = np.linspace(0.05, 1.6, 60) * g_star
-    ax.plot(grid, width_loss(grid, sp, L_de), color=PALETTE[i], label=f"N/D={N / D_de:.3g} MC")
-    gp = np.linspace(0.1, 1.0, 6) * g_star  # up to the minimiser; beyond it the top outlier mode dominates
-    kmax = 1.2 * sp.s.max()
-    de = width_loss_de(gp, lam_d, om_d, N, L_de, kmax, n_nodes=n_nodes)
-    tp = two_point_loss_de(gp[::2], lam_d, np.array([0.0, D_de / N]), np.array([1 - N / D_de, N / D_de]),
-                           om_d, lam_d, L_de, kmax, n_nodes=max(n_nodes // 2, 100))
-    ax.plot(gp, de, "o", color=PALETTE[i])
-    ax.plot(gp[::2], tp, "x", color="k", ms=7)
-    de_err.append(np.max(np.abs(de / width_loss(gp, sp, L_de) - 1)))
-    draws = np.array([width_loss(gp, specs_de[7 * i + 1 + k], L_de) for k in range(6)])
-    mc_mean, mc_rel_se = draws.mean(0), standard_error(draws, axis=0) / draws.mean(0)
-    de_z.append(np.max((np.abs(de / mc_mean - 1) - 1.0 / N) / mc_rel_se))
-    de_se.append(np.max(mc_rel_se))
-    tp_err.append(np.max(np.abs(tp / de[::2] - 1)))
-    de_edge = width_loss_de([1.25 * g_star], lam_d, om_d, N, L_de, kmax, n_nodes=n_nodes)[0]
-    ax.plot([1.25 * g_star], [de_edge], "s", color=PALETTE[i], mfc="none")
-    edge_err.append(abs(de_edge / width_loss(1.25 * g_star, sp, L_de) - 1))
+for i, c in enumerate(dec.one_point):
+    grid = np.linspace(0.05, 1.6, 60) * c.g_star
+    ax.plot(grid, width_loss(grid, c.spectrum, L_de), color=PALETTE[i], label=f"N/D={c.N / D_de:.3g} MC")
+    ax.plot(c.gammas, c.de, "o", color=PALETTE[i])
+    ax.plot(c.gammas[::2], c.two_point, "x", color="k", ms=7)
+    ax.plot([1.25 * c.g_star], [c.edge_de], "s", color=PALETTE[i], mfc="none")
 ax.set(xlabel="γ", ylabel="loss", yscale="log", title=f"(a) width model, P=∞, L={L_de}, D={D_de}")
 ax.legend(fontsize=7)
-
 ax = axs2[1]
-wish_err, typo_ratio = [], []
-tp_z, tp_se = [], []
-for i, alpha in enumerate(alphas_de):
-    P = int(alpha * D_de)
-    grid = grid_b
-    mc_runs = np.array([lands_de[6 * i + k][0] for k in range(6)])
-    mc = mc_runs.mean(0)
-    mc_rel_se = (standard_error(mc_runs, axis=0) / mc)[::8]
-    Z = Z_b[alpha]
-    kmax = 1.3 * np.linalg.eigvalsh(Z.T @ Z / P).max()
-    gp = grid[::8]
-    bn, bw = mp_quadrature(1 / alpha, 80)
-    de = two_point_loss_de(gp, lam_d, bn, bw, np.ones(D_de), om_d * lam_d, L_de, kmax, n_nodes=max(n_nodes // 2, 100))
-    ty = two_point_loss_de(gp, lam_d, bn, bw, np.ones(D_de), om_d * lam_d, L_de, kmax,
-                           n_nodes=max(n_nodes // 2, 100), paper_typo=True)
-    ax.plot(grid, mc, color=PALETTE[i], label=f"α={alpha} MC")
-    ax.plot(gp, de, "o", color=PALETTE[i], label="two-point DE (corrected)")
-    ax.plot(gp, ty, "^", color=PALETTE[i], mfc="none", label="relation printed after Eq. 39")
-    wish_err.append(np.max(np.abs(de / mc[::8] - 1)))
-    typo_ratio.append(np.min(ty / mc[::8]))
-    tp_z.append(np.max((np.abs(de / mc[::8] - 1) - 1.0 / D_de) / mc_rel_se))
-    tp_se.append(np.max(mc_rel_se))
+for i, c in enumerate(dec.two_point):
+    ax.plot(c.gammas, c.mc, color=PALETTE[i], label=f"α={c.alpha} MC")
+    ax.plot(c.gammas[::8], c.de, "o", color=PALETTE[i], label="two-point DE (corrected)")
+    ax.plot(c.gammas[::8], c.paper, "^", color=PALETTE[i], mfc="none", label="relation printed after Eq. 39")
 ax.set(xlabel="γ", yscale="log", title=f"(b) finite context, N=D={D_de}, L={L_de}")
 ax.legend(fontsize=7)
 
 # (c) bottleneck exponents at large D: corrected width bottleneck vs Eq. 113, and depth bottleneck
 ax = axs2[2]
 Ns = np.unique(np.geomspace(64, D_exp // 50, 10).astype(int))
-Ls = np.array([8, 16, 32, 64, 128])
-expo = {}
-for i, b in enumerate([0.5, 1.5]):
-    la, om = power_law_spectrum(D_exp, nu, b)
-    wb = np.array([width_bottleneck(la, om, int(n)) for n in Ns])
-    wp = np.array([width_bottleneck_paper(la, om, int(n)) for n in Ns])
-    db = np.array([rrs_optimum(la, om, int(L))[1] for L in Ls])
-    # finite-D error of the depth fit: the same fit on the first D/4 modes of the same power law
-    la4, om4 = power_law_spectrum(D_exp // 4, nu, b)
-    db4 = np.array([rrs_optimum(la4, om4, int(L))[1] for L in Ls])
-    expo[b] = (fit_power_law_exponent(Ns, wb), fit_power_law_exponent(Ns, wp), fit_power_law_exponent(Ls, db),
-               fit_power_law_drift(Ns, wb), fit_power_law_drift(Ls, db) + abs(fit_power_law_exponent(Ls, db)
-                                                                                 - fit_power_law_exponent(Ls, db4)))
-    ax.loglog(Ns, wb, "-o", ms=3, color=PALETTE[i], label=f"β={b}: corrected, slope {expo[b][0]:.2f}")
-    ax.loglog(Ns, wp, ":", color=PALETTE[i], label=f"β={b}: Eq. 113, slope {expo[b][1]:.2f}")
+expo = {b: ws.bottleneck_exponents(D=D_exp, nu=nu, beta=b, widths=Ns, depths=np.array([8, 16, 32, 64, 128])) for b in (0.5, 1.5)}
+for i, (b, ex) in enumerate(expo.items()):
+    ax.loglog(Ns, ex.width_bn, "-o", ms=3, color=PALETTE[i], label=f"β={b}: corrected, slope {ex.width:.2f}")
+    ax.loglog(Ns, ex.width_bn_paper, ":", color=PALETTE[i], label=f"β={b}: Eq. 113, slope {ex.width_paper:.2f}")
 ax.set(xlabel="N", ylabel="width-bottleneck loss", title=f"(c) width bottleneck (t, L = ∞), ν={nu}, D={D_exp}")
 ax.legend(fontsize=7)
 fig2.tight_layout()
 save_figure(fig2, "fig5s_deterministic_equivalents")
 
 # %% tags=["nbval-check-output"]
+m = dec.metrics()
 print("DE vs MC (width, P=inf, gamma <= gamma*): max rel %.3f; at 1.25 gamma*: %.3f; two-point vs one-point: %.1e"
-      % (max(de_err), max(edge_err), max(tp_err)))
-print("two-point DE vs MC (finite alpha): max rel %.3f; printed relation / MC >= %.2f" % (max(wish_err), min(typo_ratio)))
-for b, (e1, e2, e3, _, _) in expo.items():
-    print(f"beta={b}: width exponent corrected {e1:.3f} (nu*min(beta,1)={nu * min(b, 1):.3f}), "
-          f"Eq.113 {e2:.3f} (paper nu*beta={nu * b:.3f}); depth exponent {e3:.3f} (paper beta={b})")
+      % (m["de_one_point_vs_mc_max_rel"], m["de_one_point_vs_mc_edge_rel"], m["two_point_vs_one_point_max_rel"]))
+print("two-point DE vs MC (finite alpha): max rel %.3f; printed relation / MC >= %.2f"
+      % (m["two_point_wishart_vs_mc_max_rel"], m["paper_relation_over_mc_min_ratio"]))
+for b, ex in expo.items():
+    print(f"beta={b}: width exponent corrected {ex.width:.3f} (nu*min(beta,1)={nu * min(b, 1):.3f}), "
+          f"Eq.113 {ex.width_paper:.3f} (paper nu*beta={nu * b:.3f}); depth exponent {ex.depth:.3f} (paper beta={b})")
 
 # %%
-final_a = {N: curves_a[N].loss[-1] for N in N_list}
-final_b = {L: curves_b[L].loss[-1] for L in L_list}
-fa = np.array([final_a[N] for N in N_list])
-fb = np.array([width_min_loss(specs[N_fixed], L)[1] for L in L_list])  # t -> infinity loss per depth
-fc = np.array([curves_c[p].loss[-1] for p in pairs])
-fw = min(cv.loss[-1] for cv in curves_w.values())
-fd = min(cv.loss[-1] for cv in curves_d.values())
-
-# Monte Carlo standard errors at the final gamma. Panels (a) and (c): independent projections per width
-# (differences in quadrature); panel (b): every depth uses the same projections (paired differences)
-fa_se = np.array([width_loss_se(curves_a[N].gamma[-1], specs[N], L_fixed) for N in N_list])
-fc_se = np.array([width_loss_se(curves_c[(N, L)].gamma[-1], specs[N], L) for N, L in pairs])
-fb_draws = np.array([width_loss_draws(width_min_loss(specs[N_fixed], L)[0], specs[N_fixed], L) for L in L_list])
-write_metrics({
-    "fig5a_final_max_increment": float(np.max(np.diff(fa))),
-    "fig5a_final_over_depth_bn_min": float(np.min(fa) / depth_bn),
-    "fig5a_increment_z_max": float(np.max(increment_z_scores(fa, fa_se))),
-    "fig5a_final_se_max": float(np.max(fa_se)),
-    "fig5b_increment_z_max": float(np.max(paired_increment_z_scores(fb_draws))),
-    "fig5b_min_loss_se_max": float(np.max(standard_error(fb_draws, axis=1))),
-    "fig5c_increment_z_max": float(np.max(increment_z_scores(fc, fc_se))),
-    "fig5c_final_se_max": float(np.max(fc_se)),
-    "fig5b_min_loss_max_increment": float(np.max(np.diff(fb))),
-    "fig5b_min_loss_over_width_bn_mc_min": float(np.min(fb) / width_bn_mc),
-    "fig5b_min_loss_L64_over_width_bn_mc": fb[-1] / width_bn_mc,
-    "fig5c_joint_final_max_increment": float(np.max(np.diff(fc))),
-    "fig5c_joint_final_last": float(fc[-1]),
-    "fig5c_width_only_final_best": float(fw),
-    "fig5c_depth_only_final_best": float(fd),
-    "depth_bottleneck_L4": rrs_optimum(lam, omega, 4)[1],
-    "fig5c_width_bn_N32_mc": specs[32].null_loss,
-    "depth_bottleneck_L8": depth_bn,
-    "fig5a_full_width_final_over_depth_bn": final_a[D] / depth_bn,
-    "fig5b_deep_final_over_width_bn_mc": curves_b[max(L_list)].loss[-1] / width_bn_mc,
-    "width_bn_mc": width_bn_mc,
-    "width_bn_de": width_bn_de,
-    "width_bn_paper": width_bn_paper,
-    "width_bn_de_vs_mc_rel": abs(width_bn_de / width_bn_mc - 1),
-    "width_bn_paper_vs_mc_ratio": width_bn_paper / width_bn_mc,
-    "fig5d_sgd_gamma_max_rel_err": max(sim_err),
-    "fig5d_gamma_late_bias_max_z": float(max(sim_bias_z)),
-    "fig5d_gamma_late_bias_se_max": float(max(sim_bias_se)),
-    **fig5d_sweep_metrics,
-    "de_one_point_vs_mc_max_rel": max(de_err),
-    "de_one_point_vs_mc_max_excess_z": float(max(de_z)),
-    "de_one_point_mc_rel_se_max": float(max(de_se)),
-    "de_one_point_vs_mc_edge_rel": max(edge_err),
-    "two_point_vs_one_point_max_rel": max(tp_err),
-    "two_point_wishart_vs_mc_max_rel": max(wish_err),
-    "paper_relation_over_mc_min_ratio": min(typo_ratio),
-    "two_point_max_excess_z": float(max(tp_z)),
-    "two_point_mc_rel_se_max": float(max(tp_se)),
-    "two_point_N_min": D_de,
-    "width_exponent_beta05": expo[0.5][0],
-    "width_exponent_beta15": expo[1.5][0],
-    "width_exponent_paper_formula_beta15": expo[1.5][1],
-    "depth_exponent_beta05": expo[0.5][2],
-    "depth_exponent_beta15": expo[1.5][2],
-    "width_exponent_beta05_drift": expo[0.5][3],
-    "width_exponent_beta15_drift": expo[1.5][3],
-    "depth_exponent_beta05_drift": expo[0.5][4],
-    "depth_exponent_beta15_drift": expo[1.5][4],
-    "runtime_s": time.time() - t_start,
-})
+write_metrics({**f5.metrics(), **f5d.metrics(), **fig5d_sweep_metrics, **dec.metrics(), **expo[0.5].metrics(),
+               **expo[1.5].metrics(paper=True), "runtime_s": time.time() - t_start})

@@ -56,6 +56,9 @@ Public modules:
   ``Σ̂``: the eigen-data of drawn empirical covariances shared by the App. G.1.2 and G.2 losses;
 - :mod:`~iclcore.dmft.fs`: FS setting of the reduced-Γ model (Bordelon et al. §3.2, App. D): ``α = ∞``, ``Σ =
   diag(λ)``, ``Ω = diag(ω)``; mode flows, loss curves and out-of-distribution loss under rotated covariances;
+- :mod:`~iclcore.dmft.full_attention`: Full linear attention against its reduced theory (Bordelon et al. §5.1-5.2,
+  Result 9, Figure 6, App. G.2): SGD against the ``γ = c s⁵`` flow, the late-time exponent of Eq. 22 and the
+  trainable read-in/read-out against Eq. 124;
 - :mod:`~iclcore.dmft.isotropy`: Identities checked by code (Results 1 and 6, Eqs. 3–4, 52–58): gradient descent on a
   Pauli-symmetrised sample stays isotropic, and the masked linear attention computes ``L`` steps of in-context GD;
 - :mod:`~iclcore.dmft.iso`: ISO setting of the reduced-Γ model (Bordelon et al. §3.1, App. C): loss, gradient,
@@ -81,9 +84,15 @@ Public modules:
 - :mod:`~iclcore.dmft.untied`: Untied layers at ``N = D``, ``P = ∞`` (Bordelon et al. §5.1, Eq. 19/117, App.
   G.1): the loss, the Hessian at the balanced point and the global untied optimum; with label noise at finite
   context length (App. G.1.2, Eq. 122);
+- :mod:`~iclcore.dmft.untied_sgd`: SGD of untied layers against the recurrent theory (Bordelon et al. §5.1, Figure 8;
+  App. G.1.2, Eq. 122): the late bias and its batch scaling, the balanced optimum inside the untied landscape
+  and the label-noise comparison;
 - :mod:`~iclcore.dmft.width_de`: Deterministic equivalents of the width-``N`` model (``N, D → ∞`` at fixed
   ``N/D``): the one-point function by contour integration, and the Appendix-A two-point deterministic
   equivalent (Eq. 15, 36–40) of a free product ``M = O B Oᵀ A`` with the double contour integral for the loss;
+- :mod:`~iclcore.dmft.width_scaling`: Width and depth bottlenecks of deep linear attention, checked (Bordelon et al.
+  §4, Result 8, Figure 5, App. A, F): loss curves over width, depth and compute, SGD against the flow and its
+  noise scaling, the deterministic equivalents against Monte Carlo and the bottleneck exponents;
 - :mod:`~iclcore.dmft.width_mc`: Width-``N`` deep linear attention on RRS data by Monte Carlo (Bordelon et al.
   §4, Eq. 14, 19, 102): Haar frames, the one-point reduction at ``P = ∞`` (exact in distribution at finite
   ``D``) with its gradient flow, and the general Monte Carlo at finite width and context.
@@ -96,6 +105,7 @@ __all__ = [
     "data",
     "finite_context",
     "fs",
+    "full_attention",
     "iso",
     "isotropy",
     "nested",
@@ -107,6 +117,8 @@ __all__ = [
     "sgd_sweep",
     "shallow_sgd",
     "untied",
+    "untied_sgd",
     "width_de",
     "width_mc",
+    "width_scaling",
 ]

@@ -24,10 +24,10 @@ from iclcore.dmft.scaling import scalar_descent_path
 from iclcore.dmft.width_mc import haar_columns
 from iclcore.models.attention import ReducedGammaStack, sample_rrs_contexts, train
 from iclcore.parallel import map_configs
-from iclcore.stats import standard_error
+from iclcore.stats import fit_power_law_weighted, standard_error
 from iclcore.validation import positive_float, positive_int, spectrum_pair
 
-__all__ = ["ReducedSGDTask", "reduced_sgd_gamma_path", "SweepPoint", "late_bias_sweep"]
+__all__ = ["ReducedSGDTask", "reduced_sgd_gamma_path", "SweepPoint", "late_bias_sweep", "NoiseScaling", "noise_scaling"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,11 @@ def late_bias_sweep(
     for eta, B in configs:
         eta, B = positive_float(eta, "eta"), positive_int(B, "B")
         n = positive_int(int(round(horizon / eta)), "horizon / eta")
+        if int(n * late_frac + 1e-9) < 1:  # the flow is 0 at t = 0: the relative bias would be a NaN
+            raise ValueError(
+                f"horizon: {n} steps of eta={eta} leave t = 0 in the late window t >= {late_frac} t_max; "
+                f"expected at least {int(np.ceil(1 / late_frac))} steps"
+            )
         plan.append((eta, B, n))
     tasks = [make_task(eta, B, n, r) for eta, B, n in plan for r in range(seeds)]
     paths = map_configs(reduced_sgd_gamma_path, tasks, workers, cost=lambda t: t.steps * t.B, label="SGD bias sweep")
@@ -146,3 +151,64 @@ def late_bias_sweep(
         runs = np.array([np.mean(p[late] / th[late] - 1) for p in paths[i * seeds : (i + 1) * seeds]])
         out.append(SweepPoint(eta, B, float(runs.mean()) - disc, float(standard_error(runs)), disc, runs))
     return out
+
+
+@dataclass(frozen=True)
+class NoiseScaling:
+    """Late biases of a sweep against a noise scale ``x`` (``η/B``, or ``1/B`` at fixed ``η``) (:func:`noise_scaling`).
+
+    Attributes
+    ----------
+    x : ndarray, shape (k,)
+        The noise scale of each configuration.
+    bias, se, disc : ndarray, shape (k,)
+        ``SweepPoint.bias``, ``.se`` and ``.disc`` of each configuration.
+    """
+
+    x: np.ndarray
+    bias: np.ndarray
+    se: np.ndarray
+    disc: np.ndarray
+
+    def power_fit(self, idx: Sequence[int] | None = None) -> tuple[float, float, float]:
+        """Weighted fit ``bias = A x^p`` over the configurations ``idx`` (all if None): ``(A, p, se_p)``.
+
+        :func:`iclcore.stats.fit_power_law_weighted` with the standard errors over runs; needs 3 points.
+        """
+        sel = slice(None) if idx is None else list(idx)
+        return fit_power_law_weighted(self.x[sel], self.bias[sel], self.se[sel])
+
+    def z(self, i: int) -> float:
+        """``|bias_i| / se_i``: configuration ``i``'s net bias in units of its standard error."""
+        return abs(self.bias[i]) / self.se[i]
+
+    def collapse_z(self, i: int, j: int) -> float:
+        """``|bias_i − bias_j| / sqrt(se_i² + se_j²)``: two configurations (e.g. of equal ``η/B``) compared."""
+        return abs(self.bias[i] - self.bias[j]) / np.hypot(self.se[i], self.se[j])
+
+
+def noise_scaling(points: Sequence[SweepPoint], x: Sequence[float] | np.ndarray) -> NoiseScaling:
+    """Collect the late biases of :func:`late_bias_sweep` against the noise scale ``x`` of each point.
+
+    The flow is the ``η/B → 0`` limit of SGD (App. C.1), so the net late bias should fall as a power of
+    ``x``; :meth:`NoiseScaling.power_fit` fits it.
+
+    Parameters
+    ----------
+    points : sequence of SweepPoint, length k
+    x : array_like, shape (k,)
+        Positive noise scales, one per point.
+
+    Returns
+    -------
+    NoiseScaling
+    """
+    x = np.asarray(x, dtype=float)
+    if x.shape != (len(points),) or np.any(x <= 0):
+        raise ValueError(f"x: expected {len(points)} positive noise scales, one per sweep point, got {x!r}")
+    return NoiseScaling(
+        x,
+        np.array([pt.bias for pt in points]),
+        np.array([pt.se for pt in points]),
+        np.array([pt.disc for pt in points]),
+    )
