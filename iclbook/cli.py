@@ -235,7 +235,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_build(args: argparse.Namespace, root: Path) -> int:
-    from .pages import ReportError, write_pages
+    from .ledger import ReportError
+    from .report import write_pages
 
     status = 0
     if not args.no_run:

@@ -1,6 +1,6 @@
 """The runs behind a ledger row's diagnosis (ledger field ``evidence``), and what each diagnosis needs.
 
-A row that differs carries a diagnosis (:data:`iclbook.pages.DIAGNOSES`); the diagnosis is only as good as
+A row that differs carries a diagnosis (:data:`iclbook.ledger.DIAGNOSES`); the diagnosis is only as good as
 the runs that show it. ``evidence`` is a list of references, each a mapping with exactly one of:
 
 ``metrics``

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from .predicates import ReportError, parse_predicate, predicate_names
+from .predicates import ReportError, parse_predicate
 
 __all__ = [
     "POWER_MIN",
@@ -277,35 +277,15 @@ def simulated_power(
     return p, math.sqrt(p * (1 - p) / holds.size) if se > 0 else 0.0
 
 
-def _acceptance(claim: Any, metrics: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The interval of the row's metric that a single-metric rule accepts."""
-    r, tol = (float(claim.reported) if _is_number(claim.reported) else None), claim.tolerance
-    if claim.kind == "within_se":
-        half = claim.z * float(metrics[claim.se[0]]) + claim.discretisation
-        return r - half, r + half
-    if claim.kind == "abs":
-        return r - tol, r + tol
-    if claim.kind == "rel":
-        return r - abs(r) * tol, r + abs(r) * tol
-    if claim.kind == "exact":
-        return r, r
-    if claim.kind == "max":
-        return None, tol
-    if claim.kind == "min":
-        return tol, None
-    raise AlternativeError(f"kind {claim.kind!r} has no acceptance interval")
-
-
 def rule_metric_names(claim: Any) -> list[str]:
     """The metric keys that ``claim``'s rule and its alternative read (what a stored copy of the metrics must
     keep for the power to be recomputed)."""
-    names = predicate_names(claim.predicate) if claim.kind == "predicate" else [claim.metric]
-    names += list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
+    names = claim.rule.names() + list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
     return list(dict.fromkeys(n for n in names if n))
 
 
 def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.random.Generator | None = None) -> Power:
-    """The power of ``claim``'s rule (a :class:`iclbook.pages.Claim`) against ``alt`` at ``metrics``.
+    """The power of ``claim``'s rule (a :class:`iclbook.ledger.Claim`) against ``alt`` at ``metrics``.
 
     Analytic for single-metric kinds, simulated (``rng``, default seeded 0) for predicates; the smaller power
     over the alternative's means (both signs of a ``shift`` or ``rel``). An :class:`AlternativeError` names
@@ -336,6 +316,9 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
         return Power(p, means, se, "deterministic" if se == 0 else "simulation", err)
     if metric != claim.metric:
         raise AlternativeError(f"alternative metric {metric!r} is not the rule's metric {claim.metric!r}")
-    lo, hi = _acceptance(claim, metrics)
+    interval = claim.rule.acceptance(metrics)
+    if interval is None:
+        raise AlternativeError(f"kind {claim.kind!r} has no acceptance interval at these metrics")
+    lo, hi = interval
     p = min(interval_power(mu, se, lo, hi) for mu in means)
     return Power(p, means, se, "deterministic" if se == 0 else "analytic")

@@ -4,7 +4,7 @@ A ledger row of kind ``predicate`` (``book/reported/*.yml``) states its rule as 
 ``abs(x - 0.5) <= 3 * x_se``. :func:`parse_predicate` checks it against a whitelist (names, numbers,
 arithmetic, comparisons, and/or/not, lists, and calls of ``abs``, ``min``, ``max``, ``all``, ``any``);
 :func:`evaluate_predicate` evaluates it on the metrics. Nothing else can be called or read. Used by the report
-(:mod:`iclbook.pages`) and by the power of a rule (:mod:`iclbook.power`); this module imports no other
+(:mod:`iclbook.ledger`) and by the power of a rule (:mod:`iclbook.power`); this module imports no other
 ``iclbook`` module.
 """
 
