@@ -68,7 +68,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: The book tooling stands apart from the layers: ``iclcore`` never imports it ...
 TOOLING = "iclbook"
 #: ... and it imports only these utilities of ``iclcore``.
-TOOLING_MAY_IMPORT: frozenset[str] = frozenset({"iclcore.progress", "iclcore.parallel", "iclcore.stats"})
+TOOLING_MAY_IMPORT: frozenset[str] = frozenset(
+    {"iclcore.progress", "iclcore.parallel", "iclcore.stats", "iclcore.plotting"}
+)
 
 #: Source trees scanned: package directories and flat script folders (the top layer).
 PACKAGES = ("iclcore", TOOLING)

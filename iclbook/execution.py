@@ -8,7 +8,7 @@ A run (:func:`execute`)
    (:class:`iclbook.distributed.DaskLauncher`);
 2. succeeds only if the child exits 0, the executed notebook has no error
    output (:func:`failing_cell`), and ``metrics.json`` follows
-   :data:`iclbook.store.METRICS_SCHEMA`;
+   :data:`iclcore.plotting.METRICS_CONTRACT`;
 3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`); its manifest
    also records the durations of the notebook's inner tasks (:func:`iclcore.parallel.map_configs`)
    under ``"inner"``, for ``icl-book plan``; a failed run

@@ -13,7 +13,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from iclcore.plotting import FORMATS_ENV, figure_formats, save_figure, use_style, write_metrics  # noqa: E402
+from iclcore.plotting import (  # noqa: E402
+    FORMATS_ENV,
+    figure_formats,
+    metrics_problem,
+    save_figure,
+    use_style,
+    write_metrics,
+)
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,11 +52,38 @@ def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad, message", [(math.nan, "finite"), (math.inf, "finite"), ("text", "numbers"), ([1.0], "numbers")]
+    "bad, error, message",
+    [
+        (math.nan, ValueError, "finite"),
+        (np.float64(math.inf), ValueError, "finite"),
+        ("text", TypeError, "numbers or booleans"),
+        ([1.0], TypeError, "numbers or booleans"),
+        (None, TypeError, "numbers or booleans"),
+    ],
 )
-def test_write_metrics_rejects(tmp_path: Path, bad, message: str) -> None:
-    with pytest.raises((ValueError, TypeError), match=message):
+def test_write_metrics_rejects(tmp_path: Path, bad, error, message: str) -> None:
+    with pytest.raises(error, match=message):
         write_metrics({"key": bad}, tmp_path)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_write_metrics_rejects_an_empty_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        write_metrics({"": 1.0}, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"a": 1, "b": 0.5, "c": True}, ""),
+        ({"a": "x"}, "metrics['a'] has type str"),
+        ({"a": math.inf}, "metrics['a'] is inf"),
+        ([1.0], "not a JSON object"),
+    ],
+)
+def test_metrics_problem(data, problem: str) -> None:
+    assert (metrics_problem(data) == "") is (problem == "")
+    assert problem in metrics_problem(data)
 
 
 def test_figure_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
