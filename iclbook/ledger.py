@@ -604,7 +604,7 @@ def _alternative(d: dict[str, Any], where: str) -> Any:
     from .power import Alternative, AlternativeError
 
     try:
-        return Alternative.from_dict(d["alternative"], f"{where}: alternative")
+        return Alternative.from_dict(d["alternative"], where)
     except AlternativeError as exc:
         raise ReportError(str(exc)) from None
 
@@ -616,7 +616,7 @@ def _evidence(d: dict[str, Any], where: str) -> tuple[Any, ...]:
     from .evidence import EvidenceError, parse_evidence
 
     try:
-        return parse_evidence(d["evidence"], f"{where}: evidence")
+        return parse_evidence(d["evidence"], where)
     except EvidenceError as exc:
         raise ReportError(str(exc)) from None
 

@@ -69,6 +69,29 @@ class AlternativeError(ValueError):
     """A malformed ``alternative`` field."""
 
 
+def _check_alternative(d: dict[str, Any], where: str) -> None:
+    """The checks of :meth:`Alternative.from_dict`: known fields, a text, at most one mean, well-formed values."""
+    unknown = sorted(set(d) - set(_FIELDS))
+    if unknown:
+        raise AlternativeError(f"{where}: alternative has unknown fields {unknown}; allowed: {list(_FIELDS)}")
+    if not str(d.get("text") or "").strip():
+        raise AlternativeError(f"{where}: alternative needs a text (the alternative in words)")
+    given = [k for k in _MEANS if d.get(k) is not None]
+    if len(given) > 1:
+        raise AlternativeError(f"{where}: alternative takes at most one of {_MEANS}, got {given}")
+    for k in ("shift", "rel"):
+        if k in given and not (_is_number(d[k]) and d[k] != 0):
+            raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
+    for k in ("center", "se", "value"):
+        v = d.get(k)
+        if v is not None and not (_is_number(v) or (isinstance(v, str) and v.strip())):
+            raise AlternativeError(f"{where}: alternative {k} must be a number, a metric key or an expression")
+        if isinstance(v, str):
+            _parse(v, f"{where}: alternative {k}")
+    if _is_number(d.get("se")) and d["se"] < 0:
+        raise AlternativeError(f"{where}: alternative se must be >= 0")
+
+
 @dataclass(frozen=True)
 class Alternative:
     """The alternative a rule must reject: the statistic ``metric`` with mean ``center ± shift``,
@@ -87,25 +110,7 @@ class Alternative:
         """Check and read an ``alternative`` mapping; a malformed one is an :class:`AlternativeError` naming ``where``."""
         if not isinstance(d, dict):
             raise AlternativeError(f"{where}: alternative must be a mapping with text and one of {_MEANS}")
-        unknown = sorted(set(d) - set(_FIELDS))
-        if unknown:
-            raise AlternativeError(f"{where}: alternative has unknown fields {unknown}; allowed: {list(_FIELDS)}")
-        if not str(d.get("text") or "").strip():
-            raise AlternativeError(f"{where}: alternative needs a text (the alternative in words)")
-        given = [k for k in _MEANS if d.get(k) is not None]
-        if len(given) > 1:
-            raise AlternativeError(f"{where}: alternative takes at most one of {_MEANS}, got {given}")
-        for k in ("shift", "rel"):
-            if k in given and not (_is_number(d[k]) and d[k] != 0):
-                raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
-        for k in ("center", "se", "value"):
-            v = d.get(k)
-            if v is not None and not (_is_number(v) or (isinstance(v, str) and v.strip())):
-                raise AlternativeError(f"{where}: alternative {k} must be a number, a metric key or an expression")
-            if isinstance(v, str):
-                _parse(v, f"{where}: alternative {k}")
-        if _is_number(d.get("se")) and d["se"] < 0:
-            raise AlternativeError(f"{where}: alternative se must be >= 0")
+        _check_alternative(d, where)
         return cls(
             text=str(d["text"]).strip(),
             metric=str(d.get("metric") or ""),
@@ -179,50 +184,70 @@ _VEC_CMPOPS = {
 
 def _vec_eval(node: ast.AST, env: dict[str, Any]) -> Any:
     """Evaluate a whitelisted predicate tree elementwise (numpy arrays broadcast against scalars)."""
-    if isinstance(node, ast.Expression):
-        return _vec_eval(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_vec_eval(e, env) for e in node.elts]
-    if isinstance(node, ast.BoolOp):
-        parts = [np.asarray(_vec_eval(v, env), dtype=bool) for v in node.values]
-        op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-        out = parts[0]
-        for p in parts[1:]:
-            out = op(out, p)
+    handler = _VEC_EVAL.get(type(node))
+    if handler is None:
+        raise AlternativeError(f"expression node {type(node).__name__} is not allowed")
+    return handler(node, env)
+
+
+def _vec_boolop(node: ast.BoolOp, env: dict[str, Any]) -> Any:
+    parts = [np.asarray(_vec_eval(v, env), dtype=bool) for v in node.values]
+    op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+    out = parts[0]
+    for p in parts[1:]:
+        out = op(out, p)
+    return out
+
+
+def _vec_unaryop(node: ast.UnaryOp, env: dict[str, Any]) -> Any:
+    v = _vec_eval(node.operand, env)
+    if isinstance(node.op, ast.Not):
+        return np.logical_not(v)
+    return np.negative(v) if isinstance(node.op, ast.USub) else v
+
+
+def _vec_compare(node: ast.Compare, env: dict[str, Any]) -> Any:
+    left, out = _vec_eval(node.left, env), True
+    for op, comp in zip(node.ops, node.comparators):
+        right = _vec_eval(comp, env)
+        out = np.logical_and(out, _VEC_CMPOPS[type(op)](left, right))
+        left = right
+    return out
+
+
+def _vec_call(node: ast.Call, env: dict[str, Any]) -> Any:
+    args = [_vec_eval(a, env) for a in node.args]
+    name = node.func.id
+    if name == "abs":
+        return np.abs(args[0])
+    items = args[0] if len(args) == 1 else args
+    if name in ("min", "max"):
+        fold = np.minimum if name == "min" else np.maximum
+        out = items[0]
+        for x in items[1:]:
+            out = fold(out, x)
         return out
-    if isinstance(node, ast.UnaryOp):
-        v = _vec_eval(node.operand, env)
-        if isinstance(node.op, ast.Not):
-            return np.logical_not(v)
-        return np.negative(v) if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.BinOp):
-        return _VEC_BINOPS[type(node.op)](_vec_eval(node.left, env), _vec_eval(node.right, env))
-    if isinstance(node, ast.Compare):
-        left, out = _vec_eval(node.left, env), True
-        for op, comp in zip(node.ops, node.comparators):
-            right = _vec_eval(comp, env)
-            out = np.logical_and(out, _VEC_CMPOPS[type(op)](left, right))
-            left = right
-        return out
-    if isinstance(node, ast.Call):
-        args = [_vec_eval(a, env) for a in node.args]
-        name = node.func.id
-        if name == "abs":
-            return np.abs(args[0])
-        items = args[0] if len(args) == 1 else args
-        if name in ("min", "max"):
-            fold = np.minimum if name == "min" else np.maximum
-            out = items[0]
-            for x in items[1:]:
-                out = fold(out, x)
-            return out
-        stacked = np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items])
-        return np.all(stacked, axis=0) if name == "all" else np.any(stacked, axis=0)
-    raise AlternativeError(f"expression node {type(node).__name__} is not allowed")
+    stacked = np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items])
+    return np.all(stacked, axis=0) if name == "all" else np.any(stacked, axis=0)
+
+
+def _vec_sequence(node: ast.List | ast.Tuple, env: dict[str, Any]) -> list[Any]:
+    return [_vec_eval(e, env) for e in node.elts]
+
+
+#: The elementwise evaluator of each node type a predicate may hold (:func:`iclbook.predicates.parse_predicate`).
+_VEC_EVAL: dict[type, Any] = {
+    ast.Expression: lambda node, env: _vec_eval(node.body, env),
+    ast.Constant: lambda node, env: node.value,
+    ast.Name: lambda node, env: env[node.id],
+    ast.List: _vec_sequence,
+    ast.Tuple: _vec_sequence,
+    ast.BoolOp: _vec_boolop,
+    ast.UnaryOp: _vec_unaryop,
+    ast.BinOp: lambda node, env: _VEC_BINOPS[type(node.op)](_vec_eval(node.left, env), _vec_eval(node.right, env)),
+    ast.Compare: _vec_compare,
+    ast.Call: _vec_call,
+}
 
 
 def _value(spec: float | str | None, metrics: dict[str, Any], what: str) -> float:

@@ -167,7 +167,7 @@ def evidence_checks(root: Path, rows: list[Row], metrics: dict[str, dict[str, An
     return found
 
 
-def _powertable_cell(cl: Claim, p: Any) -> str:
+def _power_cell(cl: Claim, p: Any) -> str:
     """The report's cell beside a verdict: the power against the stated alternative and the alternative."""
     if cl.alternative is None:
         return "—"
@@ -348,6 +348,61 @@ def _rows_by_notebook(rows: list[Row], order: list[str] | None) -> tuple[list[st
     return sorted(by_notebook, key=lambda n: (rank.get(n, len(rank)), n)), by_notebook
 
 
+def _difference(r: Row) -> str:
+    """The column *difference / values used*: a predicate row shows the values it read."""
+    if r.claim.kind == "predicate" and r.used:
+        return _used(r) + (f"; {r.difference}" if r.difference else "")
+    return r.difference
+
+
+def _row_cells(
+    i: int, r: Row, paper: Row | None, with_paper: bool, bands: dict[int, Any], powers: dict[int, Any]
+) -> list[str]:
+    """The cells of row ``r`` (number ``i`` in its table) in its notebook's table, the rule last."""
+    cl = r.claim
+    cells = [
+        cl.id or str(i),
+        status_label(r)
+        + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
+        + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
+        _power_cell(cl, powers.get(id(r))),
+        cl.basis,
+        f"{cl.claim} ({cl.seed} {cl.section})",
+        format_value(cl.reported),
+        format_value(r.reproduced),
+        _difference(r),
+    ]
+    if with_paper:
+        cells += (
+            [
+                status_label(paper) + _paper_power(powers.get(id(paper))),
+                format_value(paper.reproduced),
+                _difference(paper),
+            ]
+            if paper is not None
+            else ["—", "—", ""]
+        )
+    return [*cells, cl.rule.describe()]
+
+
+def _row_note(r: Row, bands: dict[int, Any], powers: dict[int, Any], unsupported: dict[int, list[str]]) -> str:
+    """The notes of row ``r`` in one paragraph: basis note, note, diagnosis, evidence, robustness, power."""
+    cl = r.claim
+    parts = (
+        f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
+        cl.note,
+        f"*No standard error:* {cl.no_se}" if cl.no_se else "",
+        f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
+        "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
+        f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
+        f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
+        f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
+        if hasattr(powers.get(id(r)), "power")
+        else "",
+    )
+    return " ".join(t for t in parts if t)
+
+
 def _notebook_details(
     notebooks: list[str],
     by_notebook: dict[str, list[Row]],
@@ -361,12 +416,6 @@ def _notebook_details(
 ) -> list[str]:
     """One table per notebook (in the order given) of its rows, with the notes by row, under ``heading``s."""
     lines: list[str] = []
-
-    def _difference(r: Row) -> str:
-        if r.claim.kind == "predicate" and r.used:
-            return _used(r) + (f"; {r.difference}" if r.difference else "")
-        return r.difference
-
     for nb in notebooks:
         with_paper = any(paper_of[id(r)] is not None for r in by_notebook[nb])
         head = (
@@ -388,45 +437,11 @@ def _notebook_details(
         lines += [head + " rule |", "|---" * head.count("|") + "|"]
         notes = []
         for i, r in enumerate(by_notebook[nb], start=1):
-            cl = r.claim
-            cells = [
-                cl.id or str(i),
-                status_label(r)
-                + (f" · {cl.diagnosis}" if cl.diagnosis and r.status == "differs" else "")
-                + (f" · {bands[id(r)].label}" if id(r) in bands else ""),
-                _powertable_cell(cl, powers.get(id(r))),
-                cl.basis,
-                f"{cl.claim} ({cl.seed} {cl.section})",
-                format_value(cl.reported),
-                format_value(r.reproduced),
-                _difference(r),
-            ]
-            if with_paper:
-                p = paper_of[id(r)]
-                cells += (
-                    [status_label(p) + _paper_power(powers.get(id(p))), format_value(p.reproduced), _difference(p)]
-                    if p is not None
-                    else ["—", "—", ""]
-                )
-            lines.append("| " + " | ".join(table_cell(x) for x in (*cells, cl.rule.describe())) + " |")
-            text = " ".join(
-                t
-                for t in (
-                    f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
-                    cl.note,
-                    f"*No standard error:* {cl.no_se}" if cl.no_se else "",
-                    f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
-                    "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
-                    f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
-                    f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
-                    f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
-                    if hasattr(powers.get(id(r)), "power")
-                    else "",
-                )
-                if t
-            )
+            cells = _row_cells(i, r, paper_of[id(r)], with_paper, bands, powers)
+            lines.append("| " + " | ".join(table_cell(x) for x in cells) + " |")
+            text = _row_note(r, bands, powers, unsupported)
             if text:
-                notes.append(f"- **{cl.id or i}.** {text}")
+                notes.append(f"- **{r.claim.id or i}.** {text}")
         lines.append("")
         if notes:
             lines += ["Notes, by row:", "", *[n.replace("\n", " ") for n in notes], ""]
