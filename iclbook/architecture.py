@@ -175,7 +175,7 @@ def unit_graph(imports: Iterable[Import]) -> dict[str, set[str]]:
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901 (Tarjan's strongly connected components, kept in one piece as the algorithm is published)
     """Strongly connected components with more than one node (or a self-loop), each sorted (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

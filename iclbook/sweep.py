@@ -169,7 +169,7 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
     return tuple(dict.fromkeys(out))
 
 
-def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
+def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:  # noqa: C901 (the checks of notebooks/sweeps.yml per notebook and setting, in file order, each naming its place)
     """The checked sweep of every notebook in ``notebooks/sweeps.yml`` (see the module docstring)."""
     path = root / SWEEPS
     if not path.exists():
