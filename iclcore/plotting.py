@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "FORMATS",
     "FORMATS_ENV",
+    "MAX_METRIC_STRING",
     "METRICS_CONTRACT",
     "PALETTE",
     "figure_formats",
@@ -130,18 +131,21 @@ def save_figure(fig: Any, name: str, directory: str | Path = ".", formats: str |
     return paths
 
 
+#: The longest string a metric may be (a label, a repr, a device name: a value, not a log).
+MAX_METRIC_STRING = 200
 #: What ``metrics.json`` holds: the contract :func:`write_metrics` writes and the book's run store checks
-#: (:func:`metrics_problem`) before a run is stored.
+#: (:func:`metrics_problem`) before a run is stored. The report grades numbers and booleans; a string is
+#: shown as it is and never passes a numeric rule.
 METRICS_CONTRACT = (
     "a flat JSON object; keys are non-empty strings; values are finite numbers (int or float; no NaN or "
-    "Infinity) or booleans (no string, null, list or object)"
+    f"Infinity), booleans or strings of at most {MAX_METRIC_STRING} characters (no null, list or object)"
 )
 
 
 def metric_problem(key: Any, value: Any) -> str:
     """'' if ``value`` may be stored under ``key`` in ``metrics.json`` (:data:`METRICS_CONTRACT`); else what is wrong.
 
-    ``value`` is a plain Python value (``bool``, ``int``, ``float``; numpy scalars are converted by
+    ``value`` is a plain Python value (``bool``, ``int``, ``float``, ``str``; numpy scalars are converted by
     :func:`write_metrics` before they are checked).
     """
     if not isinstance(key, str) or not key:
@@ -150,7 +154,11 @@ def metric_problem(key: Any, value: Any) -> str:
         return ""
     if isinstance(value, float):
         return "" if math.isfinite(value) else f"metrics[{key!r}] is {value}: metrics must be finite numbers"
-    return f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers or booleans"
+    if isinstance(value, str):
+        if len(value) <= MAX_METRIC_STRING:
+            return ""
+        return f"metrics[{key!r}] is a string of {len(value)} characters: at most {MAX_METRIC_STRING}"
+    return f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers, booleans or short strings"
 
 
 def metrics_problem(data: Any) -> str:
@@ -161,7 +169,9 @@ def metrics_problem(data: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """A numpy scalar (or 0-d array) as the Python bool, int or float it holds; anything else as it is."""
+    """A numpy scalar (or 0-d array) as the Python bool, int, float or str it holds; anything else as it is."""
+    if isinstance(value, (str, np.str_)):
+        return str(value)
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -172,19 +182,19 @@ def _plain(value: Any) -> Any:
 
 
 def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> None:
-    """Write ``metrics.json`` (a flat mapping name -> number or boolean) in ``directory``.
+    """Write ``metrics.json`` (a flat mapping name -> number, boolean or short string) in ``directory``.
 
     Returns nothing, so that a notebook's last line does not print a path.
-    The values follow :data:`METRICS_CONTRACT` (finite numbers and booleans), so that the reproduction
-    report can grade them against the papers' reported values; a value that does not raises (a
-    :class:`ValueError` for a non-finite number or an empty key, a :class:`TypeError` for another type),
-    naming the offending key.
+    The values follow :data:`METRICS_CONTRACT` (finite numbers, booleans, strings of at most
+    :data:`MAX_METRIC_STRING` characters), so that the reproduction report can grade them against the
+    papers' reported values; a value that does not raises (a :class:`ValueError` for a non-finite number, a
+    long string or an empty key, a :class:`TypeError` for another type), naming the offending key.
     """
     clean = {str(k): _plain(v) for k, v in metrics.items()}
     for k, v in clean.items():
         problem = metric_problem(k, v)
         if problem:
-            raise (ValueError if isinstance(v, (bool, int, float)) else TypeError)(problem)
+            raise (ValueError if isinstance(v, (bool, int, float, str)) else TypeError)(problem)
     path = Path(directory) / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")

@@ -326,7 +326,15 @@ def test_errata_in_book_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "value, spec, text",
-    [(True, "", "yes"), (False, "", "no"), (7, "", "7"), (0.123456, "", "0.1235"), (4.337e-18, ".2e", "4.34e-18")],
+    [
+        (True, "", "yes"),
+        (False, "", "no"),
+        (7, "", "7"),
+        (0.123456, "", "0.1235"),
+        (4.337e-18, ".2e", "4.34e-18"),
+        ("cpu", "", "cpu"),
+        ("cpu", ">5", "  cpu"),
+    ],
 )
 def test_format_metric(value, spec, text) -> None:
     assert format_metric(value, spec) == text

@@ -45,10 +45,13 @@ def test_save_figure_rejects_bad_names(tmp_path: Path, name: str) -> None:
 
 def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
     assert (
-        write_metrics({"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0)}, tmp_path)
+        write_metrics(
+            {"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0), "e": np.str_("cpu")},
+            tmp_path,
+        )
         is None
     )
-    assert json.loads((tmp_path / "metrics.json").read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0}
+    assert json.loads((tmp_path / "metrics.json").read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0, "e": "cpu"}
 
 
 @pytest.mark.parametrize(
@@ -56,9 +59,9 @@ def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
     [
         (math.nan, ValueError, "finite"),
         (np.float64(math.inf), ValueError, "finite"),
-        ("text", TypeError, "numbers or booleans"),
-        ([1.0], TypeError, "numbers or booleans"),
-        (None, TypeError, "numbers or booleans"),
+        ("x" * 201, ValueError, "string of 201 characters: at most 200"),
+        ([1.0], TypeError, "numbers, booleans or short strings"),
+        (None, TypeError, "numbers, booleans or short strings"),
     ],
 )
 def test_write_metrics_rejects(tmp_path: Path, bad, error, message: str) -> None:
@@ -75,8 +78,9 @@ def test_write_metrics_rejects_an_empty_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "data, problem",
     [
-        ({"a": 1, "b": 0.5, "c": True}, ""),
-        ({"a": "x"}, "metrics['a'] has type str"),
+        ({"a": 1, "b": 0.5, "c": True, "d": "x" * 200}, ""),
+        ({"a": "x" * 201}, "metrics['a'] is a string of 201 characters"),
+        ({"a": None}, "metrics['a'] has type NoneType"),
         ({"a": math.inf}, "metrics['a'] is inf"),
         ([1.0], "not a JSON object"),
     ],
