@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from iclbook.pages import BASES, paper_metrics, paper_rows, report_rows  # noqa: E402
+from iclbook.ledger import BASES  # noqa: E402
+from iclbook.report import paper_metrics, paper_rows, report_rows  # noqa: E402
 
 
 def main() -> int:

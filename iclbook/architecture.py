@@ -68,7 +68,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: The book tooling stands apart from the layers: ``iclcore`` never imports it ...
 TOOLING = "iclbook"
 #: ... and it imports only these utilities of ``iclcore``.
-TOOLING_MAY_IMPORT: frozenset[str] = frozenset({"iclcore.progress", "iclcore.parallel", "iclcore.stats"})
+TOOLING_MAY_IMPORT: frozenset[str] = frozenset(
+    {"iclcore.progress", "iclcore.parallel", "iclcore.stats", "iclcore.plotting"}
+)
 
 #: Source trees scanned: package directories and flat script folders (the top layer).
 PACKAGES = ("iclcore", TOOLING)
@@ -173,7 +175,7 @@ def unit_graph(imports: Iterable[Import]) -> dict[str, set[str]]:
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901 (Tarjan's strongly connected components, kept in one piece as the algorithm is published)
     """Strongly connected components with more than one node (or a self-loop), each sorted (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

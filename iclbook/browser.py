@@ -341,7 +341,7 @@ def inspect_page(
     return inspect_page_widths(browser, page, html_root, (width,), (screenshot,))[0]
 
 
-def inspect_page_widths(
+def inspect_page_widths(  # noqa: C901 (one DevTools session loads, resizes and checks the page in order; every step shares its event and request lists)
     browser: Browser,
     page: Path,
     html_root: Path,

@@ -234,8 +234,9 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def cmd_build(args: argparse.Namespace, root: Path) -> int:
-    from .pages import ReportError, write_pages
+def cmd_build(args: argparse.Namespace, root: Path) -> int:  # noqa: C901 (the build's steps in order (run, pages, jupyter-book and its log, interrupts), each exit path with its own status)
+    from .ledger import ReportError
+    from .report import write_pages
 
     status = 0
     if not args.no_run:

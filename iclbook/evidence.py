@@ -1,6 +1,6 @@
 """The runs behind a ledger row's diagnosis (ledger field ``evidence``), and what each diagnosis needs.
 
-A row that differs carries a diagnosis (:data:`iclbook.pages.DIAGNOSES`); the diagnosis is only as good as
+A row that differs carries a diagnosis (:data:`iclbook.ledger.DIAGNOSES`); the diagnosis is only as good as
 the runs that show it. ``evidence`` is a list of references, each a mapping with exactly one of:
 
 ``metrics``
@@ -213,6 +213,74 @@ def _test_exists(root: Path, ref: str) -> bool:
     return bool(name) and file.is_file() and re.search(rf"^\s*def {re.escape(name)}\(", file.read_text(), re.M)
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What the references of one row are checked against (:func:`evidence_problems`)."""
+
+    claim: Any
+    root: Path
+    metrics: dict[str, Any] | None
+    row_ids: set[str]
+    headings: set[str]
+    commit_exists: Callable[[str], bool] | None
+
+
+def _metrics_problems(r: Reference, c: _Context) -> list[str]:
+    """A metrics reference: a finite-size series is long enough and has its form; its keys are in the metrics."""
+    problems = []
+    if c.claim.diagnosis == "finite-size" and (len(r.target) < SERIES_MIN or not r.form):
+        problems.append(f"a size series needs at least {SERIES_MIN} metrics and its form: {r.describe()}")
+    if c.metrics is not None:
+        lacking = [k for k in r.target if k not in c.metrics]
+        if lacking:
+            problems.append(f"metrics {lacking} are not in {c.claim.notebook}'s metrics.json")
+    return problems
+
+
+def _trend_problems(r: Reference, c: _Context) -> list[str]:
+    """A trend reference: its size series extrapolates to the stated limit within 3 SE."""
+    if c.metrics is None:
+        return []
+    try:
+        tr = trend_of(r.target, c.metrics)
+    except EvidenceError as exc:
+        return [str(exc)]
+    if tr.reaches:
+        return []
+    return [f"the size series extrapolates to {tr.c:.3g} +- {tr.c_se:.2g}, not to {tr.limit:g} within 3 SE"]
+
+
+def _reference_problems(r: Reference, c: _Context) -> list[str]:
+    """What is wrong with one reference (empty: it resolves)."""
+    if r.kind == "metrics":
+        return _metrics_problems(r, c)
+    if r.kind == "trend":
+        return _trend_problems(r, c)
+    return [] if _resolves(r, c) else [_UNRESOLVED[r.kind].format(r.target)]
+
+
+#: What a reference that does not resolve lacks, by kind.
+_UNRESOLVED = {
+    "test": "test {!r} does not exist",
+    "errata": "no errata entry headed {!r}",
+    "row": "no ledger row {!r}",
+    "commit": "no commit {!r}",
+}
+
+
+def _resolves(r: Reference, c: _Context) -> bool:
+    """Whether a test, errata, row or commit reference names something that exists (other kinds: true)."""
+    if r.kind == "test":
+        return _test_exists(c.root, r.target)
+    if r.kind == "errata":
+        return r.target in c.headings
+    if r.kind == "row":
+        return r.target in c.row_ids
+    if r.kind == "commit":
+        return c.commit_exists is None or c.commit_exists(r.target)
+    return True
+
+
 def evidence_problems(
     claim: Any,
     root: Path,
@@ -231,30 +299,7 @@ def evidence_problems(
     if need and not any(set(alt) <= have for alt in need):
         wanted = " or ".join("+".join(alt) for alt in need)
         problems.append(f"diagnosis {claim.diagnosis!r} needs evidence {wanted}; has {sorted(have) or 'none'}")
+    context = _Context(claim, root, metrics, row_ids, headings, commit_exists)
     for r in refs:
-        if r.kind == "metrics":
-            if claim.diagnosis == "finite-size" and (len(r.target) < SERIES_MIN or not r.form):
-                problems.append(f"a size series needs at least {SERIES_MIN} metrics and its form: {r.describe()}")
-            if metrics is not None:
-                lacking = [k for k in r.target if k not in metrics]
-                if lacking:
-                    problems.append(f"metrics {lacking} are not in {claim.notebook}'s metrics.json")
-        elif r.kind == "trend" and metrics is not None:
-            try:
-                tr = trend_of(r.target, metrics)
-            except EvidenceError as exc:
-                problems.append(str(exc))
-                continue
-            if not tr.reaches:
-                problems.append(
-                    f"the size series extrapolates to {tr.c:.3g} +- {tr.c_se:.2g}, not to {tr.limit:g} within 3 SE"
-                )
-        elif r.kind == "test" and not _test_exists(root, r.target):
-            problems.append(f"test {r.target!r} does not exist")
-        elif r.kind == "errata" and r.target not in headings:
-            problems.append(f"no errata entry headed {r.target!r}")
-        elif r.kind == "row" and r.target not in row_ids:
-            problems.append(f"no ledger row {r.target!r}")
-        elif r.kind == "commit" and commit_exists is not None and not commit_exists(r.target):
-            problems.append(f"no commit {r.target!r}")
+        problems += _reference_problems(r, context)
     return problems

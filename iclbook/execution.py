@@ -8,7 +8,7 @@ A run (:func:`execute`)
    (:class:`iclbook.distributed.DaskLauncher`);
 2. succeeds only if the child exits 0, the executed notebook has no error
    output (:func:`failing_cell`), and ``metrics.json`` follows
-   :data:`iclbook.store.METRICS_SCHEMA`;
+   :data:`iclcore.plotting.METRICS_CONTRACT`;
 3. then becomes the store entry with one ``rename`` (:func:`iclbook.store.add_entry`); its manifest
    also records the durations of the notebook's inner tasks (:func:`iclcore.parallel.map_configs`)
    under ``"inner"``, for ``icl-book plan``; a failed run
@@ -189,7 +189,7 @@ def child_end(rc: int) -> str:
 # --- interrupts ----------------------------------------------------------------------------------
 
 
-def _kill_tree(proc: subprocess.Popen, grace: float = 0.4) -> None:
+def _kill_tree(proc: subprocess.Popen, grace: float = 0.4) -> None:  # noqa: C901 (every psutil or os call may race a process that has just exited, and each handles that where it occurs)
     """End ``proc`` (a session leader), its process group, and every descendant's process group (the kernel's)."""
     import psutil
 
@@ -414,7 +414,7 @@ def _failed(request: RunRequest, root: Path, executed: Path, seconds: float, det
     return RunResult(request.notebook.name, "failed", seconds, detail, request.out_dir)
 
 
-def execute(
+def execute(  # noqa: C901 (one run from launch to stored entry; each failure (interrupt, timeout, failing cell, bad metrics) is handled where it occurs)
     request: RunRequest,
     root: Path,
     threads: int,

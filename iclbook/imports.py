@@ -83,7 +83,7 @@ def _call_name(func: ast.AST) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def scan_source(source: str, current: str = "", is_package: bool = False) -> ImportScan:
+def scan_source(source: str, current: str = "", is_package: bool = False) -> ImportScan:  # noqa: C901 (one pass over the syntax tree with a branch per import form (import, from, relative, star, importlib))
     """Imports of ``source``; ``current`` is the module's dotted name (for relative imports).
 
     Cached on the arguments (the source text itself), so each module is parsed once per process.
@@ -256,7 +256,7 @@ def _all_files(package_dir: Path) -> list[Path]:
     )
 
 
-def dependency_files(notebook_source: str, package_dir: Path, scans: ScanCache | None = None) -> Dependencies:
+def dependency_files(notebook_source: str, package_dir: Path, scans: ScanCache | None = None) -> Dependencies:  # noqa: C901 (a worklist over the import graph with a branch per kind of import found (module, package, maybe-module, star, dynamic))
     """The ``iclcore`` files (under ``package_dir``) a notebook depends on; see the module docstring.
 
     ``scans`` looks up the import scans of unchanged sources instead of parsing them again (:class:`ScanCache`).

@@ -2,9 +2,10 @@
 file kind, and one-line errors naming the file and the line.
 
 Kinds (:data:`KINDS`, one :class:`FileKind` each): the declared sweep ranges ``notebooks/sweeps.yml``
-(:data:`SWEEPS`), a ledger file ``book/reported/*.yml`` (:data:`LEDGER`), a store entry's manifest
-``.icl-run.json`` (:data:`RUN_MANIFEST`), an archive's manifest ``icl-archive.json``
-(:data:`ARCHIVE_MANIFEST`) and the committed timing hint ``notebooks/seconds.json`` (:data:`SECONDS_HINT`).
+(:data:`SWEEPS`), a store entry's manifest ``.icl-run.json`` (:data:`RUN_MANIFEST`), an archive's manifest
+``icl-archive.json`` (:data:`ARCHIVE_MANIFEST`) and the committed timing hint ``notebooks/seconds.json``
+(:data:`SECONDS_HINT`). The kind of a ledger file ``book/reported/*.yml`` lives with the ledger
+(:data:`iclbook.ledger.LEDGER_FILE`).
 
 :func:`load_file` reads a path (a regular file only: a FIFO or a device is refused before it is opened
 for reading), :func:`parse_bytes` the bytes of an archive member. In order, each refuses with an
@@ -16,7 +17,9 @@ for reading), :func:`parse_bytes` the bytes of an archive member. In order, each
 4. YAML anchors used more than :data:`MAX_ALIASES` times (an alias bomb expands exponentially in whoever
    walks the result) or nesting deeper than the kind's ``max_depth`` (JSON too);
 5. a document that does not follow the kind's JSON Schema (``jsonschema``, Draft 2020-12): the first
-   error, with the line of the offending value where the text says it.
+   error, with the line of the offending value where the text says it, the ``id`` of the list item it is in
+   (where that item has one) and, where the broken part of the schema has a ``description``, that description
+   as the message (:func:`check_schema`).
 
 An :class:`InputFileError` is a :class:`~iclbook.notebooks.NotebookError`, so every command reports it as
 ``icl-book: error: ...`` with exit code 2, and a stored run is never re-keyed or re-executed because some
@@ -40,13 +43,13 @@ from .notebooks import NotebookError
 __all__ = [
     "ARCHIVE_MANIFEST",
     "KINDS",
-    "LEDGER",
     "MAX_ALIASES",
     "RUN_MANIFEST",
     "SECONDS_HINT",
     "SWEEPS",
     "FileKind",
     "InputFileError",
+    "check_schema",
     "load_file",
     "parse_bytes",
     "read_bounded",
@@ -146,30 +149,6 @@ _SWEEPS_SCHEMA: dict[str, Any] = {
     },
 }
 
-_TEXT = {"type": ["string", "number"]}
-_LEDGER_SCHEMA: dict[str, Any] = {
-    "type": ["array", "null"],
-    "items": {
-        "type": "object",
-        "required": ["claim", "seed", "section", "kind", "reported"],
-        "properties": {
-            "id": {"type": ["string", "null"]},
-            "claim": {"type": "string"},
-            "seed": _TEXT,
-            "section": _TEXT,
-            "kind": {"type": "string"},
-            "notebook": {"type": ["string", "null"]},
-            "metric": {"type": ["string", "null"]},
-            "predicate": {"type": ["string", "null"]},
-            "tolerance": {"type": ["number", "null"]},
-            "z": _NUMBER,
-            "discretisation": _NUMBER,
-            "basis": {"type": "string"},
-            "note": {"type": ["string", "null"]},
-        },
-    },
-}
-
 _TIMES = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
 _SECONDS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -201,11 +180,10 @@ _SECONDS_SCHEMA: dict[str, Any] = {
 }
 
 SWEEPS = FileKind("sweep declaration", "yaml", 1 << 20, 12, _SWEEPS_SCHEMA)
-LEDGER = FileKind("ledger file", "yaml", 4 << 20, 12, _LEDGER_SCHEMA)
 RUN_MANIFEST = FileKind("run manifest", "json", 8 << 20, 24, _RUN_MANIFEST_SCHEMA)
 ARCHIVE_MANIFEST = FileKind("archive manifest", "json", 64 << 20, 24, _ARCHIVE_MANIFEST_SCHEMA)
 SECONDS_HINT = FileKind("timing hint", "json", 4 << 20, 12, _SECONDS_SCHEMA)
-KINDS = (SWEEPS, LEDGER, RUN_MANIFEST, ARCHIVE_MANIFEST, SECONDS_HINT)
+KINDS = (SWEEPS, RUN_MANIFEST, ARCHIVE_MANIFEST, SECONDS_HINT)
 
 
 def load_file(path: Path, kind: FileKind, shown: str | None = None) -> Any:
@@ -350,20 +328,55 @@ def _validator(kind: FileKind) -> Any:
 
 
 def _check_schema(doc: Any, text: str, node: Any, kind: FileKind, where: str) -> None:
+    check_schema(doc, kind, where, node if node is not None else _json_nodes(text))
+
+
+def check_schema(doc: Any, kind: FileKind, where: str, node: Any = None) -> None:
+    """An :class:`InputFileError` (one line) if ``doc`` does not follow ``kind``'s schema; ``node``: the document's
+    YAML node graph, for the line of the offending value (``None``: no line)."""
     error = _jsonschema().exceptions.best_match(_validator(kind).iter_errors(doc))
     if error is None:
         return
     path = list(error.absolute_path)
-    line = _line_of(node if node is not None else _json_nodes(text), path)
-    # a key with control characters (a YAML key "\r") is shown escaped, so the message stays one line
-    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p if str(p).isprintable() else repr(p)}" for p in path)
-    at = at.lstrip(".")
-    message = " ".join(error.message.split())
-    if len(message) > 160:
-        message = message[:157] + "..."
+    line = _line_of(node, path)
+    at = _path_text(doc, path)
+    message = _description(kind.schema, error.absolute_schema_path)
+    if message and not isinstance(error.instance, (dict, list)):
+        message += f" (got {error.instance!r})"
+    message = " ".join((message or error.message).split())
+    if len(message) > 200:
+        message = message[:197] + "..."
     raise InputFileError(
         f"{where}{f':{line}' if line else ''}: {f'{at}: ' if at else ''}{message} (the schema of a {kind.name})"
     )
+
+
+def _path_text(doc: Any, path: list[Any]) -> str:
+    """``[3] (id x-01).tolerance``: keys and indices, with the ``id`` of a list item that has one; a key with
+    control characters (a YAML key "\\r") is shown escaped, so the message stays one line."""
+    at, value = "", doc
+    for p in path:
+        if isinstance(p, int):
+            value = value[p] if isinstance(value, list) and p < len(value) else None
+            item_id = value.get("id") if isinstance(value, dict) else None
+            at += f"[{p}]" + (f" (id {item_id})" if isinstance(item_id, str) and item_id.isprintable() else "")
+        else:
+            value = value.get(p) if isinstance(value, dict) else None
+            at += f".{p if str(p).isprintable() else repr(p)}"
+    return at.lstrip(".")
+
+
+def _description(schema: Any, schema_path: Any) -> str:
+    """The ``description`` of the innermost part of ``schema`` on ``schema_path`` that has one (else '')."""
+    found, node = "", schema
+    for step in schema_path:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and isinstance(node.get("description"), str):
+            found = node["description"]
+    return found
 
 
 def _json_nodes(text: str) -> Any:

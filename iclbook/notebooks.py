@@ -444,7 +444,7 @@ def _literal_sequence(raw: str, default: list | tuple, name: str, max_elements: 
     return check_type(value, default, name)
 
 
-def coerce(
+def coerce(  # noqa: C901 (one branch per parameter type, each with its own exact parsing rule)
     raw: str, default: ParamValue, name: str, max_elements: int = MAX_ELEMENTS, raise_hint: str = ""
 ) -> ParamValue:
     """Convert the command-line string ``raw`` to the type of ``default``, exactly.
@@ -573,7 +573,7 @@ def _literal_assignments(body: str, where: str, comments: dict[int, str] | None 
     return out
 
 
-def read_notebook(path: str | Path) -> Notebook:
+def read_notebook(path: str | Path) -> Notebook:  # noqa: C901 (the checks of the parameters and presets cells in the order a reader meets them, each error naming its line)
     """Read the parameters and presets of the py:percent notebook at ``path``."""
     path = Path(path)
     cells = _cells(path.read_text())

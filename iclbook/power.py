@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from .predicates import ReportError, parse_predicate, predicate_names
+from .predicates import ReportError, parse_predicate
 
 __all__ = [
     "POWER_MIN",
@@ -69,6 +69,29 @@ class AlternativeError(ValueError):
     """A malformed ``alternative`` field."""
 
 
+def _check_alternative(d: dict[str, Any], where: str) -> None:
+    """The checks of :meth:`Alternative.from_dict`: known fields, a text, at most one mean, well-formed values."""
+    unknown = sorted(set(d) - set(_FIELDS))
+    if unknown:
+        raise AlternativeError(f"{where}: alternative has unknown fields {unknown}; allowed: {list(_FIELDS)}")
+    if not str(d.get("text") or "").strip():
+        raise AlternativeError(f"{where}: alternative needs a text (the alternative in words)")
+    given = [k for k in _MEANS if d.get(k) is not None]
+    if len(given) > 1:
+        raise AlternativeError(f"{where}: alternative takes at most one of {_MEANS}, got {given}")
+    for k in ("shift", "rel"):
+        if k in given and not (_is_number(d[k]) and d[k] != 0):
+            raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
+    for k in ("center", "se", "value"):
+        v = d.get(k)
+        if v is not None and not (_is_number(v) or (isinstance(v, str) and v.strip())):
+            raise AlternativeError(f"{where}: alternative {k} must be a number, a metric key or an expression")
+        if isinstance(v, str):
+            _parse(v, f"{where}: alternative {k}")
+    if _is_number(d.get("se")) and d["se"] < 0:
+        raise AlternativeError(f"{where}: alternative se must be >= 0")
+
+
 @dataclass(frozen=True)
 class Alternative:
     """The alternative a rule must reject: the statistic ``metric`` with mean ``center ± shift``,
@@ -87,25 +110,7 @@ class Alternative:
         """Check and read an ``alternative`` mapping; a malformed one is an :class:`AlternativeError` naming ``where``."""
         if not isinstance(d, dict):
             raise AlternativeError(f"{where}: alternative must be a mapping with text and one of {_MEANS}")
-        unknown = sorted(set(d) - set(_FIELDS))
-        if unknown:
-            raise AlternativeError(f"{where}: alternative has unknown fields {unknown}; allowed: {list(_FIELDS)}")
-        if not str(d.get("text") or "").strip():
-            raise AlternativeError(f"{where}: alternative needs a text (the alternative in words)")
-        given = [k for k in _MEANS if d.get(k) is not None]
-        if len(given) > 1:
-            raise AlternativeError(f"{where}: alternative takes at most one of {_MEANS}, got {given}")
-        for k in ("shift", "rel"):
-            if k in given and not (_is_number(d[k]) and d[k] != 0):
-                raise AlternativeError(f"{where}: alternative {k} must be a non-zero number")
-        for k in ("center", "se", "value"):
-            v = d.get(k)
-            if v is not None and not (_is_number(v) or (isinstance(v, str) and v.strip())):
-                raise AlternativeError(f"{where}: alternative {k} must be a number, a metric key or an expression")
-            if isinstance(v, str):
-                _parse(v, f"{where}: alternative {k}")
-        if _is_number(d.get("se")) and d["se"] < 0:
-            raise AlternativeError(f"{where}: alternative se must be >= 0")
+        _check_alternative(d, where)
         return cls(
             text=str(d["text"]).strip(),
             metric=str(d.get("metric") or ""),
@@ -179,50 +184,70 @@ _VEC_CMPOPS = {
 
 def _vec_eval(node: ast.AST, env: dict[str, Any]) -> Any:
     """Evaluate a whitelisted predicate tree elementwise (numpy arrays broadcast against scalars)."""
-    if isinstance(node, ast.Expression):
-        return _vec_eval(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_vec_eval(e, env) for e in node.elts]
-    if isinstance(node, ast.BoolOp):
-        parts = [np.asarray(_vec_eval(v, env), dtype=bool) for v in node.values]
-        op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-        out = parts[0]
-        for p in parts[1:]:
-            out = op(out, p)
+    handler = _VEC_EVAL.get(type(node))
+    if handler is None:
+        raise AlternativeError(f"expression node {type(node).__name__} is not allowed")
+    return handler(node, env)
+
+
+def _vec_boolop(node: ast.BoolOp, env: dict[str, Any]) -> Any:
+    parts = [np.asarray(_vec_eval(v, env), dtype=bool) for v in node.values]
+    op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+    out = parts[0]
+    for p in parts[1:]:
+        out = op(out, p)
+    return out
+
+
+def _vec_unaryop(node: ast.UnaryOp, env: dict[str, Any]) -> Any:
+    v = _vec_eval(node.operand, env)
+    if isinstance(node.op, ast.Not):
+        return np.logical_not(v)
+    return np.negative(v) if isinstance(node.op, ast.USub) else v
+
+
+def _vec_compare(node: ast.Compare, env: dict[str, Any]) -> Any:
+    left, out = _vec_eval(node.left, env), True
+    for op, comp in zip(node.ops, node.comparators):
+        right = _vec_eval(comp, env)
+        out = np.logical_and(out, _VEC_CMPOPS[type(op)](left, right))
+        left = right
+    return out
+
+
+def _vec_call(node: ast.Call, env: dict[str, Any]) -> Any:
+    args = [_vec_eval(a, env) for a in node.args]
+    name = node.func.id
+    if name == "abs":
+        return np.abs(args[0])
+    items = args[0] if len(args) == 1 else args
+    if name in ("min", "max"):
+        fold = np.minimum if name == "min" else np.maximum
+        out = items[0]
+        for x in items[1:]:
+            out = fold(out, x)
         return out
-    if isinstance(node, ast.UnaryOp):
-        v = _vec_eval(node.operand, env)
-        if isinstance(node.op, ast.Not):
-            return np.logical_not(v)
-        return np.negative(v) if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.BinOp):
-        return _VEC_BINOPS[type(node.op)](_vec_eval(node.left, env), _vec_eval(node.right, env))
-    if isinstance(node, ast.Compare):
-        left, out = _vec_eval(node.left, env), True
-        for op, comp in zip(node.ops, node.comparators):
-            right = _vec_eval(comp, env)
-            out = np.logical_and(out, _VEC_CMPOPS[type(op)](left, right))
-            left = right
-        return out
-    if isinstance(node, ast.Call):
-        args = [_vec_eval(a, env) for a in node.args]
-        name = node.func.id
-        if name == "abs":
-            return np.abs(args[0])
-        items = args[0] if len(args) == 1 else args
-        if name in ("min", "max"):
-            fold = np.minimum if name == "min" else np.maximum
-            out = items[0]
-            for x in items[1:]:
-                out = fold(out, x)
-            return out
-        stacked = np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items])
-        return np.all(stacked, axis=0) if name == "all" else np.any(stacked, axis=0)
-    raise AlternativeError(f"expression node {type(node).__name__} is not allowed")
+    stacked = np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items])
+    return np.all(stacked, axis=0) if name == "all" else np.any(stacked, axis=0)
+
+
+def _vec_sequence(node: ast.List | ast.Tuple, env: dict[str, Any]) -> list[Any]:
+    return [_vec_eval(e, env) for e in node.elts]
+
+
+#: The elementwise evaluator of each node type a predicate may hold (:func:`iclbook.predicates.parse_predicate`).
+_VEC_EVAL: dict[type, Any] = {
+    ast.Expression: lambda node, env: _vec_eval(node.body, env),
+    ast.Constant: lambda node, env: node.value,
+    ast.Name: lambda node, env: env[node.id],
+    ast.List: _vec_sequence,
+    ast.Tuple: _vec_sequence,
+    ast.BoolOp: _vec_boolop,
+    ast.UnaryOp: _vec_unaryop,
+    ast.BinOp: lambda node, env: _VEC_BINOPS[type(node.op)](_vec_eval(node.left, env), _vec_eval(node.right, env)),
+    ast.Compare: _vec_compare,
+    ast.Call: _vec_call,
+}
 
 
 def _value(spec: float | str | None, metrics: dict[str, Any], what: str) -> float:
@@ -277,35 +302,15 @@ def simulated_power(
     return p, math.sqrt(p * (1 - p) / holds.size) if se > 0 else 0.0
 
 
-def _acceptance(claim: Any, metrics: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The interval of the row's metric that a single-metric rule accepts."""
-    r, tol = (float(claim.reported) if _is_number(claim.reported) else None), claim.tolerance
-    if claim.kind == "within_se":
-        half = claim.z * float(metrics[claim.se[0]]) + claim.discretisation
-        return r - half, r + half
-    if claim.kind == "abs":
-        return r - tol, r + tol
-    if claim.kind == "rel":
-        return r - abs(r) * tol, r + abs(r) * tol
-    if claim.kind == "exact":
-        return r, r
-    if claim.kind == "max":
-        return None, tol
-    if claim.kind == "min":
-        return tol, None
-    raise AlternativeError(f"kind {claim.kind!r} has no acceptance interval")
-
-
 def rule_metric_names(claim: Any) -> list[str]:
     """The metric keys that ``claim``'s rule and its alternative read (what a stored copy of the metrics must
     keep for the power to be recomputed)."""
-    names = predicate_names(claim.predicate) if claim.kind == "predicate" else [claim.metric]
-    names += list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
+    names = claim.rule.names() + list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
     return list(dict.fromkeys(n for n in names if n))
 
 
 def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.random.Generator | None = None) -> Power:
-    """The power of ``claim``'s rule (a :class:`iclbook.pages.Claim`) against ``alt`` at ``metrics``.
+    """The power of ``claim``'s rule (a :class:`iclbook.ledger.Claim`) against ``alt`` at ``metrics``.
 
     Analytic for single-metric kinds, simulated (``rng``, default seeded 0) for predicates; the smaller power
     over the alternative's means (both signs of a ``shift`` or ``rel``). An :class:`AlternativeError` names
@@ -336,6 +341,9 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
         return Power(p, means, se, "deterministic" if se == 0 else "simulation", err)
     if metric != claim.metric:
         raise AlternativeError(f"alternative metric {metric!r} is not the rule's metric {claim.metric!r}")
-    lo, hi = _acceptance(claim, metrics)
+    interval = claim.rule.acceptance(metrics)
+    if interval is None:
+        raise AlternativeError(f"kind {claim.kind!r} has no acceptance interval at these metrics")
+    lo, hi = interval
     p = min(interval_power(mu, se, lo, hi) for mu in means)
     return Power(p, means, se, "deterministic" if se == 0 else "analytic")

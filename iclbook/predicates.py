@@ -4,7 +4,7 @@ A ledger row of kind ``predicate`` (``book/reported/*.yml``) states its rule as 
 ``abs(x - 0.5) <= 3 * x_se``. :func:`parse_predicate` checks it against a whitelist (names, numbers,
 arithmetic, comparisons, and/or/not, lists, and calls of ``abs``, ``min``, ``max``, ``all``, ``any``);
 :func:`evaluate_predicate` evaluates it on the metrics. Nothing else can be called or read. Used by the report
-(:mod:`iclbook.pages`) and by the power of a rule (:mod:`iclbook.power`); this module imports no other
+(:mod:`iclbook.ledger`) and by the power of a rule (:mod:`iclbook.power`); this module imports no other
 ``iclbook`` module.
 """
 
@@ -107,35 +107,50 @@ def predicate_names(expr: str) -> list[str]:
 
 
 def _eval_node(node: ast.AST, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Expression):
-        return _eval_node(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_eval_node(e, env) for e in node.elts]
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(bool(_eval_node(v, env)) for v in node.values)
-        return any(bool(_eval_node(v, env)) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        v = _eval_node(node.operand, env)
-        return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
-    if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env))
-    if isinstance(node, ast.Compare):
-        left = _eval_node(node.left, env)
-        for op, comp in zip(node.ops, node.comparators):
-            right = _eval_node(comp, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.Call):
-        args = [_eval_node(a, env) for a in node.args]
-        return PREDICATE_FUNCTIONS[node.func.id](*args)
-    raise ReportError(f"predicate node {type(node).__name__} is not allowed")  # unreachable after parse_predicate
+    """The value of a whitelisted node (:func:`parse_predicate`) with the metric names bound in ``env``."""
+    handler = _EVAL.get(type(node))
+    if handler is None:  # unreachable after parse_predicate
+        raise ReportError(f"predicate node {type(node).__name__} is not allowed")
+    return handler(node, env)
+
+
+def _eval_boolop(node: ast.BoolOp, env: dict[str, Any]) -> bool:
+    values = (bool(_eval_node(v, env)) for v in node.values)  # lazy: ``and``/``or`` stop at the first decider
+    return all(values) if isinstance(node.op, ast.And) else any(values)
+
+
+def _eval_unaryop(node: ast.UnaryOp, env: dict[str, Any]) -> Any:
+    v = _eval_node(node.operand, env)
+    return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
+
+
+def _eval_compare(node: ast.Compare, env: dict[str, Any]) -> bool:
+    left = _eval_node(node.left, env)
+    for op, comp in zip(node.ops, node.comparators):
+        right = _eval_node(comp, env)
+        if not _CMPOPS[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def _eval_sequence(node: ast.List | ast.Tuple, env: dict[str, Any]) -> list[Any]:
+    return [_eval_node(e, env) for e in node.elts]
+
+
+#: The evaluator of each node type :func:`parse_predicate` allows (operators are evaluated by their parents).
+_EVAL: dict[type, Any] = {
+    ast.Expression: lambda node, env: _eval_node(node.body, env),
+    ast.Constant: lambda node, env: node.value,
+    ast.Name: lambda node, env: env[node.id],
+    ast.List: _eval_sequence,
+    ast.Tuple: _eval_sequence,
+    ast.BoolOp: _eval_boolop,
+    ast.UnaryOp: _eval_unaryop,
+    ast.BinOp: lambda node, env: _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env)),
+    ast.Compare: _eval_compare,
+    ast.Call: lambda node, env: PREDICATE_FUNCTIONS[node.func.id](*[_eval_node(a, env) for a in node.args]),
+}
 
 
 def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicate") -> bool:

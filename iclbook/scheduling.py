@@ -55,7 +55,7 @@ __all__ = [
 SECONDS_HINT = Path("notebooks") / "seconds.json"
 
 
-def run_one(
+def run_one(  # noqa: C901 (one notebook through the store (lock, hit or execute, copy out, verify); each outcome is returned where it occurs)
     req: RunRequest,
     root: Path,
     key: str,

@@ -29,9 +29,11 @@ logger = logging.getLogger(__name__)
 
 
 def format_metric(value: Any, spec: str = "") -> str:
-    """Format a metric value; booleans read "yes"/"no", floats default to 4 significant digits."""
+    """Format a metric value; booleans read "yes"/"no", strings as they are, floats default to 4 significant digits."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, str) and not spec:
+        return value
     if spec:
         return format(value, spec)
     if isinstance(value, int):

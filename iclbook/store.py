@@ -35,7 +35,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -51,7 +50,6 @@ from .worker_env import STAMP, output_files
 
 __all__ = [
     "KEY_VERSION",
-    "METRICS_SCHEMA",
     "STAMP",
     "STORE",
     "acquire",
@@ -81,13 +79,6 @@ FAILED = "failed"
 #: How many failed executed notebooks are kept per notebook (the newest).
 KEEP_FAILED = 3
 KEY_VERSION = b"icl-book store 2"
-
-#: What ``metrics.json`` must hold (checked before a run is stored).
-METRICS_SCHEMA = (
-    "a flat JSON object; keys are non-empty strings; values are finite numbers "
-    "(int or float; no NaN or Infinity), strings or booleans (no null, list or object)"
-)
-
 
 #: Plain words for the filesystem errors a run can meet (:func:`os_reason`).
 _REASONS = {
@@ -220,7 +211,9 @@ def verify_folder(folder: Path, key: str, expected: dict[str, str] | None = None
 
 
 def check_metrics(path: Path) -> str:
-    """'' if ``path`` (a metrics.json) follows :data:`METRICS_SCHEMA`; else what is wrong."""
+    """'' if ``path`` (a metrics.json) follows :data:`iclcore.plotting.METRICS_CONTRACT`; else what is wrong."""
+    from iclcore.plotting import metrics_problem  # the contract lives with write_metrics, which writes the file
+
     if not path.is_file():
         return "the notebook wrote no metrics.json (call iclcore.plotting.write_metrics)"
 
@@ -231,17 +224,8 @@ def check_metrics(path: Path) -> str:
         data = json.loads(path.read_text(), parse_constant=reject)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"metrics.json does not parse: {exc}"
-    if not isinstance(data, dict):
-        return "metrics.json is not a JSON object"
-    for k, v in data.items():
-        if not k:
-            return "metrics.json has an empty key"
-        if isinstance(v, (bool, str)):
-            continue
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            continue
-        return f"metrics.json: {k!r} is {v!r}; allowed: {METRICS_SCHEMA}"
-    return ""
+    problem = metrics_problem(data)
+    return f"metrics.json: {problem}" if problem else ""
 
 
 # --- entries, copies, locks ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ Bands
 -----
 :func:`stored_points` reads, without executing anything, the metrics of every point whose run the store
 holds under its *current* key. :func:`band` evaluates one ledger row's rule (the report's ``evaluate``,
-passed in, so that this module does not import :mod:`iclbook.pages`) at every stored point:
+passed in, so that this module does not import :mod:`iclbook.ledger`) at every stored point:
 ``robust`` (holds at every point of the grid), ``fragile`` (holds at the preset, fails at some point),
 ``fails`` (fails at the preset), ``partial`` (holds where run, some points not in the store) or
 ``not swept``. :func:`spec_curve` draws the specification curve (Simonsohn, Simmons & Nelson 2020) of
@@ -166,7 +166,7 @@ def check_values(nb: Notebook, name: str, values: Any, where: str) -> tuple[Any,
     return tuple(dict.fromkeys(out))
 
 
-def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:
+def load_plans(root: Path, notebooks: Sequence[Notebook]) -> dict[str, Plan]:  # noqa: C901 (the checks of notebooks/sweeps.yml per notebook and setting, in file order, each naming its place)
     """The checked sweep of every notebook in ``notebooks/sweeps.yml`` (see the module docstring)."""
     path = root / SWEEPS
     if not path.exists():

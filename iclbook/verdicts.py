@@ -1,7 +1,7 @@
 """The ledger's verdicts for one notebook, graded from the metrics a run stored.
 
 :func:`ledger_verdicts` evaluates a notebook's rows of the ledger (``book/reported/*.yml``) by the
-report's own rules (:func:`iclbook.pages.evaluate`) on a ``metrics.json``: row id, status, rule and the
+report's own rules (:class:`iclbook.ledger.Rule`) on a ``metrics.json``: row id, status, rule and the
 values it read. The notebooks do not import this module (they import only ``iclcore``). The book
 renders the table under each executed notebook page when it is built
 (:func:`iclbook.sphinx_metrics.add_verdict_table`), from the stored ``metrics.json`` and the ledger as
@@ -53,32 +53,12 @@ def find_root(root: str | Path | None = None) -> Path | None:
     return None
 
 
-def _rule(c: Any) -> str:
-    """The rule of a claim in plain text (the report's wording, without Markdown)."""
-    if c.kind == "predicate":
-        return c.predicate
-    if c.kind == "within_se":
-        disc = f" + {c.discretisation:g}" if c.discretisation else ""
-        return f"|value - {c.reported:g}| <= {c.z:g} SE{disc}"
-    if c.kind == "rel":
-        return f"|value - {c.reported:g}| / |{c.reported:g}| <= {c.tolerance:g}"
-    if c.kind == "abs":
-        return f"|value - {c.reported:g}| <= {c.tolerance:g}"
-    if c.kind == "max":
-        return f"value <= {c.tolerance:g}"
-    if c.kind == "min":
-        return f"value >= {c.tolerance:g}"
-    if c.kind == "exact":
-        return f"value == {c.reported:g}"
-    return c.kind
-
-
 @dataclass
 class VerdictTable:
     """A notebook's ledger rows with their verdicts; displays as an HTML table or plain text.
 
-    ``rows``: one dict per ledger row (``id``, ``status``, ``label``, ``rule``, ``values``), in ledger
-    order. Without rows, ``message`` says why in one line; ``error`` is true when that is because the
+    ``rows``: one dict per ledger row (``id``, ``status``, ``label``, ``rule``, ``values`` and the rule's
+    ``digest``, :attr:`iclbook.ledger.Rule.digest`), in ledger order. Without rows, ``message`` says why in one line; ``error`` is true when that is because the
     ledger or the metrics could not be read (not merely because no row names the notebook).
     """
 
@@ -139,7 +119,7 @@ def ledger_verdicts(
             metrics = json.loads(Path("metrics.json").read_text())
         except (OSError, ValueError) as exc:
             return VerdictTable(notebook, message=f"No metrics.json to evaluate the ledger on ({exc}).", error=True)
-    from .pages import ReportError, evaluate, load_claims, status_label
+    from .ledger import ReportError, evaluate, format_value, load_claims, status_label
 
     try:
         claims = [c for c in load_claims(found / REPORTED) if c.notebook == notebook]
@@ -151,7 +131,7 @@ def ledger_verdicts(
     for c in claims:
         row = evaluate(c, metrics)
         used = row.used or (((c.metric, row.reproduced),) if c.metric else ())
-        values = ", ".join(f"{k} = {_fmt(v)}" for k, v in used)
+        values = ", ".join(f"{k} = {format_value(v)}" for k, v in used)
         if row.difference:
             values = f"{values}; {row.difference}" if values else row.difference
         rows.append(
@@ -159,17 +139,12 @@ def ledger_verdicts(
                 "id": c.id or c.label,
                 "status": row.status,
                 "label": status_label(row),
-                "rule": _rule(c),
+                "rule": c.rule.formula(),
+                "digest": c.rule.digest,
                 "values": values,
             }
         )
     return VerdictTable(notebook, rows)
-
-
-def _fmt(v: Any) -> str:
-    from .pages import _fmt as fmt
-
-    return fmt(v)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,9 +22,13 @@ import numpy as np
 __all__ = [
     "FORMATS",
     "FORMATS_ENV",
+    "MAX_METRIC_STRING",
+    "METRICS_CONTRACT",
     "PALETTE",
     "figure_formats",
     "finish_figure",
+    "metric_problem",
+    "metrics_problem",
     "save_figure",
     "use_style",
     "write_metrics",
@@ -151,28 +155,70 @@ def finish_figure(fig: Any, name: str, *, legend_fontsize: float | None = None, 
     save_figure(fig, name, directory)
 
 
-def _to_number(key: str, value: Any) -> float | int | bool:
+#: The longest string a metric may be (a label, a repr, a device name: a value, not a log).
+MAX_METRIC_STRING = 200
+#: What ``metrics.json`` holds: the contract :func:`write_metrics` writes and the book's run store checks
+#: (:func:`metrics_problem`) before a run is stored. The report grades numbers and booleans; a string is
+#: shown as it is and never passes a numeric rule.
+METRICS_CONTRACT = (
+    "a flat JSON object; keys are non-empty strings; values are finite numbers (int or float; no NaN or "
+    f"Infinity), booleans or strings of at most {MAX_METRIC_STRING} characters (no null, list or object)"
+)
+
+
+def metric_problem(key: Any, value: Any) -> str:
+    """'' if ``value`` may be stored under ``key`` in ``metrics.json`` (:data:`METRICS_CONTRACT`); else what is wrong.
+
+    ``value`` is a plain Python value (``bool``, ``int``, ``float``, ``str``; numpy scalars are converted by
+    :func:`write_metrics` before they are checked).
+    """
+    if not isinstance(key, str) or not key:
+        return f"metrics key {key!r}: keys must be non-empty strings"
+    if isinstance(value, (bool, int)):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"metrics[{key!r}] is {value}: metrics must be finite numbers"
+    if isinstance(value, str):
+        if len(value) <= MAX_METRIC_STRING:
+            return ""
+        return f"metrics[{key!r}] is a string of {len(value)} characters: at most {MAX_METRIC_STRING}"
+    return f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers, booleans or short strings"
+
+
+def metrics_problem(data: Any) -> str:
+    """'' if ``data`` (a parsed ``metrics.json``) follows :data:`METRICS_CONTRACT`; else its first problem."""
+    if not isinstance(data, dict):
+        return f"not a JSON object but {type(data).__name__}: {METRICS_CONTRACT}"
+    return next((p for k, v in data.items() if (p := metric_problem(k, v))), "")
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar (or 0-d array) as the Python bool, int, float or str it holds; anything else as it is."""
+    if isinstance(value, (str, np.str_)):
+        return str(value)
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)) or (isinstance(value, np.ndarray) and value.shape == ()):
-        x = float(value)
-        if not math.isfinite(x):
-            raise ValueError(f"metrics[{key!r}] is {x}: metrics must be finite numbers")
-        return x
-    raise TypeError(f"metrics[{key!r}] has type {type(value).__name__}: metrics must be numbers or booleans")
+        return float(value)
+    return value
 
 
 def write_metrics(metrics: Mapping[str, Any], directory: str | Path = ".") -> None:
-    """Write ``metrics.json`` (a flat mapping name -> number) in ``directory``.
+    """Write ``metrics.json`` (a flat mapping name -> number, boolean or short string) in ``directory``.
 
     Returns nothing, so that a notebook's last line does not print a path.
-    Numbers are the only values allowed, so that the reproduction report can
-    compare them with the papers' reported values. Non-finite values and
-    non-numeric values raise, naming the offending key.
+    The values follow :data:`METRICS_CONTRACT` (finite numbers, booleans, strings of at most
+    :data:`MAX_METRIC_STRING` characters), so that the reproduction report can grade them against the
+    papers' reported values; a value that does not raises (a :class:`ValueError` for a non-finite number, a
+    long string or an empty key, a :class:`TypeError` for another type), naming the offending key.
     """
-    clean = {str(k): _to_number(str(k), v) for k, v in metrics.items()}
+    clean = {str(k): _plain(v) for k, v in metrics.items()}
+    for k, v in clean.items():
+        problem = metric_problem(k, v)
+        if problem:
+            raise (ValueError if isinstance(v, (bool, int, float, str)) else TypeError)(problem)
     path = Path(directory) / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(clean, indent=2, sort_keys=True) + "\n")

@@ -59,8 +59,8 @@ def test_the_checks_catch_what_they_should():
     assert arch.private_imports([up, private, same_family, reference]) == [
         "notebooks.x:5 imports iclcore.lsq.iterates._as_batch (private)"
     ]
-    assert arch.tooling_imports([arch.Import("iclcore.lsq.tasks", "iclbook.pages", None, 1)])
-    assert arch.tooling_imports([arch.Import("iclbook.pages", "iclcore.lsq.tasks", None, 1)])
+    assert arch.tooling_imports([arch.Import("iclcore.lsq.tasks", "iclbook.report", None, 1)])
+    assert arch.tooling_imports([arch.Import("iclbook.report", "iclcore.lsq.tasks", None, 1)])
     assert not arch.tooling_imports([arch.Import("iclbook.store", "iclcore.progress", None, 1)])
     back = arch.Import("iclcore.richardson.decoder", "iclcore.lsq.tasks", None, 1)
     assert arch.unit_cycles([up, back]) == [["iclcore.lsq", "iclcore.richardson"]]

@@ -181,7 +181,7 @@ def test_each_notebook_page_ends_with_its_verdicts_as_the_report_grades_them(htm
     same stored metrics.json and the same rules); the executed notebook itself holds no verdict."""
     from docutils.nodes import make_id
 
-    from iclbook.pages import report_rows
+    from iclbook.report import report_rows
 
     report: dict[str, dict[str, str]] = {}
     for row in report_rows(ROOT, GENERATED):

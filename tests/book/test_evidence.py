@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from iclbook.evidence import EvidenceError, errata_headings, evidence_problems, parse_evidence
-from iclbook.pages import Claim, ReportError
+from iclbook.ledger import Claim, ReportError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,7 +157,8 @@ def test_a_malformed_trend_is_refused() -> None:
 
 
 def test_the_report_says_which_diagnoses_lack_their_evidence() -> None:
-    from iclbook.pages import evaluate, evidence_checks, render_report
+    from iclbook.ledger import evaluate
+    from iclbook.report import evidence_checks, render_report
 
     bare = evaluate(_claim("setting"), {"m": 5.0})
     backed = evaluate(_claim("setting", [{"metrics": ["m"]}], row_id="x-02"), {"m": 5.0})

@@ -1,6 +1,6 @@
 """The claims ledger (``book/reported/*.yml``): schema, basis labels, coverage of the papers, standard errors.
 
-* Every row loads (the schema is checked by ``iclbook.pages.Claim``) and carries a ``basis``.
+* Every row loads (the schema is checked by ``iclbook.ledger.Claim``) and carries a ``basis``.
 * Coverage: every "Figure N"/"Fig. N" and "Table N" of each paper's text has at least one row of that paper
   (rows of kind ``absent`` count, so a figure nobody reproduces yet is listed, not hidden).
 * Every stochastic row (kind ``within_se`` or ``stochastic: true``) names its standard error, the notebook
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from iclbook.pages import UNLABELLED, load_claims, load_metrics
+from iclbook.ledger import load_claims, load_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED = ROOT / "book" / "reported"
@@ -66,15 +66,6 @@ def test_figure_table_refs(text, refs) -> None:
 
 
 # ------------------------------------------------------------------ basis labels
-@pytest.mark.parametrize("source", [p.name for p in sorted(REPORTED.glob("*.yml"))])
-def test_every_row_has_a_basis_and_no_legacy_kind(source: str) -> None:
-    rows = [c for c in CLAIMS if c.source == source]
-    unlabelled = [c.label for c in rows if c.basis == UNLABELLED]
-    legacy = [c.label for c in rows if c.kind == "qualitative"]
-    assert not unlabelled, f"{source}: rows without a basis: {unlabelled}"
-    assert not legacy, f"{source}: rows of kind 'qualitative' (a verdict computed in the notebook): {legacy}"
-
-
 def test_absent_rows_say_where_or_why() -> None:
     for c in CLAIMS:
         if c.basis == "absent":
@@ -144,14 +135,14 @@ def test_stochastic_rows_have_their_standard_error_in_metrics(notebook: str) -> 
 def test_every_row_has_a_stable_id_named_after_its_file() -> None:
     """Notes, errata and tests cite rows by id (``decoder-07``): every row has one, prefixed by its file's stem.
 
-    Uniqueness across the ledger is enforced by :func:`iclbook.pages.load_claims` itself.
+    Uniqueness across the ledger is enforced by :func:`iclbook.ledger.load_claims` itself.
     """
     bad = [c.label for c in CLAIMS if not c.id.startswith(Path(c.source).stem + "-")]
     assert not bad, f"rows without an id named after their file: {bad[:5]}"
 
 
 def test_a_reused_id_is_refused(tmp_path: Path) -> None:
-    from iclbook.pages import ReportError
+    from iclbook.ledger import ReportError
 
     row = "- id: x-01\n  claim: c\n  reported: 1\n  seed: '000'\n  section: s\n  kind: absent\n  basis: absent\n  basis_note: later\n"
     (tmp_path / "x.yml").write_text(row + row.replace("claim: c", "claim: d"))
@@ -174,7 +165,7 @@ def _rule_metrics(notebook: str) -> dict:
 
 
 def test_every_predicted_and_underpowered_row_states_its_alternative() -> None:
-    from iclbook.pages import ALTERNATIVE_REQUIRED
+    from iclbook.ledger import ALTERNATIVE_REQUIRED
 
     bad = [c.label for c in CLAIMS if c.basis in ALTERNATIVE_REQUIRED and c.alternative is None]
     assert not bad, f"rows without the alternative their rule must reject: {bad}"
@@ -221,7 +212,7 @@ def test_every_diagnosis_has_the_evidence_it_needs(row: str) -> None:
 
 def test_the_intro_counts_every_basis_so_its_counts_add_up_to_the_total() -> None:
     """Each basis of the ledger appears in the intro's coverage paragraph, so its counts sum to ledger:total."""
-    from iclbook.pages import BASES
+    from iclbook.ledger import BASES
 
     intro = (Path(__file__).resolve().parents[2] / "book" / "intro.md").read_text()
     named = {"predicted": "ledger:predicted", "theorem": "ledger:theorems"}

@@ -1,4 +1,4 @@
-"""Generated pages: the reproduction report's schema, rules and predicates, errata, API (``iclbook.pages``)."""
+"""Generated pages: the ledger's schema and rules (``iclbook.ledger``), the report, errata and API pages."""
 
 from __future__ import annotations
 
@@ -7,21 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iclbook.pages import (
-    Claim,
-    ReportError,
-    Row,
-    basis_status_table,
-    compare,
-    evaluate,
-    evaluate_predicate,
-    load_claims,
-    parse_predicate,
-    predicate_names,
-    render_errata,
-    render_report,
-    summary_counts,
-)
+from iclbook.errata import render_errata
+from iclbook.ledger import Claim, ReportError, Row, compare, evaluate, load_claims
+from iclbook.predicates import evaluate_predicate, parse_predicate, predicate_names
+from iclbook.report import basis_status_table, render_report, summary_counts
 from iclbook.sphinx_metrics import format_metric, format_param
 
 DROP = object()
@@ -63,8 +52,6 @@ def claim(kind: str, reported, tolerance=None, **extra) -> Claim:
         ("max", 4.337e-18, 1e-12, 2e-12, "differs"),
         ("min", 0.9, 0.95, 0.97, "reproduced"),
         ("min", 0.9, 0.95, 0.94, "differs"),
-        ("qualitative", "zero violations", None, True, "reproduced"),
-        ("qualitative", "zero violations", None, False, "differs"),
     ],
 )
 def test_compare_rules(kind, reported, tol, value, status) -> None:
@@ -75,11 +62,6 @@ def test_compare_rules(kind, reported, tol, value, status) -> None:
 def test_missing_value_is_missing() -> None:
     assert compare(claim("rel", 1.0, 0.1), None).status == "missing"
     assert evaluate(claim("rel", 1.0, 0.1), None).status == "missing"
-
-
-def test_qualitative_needs_boolean_metric() -> None:
-    r = compare(claim("qualitative", "holds"), 1.0)
-    assert r.status == "differs" and "boolean" in r.difference
 
 
 def test_numeric_rule_rejects_boolean_metric() -> None:
@@ -205,35 +187,45 @@ def test_predicate_that_fails_or_is_not_boolean() -> None:
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"kind": "approx"}, "kind 'approx'"),
-        ({"kind": "rel", "tolerance": None}, "numeric tolerance"),
-        ({"kind": "rel", "tolerance": 0.1, "reported": "big"}, "numeric reported"),
-        ({"colour": "red"}, "unknown fields"),
-        ({"claim": DROP}, "missing fields"),
-        ({"metric": DROP}, "needs a metric"),
+        ({"kind": "approx"}, r"kind: 'approx' is not one of"),
+        ({"kind": "qualitative"}, r"kind: 'qualitative' is not one of"),
+        ({"kind": "rel", "tolerance": DROP}, "need a numeric tolerance"),
+        ({"kind": "rel", "tolerance": None}, "None is not of type 'number'"),
+        (
+            {"kind": "rel", "tolerance": 0.1, "reported": "big"},
+            "reported: kinds rel, abs, exact, within_se need a numeric",
+        ),
+        ({"colour": "red"}, r"\('colour' was unexpected\)"),
+        ({"claim": DROP}, "'claim' is a required property"),
+        ({"basis": DROP}, "'basis' is a required property"),
+        ({"metric": DROP}, "need a metric"),
         ({"notebook": DROP}, "needs a notebook"),
-        ({"basis": "guessed"}, "basis 'guessed'"),
-        ({"basis": "unlabelled"}, "basis 'unlabelled'"),
+        ({"basis": "guessed"}, "basis: 'guessed' is not one of"),
+        ({"basis": "unlabelled"}, "basis: 'unlabelled' is not one of"),
         ({"basis": "calibrated"}, "needs a basis_note"),
         ({"basis": "other-model", "basis_note": "  "}, "needs a basis_note"),
         ({"basis": "erratum"}, "needs a basis_note"),
         ({"kind": "absent", "metric": DROP, "tolerance": DROP}, "go together"),
         ({"basis": "absent", "basis_note": "chapter x"}, "go together"),
-        ({"seed": "007"}, "seed '007'"),
-        ({"tolerance": math.inf}, "numeric tolerance"),
-        ({"kind": "predicate", "tolerance": DROP, "metric": DROP}, "non-empty"),
-        ({"kind": "predicate", "tolerance": DROP, "predicate": "m > 1"}, "takes no metric"),
-        ({"predicate": "m > 1"}, "only kind 'predicate'"),
-        ({"stochastic": True}, "needs `se`"),
-        ({"stochastic": "yes", "se": "s"}, "true or false"),
-        ({"stochastic": True, "se": "s", "no_se": "one run"}, "excludes stochastic"),
-        ({"kind": "within_se", "tolerance": DROP}, "needs `se`"),
-        ({"kind": "within_se", "tolerance": DROP, "se": "s", "z": -1}, "z must be"),
+        ({"seed": "007"}, "seed: '007' is not one of"),
+        ({"seed": 0}, "seed: 0 is not one of"),
+        ({"tolerance": math.inf}, "tolerance: inf is not a finite number"),
+        ({"tolerance": math.nan}, "tolerance: nan is not a finite number"),
+        ({"kind": "predicate", "tolerance": DROP, "metric": DROP}, "kind predicate needs a predicate"),
+        ({"kind": "predicate", "tolerance": DROP, "predicate": "m > 1"}, "take no metric"),
+        ({"predicate": "m > 1"}, "only kind predicate takes a predicate"),
+        ({"stochastic": True}, "a stochastic row needs se"),
+        ({"stochastic": "yes", "se": "s"}, "stochastic: 'yes' is not of type 'boolean'"),
+        ({"stochastic": True, "se": "s", "no_se": "one run"}, "a stochastic row needs se .* and no no_se"),
+        ({"kind": "within_se", "tolerance": DROP}, "needs exactly one se key"),
+        ({"kind": "within_se", "tolerance": DROP, "se": ["s", "t"]}, "needs exactly one se key"),
+        ({"kind": "within_se", "tolerance": DROP, "se": "s", "z": -1}, r"z: z must be a positive number \(got -1\)"),
         ({"kind": "within_se", "tolerance": DROP, "se": "s", "discretisation": -0.1}, "discretisation must"),
-        ({"kind": "within_se", "tolerance": 0.1, "se": "s"}, "takes no tolerance"),
-        ({"z": 3}, "belong to kind 'within_se'"),
-        ({"id": "Decoder 7"}, "not of the form"),
-        ({"diagnosis": "bad luck", "diagnosis_note": "x"}, "diagnosis 'bad luck'"),
+        ({"kind": "within_se", "tolerance": 0.1, "se": "s"}, "only kinds rel, abs, max, min take a tolerance"),
+        ({"kind": "exact", "tolerance": 0.1}, "kind exact takes no tolerance but 0"),
+        ({"z": 3}, "z and discretisation belong to kind within_se"),
+        ({"id": "Decoder 7"}, "for example decoder-07"),
+        ({"diagnosis": "bad luck", "diagnosis_note": "x"}, "diagnosis: 'bad luck' is not one of"),
         ({"diagnosis": "open"}, "go together"),
         ({"diagnosis_note": "grows with M"}, "go together"),
     ],
@@ -243,8 +235,22 @@ def test_malformed_claims(change, message) -> None:
         Claim.from_dict(row(**change), "x.yml")
 
 
-def test_rows_without_basis_load_as_unlabelled() -> None:
-    assert Claim.from_dict(row(basis=DROP), "x.yml").basis == "unlabelled"
+def test_an_error_names_the_file_the_row_and_the_field() -> None:
+    with pytest.raises(ReportError, match=r"^x\.yml: row nb-07: tolerance: 'tight' is not of type 'number'"):
+        Claim.from_dict(row(id="nb-07", kind="rel", tolerance="tight"), "x.yml")
+    with pytest.raises(ReportError, match=r"^x\.yml: row nb-07: predicate: predicate 'm\.x'"):
+        Claim.from_dict(row(id="nb-07", kind="predicate", metric=DROP, tolerance=DROP, predicate="m.x"), "x.yml")
+
+
+def test_a_ledger_file_error_names_the_line_and_the_row_id(tmp_path: Path) -> None:
+    (tmp_path / "a.yml").write_text(
+        "- {id: a-01, notebook: nb, metric: m, claim: c, reported: 2.0, seed: '000', section: s, kind: rel,\n"
+        "   tolerance: 0.1, basis: predicted}\n"
+        "- {id: a-02, notebook: nb, metric: m, claim: c, reported: 2.0, seed: '000', section: s, kind: max,\n"
+        "   basis: predicted}\n"
+    )
+    with pytest.raises(ReportError, match=r"^book/reported/a\.yml:3: \[1\] \(id a-02\): kinds rel, abs, max, min need"):
+        load_claims(tmp_path)
 
 
 def test_absent_row_needs_no_notebook_and_is_absent() -> None:
@@ -320,7 +326,15 @@ def test_errata_in_book_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "value, spec, text",
-    [(True, "", "yes"), (False, "", "no"), (7, "", "7"), (0.123456, "", "0.1235"), (4.337e-18, ".2e", "4.34e-18")],
+    [
+        (True, "", "yes"),
+        (False, "", "no"),
+        (7, "", "7"),
+        (0.123456, "", "0.1235"),
+        (4.337e-18, ".2e", "4.34e-18"),
+        ("cpu", "", "cpu"),
+        ("cpu", ">5", "  cpu"),
+    ],
 )
 def test_format_metric(value, spec, text) -> None:
     assert format_metric(value, spec) == text
@@ -342,7 +356,7 @@ def test_format_param(value, spec, text) -> None:
 
 
 def test_ledger_counts_for_the_metric_role() -> None:
-    from iclbook.pages import ledger_counts
+    from iclbook.report import ledger_counts
 
     rows = [
         evaluate(claim("max", 1.0, 1.0), {"m": 0.5}),
@@ -361,7 +375,7 @@ def test_paper_column_from_a_stored_paper_run(tmp_path) -> None:
     import shutil
 
     from iclbook.notebooks import discover_all
-    from iclbook.pages import ledger_counts, paper_metrics, paper_rows, report_rows
+    from iclbook.report import ledger_counts, paper_metrics, paper_rows, report_rows
     from iclbook.runs import make_requests
     from iclbook.store import STAMP, cache_key, store_dir
 
@@ -459,7 +473,7 @@ def test_ids_and_diagnoses_are_shown_in_the_report() -> None:
 
 
 def test_report_shows_the_power_against_the_alternative_beside_the_verdict() -> None:
-    from iclbook.pages import rule_powers
+    from iclbook.report import rule_powers
 
     strong = Claim.from_dict(
         row(id="x-01", kind="within_se", se="m_se", tolerance=DROP, alternative={"text": "off by 10 %", "rel": 0.1}),
@@ -481,7 +495,7 @@ def test_report_shows_the_power_against_the_alternative_beside_the_verdict() -> 
 
 
 def test_paper_preset_power_follows_the_paper_preset_status() -> None:
-    from iclbook.pages import paper_rows, rule_powers
+    from iclbook.report import paper_rows, rule_powers
 
     c = Claim.from_dict(
         row(id="x-01", kind="within_se", se="m_se", tolerance=DROP, alternative={"text": "off by 10 %", "rel": 0.1}),
@@ -497,7 +511,7 @@ def test_paper_preset_power_follows_the_paper_preset_status() -> None:
 
 
 def test_power_of_a_row_whose_notebook_has_not_run_is_said_not_computed() -> None:
-    from iclbook.pages import rule_powers
+    from iclbook.report import rule_powers
 
     c = Claim.from_dict(row(alternative={"text": "off by 0.1", "shift": 0.1, "se": 0.01}), "x.yml")
     r = evaluate(c, None)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from iclbook.pages import Claim, ReportError
+from iclbook.ledger import Claim, ReportError
 from iclbook.power import Alternative, AlternativeError, interval_power, rule_power, simulated_power
 
 
 def _claim(**kw) -> Claim:
     d = {"claim": "c", "reported": 1.0, "seed": "002", "section": "§1", "kind": "within_se", "notebook": "nb"}
-    d.update(kw)
+    d.update(kw, basis=kw.get("basis", "predicted"))
     return Claim.from_dict(d, "test.yml")
 
 
@@ -129,7 +129,7 @@ def test_the_mp_ratio_alternative_of_the_ks_row_is_the_ks_distance_it_states() -
     (the least sensitive of the notebook's four ratios), for the continuous part the notebook compares."""
     from pathlib import Path
 
-    from iclbook.pages import load_claims
+    from iclbook.ledger import load_claims
     from iclcore.spectra.mp import mp_atom, mp_cdf, mp_edges
 
     def continuous_cdf(x, g):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from iclbook.pages import Claim, ReportError, evaluate, robustness_section
+from iclbook.ledger import Claim, ReportError, evaluate
+from iclbook.robustness import robustness_section
 from iclbook.sensitivity import INSENSITIVE, band_text, metric_sensitivity, with_sensitivity
 from iclbook.sweep import Point, band
 
@@ -95,7 +96,7 @@ def test_the_robustness_section_counts_insensitive_rows_apart() -> None:
 def test_depends_on_is_checked_when_the_ledger_is_read() -> None:
     assert _claim(depends_on=["M"]).depends_on == ("M",)
     assert _claim(depends_on=[]).depends_on == ()
-    with pytest.raises(ReportError, match="list of swept setting names"):
+    with pytest.raises(ReportError, match="depends_on: 'M' is not of type 'array'"):
         _claim(depends_on="M")
     with pytest.raises(ReportError, match="swept bases"):
         _claim(depends_on=["M"], basis="theorem")

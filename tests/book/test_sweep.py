@@ -109,7 +109,8 @@ def test_bad_command_line_grids_are_refused_before_any_kernel(tmp_path: Path, ca
 
 @pytest.mark.slow
 def test_sweep_end_to_end_cached_band_and_failing_point(tmp_path: Path, capsys) -> None:
-    from iclbook.pages import report_rows, sweep_bands
+    from iclbook.report import report_rows
+    from iclbook.robustness import sweep_bands
 
     root = project(tmp_path)
     assert main(["--root", str(root), "sweep", "toy", "-j", "1"]) == 0
@@ -136,7 +137,7 @@ def test_sweep_end_to_end_cached_band_and_failing_point(tmp_path: Path, capsys) 
 
 
 def _row(status_value: float, **extra):
-    from iclbook.pages import Claim, evaluate
+    from iclbook.ledger import Claim, evaluate
 
     d = {
         "id": extra.pop("id", "toy-01"),
@@ -155,7 +156,7 @@ def _row(status_value: float, **extra):
 
 
 def test_band_labels() -> None:
-    from iclbook.pages import evaluate
+    from iclbook.ledger import evaluate
     from iclbook.sweep import Point, band
 
     row = _row(1.0)
@@ -172,7 +173,7 @@ def test_band_labels() -> None:
 
 
 def test_headline_counts_and_bands_in_the_report() -> None:
-    from iclbook.pages import outcome_counts, render_report
+    from iclbook.report import outcome_counts, render_report
     from iclbook.sweep import Band
 
     rows = [

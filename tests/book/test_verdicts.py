@@ -18,8 +18,8 @@ from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
+from iclbook.ledger import evaluate, load_claims, status_label
 from iclbook.notebooks import discover_all
-from iclbook.pages import evaluate, load_claims, status_label
 from iclbook.runs import make_requests
 from iclbook.sphinx_metrics import add_verdict_table, notebook_of_page
 from iclbook.store import cache_key

@@ -18,7 +18,7 @@ from runner_project import make_project, rewrite_archive, store_run
 
 from iclbook import cli
 from iclbook.archive import MANIFEST, ArchiveError, entry_origin, export_archive, import_archive, origin_note
-from iclbook.pages import paper_metrics
+from iclbook.report import paper_metrics
 from iclbook.store import STAMP, store_dir, verify_folder
 
 NAMES = ["second", "types"]
@@ -169,7 +169,7 @@ def test_cli_unknown_preset_empty_store_and_exit_codes(exported, tmp_path: Path,
 
 def test_the_report_names_the_origin_of_an_imported_paper_run(tmp_path: Path) -> None:
     """Export a paper run of the demo project, import it into a copy: the paper column says where it came from."""
-    from iclbook.pages import paper_rows, render_report, report_rows
+    from iclbook.report import paper_rows, render_report, report_rows
 
     src = tmp_path / "src"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "demo_project", src)

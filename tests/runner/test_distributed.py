@@ -246,7 +246,7 @@ def test_a_failing_notebook_is_reported_as_locally(cluster, tmp_path, capsys):
 
 def test_the_default_runner_does_not_import_dask():
     code = (
-        "import sys, iclbook.cli, iclbook.scheduling, iclbook.distributed, iclbook.pages; "
+        "import sys, iclbook.cli, iclbook.scheduling, iclbook.distributed, iclbook.report; "
         "sys.exit(any(m == 'dask' or m.startswith(('dask.', 'distributed')) for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -22,7 +22,7 @@ from runner_project import call, make_project, one_line, rewrite_archive, store_
 
 from iclbook import archive
 from iclbook.archive import MANIFEST, _entry_hash, archive_hash, entry_origin, origin_note
-from iclbook.pages import render_report, report_rows
+from iclbook.report import render_report, report_rows
 from iclbook.store import STAMP, store_dir
 
 pytestmark = pytest.mark.fault

@@ -387,7 +387,7 @@ def _(root: Path) -> str:
     "the-report-names-a-truncated-metrics-file", slow=False
 )  # build-side reading of a truncated metrics.json names the file
 def _(root: Path) -> str:
-    from iclbook.pages import ReportError, load_metrics
+    from iclbook.ledger import ReportError, load_metrics
 
     folder = root / "pages" / "second"
     folder.mkdir(parents=True)

@@ -236,7 +236,11 @@ def test_a_preset_outside_the_range_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text, ok",
     [
-        ('{"a": 1, "b": 2.5, "c": "x", "d": true}', True),
+        ('{"a": 1, "b": 2.5, "d": true, "e": -3e-300}', True),
+        ('{"c": "x", "d": "1e+300"}', True),
+        ('{"c": "%s"}' % ("x" * 201), False),
+        ('{"": 1}', False),
+        ('{"a": {"b": 1}}', False),
         ('{"a": NaN}', False),
         ('{"a": Infinity}', False),
         ('{"a": 1e999}', False),
@@ -250,6 +254,29 @@ def test_metrics_schema(tmp_path: Path, text: str, ok: bool) -> None:
     path = tmp_path / "metrics.json"
     path.write_text(text)
     assert (check_metrics(path) == "") is ok
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1, -2.5, True, False, 10**30, "text", "x" * 200, "x" * 201, None, [1.0], {"a": 1}, math.nan, math.inf, -math.inf],
+)
+def test_the_store_accepts_exactly_what_write_metrics_writes(tmp_path: Path, value) -> None:
+    """One contract (iclcore.plotting.METRICS_CONTRACT): a value write_metrics refuses is refused by the store
+    when a notebook writes it by hand, and a value it writes is stored."""
+    from iclcore.plotting import write_metrics
+
+    try:
+        write_metrics({"k": value}, tmp_path / "written")
+    except (TypeError, ValueError):
+        written = False
+    else:
+        written = True
+        assert check_metrics(tmp_path / "written" / "metrics.json") == ""
+    by_hand = tmp_path / "metrics.json"
+    by_hand.write_text(json.dumps({"k": value}))
+    assert (check_metrics(by_hand) == "") is written
+    finite = isinstance(value, float) and math.isfinite(value)
+    assert written is (isinstance(value, (bool, int)) or finite or (isinstance(value, str) and len(value) <= 200))
 
 
 def test_verify_folder_names_the_problem(tmp_path: Path) -> None:

@@ -13,7 +13,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from iclcore.plotting import FORMATS_ENV, figure_formats, finish_figure, save_figure, use_style, write_metrics  # noqa: E402
+from iclcore.plotting import (  # noqa: E402
+    FORMATS_ENV,
+    figure_formats,
+    finish_figure,
+    metrics_problem,
+    save_figure,
+    use_style,
+    write_metrics,
+)
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,18 +46,49 @@ def test_save_figure_rejects_bad_names(tmp_path: Path, name: str) -> None:
 
 def test_write_metrics_converts_numpy(tmp_path: Path) -> None:
     assert (
-        write_metrics({"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0)}, tmp_path)
+        write_metrics(
+            {"a": np.float64(0.5), "b": np.int64(3), "c": np.bool_(True), "d": np.array(2.0), "e": np.str_("cpu")},
+            tmp_path,
+        )
         is None
     )
-    assert json.loads((tmp_path / "metrics.json").read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0}
+    assert json.loads((tmp_path / "metrics.json").read_text()) == {"a": 0.5, "b": 3, "c": True, "d": 2.0, "e": "cpu"}
 
 
 @pytest.mark.parametrize(
-    "bad, message", [(math.nan, "finite"), (math.inf, "finite"), ("text", "numbers"), ([1.0], "numbers")]
+    "bad, error, message",
+    [
+        (math.nan, ValueError, "finite"),
+        (np.float64(math.inf), ValueError, "finite"),
+        ("x" * 201, ValueError, "string of 201 characters: at most 200"),
+        ([1.0], TypeError, "numbers, booleans or short strings"),
+        (None, TypeError, "numbers, booleans or short strings"),
+    ],
 )
-def test_write_metrics_rejects(tmp_path: Path, bad, message: str) -> None:
-    with pytest.raises((ValueError, TypeError), match=message):
+def test_write_metrics_rejects(tmp_path: Path, bad, error, message: str) -> None:
+    with pytest.raises(error, match=message):
         write_metrics({"key": bad}, tmp_path)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_write_metrics_rejects_an_empty_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        write_metrics({"": 1.0}, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"a": 1, "b": 0.5, "c": True, "d": "x" * 200}, ""),
+        ({"a": "x" * 201}, "metrics['a'] is a string of 201 characters"),
+        ({"a": None}, "metrics['a'] has type NoneType"),
+        ({"a": math.inf}, "metrics['a'] is inf"),
+        ([1.0], "not a JSON object"),
+    ],
+)
+def test_metrics_problem(data, problem: str) -> None:
+    assert (metrics_problem(data) == "") is (problem == "")
+    assert problem in metrics_problem(data)
 
 
 def test_figure_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
