@@ -48,12 +48,12 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from iclcore.dmft import data, iso, isotropy, reduced_sgd, rrs, sgd_noise
+from iclcore.dmft import data, figures, iso, isotropy, reduced_sgd, rrs, sgd_noise
 from iclcore.lsq.iterates import in_context_gd_predict
-from iclcore.models.probes import trailing_average
 from iclcore.plotting import finish_figure, save_figure, use_style, write_metrics
 
-use_style(); t_start, rng = time.time(), np.random.default_rng(seed)
+use_style()
+t_start, rng = time.time(), np.random.default_rng(seed)
 alphas, depths = [0.5, 1.0, 2.0, 4.0], [1, 2, 4, 8]
 
 # %% [markdown]
@@ -89,22 +89,7 @@ fig1 = reduced_sgd.iso_sgd_grid(alphas, depths, D=D, steps=steps, eta0=eta0, ann
 
 # %%
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-for j, curves in enumerate([[(fig1.runs[(a, 4)], f"α = {a:g}") for a in alphas], [(fig1.runs[(1.0, L)], f"L = {L}") for L in depths]]):
-    for i, (r, lab) in enumerate(curves):
-        ax[j].plot(r.result.t_loss[1:], trailing_average(r.result.batch_loss, 5)[1:], color=f"C{i}", alpha=0.55, lw=1)
-        ax[j].plot(r.result.t, r.loss_theory, color=f"C{i}", lw=2, label=lab)
-    ax[j].set(xscale="log", yscale="log", xlabel="t = Σ η", title=["(a) L = 4, varying α", "(b) α = 1, varying L"][j])
-ax[0].set_ylabel("ICL loss")
-afine = np.linspace(0.2, 5.0, 200)
-for i, L in enumerate(depths):
-    rs = [fig1.runs[(a, L)] for a in alphas]
-    ax[2].plot(afine, [iso.iso_optimum_closed_form(a, L)[1] for a in afine], color=f"C{i}", label=f"L = {L}")
-    ax[2].errorbar(alphas, [r.final for r in rs], yerr=[2 * r.final_se for r in rs], fmt="o", color=f"C{i}", ms=4)
-    ax[2].plot(alphas, [r.finite_d for r in rs], "x", color=f"C{i}", ms=5)
-    ax[2].plot(alphas, [r.loss_theory[-1] for r in rs], "s", mfc="none", color=f"C{i}", ms=6)
-ax[2].plot(afine, np.maximum(0, 1 - afine), "k--", lw=1, label="L → ∞: [1-α]₊")
-ax[2].plot(afine, 1 / (1 + afine) ** 2, ":", color="0.4", label="printed (1+α)⁻²")
-ax[2].set(yscale="log", xlabel="α = P/D", title=f"(c) final loss, D = {D}", ylim=(1e-3, 1.2))
+figures.plot_iso_sgd_grid(ax, fig1)
 finish_figure(fig, "fig1_iso_sgd")
 
 # %% tags=["nbval-check-output"]
@@ -130,7 +115,8 @@ for i, a in enumerate(alphas):
 noise = iso.iso_noise_optimum(2.0, 4, (0.0, 0.25, 0.5, 1.0))  # and gamma*(sigma) at L = 1 against Eqs. 66, 73
 gam = np.linspace(0, 6.5, 300)
 for i, (s, gs, ls) in enumerate(zip(noise.sigmas, noise.gamma_star, noise.loss_star)):
-    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}"); ax[2].plot(gs, ls, "o", color=f"C{i}")
+    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}")
+    ax[2].plot(gs, ls, "o", color=f"C{i}")
 ax[0].set(xlabel="γ / L", ylabel="ICL loss", title="(a) α = 1", ylim=(0, 1.05))
 ax[1].set(xlabel="γ", title="(b) L = 4 (dots: finite-D Monte Carlo)", yscale="log", ylim=(1e-2, 2))
 ax[2].set(xlabel="γ", title="(c) α = 2, L = 4: noise", ylim=(0, 3))
@@ -152,19 +138,10 @@ settings = {name: [dict(alpha=1.0, kappa=1.0, tau=1.0) | {name: v} for v in [0.5
 fig7 = reduced_sgd.shallow_sgd_sweep(settings, D=fig7_D, steps=fig7_steps, eta=fig7_eta, seeds=fig7_seeds, rng=rng)
 ref7 = fig7.reference  # alpha = kappa = tau = 1
 fig, ax = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
-steps7 = np.arange(1, fig7_steps + 1)
-for j, (name, comps) in enumerate(fig7.comparisons.items()):
-    for i, c in enumerate(comps):
-        lab, col = f"{name} = {getattr(c, name):g}", f"C{i}"
-        ax[0, j].plot(steps7, c.param_error, "o", ms=2.5, color=col); ax[0, j].plot(steps7, c.theory.param_error, color=col, label=lab)
-        ax[0, j].plot(steps7, c.theory_printed.param_error, "--", color=col, lw=1)
-        ax[0, j].plot(steps7, c.theory_finite_d.param_error, ":", color=col, lw=1.2)
-        # the batch loss of step s is evaluated at Γ(s-1): the theory is shown one step earlier
-        ax[1, j].plot(steps7, trailing_average(c.batch_loss, 3), "o", ms=2.5, color=col); ax[1, j].plot(steps7, c.loss_theory, color=col, label=lab)
-        ax[1, j].plot(steps7, c.loss_theory_finite_d, ":", color=col, lw=1.2)
-    ax[0, j].set(title=f"(7{'abc'[j]}) varying {name}", yscale="log"); ax[0, j].legend(); ax[1, j].set(xlabel="SGD step t", yscale="log")
-ax[0, 0].set_ylabel("(1/D)|Γ − I|²"); ax[1, 0].set_ylabel("ICL loss")
-fig.tight_layout(); save_figure(fig, "fig7_shallow_sgd")
+# the batch loss of step s is evaluated at Γ(s-1): the theory is shown one step earlier
+figures.plot_shallow_sgd_sweep(ax, fig7)
+fig.tight_layout()
+save_figure(fig, "fig7_shallow_sgd")
 
 # %% tags=["nbval-check-output"]
 print(f"Fig 7 (alpha=kappa=tau=1, step 5): sim {ref7.early_sim:.2f}, corrected {ref7.early_corrected:.2f}, printed {ref7.early_printed:.2f}")
@@ -185,7 +162,8 @@ ax.errorbar(size_D, gap7.gap, yerr=gap7.gap_se, fmt="o", capsize=2, label="SGD p
 dd = np.geomspace(size_D[0], 4 * size_D[-1], 50)
 ax.plot(dd, gap7.gap[1] * (dd / size_D[1]) ** gap7.exponent, "k--", lw=1, label=f"fit ∝ D^{gap7.exponent:.2f}")
 ax.set(xscale="log", yscale="log", xlabel="D", ylabel="relative plateau gap", title="Fig. 7, τ = 1/2: gap vs D")
-ax.legend(fontsize=7); save_figure(fig7s, "fig7_gap_vs_D")
+ax.legend(fontsize=7)
+save_figure(fig7s, "fig7_gap_vs_D")
 
 # %% tags=["nbval-check-output"]
 print("Fig 7 plateau gap vs D:", ", ".join(f"D={d}: {g:.3f} +- {e:.3f}" for d, g, e in zip(size_D, gap7.gap, gap7.gap_se)),
@@ -219,7 +197,8 @@ for i, ((k, v), (mk, lab_scalar, flow, lab_flow)) in enumerate(zip(sym.items(), 
     ax[0].plot(v.t[1:], np.maximum(v.off_iso[1:], 1e-17), color=f"C{i}", label=f"{k.upper()}, augmented")
     ax[0].plot(v.t[1:], v.off_iso_plain[1:], "--", color=f"C{i}", label=f"{k.upper()}, 4 contexts")
     ax[1].plot(v.t, v.gamma, mk, ms=3, color=f"C{i}", label=f"{k.upper()} tr Γ (matrix)")
-    ax[1].plot(v.t, v.gamma_scalar, color=f"C{i}", label=lab_scalar); ax[1].plot(v.t, flow, ":", color=f"C{i}", label=lab_flow)
+    ax[1].plot(v.t, v.gamma_scalar, color=f"C{i}", label=lab_scalar)
+    ax[1].plot(v.t, flow, ":", color=f"C{i}", label=lab_flow)
 ax[2].plot(gd_id.f_scale, np.maximum(gd_id.attention_dev, 1e-18), "o", color="C2", label="masked attention (Eq. 3) − GD")
 ax[2].plot(gd_id.f_scale, np.maximum(gd_id.eq4_dev, 1e-18), "x", color="C3", label="Eq. 4 (matrix sum) − GD")
 ff = np.geomspace(min(gd_id.f_scale), max(gd_id.f_scale), 20)
@@ -258,38 +237,10 @@ t_r10 = time.time()
 r10 = sgd_noise.noise_scale_sweep([0.025, 0.05, 0.1, 0.2], D=r10_D, tau=r10_tau, seeds=r10_seeds, rng=rng)  # (a), (b)
 kap = sgd_noise.kappa_noise_check([0.5, 4.0], D=r10_D, tau=r10_tau, eta=0.1, seeds=r10_seeds, rng=rng)  # (c)
 t_r10 = time.time() - t_r10
-x_r10, off_pl, slope_ext, kap_ext = r10.scales, r10.offiso_plateau, r10.slope_limit, kap.ratio_limit
-
+slope_ext, kap_ext = r10.slope_limit, kap.ratio_limit
 fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
-for i, Dk in enumerate(r10.sizes):
-    ax[0].errorbar(x_r10, *r10.plateau_mean_se[Dk].T, fmt="o", ms=4, capsize=2, color=f"C{i}",
-                   label=f"SGD, D = {Dk}: slope {r10.slopes[i]:.3f} ± {r10.slopes_se[i]:.3f}")
-ax[0].plot(x_r10, r10.theory, "k-", lw=1, label=f"Result 10, C(∞) = b/(1−a): slope {r10.slope_theory:.3f}")
-ax[0].plot(x_r10, r10.theory_finite_d, "k:", lw=1, label=f"same, finite-D moments (D = {r10_D})")
-ax[0].plot(x_r10, off_pl**2 * r10.plateau_mean_se[r10_D][0, 0] / off_pl[0] ** 2, "^", color="C4", ms=4,
-           label=f"(off-iso fraction)², rescaled, D = {r10_D}")
-ax[0].set(xscale="log", yscale="log", xlabel="η/τ", ylabel="(1/D)|Γ − γ̄ I|²",
-          title=f"(a) slope at D → ∞: {slope_ext.limit:.3f} ± {slope_ext.limit_se:.3f} (theory {r10.slope_theory:.3f})")
-ax[0].set_xticks(x_r10, [f"{v:g}" for v in x_r10]); ax[0].minorticks_off()
-ax[1].errorbar(r10.sizes, *r10.size_plateau.T, fmt="o", capsize=2, label="SGD noise plateau")
-ax[1].axhline(sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, r10_tau), color="k", lw=1, label="Result 10 (D → ∞)")
-ax[1].plot(r10.sizes, [sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, r10_tau, D=Dk) for Dk in r10.sizes], "k:", label="finite-D moments")
-ax[1].set(xscale="log", xlabel="D (τ, α, κ fixed)", title=f"(b) η = 0.1: plateau ∝ D^{r10.size_exponent:.2f} ± {r10.size_exponent_se:.2f}")
-for i, (k, r) in enumerate(kap.ensembles.items()):
-    st_ = np.arange(1, r.gamma.shape[1] + 1)
-    ax[2].plot(st_, r.gamma.mean(axis=0), color=f"C{i}", label=f"κ = {k:g}: seed-mean tr Γ")
-    ax[2].plot(st_, r.noise.mean(axis=0) * 10, "--", color=f"C{i}", label=f"κ = {k:g}: 10 × noise")
-ax[2].plot(st_, kap.ensembles[kap.kappas[0]].mean_path, "k:", label="exact mean γ̄ (no κ)")
-ax[2].set(xlabel="SGD step", title=f"(c) κ: mean unchanged, noise ratio {kap.ratio:.2f} (theory {kap.ratio_theory:.2f})")
-ax[3].errorbar(kap.sizes, kap.ratios, yerr=kap.ratios_se, fmt="o", capsize=2, label="SGD: N(κ=1/2) / N(κ=4)")
-ax[3].axhline(kap.ratio_theory, color="k", lw=1, label="Result 10 (D → ∞)")
-ax[3].plot(kap.sizes, kap.ratios_finite_d, "k:", label="finite-D moments")
-dd = np.geomspace(kap.sizes[0], 4 * kap.sizes[-1], 40)
-ax[3].plot(dd, kap.ratio_theory + (kap.ratios[1] - kap.ratio_theory) * (dd / kap.sizes[1]) ** kap.gap_exponent, "C3--", lw=1,
-           label=f"gap ∝ D^{kap.gap_exponent:.2f} ± {kap.gap_exponent_se:.2f}")
-ax[3].errorbar([4 * kap.sizes[-1]], [kap_ext.limit], yerr=[kap_ext.limit_se], fmt="s", color="C2", capsize=2,
-               label=f"a + c/D fit at D → ∞: {kap_ext.limit:.2f} ± {kap_ext.limit_se:.2f}")
-ax[3].set(xscale="log", xlabel="D (square: the 1/D extrapolation, drawn at 4 × the largest D)", title="(d) κ noise ratio against D")
+figures.plot_noise_scale_sweep(ax[:2], r10, tau=r10_tau)
+figures.plot_kappa_noise_check(ax[2:], kap)
 finish_figure(fig, "fig_result10_noise", legend_fontsize=7)
 
 # %% tags=["nbval-check-output"]

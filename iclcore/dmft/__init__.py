@@ -52,6 +52,8 @@ Public modules:
 - :mod:`~iclcore.dmft.data`: Data of the reduced-Γ theory (Bordelon, Letey, Pehlevan): power-law covariance
   and task spectra under the source/capacity conditions, and the Marchenko–Pastur quadrature rule of ``Σ̂ =
   XᵀX/P``;
+- :mod:`~iclcore.dmft.figures`: Figures of the reduced-Γ model, SGD against its theory (Figures 1 and 7, Result 10):
+  the panels drawn on given matplotlib axes from the result objects of the family;
 - :mod:`~iclcore.dmft.finite_context`: Isotropic-layer losses at finite context length by Monte Carlo over
   ``Σ̂``: the eigen-data of drawn empirical covariances shared by the App. G.1.2 and G.2 losses;
 - :mod:`~iclcore.dmft.fs`: FS setting of the reduced-Γ model (Bordelon et al. §3.2, App. D): ``α = ∞``, ``Σ =
@@ -103,6 +105,7 @@ This file imports none of them (why: :mod:`iclcore`): import from the modules, e
 
 __all__ = [
     "data",
+    "figures",
     "finite_context",
     "fs",
     "full_attention",
