@@ -113,7 +113,7 @@ __all__ = [
     "MAX_MEMBER_BYTES",
     "ArchiveError",
     "ImportResult",
-    "add_commands",
+    "add_command",
     "archive_hash",
     "built_origins",
     "entry_origin",
@@ -747,7 +747,7 @@ def cmd_import(args: argparse.Namespace, root: Path) -> int:
     return 1 if res.refused else 0
 
 
-def add_commands(sub: Any) -> None:
+def add_command(sub: Any) -> None:
     """Add ``export`` and ``import`` to the ``icl-book`` subcommands ``sub``."""
     ex = sub.add_parser("export", help="write the store's runs for this checkout into one verified archive")
     ex.add_argument("file", metavar="FILE", help="the archive to write (.tar, or .tar.gz / .tgz); a new file")

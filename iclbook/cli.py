@@ -25,11 +25,9 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from .archive import add_commands
+from . import archive, plan, record, sweep
 from .execution import Interrupted, Interrupts
 from .notebooks import QUICK, Notebook, NotebookError, discover_all, notebook_name
-from .plan import add_command as add_plan_command
-from .record import add_commands as add_record_commands
 from .runs import make_requests
 from .scheduling import describe_seconds, run_notebooks, timed_seconds
 from .store import (
@@ -418,31 +416,28 @@ def cmd_verdicts(args: argparse.Namespace, root: Path) -> int:
     return verdicts_main([notebook_name(args.name), "--root", str(root), *(["--out", args.out] if args.out else [])])
 
 
-def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
-    p.add_argument("--root", help="project root (default: found from the working directory)")
-    sub = p.add_subparsers(dest="command", required=True)
+def run_options(sp: argparse.ArgumentParser) -> None:
+    """The options shared by ``run``, ``status`` and ``build``."""
+    sp.add_argument("names", nargs="*", metavar="NAME", help="notebooks to run (default: all)")
+    sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="override a parameter")
+    sp.add_argument("--preset", default=QUICK, help=f"parameter preset (default: {QUICK}; also: paper)")
+    sp.add_argument("--out", metavar="DIR", help="write outputs to DIR/<name>/ instead of book/generated/<name>/")
+    sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
+    sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
+    sp.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="execute on a Dask cluster: a scheduler address (tcp://host:8786), or local:N (local:NxC) for a "
+        "local cluster of N workers (of C threads each) (needs the 'cluster' extra)",
+    )
 
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    """The commands of this module: list, status, run, build, clean, verdicts."""
     ls = sub.add_parser("list", help="notebooks in book order, one line each; with NAME, one notebook's parameters")
     ls.add_argument("names", nargs="*", metavar="NAME", help="show these notebooks' parameters (notebooks/x.py is x)")
     ls.set_defaults(func=cmd_list)
-
-    def run_options(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("names", nargs="*", metavar="NAME", help="notebooks to run (default: all)")
-        sp.add_argument(
-            "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"), help="override a parameter"
-        )
-        sp.add_argument("--preset", default=QUICK, help=f"parameter preset (default: {QUICK}; also: paper)")
-        sp.add_argument("--out", metavar="DIR", help="write outputs to DIR/<name>/ instead of book/generated/<name>/")
-        sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
-        sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
-        sp.add_argument(
-            "--scheduler",
-            metavar="ADDRESS",
-            default=None,
-            help="execute on a Dask cluster: a scheduler address (tcp://host:8786), or local:N (local:NxC) for a "
-            "local cluster of N workers (of C threads each) (needs the 'cluster' extra)",
-        )
 
     st = sub.add_parser("status", help="which notebooks `run` would execute (nothing is executed)")
     run_options(st)
@@ -465,38 +460,26 @@ def parser() -> argparse.ArgumentParser:
     )
     b.set_defaults(func=cmd_build)
 
-    from .sweep import MAX_POINTS as SWEEP_MAX_POINTS
-    from .sweep import cmd_sweep
-
-    sw = sub.add_parser("sweep", help="run notebooks over their unstated settings (notebooks/sweeps.yml), cached")
-    sw.add_argument("names", nargs="*", metavar="NAME", help="notebooks to sweep")
-    sw.add_argument("--all", action="store_true", help="sweep every notebook declared in notebooks/sweeps.yml")
-    sw.add_argument(
-        "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"), help='a grid: -p M "[64, 128]"'
-    )
-    sw.add_argument("--full", action="store_true", help="the product grid instead of one setting at a time")
-    sw.add_argument(
-        "--max-points",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"refuse a sweep of more than N points before it starts (default: {SWEEP_MAX_POINTS})",
-    )
-    sw.add_argument("-j", "--jobs", type=int, default=None, help="parallel points (default: number of cores)")
-    sw.add_argument("--scheduler", metavar="ADDRESS", default=None, help="execute on Dask (as for `run`)")
-
-    sw.set_defaults(func=cmd_sweep)
-
     c = sub.add_parser("clean", help=f"remove book/generated/ and _build/ (and the store {STORE}/ with --store)")
     c.add_argument("--store", action="store_true", help=f"also remove the store of executed runs, {STORE}/")
     c.set_defaults(func=cmd_clean)
-    add_commands(sub)  # export, import: a verified archive of store entries (iclbook/archive.py)
-    add_plan_command(sub)  # plan: predicted wall time on N workers (iclbook/plan.py)
-    add_record_commands(sub)  # record status|verify|refresh: the committed record (iclbook/record.py)
+
     v = sub.add_parser("verdicts", help="grade a notebook's ledger rows on a run's metrics.json (nothing is executed)")
     v.add_argument("name", metavar="NAME", help="the notebook")
     v.add_argument("--out", metavar="DIR", help="the output root given to `run --out` (default: book/generated)")
     v.set_defaults(func=cmd_verdicts)
+
+
+#: Every module with subcommands registers them the same way, through its ``add_command(sub)``.
+COMMAND_MODULES = (sys.modules[__name__], sweep, archive, plan, record)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="icl-book", description="Run and build the ICL companion's notebooks.")
+    p.add_argument("--root", help="project root (default: found from the working directory)")
+    sub = p.add_subparsers(dest="command", required=True)
+    for module in COMMAND_MODULES:
+        module.add_command(sub)
     return p
 
 

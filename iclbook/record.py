@@ -63,7 +63,7 @@ __all__ = [
     "EntryState",
     "RecordError",
     "TIMING_METRIC",
-    "add_commands",
+    "add_command",
     "entry_hash",
     "entry_state",
     "metrics_digest",
@@ -658,7 +658,7 @@ def _one_line(cmd: Any) -> Any:
     return wrapped
 
 
-def add_commands(sub: Any) -> None:
+def add_command(sub: Any) -> None:
     """Register ``icl-book record status|verify|refresh``."""
     rec = sub.add_parser("record", help="the committed record of paper-size runs (status, verify, refresh)")
     rsub = rec.add_subparsers(dest="record_command", required=True)

@@ -74,6 +74,7 @@ __all__ = [
     "Setting",
     "SweepError",
     "SweepSummary",
+    "add_command",
     "band",
     "cmd_sweep",
     "count_points",
@@ -570,3 +571,24 @@ def cmd_sweep(args: Any, root: Path) -> int:
             print(f"  {p.notebook} ({p.label}): {r.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def add_command(sub: Any) -> None:
+    """The ``sweep`` subcommand."""
+    sw = sub.add_parser("sweep", help="run notebooks over their unstated settings (notebooks/sweeps.yml), cached")
+    sw.add_argument("names", nargs="*", metavar="NAME", help="notebooks to sweep")
+    sw.add_argument("--all", action="store_true", help="sweep every notebook declared in notebooks/sweeps.yml")
+    sw.add_argument(
+        "-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"), help='a grid: -p M "[64, 128]"'
+    )
+    sw.add_argument("--full", action="store_true", help="the product grid instead of one setting at a time")
+    sw.add_argument(
+        "--max-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"refuse a sweep of more than N points before it starts (default: {MAX_POINTS})",
+    )
+    sw.add_argument("-j", "--jobs", type=int, default=None, help="parallel points (default: number of cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS", default=None, help="execute on Dask (as for `run`)")
+    sw.set_defaults(func=cmd_sweep)
