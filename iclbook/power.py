@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from .numbers import fmt_fixed, fmt_power, fmt_se
 from .predicates import ReportError, parse_predicate
 
 __all__ = [
@@ -144,8 +145,8 @@ class Power:
 
     def describe(self) -> str:
         """``"0.93 (analytic, SE 0.012)"``."""
-        extra = f", ±{self.mc_error:.3f}" if self.mc_error else ""
-        return f"{self.power:.2f} ({self.method}{extra}; SE {self.se:.3g})"
+        extra = f", ±{fmt_fixed(self.mc_error, 3)}" if self.mc_error else ""
+        return f"{fmt_power(self.power)} ({self.method}{extra}; SE {fmt_se(self.se)})"
 
 
 def _is_number(x: Any) -> bool:
