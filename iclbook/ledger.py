@@ -412,7 +412,8 @@ class WithinSERule(Rule):
         if value is None or se is None:
             return Grade(value, "no standard error" if value is not None else "", "missing")
         if not (is_finite_number(value) and is_finite_number(se) and se >= 0):
-            return Grade(None, f"value {value!r} or standard error {se!r} is not a number", "differs")
+            shown = [format_value(v) if is_finite_number(v) or isinstance(v, float) else repr(v) for v in (value, se)]
+            return Grade(None, f"value {shown[0]} or standard error {shown[1]} is not a number", "differs")
         from iclcore.stats import agreement_within_se  # the rule lives with the package's statistics
 
         a = agreement_within_se(float(value), float(self.reported), float(se), self.z, self.discretisation)

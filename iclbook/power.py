@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from .numbers import fmt_fixed, fmt_power, fmt_se
+from .numbers import fmt_fixed, fmt_power, fmt_se, fmt_value
 from .predicates import ReportError, parse_predicate
 
 __all__ = [
@@ -326,7 +326,7 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
         raise AlternativeError("alternative: no standard error (give alternative.se or the row's se)")
     se = _value(se_spec, metrics, "se")
     if se < 0:
-        raise AlternativeError(f"alternative se = {se:g} is negative")
+        raise AlternativeError(f"alternative se = {fmt_value(se, 6)} is negative")
     if alt.value is not None:
         means: tuple[float, ...] = (_value(alt.value, metrics, "value"),)
     else:
