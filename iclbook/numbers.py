@@ -37,7 +37,6 @@ __all__ = [
     "fmt_se",
     "fmt_signed",
     "fmt_value",
-    "format_number",
     "format_spec",
 ]
 
@@ -150,11 +149,6 @@ NAMED_FORMATS: dict[str, Callable[[Any], str]] = {
 _SPEC = re.compile(r"(?P<sign>\+?)(?P<group>,?)(?:\.(?P<prec>\d+))?(?P<type>[efg%d]?)")
 
 
-def format_number(x: float) -> str:
-    """A number with no format asked for: a count as a count, a float as :func:`fmt_value`."""
-    return fmt_count(x) if isinstance(x, int) else fmt_value(x)
-
-
 def format_spec(x: float, spec: str) -> str:
     """``x`` formatted by a named format (:data:`NAMED_FORMATS`) or a Python format specification, in the style.
 
@@ -165,7 +159,7 @@ def format_spec(x: float, spec: str) -> str:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise ValueError(f"{x!r} is not a number")
     if not spec:
-        return format_number(x)
+        return fmt_value(x)  # a count as a count, a float to 3 significant figures
     if spec in NAMED_FORMATS:
         return NAMED_FORMATS[spec](x)
     m = _SPEC.fullmatch(spec)
