@@ -29,7 +29,8 @@ setting (``metrics`` or ``sweep``), ``fixed`` the before (``commit``) and after 
 diagnosis without them is to be ``open``. Runs made outside the repository (a separate script, a store run
 of another machine) are not evidence here: the note may describe them.
 
-This module imports only :mod:`iclbook.predicates` (for the expressions of a trend's sizes).
+This module imports only :mod:`iclbook.predicates` (for the expressions of a trend's sizes) and
+:mod:`iclbook.numbers` (the book's number style).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .numbers import fmt_se, fmt_value
 
 __all__ = [
     "KINDS",
@@ -247,7 +250,10 @@ def _trend_problems(r: Reference, c: _Context) -> list[str]:
         return [str(exc)]
     if tr.reaches:
         return []
-    return [f"the size series extrapolates to {tr.c:.3g} +- {tr.c_se:.2g}, not to {tr.limit:g} within 3 SE"]
+    return [
+        f"the size series extrapolates to {fmt_value(tr.c)} ± {fmt_se(tr.c_se)}, not to {fmt_value(tr.limit, 6)} "
+        "within 3 SE"
+    ]
 
 
 def _reference_problems(r: Reference, c: _Context) -> list[str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .loaders import FileKind, InputFileError, check_schema, load_file
+from .numbers import fmt_count, fmt_fixed, fmt_percent, fmt_se, fmt_signed, fmt_value
 from .predicates import ReportError, evaluate_predicate, parse_predicate, predicate_names
 
 __all__ = [
@@ -276,7 +277,7 @@ class Rule:
 
     def describe(self) -> str:
         """The rule as the report's column *rule* shows it (Markdown)."""
-        return self.kind + (f" ({self.tolerance:g})" if self.tolerance is not None else "")
+        return self.kind + (f" ({fmt_value(self.tolerance, 6)})" if self.tolerance is not None else "")
 
     def formula(self) -> str:
         """The rule as a plain-text inequality (the notebook pages' verdict table)."""
@@ -335,7 +336,7 @@ class ExactRule(_SingleMetricRule):
     """The metric equals the reported value."""
 
     def _holds(self, x: float) -> tuple[bool, str]:
-        return x == float(self.reported), f"{x - float(self.reported):.3g}"
+        return x == float(self.reported), fmt_value(x - float(self.reported))
 
     def formula(self) -> str:
         return f"value == {self.reported:g}"
@@ -349,7 +350,7 @@ class AbsRule(_SingleMetricRule):
 
     def _holds(self, x: float) -> tuple[bool, str]:
         r = self.reported
-        return abs(x - r) <= self.tolerance, f"{x - r:+.3g}"
+        return abs(x - r) <= self.tolerance, fmt_signed(x - r)
 
     def formula(self) -> str:
         return f"|value - {self.reported:g}| <= {self.tolerance:g}"
@@ -365,7 +366,7 @@ class RelRule(_SingleMetricRule):
     def _holds(self, x: float) -> tuple[bool, str]:
         r, tol = self.reported, self.tolerance
         rel = abs(x - r) / abs(r) if r != 0 else math.inf
-        return rel <= tol, f"{(x - r) / abs(r):+.2%}" if r != 0 else "n/a"
+        return rel <= tol, fmt_percent((x - r) / abs(r), 2, sign="+") if r != 0 else "n/a"
 
     def formula(self) -> str:
         return f"|value - {self.reported:g}| / |{self.reported:g}| <= {self.tolerance:g}"
@@ -379,7 +380,7 @@ class MaxRule(_SingleMetricRule):
     """The metric is at most ``tolerance`` (a bound; the reported value is shown beside it)."""
 
     def _holds(self, x: float) -> tuple[bool, str]:
-        return x <= self.tolerance, f"bound ≤ {self.tolerance:.3g}"
+        return x <= self.tolerance, f"bound ≤ {fmt_value(self.tolerance)}"
 
     def formula(self) -> str:
         return f"value <= {self.tolerance:g}"
@@ -392,7 +393,7 @@ class MinRule(_SingleMetricRule):
     """The metric is at least ``tolerance``."""
 
     def _holds(self, x: float) -> tuple[bool, str]:
-        return x >= self.tolerance, f"bound ≥ {self.tolerance:.3g}"
+        return x >= self.tolerance, f"bound ≥ {fmt_value(self.tolerance)}"
 
     def formula(self) -> str:
         return f"value >= {self.tolerance:g}"
@@ -411,22 +412,25 @@ class WithinSERule(Rule):
         if value is None or se is None:
             return Grade(value, "no standard error" if value is not None else "", "missing")
         if not (is_finite_number(value) and is_finite_number(se) and se >= 0):
-            return Grade(None, f"value {value!r} or standard error {se!r} is not a number", "differs")
+            shown = [format_value(v) if is_finite_number(v) or isinstance(v, float) else repr(v) for v in (value, se)]
+            return Grade(None, f"value {shown[0]} or standard error {shown[1]} is not a number", "differs")
         from iclcore.stats import agreement_within_se  # the rule lives with the package's statistics
 
         a = agreement_within_se(float(value), float(self.reported), float(se), self.z, self.discretisation)
-        text = f"{a.difference:+.3g} = {a.z:+.2f} SE (SE {se:.3g}); margin {a.margin:+.3g}"
+        text = (
+            f"{fmt_signed(a.difference)} = {fmt_fixed(a.z, 2, sign='+')} SE (SE {fmt_se(se)}); "
+            f"margin {fmt_signed(a.margin)}"
+        )
         used = ((self.metric, value), (self.se[0], se))
         return Grade(float(value), text, "reproduced" if a.holds else "differs", used)
 
-    def _disc(self) -> str:
-        return f" + {self.discretisation:g}" if self.discretisation else ""
-
     def describe(self) -> str:
-        return f"within_se (\\|Δ\\| ≤ {self.z:g}·SE{self._disc()})"
+        disc = f" + {fmt_value(self.discretisation, 6)}" if self.discretisation else ""
+        return f"within_se (\\|Δ\\| ≤ {fmt_value(self.z, 6)}·SE{disc})"
 
     def formula(self) -> str:
-        return f"|value - {self.reported:g}| <= {self.z:g} SE{self._disc()}"
+        disc = f" + {self.discretisation:g}" if self.discretisation else ""
+        return f"|value - {self.reported:g}| <= {self.z:g} SE{disc}"
 
     def half_width(self, metrics: Mapping[str, Any]) -> float | None:
         se = metrics.get(self.se[0]) if self.se else None
@@ -706,13 +710,16 @@ def status_label(row: Row) -> str:
 
 
 def format_value(v: Any) -> str:
-    """A reported or computed value in a table: ``—`` for none, *holds*/*fails* for a boolean, 6 digits."""
+    """A reported or computed value in a table: ``—`` for none, *holds*/*fails* for a boolean, a number to 6
+    significant figures (so that a paper's value shows whole) in the book's style (:mod:`iclbook.numbers`)."""
     if v is None:
         return "—"
     if isinstance(v, bool):
         return "holds" if v else "fails"
-    if isinstance(v, (int, float)):
-        return f"{v:.6g}" if isinstance(v, float) else str(v)
+    if isinstance(v, int):
+        return fmt_count(v)
+    if isinstance(v, float):
+        return fmt_value(v, 6)
     return str(v)
 
 

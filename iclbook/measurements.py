@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .numbers import fmt_count, fmt_value
+
 __all__ = ["load_results", "render_measurements"]
 
 RESULTS = Path("benchmarks") / "results"
@@ -39,13 +41,14 @@ def load_results(root: Path) -> list[tuple[str, dict[str, Any] | str]]:
 
 
 def _fmt(v: Any) -> str:
-    """A value as the page shows it: integers with thousands separators, floats to 4 significant digits."""
+    """A value as the page shows it, in the book's style (:mod:`iclbook.numbers`): integers as counts, floats to
+    4 significant digits."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
-        return f"{v:,}"
+        return fmt_count(v)
     if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:.4g}"
+        return fmt_value(v, 4)
     return str(v).replace("|", "\\|")
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from .numbers import fmt_fixed, fmt_power, fmt_se, fmt_value
 from .predicates import ReportError, parse_predicate
 
 __all__ = [
@@ -144,8 +145,8 @@ class Power:
 
     def describe(self) -> str:
         """``"0.93 (analytic, SE 0.012)"``."""
-        extra = f", ±{self.mc_error:.3f}" if self.mc_error else ""
-        return f"{self.power:.2f} ({self.method}{extra}; SE {self.se:.3g})"
+        extra = f", ±{fmt_fixed(self.mc_error, 3)}" if self.mc_error else ""
+        return f"{fmt_power(self.power)} ({self.method}{extra}; SE {fmt_se(self.se)})"
 
 
 def _is_number(x: Any) -> bool:
@@ -325,7 +326,7 @@ def rule_power(claim: Any, alt: Alternative, metrics: dict[str, Any], rng: np.ra
         raise AlternativeError("alternative: no standard error (give alternative.se or the row's se)")
     se = _value(se_spec, metrics, "se")
     if se < 0:
-        raise AlternativeError(f"alternative se = {se:g} is negative")
+        raise AlternativeError(f"alternative se = {fmt_value(se, 6)} is negative")
     if alt.value is not None:
         means: tuple[float, ...] = (_value(alt.value, metrics, "value"),)
     else:

@@ -14,6 +14,8 @@ import ast
 import math
 from typing import Any
 
+from .numbers import fmt_value
+
 __all__ = ["PREDICATE_FUNCTIONS", "ReportError", "evaluate_predicate", "parse_predicate", "predicate_names"]
 
 #: Functions a predicate may call (nothing else can be called).
@@ -164,5 +166,6 @@ def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicat
     except (ArithmeticError, TypeError, ValueError) as exc:
         raise ReportError(f"{where}: predicate {expr!r} cannot be evaluated: {exc}") from None
     if not isinstance(result, bool):
-        raise ReportError(f"{where}: predicate {expr!r} gives {result!r}, not true/false")
+        shown = fmt_value(result, 6) if isinstance(result, (int, float)) else repr(result)
+        raise ReportError(f"{where}: predicate {expr!r} gives {shown}, not true/false")
     return result

@@ -51,6 +51,7 @@ from typing import Any
 
 from .archive import _git, machine_record
 from .notebooks import QUICK, Notebook, NotebookError, discover_all
+from .numbers import fmt_fixed
 from .runs import RunRequest, make_requests
 from .store import STAMP, cache_key, import_scans, sha256_file, store_dir, verify_folder
 
@@ -508,7 +509,7 @@ def state_note(state: EntryState) -> str:
     """One sentence for the report and the chapter banners: where a recorded run came from and its state."""
     text = (
         f"from the committed record (`{RECORD}/{state.preset}/{state.notebook}`), computed at commit "
-        f"`{state.commit[:12]}` on {state.date} on {state.machine} in {state.seconds:,.0f} s: {state.state}"
+        f"`{state.commit[:12]}` on {state.date} on {state.machine} in {fmt_fixed(state.seconds, 0)} s: {state.state}"
     )
     if state.state != CURRENT:
         text += f" ({state.reason}"

@@ -30,6 +30,7 @@ from .ledger import (
 )
 from .measurements import render_measurements
 from .notebooks import toc_order
+from .numbers import fmt_power, fmt_value
 from .robustness import robustness_section, sweep_bands
 from .sensitivity import band_text
 
@@ -175,13 +176,13 @@ def _power_cell(cl: Claim, p: Any) -> str:
         return f"? ({cl.alternative.text}; {p or 'not computed'})"
     from .power import POWER_MIN
 
-    flag = f" ⚠ below {POWER_MIN:g}" if p.power < POWER_MIN else ""
-    return f"**{p.power:.2f}**{flag} against: {cl.alternative.text}"
+    flag = f" ⚠ below {fmt_value(POWER_MIN)}" if p.power < POWER_MIN else ""
+    return f"**{fmt_power(p.power)}**{flag} against: {cl.alternative.text}"
 
 
 def _paper_power(p: Any) -> str:
     """`` · power 0.93`` after a paper-preset status, where the power at the paper metrics was computed."""
-    return f" · power {p.power:.2f}" if hasattr(p, "power") else ""
+    return f" · power {fmt_power(p.power)}" if hasattr(p, "power") else ""
 
 
 PAPERS = {

@@ -2,8 +2,10 @@
 
 The ``{metric}`` role renders a computed number.
 
-Usage in MyST: ``{metric}`proof_ladder:max_err_decoder``` or with a format
-specification ``{metric}`proof_ladder:max_err_decoder:.2e```. The value is read
+Usage in MyST: ``{metric}`proof_ladder:max_err_decoder``` or with a format: a named one
+(``value``, ``signed``, ``se``, ``sci``, ``percent``, ``power``, ``count``) or a Python specification
+such as ``{metric}`proof_ladder:max_err_decoder:.2e```, rendered in the book's number style
+(:mod:`iclbook.numbers`: ``1.23×10⁻⁵``, ``−``, thousands separators from 10,000). The value is read
 from ``book/generated/<notebook>/metrics.json``; a missing notebook, key or a
 bad format is a build warning (an error in strict mode), so a chapter can never
 show a number the build did not compute. The ``{param}`` role renders a run's parameter.
@@ -23,22 +25,20 @@ from typing import Any
 from docutils import nodes
 from sphinx.util import logging
 
+from .numbers import format_spec
 from .verdicts import REPORTED, VerdictTable, ledger_verdicts
 
 logger = logging.getLogger(__name__)
 
 
 def format_metric(value: Any, spec: str = "") -> str:
-    """Format a metric value; booleans read "yes"/"no", strings as they are, floats default to 4 significant digits."""
+    """Format a metric value; booleans read "yes"/"no", strings as they are (or by a Python ``spec``), numbers
+    in the book's style (:func:`iclbook.numbers.format_spec`; no ``spec``: a count, or 3 significant figures)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, str) and not spec:
-        return value
-    if spec:
-        return format(value, spec)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.4g}"
+    if isinstance(value, str):
+        return format(value, spec) if spec else value
+    return format_spec(value, spec)
 
 
 def metric_role(name, rawtext, text, lineno, inliner, options=None, content=None):  # noqa: D103
@@ -105,18 +105,17 @@ def param_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 
 
 def format_param(value: Any, spec: str = "") -> str:
-    """Format a parameter: as written (``g`` for floats) unless ``spec`` is given.
+    """Format a parameter in the book's style (:func:`iclbook.numbers.format_spec`): a float to 6 significant
+    figures (``g``), an integer as a count, unless ``spec`` is given; a string as it is.
 
     A list or tuple parameter is its elements, each formatted so, joined by ", " (``[50, 200]`` reads
     "50, 200" in a sentence).
     """
     if isinstance(value, (list, tuple)):
         return ", ".join(format_param(v, spec) for v in value)
-    if spec:
-        return format(value, spec)
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return format(value, spec) if spec else str(value)
+    return format_spec(value, spec or ("g" if isinstance(value, float) else ""))
 
 
 VERDICTS = "icl-verdicts"

@@ -330,8 +330,11 @@ def test_errata_in_book_order(tmp_path: Path) -> None:
         (True, "", "yes"),
         (False, "", "no"),
         (7, "", "7"),
-        (0.123456, "", "0.1235"),
-        (4.337e-18, ".2e", "4.34e-18"),
+        (12345, "", "12,345"),
+        (0.123456, "", "0.123"),
+        (4.337e-18, ".2e", "4.34×10⁻¹⁸"),
+        (-0.5, ".3f", "−0.500"),
+        (0.25, "percent", "25.0%"),
         ("cpu", "", "cpu"),
         ("cpu", ">5", "  cpu"),
     ],
@@ -345,7 +348,10 @@ def test_format_metric(value, spec, text) -> None:
     [
         (128, "", "128"),
         (0.1, "", "0.1"),
-        (4096, ",", "4,096"),
+        (4096, ",", "4096"),
+        (40960, ",", "40,960"),
+        (1e-06, "", "1×10⁻⁶"),
+        (True, "", "True"),
         (0.5, ".2f", "0.50"),
         ([50, 200], "", "50, 200"),
         ((0.5, 2.0), ".1f", "0.5, 2.0"),
@@ -538,6 +544,6 @@ def test_figure_provenance_line() -> None:
     paper = dict(quick, K=64, M=480)
     p = provenance(dict(manifest, preset="paper", params=dict(manifest["params"], K=64, M=480, tol=1e-6)), quick, paper)
     assert p.command == ".venv/bin/icl-book run decoder_outer --preset paper -p tol 1e-06"
-    assert p.setting() == "preset paper (K = 64, M = 480, tol = 1e-06 differ from quick)"
+    assert p.setting() == "preset paper (K = 64, M = 480, tol = 1×10⁻⁶ differ from quick)"
     assert provenance(dict(manifest, params={"K": 64}), None).command == ".venv/bin/icl-book run decoder_outer"
     assert saved_stems('save_figure(fig, "fig1_a")\nsave_figure(fig, stem)') == (["fig1_a"], True)
