@@ -27,7 +27,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def typed_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One run of the `types` notebook with values that papermill's YAML reading used to turn into strings."""
+    """One run of the `types` notebook with values that a YAML reading would turn into strings (``1e-5``, ``nan``)."""
     root = make_project(tmp_path_factory.mktemp("typed") / "project", ["types"])
     proc = run_icl(
         root,
