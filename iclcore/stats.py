@@ -689,7 +689,13 @@ class SEAgreement:
 
     @property
     def margin(self) -> float:
-        """``allowed - |difference|``: how far inside (> 0) or outside (< 0) the band the value lies."""
+        """``allowed - |difference|``: how far inside (> 0) or outside (< 0) the band the value lies.
+
+        Examples
+        --------
+        >>> round(agreement_within_se(1.02, 1.0, 0.01).margin, 12)  # allowed 3 x 0.01, |difference| 0.02
+        0.01
+        """
         return self.allowed - abs(self.difference)
 
 
@@ -845,12 +851,26 @@ class LineFit:
 
     @property
     def exponent(self) -> float | np.ndarray:
-        """``-slope``: the decay exponent ``p`` of ``y ∝ x^{-p}`` (meaningful for :func:`fit_power_law`)."""
+        """``-slope``: the decay exponent ``p`` of ``y ∝ x^{-p}`` (meaningful for :func:`fit_power_law`).
+
+        Examples
+        --------
+        >>> x = np.array([1.0, 2.0, 4.0, 8.0])
+        >>> round(float(fit_power_law(x, 3.0 * x**-1.5).exponent), 12)
+        1.5
+        """
         return -self.slope
 
     @property
     def amplitude(self) -> float | np.ndarray:
-        """``exp(intercept)``: the prefactor ``A`` of ``y = A x^{slope}`` (meaningful for :func:`fit_power_law`)."""
+        """``exp(intercept)``: the prefactor ``A`` of ``y = A x^{slope}`` (meaningful for :func:`fit_power_law`).
+
+        Examples
+        --------
+        >>> x = np.array([1.0, 2.0, 4.0, 8.0])
+        >>> round(float(fit_power_law(x, 3.0 * x**-1.5).amplitude), 12)
+        3.0
+        """
         return np.exp(self.intercept)
 
 

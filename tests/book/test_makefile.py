@@ -1,8 +1,8 @@
 """The Makefile's guards, run with `make` on stand-in interpreters (nothing is installed).
 
 * A `.venv` made with another Python than 3.11 (left by a failed install) is recreated, and a `PYTHON`
-  that is not 3.11 is refused before anything is created, with the way to choose one (issue: a 3.12
-  `.venv` was reused by `make venv PYTHON=python3.11` and failed again).
+  that is not 3.11 is refused before anything is created, with the way to choose one (a 3.12 `.venv`
+  is not reused by `make venv PYTHON=python3.11`).
 * `JOBS` that is not a positive integer does not make the shell divide by zero: THREADS falls back to 1
   and `icl-book` itself refuses the value.
 """

@@ -4,8 +4,8 @@ A parameter line declares the values it accepts in its trailing comment (``# ...
 or ``# choices: [...]``, see :mod:`iclbook.notebooks`); the runner refuses a value outside it before a
 kernel starts, with an error naming the parameter, the value and the domain. These tests read the
 notebooks statically (``iclbook.notebooks``): every parameter has a domain, every preset (``quick``
-included) lies inside it, and the values of the defect report (``proof_ladder -p cond 0.5`` ran with
-condition number 2; ``nan``, ``-1``, ``inf`` failed deep inside numpy) are refused up front.
+included) lies inside it, and values outside a domain (``proof_ladder -p cond 0.5``, a condition number
+below 1; ``nan``, ``-1``, ``inf``) are refused up front instead of failing deep inside numpy.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from iclbook.devices import device_parameters
 from iclbook.notebooks import Notebook, NotebookError, discover_all
 
 ROOT = Path(__file__).resolve().parents[2]
-
-#: Parameters allowed to lack a domain, by notebook: none. The list only shrinks: a listed parameter
-#: that has a domain, or no longer exists, fails ``test_pending_list_is_not_stale``.
-PENDING: dict[str, set[str]] = {}
 
 
 def _notebooks() -> dict[str, Notebook]:
@@ -40,24 +36,12 @@ def test_every_parameter_declares_a_domain() -> None:
         f"{nb.name}.{key} = {value!r}"
         for nb in NOTEBOOKS.values()
         for key, value in nb.parameters.items()
-        if key not in nb.ranges and key not in device_parameters(nb.path) and key not in PENDING.get(nb.name, set())
+        if key not in nb.ranges and key not in device_parameters(nb.path)
     ]
     assert not missing, (
         f"{len(missing)} parameters without a declared domain (add `; range: [lo, hi]`, "
         "`; choices: [...]` or `; domain: device` to the line's comment): " + ", ".join(missing)
     )
-
-
-def test_pending_list_is_not_stale() -> None:
-    stale = []
-    for name, keys in PENDING.items():
-        nb = NOTEBOOKS.get(name)
-        for key in sorted(keys):
-            if nb is None or key not in nb.parameters:
-                stale.append(f"{name}.{key} (no such parameter)")
-            elif key in nb.ranges:
-                stale.append(f"{name}.{key} (declares {nb.ranges[key].describe()})")
-    assert not stale, "remove from PENDING: " + ", ".join(stale)
 
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))

@@ -77,6 +77,7 @@ def test_iso_depth1_optimum_is_one_over_one_plus_alpha_not_paper():
         assert (1 - g1) ** 2 == pytest.approx((1 + alpha) ** -2, rel=1e-14)
 
 
+@pytest.mark.slow
 def test_iso_depth1_optimum_monte_carlo_predictor():
     """Simulate the actual in-context predictor at L = 1, Γ = γ*I (D = 64, α = 2): the loss is the
     finite-D value 1 - 2γ + γ²(1 + (D+1)/P) ≈ 1/(1+α) = 0.337, far from the printed 1/9."""
@@ -105,6 +106,7 @@ def test_iso_depth_monotone():
 
 
 @pytest.mark.parametrize("L,sigma", [(1, 0.0), (3, 0.0), (2, 0.5)])
+@pytest.mark.slow
 def test_iso_landscape_vs_wishart_monte_carlo(L, sigma):
     """MP quadrature landscape vs the exact finite-D average over Wishart spectra (D = 300, 6 draws):
     finite-D and sampling corrections are O(1/D); tolerance 2% relative."""
@@ -401,7 +403,7 @@ def test_rrs_depth_exponent_and_optimum_location():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("N", [60, 250])
+@pytest.mark.parametrize("N", [60, pytest.param(250, marks=pytest.mark.slow)])
 def test_width_bottleneck_vs_monte_carlo(N):
     lam, om = data_.power_law_spectrum(1000, 1.0, 1.0)
     mc = scaling_.width_bottleneck_mc(lam, om, N, np.random.default_rng(10), draws=4)
@@ -410,6 +412,7 @@ def test_width_bottleneck_vs_monte_carlo(N):
 
 
 @pytest.mark.parametrize("P", [60, 250])
+@pytest.mark.slow
 def test_context_bottleneck_vs_monte_carlo(P):
     lam, om = data_.power_law_spectrum(1000, 1.0, 1.0)
     mc = scaling_.context_bottleneck_mc(lam, om, P, np.random.default_rng(11), draws=12)

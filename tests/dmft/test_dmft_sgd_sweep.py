@@ -19,6 +19,7 @@ def _task(eta, B, n, r):
     return ReducedSGDTask(tuple(LAM), tuple(OM), 2, False, None, eta, B, n, train_seed=100 + r)
 
 
+@pytest.mark.slow
 def test_sweep_equals_the_explicit_loop() -> None:
     """Same seeds, same numbers as training the untied model by hand (the loop the notebooks had)."""
     flow = lambda t: rrs_gradient_flow(t, LAM, OM, 2)[0]  # noqa: E731

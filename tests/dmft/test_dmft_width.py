@@ -115,6 +115,7 @@ def test_gradient_flow_matches_quadrature_of_inverse_rate():
 # ------------------------------------------------------------------ deterministic equivalents
 
 
+@pytest.mark.slow
 def test_de_one_point_vs_monte_carlo():
     """One-point DE (contour) vs MC at D = 1200, N = 300, 8 draws: within 3% for gamma < s_max-edge.
 
@@ -169,6 +170,7 @@ def test_app_a_identities():
     np.testing.assert_allclose(p1, [width_psi(np.array([z]), lam, N / D)[0] for z in z1], rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_two_point_wishart_vs_monte_carlo_and_paper_typo():
     """Finite alpha, N = D (structured Wishart): two-point DE vs MC (D = 300, 12 draws) within 3%;
     the relation printed after Eq. 39 (hat Sigma_chichi = -B Sigma_vv) is off by > 2x."""
@@ -199,7 +201,7 @@ def test_psi_small_z_gives_width_kappa():
 # ------------------------------------------------------------------ bottlenecks (vs dmft_reduced)
 
 
-@pytest.mark.parametrize("N", [100, 400])
+@pytest.mark.parametrize("N", [100, pytest.param(400, marks=pytest.mark.slow)])
 def test_width_bottleneck_linear_form_vs_mc_null_space(N):
     """t, L -> inf at finite N: MC null-space loss (this module) vs the corrected linear
     DE of dmft_reduced within 5% (D = 1500, 3 draws); the printed squared Eq. 113 is off by > 2x."""
@@ -310,7 +312,10 @@ def test_untied_balanced_point_is_transversally_unstable(L):
     assert untied_loss(np.full(L, g_star) + 0.05 * g_star * v, lam, omega) < l_star
 
 
-@pytest.mark.parametrize("D, L", [(24, 2), (24, 4), (24, 8), (300, 3)])
+@pytest.mark.parametrize(
+    "D, L",
+    [(24, 2), (24, 4), pytest.param(24, 8, marks=pytest.mark.slow), pytest.param(300, 3, marks=pytest.mark.slow)],
+)
 def test_untied_optimum_is_global(D, L):
     """The orthogonal-polynomial optimum: its layer scales attain the returned loss, it is below the
     balanced optimum, and no multi-start Nelder-Mead run (12 random starts) goes below it."""

@@ -62,6 +62,7 @@ def test_power_five_comparisons_refuse_an_unknown_kind() -> None:
                                decay=1.0, steps=2, mc_draws=4, mc_tables=2, seed=0)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_w5_flow_has_the_exponent_of_eq22_and_the_gamma_flow_that_of_eq97() -> None:
     beta = 1.0
     ex = power_five_time_exponents(D=100000, nu=1.0, beta=beta, t=np.geomspace(1e-2, 1e12, 400))

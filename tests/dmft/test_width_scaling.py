@@ -100,6 +100,7 @@ def test_width_noise_sweep_scale_is_eta_over_b() -> None:
         width_noise_sweep(lam, om, N=2, L=2, configs=[(0.5, 4)], seeds=2, horizon=4.0, seed=0)
 
 
+@pytest.mark.slow
 def test_two_point_equivalent_equals_the_one_point_one_at_infinite_context() -> None:
     lam, om = power_law_spectrum(120, 1.0, 1.0)
     dec = deterministic_equivalent_checks(lam, om, widths=[15, 30], alphas=[2.0], L=2, n_nodes=120,

@@ -89,6 +89,7 @@ def test_one_exploding_prompt_moves_the_medians_by_less_than_their_se_and_flips_
         assert 0 < clean[f"{k}_se"] < np.inf and hit[f"{k}_se"] < 2 * clean[f"{k}_se"], k
 
 
+@pytest.mark.slow
 def test_probe_seed_resamples_the_probe_set_not_the_training():
     """Same training seed, two probe seeds: identical loss curves, different probe statistics."""
     sw = ProbeSweep(d=2, n=4, lsa_layers=2, lsa_steps=4, batch=8, checkpoint_base=2, n_probe=16, n_rich=4, n_boot=20)
@@ -221,6 +222,7 @@ def test_sweep_in_two_processes_equals_the_sweep_in_this_one():
         assert one[k].skipped == two[k].skipped == 0
 
 
+@pytest.mark.slow
 def test_lsa_training_loss_is_heavy_tailed_at_the_quick_preset():
     """The chapter's caveat on the LSA's mean-based rows: at the notebook's quick settings (main run)
     the training loss has finite spikes many orders above its typical value, and none is skipped."""

@@ -289,6 +289,7 @@ def test_exact_expected_loss_vs_monte_carlo():
     assert abs(mc - paper) > 6 * se
 
 
+@pytest.mark.slow
 def test_sgd_simulation_follows_exact_not_paper_at_small_N():
     """LIN-C regime (N = 16, anisotropic S, 250 epochs of P = 64 tasks): the replica-mean simulated a_alpha(t)
     over the last 20% of training agrees with the exact averaged flow within 4% per mode; the

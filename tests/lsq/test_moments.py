@@ -122,7 +122,7 @@ def test_effective_dimension():
 
 
 def test_moments_reject_non_psd_and_nan_input_naming_the_parameter():
-    """Defect D7: a non-PSD or NaN covariance raised nothing and returned garbage."""
+    """A non-PSD, NaN or asymmetric covariance is a one-line ValueError naming it, not a garbage moment."""
     bad = np.diag([4.0, 2.0, 1.0, -0.5])
     nan = np.full((4, 4), np.nan)
     asym = np.array([[1.0, 0.5], [0.0, 1.0]])

@@ -96,9 +96,9 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
 
 
 def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
-    """Eight float32 Adam steps of gd_probe's GPT training give the same losses with the new step
-    (explicit attention, last layer on the read rows, fused Adam) and the old one (fused attention
-    call, per-tensor Adam).
+    """Eight float32 Adam steps of gd_probe's GPT training give the same losses with the fast step
+    (explicit attention, last layer on the read rows, fused Adam) and the reference step (fused
+    attention call, per-tensor Adam).
 
     Error model, fixed in advance: the two attentions sum the same products in a different order, a
     reordered reduction of length ``n`` moves a float32 result by at most about ``n`` ulp, and the

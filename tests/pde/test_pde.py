@@ -101,6 +101,7 @@ def test_encoder_quality_standard_errors():
     assert q.z_mse_se > 0 and q.floor_se > 0
 
 
+@pytest.mark.slow
 def test_gp_sampler_covariance():
     """Empirical covariance of n draws: each entry has SE ≤ sqrt(2/n)·var; allow 5 SE for the max."""
     x = np.linspace(0, 1, 17)

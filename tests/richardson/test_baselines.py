@@ -106,6 +106,7 @@ def test_free_linear_at_depth_one_is_the_training_oracle():
     assert short.converged is False and short.n_iter == 2
 
 
+@pytest.mark.slow
 def test_comparison_ordering_and_floor():
     cfg, train = _systems(n=600, seed=4)
     _, test = _systems(n=600, seed=5)
@@ -122,6 +123,7 @@ def test_comparison_ordering_and_floor():
     assert comp.test_curves["scalar"].shape == (L + 1,)
 
 
+@pytest.mark.slow
 def test_deterministic():
     _, train = _systems(n=200, seed=6)
     a = free_linear_baseline(train, 4)

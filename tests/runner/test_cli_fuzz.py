@@ -115,6 +115,7 @@ def assert_clean_answer(rc: int, err: str) -> None:
 
 @FUZZ
 @given(data=st.data(), raw=value_text)
+@pytest.mark.slow
 def test_any_p_value_is_a_typed_value_or_one_line_error(project, data, raw) -> None:
     notebook, name = data.draw(st.sampled_from(_names(project)))
     nb = read_notebook(project / "notebooks" / f"{notebook}.py")
@@ -129,6 +130,7 @@ def test_any_p_value_is_a_typed_value_or_one_line_error(project, data, raw) -> N
 
 @FUZZ
 @given(data=st.data(), raw=value_text)
+@pytest.mark.slow
 def test_status_with_any_p_value_exits_0_or_2_with_one_line_and_changes_nothing(project, data, raw) -> None:
     notebook, name = data.draw(st.sampled_from(_names(project)))
     before = store_snapshot(project)
@@ -139,6 +141,7 @@ def test_status_with_any_p_value_exits_0_or_2_with_one_line_and_changes_nothing(
 
 @FUZZ
 @given(setting=st.sampled_from(["K", "eta", "nope"]), raw=value_text)
+@pytest.mark.slow
 def test_any_sweep_grid_is_refused_in_one_line_before_a_point_runs(project, setting, raw) -> None:
     before = store_snapshot(project)
     rc, err = run_quietly(project, "sweep", "sized", "-p", setting, raw, "--max-points", "1")
@@ -185,6 +188,7 @@ yaml_document = st.one_of(
 
 @FUZZ
 @given(document=yaml_document)
+@pytest.mark.slow
 def test_any_sweeps_yml_is_one_line_or_a_checked_plan(project, document) -> None:
     path = project / "notebooks" / "sweeps.yml"
     saved = path.read_text()

@@ -43,6 +43,7 @@ def test_failing_line_follows_the_traceback() -> None:
     assert failing_line(source, []) == "a = 1"  # no usable traceback: the cell's first line
 
 
+@pytest.mark.slow
 def test_failed_run_keeps_the_executed_notebook(demo_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (demo_project / "notebooks" / "broken.py").write_text(BROKEN)
     assert run_cli(demo_project, "run", "broken") == 1

@@ -479,6 +479,7 @@ def test_run_out_never_replaces_a_folder_of_tracked_files(src: Path, force: list
     assert (src / "work" / "second" / "keep.md").read_text() == "mine\n"
 
 
+@pytest.mark.slow
 def test_run_out_names_a_foreign_folder_and_replaces_it_only_with_force(src: Path) -> None:
     mine = src.parent / "elsewhere" / "second"
     mine.mkdir(parents=True)

@@ -44,6 +44,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.slow
 def test_gd_probe_and_softmax_models_on_a_local_cluster_are_byte_identical(cluster, monkeypatch, tmp_path):
     probe = [(TINY_PROBE, k, 10, s) for k in ("lsa", "gpt") for s in (0, 1)]
     local = [pickle.dumps(replace(r, cpu=0.0)) for r in map_configs(_probe_run, probe)]  # cpu: its own CPU time
@@ -89,6 +90,7 @@ def flexformer_jobs() -> list:
     ]
 
 
+@pytest.mark.slow
 def test_flexformer_trainings_on_a_local_cluster_are_byte_identical(cluster, monkeypatch):
     from iclcore.models.flexformer import train_preconditioner_job
 

@@ -139,6 +139,7 @@ def test_the_key_holds_the_typed_list_exactly(project):
     assert len({key(), key(warmups="[200, 50]"), key(warmups="[50, 200]"), key(rates="[0.001]")}) == 4
 
 
+@pytest.mark.slow
 def test_a_list_reaches_the_kernel_as_a_list_and_a_rerun_is_a_cache_hit(project):
     out = project / "out"
     first = run_icl(project, "run", "lists", "-p", "warmups", "[50, 200]", "-p", "rates", "[0.25]", "--out", str(out))

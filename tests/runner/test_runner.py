@@ -142,6 +142,7 @@ def test_run_cache_hit_and_miss(demo_project: Path, capsys: pytest.CaptureFixtur
     assert "1 executed, 0 cached" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_failing_notebook_is_reported_and_others_run(demo_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = demo_project / "elsewhere"
     code = run_cli(demo_project, "run", "-p", "fail", "true", "--out", str(out), "demo")
@@ -152,6 +153,7 @@ def test_failing_notebook_is_reported_and_others_run(demo_project: Path, capsys:
     assert not (out / "demo" / ".icl-run.json").exists()  # a failed run is never cached
 
 
+@pytest.mark.slow
 def test_failure_does_not_stop_other_notebooks(demo_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (demo_project / "notebooks" / "broken.py").write_text(
         '# %% tags=["parameters"]\nx = 1\n\n# %%\nraise ValueError("broken on purpose")\n'

@@ -370,6 +370,7 @@ def test_store_serves_switches_back_and_repairs(tmp_path: Path) -> None:
     assert not list((root / ".icl-store" / "tmp").iterdir())  # no temporary folder left
 
 
+@pytest.mark.slow
 def test_executed_notebook_hides_the_injected_cell_and_shows_a_parameter_table(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", ["types"])
     assert run_icl(root, "run", "types", "-p", "i", "5", "--preset", "paper").returncode == 0

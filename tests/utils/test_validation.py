@@ -184,17 +184,17 @@ def test_symmetric_psd_eigh_is_the_same_check_with_the_eigendecomposition() -> N
 # ------------------------------------------------------------------------------------ linalg
 
 
-def _legacy_qr_sign(G: np.ndarray) -> np.ndarray:
-    """The QR + sign-fix samplers the package used before linalg (one per module)."""
+def _sign_fixed_qr(G: np.ndarray) -> np.ndarray:
+    """``Q diag(sign(diag R))`` of ``G = QR``: Haar-distributed when ``G`` has i.i.d. Gaussian entries."""
     Q, R = np.linalg.qr(G)
     return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[..., None, :]
 
 
-def test_haar_orthogonal_keeps_the_legacy_draws() -> None:
-    # square, frame and batch draws consume the generator exactly as the old samplers did
+def test_haar_orthogonal_is_the_sign_fixed_qr_of_one_gaussian_draw() -> None:
+    # square, frame and batch draws: one standard normal draw of the full shape, then the sign-fixed QR
     for shape, kwargs in (((5, 5), {}), ((6, 3), {"columns": 3}), ((4, 5, 5), {"size": 4})):
         got = haar_orthogonal(shape[-2], np.random.default_rng(11), **kwargs)
-        want = _legacy_qr_sign(np.random.default_rng(11).standard_normal(shape))
+        want = _sign_fixed_qr(np.random.default_rng(11).standard_normal(shape))
         np.testing.assert_array_equal(got, want)
         assert got.shape == shape
         np.testing.assert_allclose(

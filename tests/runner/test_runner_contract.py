@@ -1,8 +1,7 @@
 """The runner's contract under bad input and faults: exact parameter types, no stale or damaged output served
 from the cache, signals end papermill and the kernel, runs into one folder take turns, one-line errors for an
-unusable ``--out``, ``--root`` or ``-j``, repeated names run once, sizes checked before a kernel starts, and the
-validation of ``iclcore.lsq.moments``. Runs use the small notebooks of ``runner_project`` (a kernel start each,
-no computation).
+unusable ``--out``, ``--root`` or ``-j``, repeated names run once, sizes checked before a kernel starts. Runs
+use the small notebooks of ``runner_project`` (a kernel start each, no computation; those tests are ``slow``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from runner_project import icl_cmd, icl_env, make_project, run_icl
 
@@ -27,7 +25,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def typed_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One run of the `types` notebook with values that papermill's YAML reading used to turn into strings."""
+    """One run of the `types` notebook with values that a YAML reading would turn into strings (``1e-5``, ``nan``)."""
     root = make_project(tmp_path_factory.mktemp("typed") / "project", ["types"])
     proc = run_icl(
         root,
@@ -58,6 +56,7 @@ def _no_traceback(proc: subprocess.CompletedProcess) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+@pytest.mark.slow
 def test_exponent_nan_inf_floats_reach_the_kernel_as_floats(typed_run: dict) -> None:
     assert typed_run["type_f"] == "float" and typed_run["repr_f"] == "1e-05"
     assert typed_run["type_g"] == "float" and typed_run["repr_g"] == "nan"
@@ -65,6 +64,7 @@ def test_exponent_nan_inf_floats_reach_the_kernel_as_floats(typed_run: dict) -> 
     assert typed_run["type_s"] == "str" and typed_run["repr_s"] == "'1e-5'"  # a str parameter stays a str
 
 
+@pytest.mark.slow
 def test_missing_or_corrupt_outputs_are_never_served_as_cached(project: Path) -> None:
     assert run_icl(project, "run", "second").returncode == 0
     folder = project / "book" / "generated" / "second"
@@ -158,6 +158,7 @@ def test_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signa
     assert json.loads((project / "book" / "generated" / "slow" / "metrics.json").read_text()) == {"slept": 6.0}
 
 
+@pytest.mark.slow
 def test_runs_into_one_output_folder_take_turns(project: Path) -> None:
     from filelock import FileLock
 
@@ -190,6 +191,7 @@ def test_runs_into_one_output_folder_take_turns(project: Path) -> None:
     assert json.loads((out / "second" / "metrics.json").read_text()) == {"k_squared": 144}
 
 
+@pytest.mark.slow
 def test_a_stale_metrics_file_does_not_count(project: Path) -> None:
     out = project / "book" / "generated" / "nometrics"
     out.mkdir(parents=True)
@@ -211,24 +213,7 @@ def test_unusable_out_is_a_one_line_error(project: Path, out: str) -> None:
     assert "--out" in proc.stderr
 
 
-# the library: iclcore.lsq.moments ---------------------------------------------------------------------
-
-
-def test_moments_validate_their_matrices() -> None:
-    from iclcore.lsq import moments
-
-    bad = np.diag([4.0, 2.0, 1.0, -0.5])
-    nan = np.full((4, 4), np.nan)
-    with pytest.raises(ValueError, match="Sigma"):
-        moments.wishart_sandwich(bad, np.eye(4), 10)
-    with pytest.raises(ValueError, match="Sigma"):
-        moments.wishart_sandwich(nan, np.eye(4), 10)
-    with pytest.raises(ValueError, match="C"):
-        moments.effective_dimension(bad, 0.1)
-    with pytest.raises(ValueError, match="C"):
-        moments.effective_dimension(nan, 0.1)
-
-
+@pytest.mark.slow
 def test_large_integers_are_exact(typed_run: dict) -> None:
     assert typed_run["type_big"] == "int"
     assert typed_run["repr_big"] == "12345678901234567891"
@@ -241,6 +226,7 @@ def test_missing_root_is_a_one_line_error(tmp_path: Path) -> None:
     assert "--root" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_repeated_name_runs_once(project: Path) -> None:
     proc = run_icl(project, "run", "second", "second", "-j", "2")
     assert proc.returncode == 0, proc.stderr
