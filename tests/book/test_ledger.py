@@ -66,18 +66,6 @@ def test_figure_table_refs(text, refs) -> None:
 
 
 # ------------------------------------------------------------------ basis labels
-<<<<<<< HEAD
-=======
-@pytest.mark.parametrize("source", [p.name for p in sorted(REPORTED.glob("*.yml"))])
-def test_every_row_has_a_basis_and_is_graded_by_a_rule(source: str) -> None:
-    rows = [c for c in CLAIMS if c.source == source]
-    unlabelled = [c.label for c in rows if c.basis == UNLABELLED]
-    legacy = [c.label for c in rows if c.kind == "qualitative"]
-    assert not unlabelled, f"{source}: rows without a basis: {unlabelled}"
-    assert not legacy, f"{source}: rows of kind 'qualitative' (a verdict computed in the notebook): {legacy}"
-
-
->>>>>>> tests-slow
 def test_absent_rows_say_where_or_why() -> None:
     for c in CLAIMS:
         if c.basis == "absent":
