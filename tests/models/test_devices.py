@@ -185,12 +185,13 @@ def test_no_torch_code_hard_codes_a_device():
 
 
 def _device_entry_points() -> set[str]:
-    """Public functions and job dataclasses of iclcore's torch modules that take a ``device``."""
+    """Public functions and job dataclasses of iclcore's modules that take a ``device`` (the torch modules and
+    the analyses that call them)."""
     import importlib
     import inspect
 
     names = set()
-    for path in _TORCH_MODULES:
+    for path in sorted((ROOT / "iclcore").rglob("[!_]*.py")):
         mod = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
         for name in getattr(mod, "__all__", []):
             obj = getattr(mod, name)
