@@ -22,8 +22,9 @@ Step ``k = 0..steps-1`` of the loop, from the parameters ``θ_k`` (state ``k``, 
 The learning rate of step ``k`` is ``lr · f(k)`` with ``f`` the schedule: ``"constant"``
 (``f = 1``), ``"warmup"`` (``f(k) = min(1, (k+1)/warmup)``), ``"cosine"`` (torch's
 ``CosineAnnealingLR`` from ``lr`` to ``lr/100`` over ``steps``), or a caller's ``lr_factor(k)``.
-The operations and their order are those of the seven loops this one replaced, so every
-trained model and every number of the book is bit-identical to theirs.
+Each step is exactly torch's optimizer step with these settings, in this order (the tests compare
+every training with the same steps written out one by one), so the results do not depend on which
+notebook trains the model.
 """
 
 from __future__ import annotations
