@@ -29,6 +29,8 @@ from typing import Any, NamedTuple
 
 from .loaders import FileKind, InputFileError, check_schema, load_file
 from .predicates import ReportError, evaluate_predicate, parse_predicate, predicate_names
+from .spread import SOURCES as SPREAD_SOURCES
+from .spread import spread_of
 
 __all__ = [
     "ALTERNATIVE_REQUIRED",
@@ -99,6 +101,38 @@ _DOMAIN = {"kind": KINDS, "basis": BASES}
 _KEY = {"type": "string", "minLength": 1}
 
 
+_RUNS = {"type": "integer", "minimum": 2, "description": "a number of independent runs is an integer >= 2"}
+#: The ledger field ``spread`` (:mod:`iclbook.spread`): where the row's standard error gets the run-to-run spread.
+_SPREAD: dict[str, Any] = {
+    "type": "object",
+    "required": ["source", "reason"],
+    "additionalProperties": False,
+    "properties": {
+        "source": {"enum": list(SPREAD_SOURCES)},
+        "reason": _TEXT,
+        "n": _RUNS,
+        "runs": {
+            "type": "object",
+            "required": ["rule", "n", "at"],
+            "additionalProperties": False,
+            "properties": {"rule": _TEXT, "n": _RUNS, "at": _TEXT},
+        },
+    },
+    "allOf": [
+        {
+            "description": "a spread from seeds names n, the number of independent runs behind the standard error",
+            "if": {"properties": {"source": {"const": "seeds"}}},
+            "then": {"required": ["n"]},
+        },
+        {
+            "description": "n belongs to a spread from seeds (a one-run row counts its independent runs in runs.n)",
+            "if": {"properties": {"source": {"enum": [s for s in SPREAD_SOURCES if s != "seeds"]}}},
+            "then": {"properties": {"n": False}},
+        },
+    ],
+}
+
+
 def _when(field: str, values: Any, then: dict[str, Any], description: str) -> dict[str, Any]:
     """A conditional rule: rows whose ``field`` is one of ``values`` (a tuple; else equal to it) follow ``then``."""
     test = {"enum": list(values)} if isinstance(values, tuple) else {"const": values}
@@ -148,6 +182,7 @@ LEDGER_ROW: dict[str, Any] = {
         "alternative": {"type": "object"},
         "depends_on": {"type": "array", "items": _KEY},
         "evidence": {"type": "array"},
+        "spread": _SPREAD,
     },
     "allOf": [
         _when(
@@ -176,6 +211,7 @@ LEDGER_ROW: dict[str, Any] = {
         {"description": "evidence belongs to a diagnosis", "dependentRequired": {"evidence": ["diagnosis"]}},
         _when("kind", "absent", _forbid("diagnosis"), "an absent row has no verdict to diagnose"),
         _when("kind", "absent", _forbid("alternative"), "an absent row has no rule to have power"),
+        _when("kind", "absent", _forbid("spread"), "an absent row has no standard error to have a spread"),
         _unless("kind", "absent", {"required": ["notebook"]}, "every kind but 'absent' needs a notebook"),
         _when("kind", _METRIC_KINDS, {"required": ["metric"]}, f"kinds {', '.join(_METRIC_KINDS)} need a metric"),
         _unless(
@@ -512,6 +548,7 @@ class Claim:
     alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
     depends_on: tuple[str, ...] | None = None  # the swept settings the metric depends on (None: not declared)
     evidence: tuple[Any, ...] = ()  # iclbook.evidence.Reference: the runs behind the diagnosis
+    spread: Any = None  # an iclbook.spread.Spread: whether the standard error includes the run-to-run spread
 
     @cached_property
     def rule(self) -> Rule:
@@ -585,6 +622,7 @@ class Claim:
             alternative=_alternative(d, where),
             depends_on=tuple(d["depends_on"]) if "depends_on" in d else None,
             evidence=_evidence(d, where),
+            spread=spread_of(d, where),
         )
 
 
@@ -648,11 +686,14 @@ class Row:
     difference: str
     status: str  # "reproduced" (the rule holds), "differs", "missing" or "absent"
     used: tuple[tuple[str, Any], ...] = ()  # the values a predicate or a within_se rule read
+    runs_held: bool | None = None  # the rule on independent runs of the row's spread (None: none or not computed)
 
 
 def evaluate(claim: Claim, metrics: Mapping[str, Any] | None) -> Row:
-    """Status of ``claim`` given the ``metrics`` of its notebook (``None``: the notebook has not run)."""
-    return Row(claim, *claim.rule.grade(metrics))
+    """Status of ``claim`` given the ``metrics`` of its notebook (``None``: the notebook has not run), with the
+    verdict of the rule on independent runs its ``spread`` states (:meth:`iclbook.spread.Spread.runs_verdict`)."""
+    held = claim.spread.runs_verdict(metrics) if claim.spread is not None else None
+    return Row(claim, *claim.rule.grade(metrics), runs_held=held)
 
 
 def compare(claim: Claim, value: float | bool | None) -> Row:

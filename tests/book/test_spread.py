@@ -1,0 +1,138 @@
+"""The ledger field ``spread`` (iclbook.spread): whether a row's standard error includes the run-to-run spread.
+
+The rows whose verdict rests on one training run or one Monte Carlo draw must say so; a rule restated on
+independent runs must read metrics the notebook writes, and the report shows its verdict beside the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from iclbook.ledger import Claim, ReportError, evaluate, load_claims, load_metrics
+from iclbook.report import render_paper_report
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = load_claims(ROOT / "book" / "reported")
+GENERATED = ROOT / "book" / "generated"
+QUICK_RULE_METRICS = Path(__file__).parent / "fixtures" / "quick_rule_metrics.json"
+
+#: Predicted rows whose standard error is computed within one run (batch means along one SGD trajectory, the
+#: spread over the evaluation prompts of one trained model) or whose verdict is exact on one random draw.
+SINGLE_RUN_ROWS = (
+    "dmft_width-11",
+    "dmft_width-12",
+    "dmft_width-16",
+    "dmft_width-19",
+    "dmft_width-20",
+    "icl_gd-19",
+    "mp_softmax-14",
+    "encdec-25",
+)
+
+BASE = {
+    "id": "x-01",
+    "claim": "c",
+    "reported": 0.0,
+    "seed": "000",
+    "section": "1",
+    "kind": "predicate",
+    "predicate": "bias <= 3 * bias_se",
+    "stochastic": True,
+    "se": "bias_se",
+    "basis": "predicted",
+    "notebook": "nb",
+}
+
+
+def _claim(spread: dict) -> Claim:
+    return Claim.from_dict({**BASE, "spread": spread}, "x.yml")
+
+
+def _quick_metrics(notebook: str) -> dict:
+    built = load_metrics(GENERATED, notebook)
+    return built if built is not None else json.loads(QUICK_RULE_METRICS.read_text()).get(notebook, {})
+
+
+@pytest.mark.parametrize("row", SINGLE_RUN_ROWS)
+def test_single_run_rows_state_their_spread(row: str) -> None:
+    c = next(c for c in CLAIMS if c.id == row)
+    assert c.spread is not None, f"{c.label}: one run, but no `spread` says whether its error covers the spread"
+    assert c.spread.source in ("within-run", "single-run"), f"{c.label}: one run cannot have an SE over seeds"
+
+
+@pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.spread is not None])
+def test_every_spread_reads_metrics_the_notebook_writes(row: str) -> None:
+    """The row's standard error and the rule on independent runs name keys of the stored quick metrics, and that
+    rule gives a verdict there."""
+    c = next(c for c in CLAIMS if c.id == row)
+    metrics = _quick_metrics(c.notebook)
+    lacking = [k for k in (*c.se, *c.spread.names()) if k not in metrics]
+    assert not lacking, f"{c.label}: spread names metrics the quick build lacks: {lacking}"
+    if c.spread.runs_rule:
+        assert c.spread.runs_verdict(metrics) is not None, f"{c.label}: the rule on independent runs gives no verdict"
+
+
+def test_a_spread_over_seeds_needs_the_number_of_runs() -> None:
+    with pytest.raises(ReportError, match="names n"):
+        _claim({"source": "seeds", "reason": "r"})
+    assert _claim({"source": "seeds", "reason": "r", "n": 4}).spread.phrase() == "SE over 4 independent runs"
+
+
+def test_one_run_takes_no_number_of_seeds() -> None:
+    with pytest.raises(ReportError, match="n belongs to a spread from seeds"):
+        _claim({"source": "within-run", "reason": "r", "n": 4})
+
+
+@pytest.mark.parametrize(
+    ("spread", "match"),
+    [
+        ({"source": "several", "reason": "r"}, "spread.source"),
+        ({"source": "single-run"}, "'reason' is a required property"),
+        ({"source": "single-run", "reason": " "}, "spread.reason"),
+        ({"source": "seeds", "reason": "r", "n": 1}, "integer >= 2"),
+        ({"source": "single-run", "reason": "r", "runs": {"rule": "a < b", "n": 4}}, "'at' is a required"),
+        ({"source": "single-run", "reason": "r", "runs": {"rule": "import os", "n": 4, "at": "x"}}, "runs.rule"),
+        ({"source": "single-run", "reason": "r", "runs": {"rule": "a < b", "n": 4, "at": "x", "z": 1}}, "z"),
+    ],
+)
+def test_a_malformed_spread_is_refused_naming_the_field(spread: dict, match: str) -> None:
+    with pytest.raises(ReportError, match=match):
+        _claim(spread)
+
+
+def test_an_absent_row_has_no_spread() -> None:
+    row = {"claim": "c", "reported": "r", "seed": "000", "section": "1", "kind": "absent", "basis": "absent"}
+    with pytest.raises(ReportError, match="no standard error to have a spread"):
+        Claim.from_dict({**row, "basis_note": "later", "spread": {"source": "single-run", "reason": "r"}}, "x.yml")
+
+
+RUNS = {"rule": "abs(bias_runs) <= 3 * bias_runs_se", "n": 4, "at": "N = 16"}
+
+
+@pytest.mark.parametrize(
+    ("metrics", "held"),
+    [
+        ({"bias_runs": 0.01, "bias_runs_se": 0.005}, True),
+        ({"bias_runs": -0.02, "bias_runs_se": 0.005}, False),
+        ({"bias_runs": 0.01}, None),
+    ],
+)
+def test_the_rule_on_independent_runs_is_graded_beside_the_rows_own(metrics: dict, held: bool | None) -> None:
+    c = _claim({"source": "single-run", "reason": "batch means", "runs": RUNS})
+    row = evaluate(c, {"bias": 0.05, "bias_se": 0.01, **metrics})
+    assert row.status == "differs"
+    assert row.runs_held is held
+
+
+def test_the_report_shows_the_spread_beside_the_rule_and_its_reason_in_the_notes() -> None:
+    c = _claim({"source": "single-run", "reason": "Batch means within one run.", "runs": RUNS})
+    row = evaluate(c, {"bias": 0.05, "bias_se": 0.01, "bias_runs": 0.01, "bias_runs_se": 0.005})
+    page = render_paper_report("000", [row])
+    line = next(x for x in page.splitlines() if x.startswith("| x-01 |"))
+    assert line.rstrip(" |").endswith(
+        "; *one run; the SE leaves out the run-to-run spread* (over 4 runs at N = 16: holds)"
+    ), line
+    assert "*Spread:* one run; the SE leaves out the run-to-run spread. Batch means within one run." in page
