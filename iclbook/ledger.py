@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from .loaders import FileKind, InputFileError, check_schema, load_file
 from .predicates import ReportError, evaluate_predicate, parse_predicate, predicate_names
+from .spread import COUNTED as SPREAD_COUNTED
 from .spread import SOURCES as SPREAD_SOURCES
 from .spread import spread_of
 
@@ -120,13 +121,15 @@ _SPREAD: dict[str, Any] = {
     },
     "allOf": [
         {
-            "description": "a spread from seeds names n, the number of independent runs behind the standard error",
-            "if": {"properties": {"source": {"const": "seeds"}}},
+            "description": "a spread from seeds or separate runs names n, the number of independent runs behind the "
+            "standard error",
+            "if": {"properties": {"source": {"enum": list(SPREAD_COUNTED)}}},
             "then": {"required": ["n"]},
         },
         {
-            "description": "n belongs to a spread from seeds (a one-run row counts its independent runs in runs.n)",
-            "if": {"properties": {"source": {"enum": [s for s in SPREAD_SOURCES if s != "seeds"]}}},
+            "description": "n belongs to a spread from seeds or separate runs (a one-run row counts its independent "
+            "runs in runs.n)",
+            "if": {"properties": {"source": {"enum": [s for s in SPREAD_SOURCES if s not in SPREAD_COUNTED]}}},
             "then": {"properties": {"n": False}},
         },
     ],

@@ -394,7 +394,8 @@ def _spread_summary(rows: list[Row]) -> list[str]:
         return []
     return [
         f"Run-to-run spread (*Spread* in a row's notes): {counts['seeds']} rows have a standard error over "
-        f"independent runs; {counts['within-run']} rest on one run whose within-run error covers the spread "
+        f"independent runs; {counts['separate-runs']} rest on one run and add to its error the run-to-run "
+        f"spread measured on separate runs; {counts['within-run']} rest on one run whose within-run error covers the spread "
         f"between runs, with the reason; {counts['single-run']} rest on one run whose error leaves that spread "
         "out, and say what the verdict rests on instead (and, where the notebook makes independent runs at one "
         "setting, the rule's verdict on them).",

@@ -7,13 +7,16 @@ verdict may rest on an error that is too small. The field ``spread`` says which 
 
 ``source``
     ``seeds``: the row's standard error is over ``n`` independent runs (seeds), so it contains the
-    run-to-run spread; ``within-run``: one run, and ``reason`` says why its within-run error covers the
-    spread between runs; ``single-run``: one run whose error does not cover it (or is not shown to), so
-    the error understates and ``reason`` says what the verdict rests on instead.
+    run-to-run spread; ``separate-runs``: the build makes one run, and the rule adds to its standard error
+    the run-to-run standard deviation measured on ``n`` separate runs of the same notebook at other seeds
+    (``reason`` gives the runs and the value; an error model fixed before grading, like a discretisation
+    term); ``within-run``: one run, and ``reason`` says why its within-run error covers the spread between
+    runs; ``single-run``: one run whose error does not cover it (or is not shown to), so the error
+    understates and ``reason`` says what the verdict rests on instead.
 ``reason``
     one or two sentences, the measurement or argument behind the source.
 ``n``
-    (``seeds``) the number of independent runs behind the standard error.
+    (``seeds``, ``separate-runs``) the number of independent runs behind the standard error.
 ``runs``
     optional: the row's rule restated on independent runs the notebook makes at one setting of the row's
     grid, ``{rule: <predicate over metrics>, n: <runs>, at: <the setting in words>}``; the report evaluates
@@ -32,12 +35,15 @@ from typing import Any
 
 from .predicates import ReportError, evaluate_predicate, parse_predicate, predicate_names
 
-__all__ = ["SOURCES", "Spread", "spread_of"]
+__all__ = ["COUNTED", "SOURCES", "Spread", "spread_of"]
 
 #: Where a row's standard error gets the run-to-run spread from (see the module docstring).
-SOURCES = ("seeds", "within-run", "single-run")
+SOURCES = ("seeds", "separate-runs", "within-run", "single-run")
+#: The sources whose standard error counts independent runs (they state ``n``).
+COUNTED = ("seeds", "separate-runs")
 _PHRASE = {
     "seeds": "SE over {n} independent runs",
+    "separate-runs": "one run; the SE adds the run-to-run SD of {n} separate runs",
     "within-run": "one run; its SE covers the run-to-run spread",
     "single-run": "one run; the SE leaves out the run-to-run spread",
 }
@@ -46,7 +52,7 @@ _PHRASE = {
 @dataclass(frozen=True)
 class Spread:
     """A row's ``spread`` field: the ``source`` of the run-to-run spread in its standard error, the
-    ``reason``, the number ``n`` of runs (``seeds``), and optionally the rule on independent runs
+    ``reason``, the number ``n`` of runs (:data:`COUNTED` sources), and optionally the rule on independent runs
     (``runs_rule`` over ``runs_n`` runs at the setting ``runs_at``)."""
 
     source: str

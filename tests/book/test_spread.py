@@ -60,7 +60,7 @@ def _quick_metrics(notebook: str) -> dict:
 def test_single_run_rows_state_their_spread(row: str) -> None:
     c = next(c for c in CLAIMS if c.id == row)
     assert c.spread is not None, f"{c.label}: one run, but no `spread` says whether its error covers the spread"
-    assert c.spread.source in ("within-run", "single-run"), f"{c.label}: one run cannot have an SE over seeds"
+    assert c.spread.source != "seeds", f"{c.label}: one run cannot have an SE over seeds"
 
 
 @pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.spread is not None])
@@ -75,14 +75,21 @@ def test_every_spread_reads_metrics_the_notebook_writes(row: str) -> None:
         assert c.spread.runs_verdict(metrics) is not None, f"{c.label}: the rule on independent runs gives no verdict"
 
 
-def test_a_spread_over_seeds_needs_the_number_of_runs() -> None:
+@pytest.mark.parametrize(
+    ("source", "phrase"),
+    [
+        ("seeds", "SE over 4 independent runs"),
+        ("separate-runs", "one run; the SE adds the run-to-run SD of 4 separate runs"),
+    ],
+)
+def test_a_spread_over_runs_needs_the_number_of_runs(source: str, phrase: str) -> None:
     with pytest.raises(ReportError, match="names n"):
-        _claim({"source": "seeds", "reason": "r"})
-    assert _claim({"source": "seeds", "reason": "r", "n": 4}).spread.phrase() == "SE over 4 independent runs"
+        _claim({"source": source, "reason": "r"})
+    assert _claim({"source": source, "reason": "r", "n": 4}).spread.phrase() == phrase
 
 
 def test_one_run_takes_no_number_of_seeds() -> None:
-    with pytest.raises(ReportError, match="n belongs to a spread from seeds"):
+    with pytest.raises(ReportError, match="n belongs to a spread from seeds or separate runs"):
         _claim({"source": "within-run", "reason": "r", "n": 4})
 
 
