@@ -45,7 +45,7 @@ _PHRASE = {
     "seeds": "SE over {n} independent runs",
     "separate-runs": "one run; the SE adds the run-to-run SD of {n} separate runs",
     "within-run": "one run; its SE covers the run-to-run spread",
-    "single-run": "one run; the SE leaves out the run-to-run spread",
+    "single-run": "one run; its error leaves out the run-to-run spread",
 }
 
 

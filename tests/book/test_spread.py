@@ -140,6 +140,6 @@ def test_the_report_shows_the_spread_beside_the_rule_and_its_reason_in_the_notes
     page = render_paper_report("000", [row])
     line = next(x for x in page.splitlines() if x.startswith("| x-01 |"))
     assert line.rstrip(" |").endswith(
-        "; *one run; the SE leaves out the run-to-run spread* (over 4 runs at N = 16: holds)"
+        "; *one run; its error leaves out the run-to-run spread* (over 4 runs at N = 16: holds)"
     ), line
-    assert "*Spread:* one run; the SE leaves out the run-to-run spread. Batch means within one run." in page
+    assert "*Spread:* one run; its error leaves out the run-to-run spread. Batch means within one run." in page
