@@ -112,6 +112,7 @@ _SPREAD: dict[str, Any] = {
         "source": {"enum": list(SPREAD_SOURCES)},
         "reason": _TEXT,
         "n": _RUNS,
+        "checked": _TEXT,
         "runs": {
             "type": "object",
             "required": ["rule", "n", "at"],

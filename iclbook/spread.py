@@ -17,6 +17,9 @@ verdict may rest on an error that is too small. The field ``spread`` says which 
     one or two sentences, the measurement or argument behind the source.
 ``n``
     (``seeds``, ``separate-runs``) the number of independent runs behind the standard error.
+``checked``
+    optional, one short phrase: the verdict at other seeds where separate runs checked it (for example
+    ``holds at 3 of 4 seeds (quick)``), shown beside the rule.
 ``runs``
     optional: the row's rule restated on independent runs the notebook makes at one setting of the row's
     grid, ``{rule: <predicate over metrics>, n: <runs>, at: <the setting in words>}``; the report evaluates
@@ -52,12 +55,13 @@ _PHRASE = {
 @dataclass(frozen=True)
 class Spread:
     """A row's ``spread`` field: the ``source`` of the run-to-run spread in its standard error, the
-    ``reason``, the number ``n`` of runs (:data:`COUNTED` sources), and optionally the rule on independent runs
+    ``reason``, the number ``n`` of runs (:data:`COUNTED` sources), the verdict at other seeds (``checked``), and optionally the rule on independent runs
     (``runs_rule`` over ``runs_n`` runs at the setting ``runs_at``)."""
 
     source: str
     reason: str
     n: int | None = None
+    checked: str = ""
     runs_rule: str = ""
     runs_n: int | None = None
     runs_at: str = ""
@@ -73,6 +77,7 @@ class Spread:
             source=d["source"],
             reason=str(d["reason"]).strip(),
             n=d.get("n"),
+            checked=str(d.get("checked", "")).strip(),
             runs_rule=runs.get("rule", ""),
             runs_n=runs.get("n"),
             runs_at=str(runs.get("at", "")).strip(),
@@ -93,8 +98,8 @@ class Spread:
             return None
 
     def phrase(self) -> str:
-        """One short phrase for the report's rule column."""
-        return _PHRASE[self.source].format(n=self.n)
+        """One short phrase for the report's rule column (with the verdict at other seeds, when checked)."""
+        return _PHRASE[self.source].format(n=self.n) + (f"; {self.checked}" if self.checked else "")
 
     def runs_phrase(self, held: bool | None) -> str:
         """The verdict on independent runs in words (``held`` from :meth:`runs_verdict`; empty when None)."""

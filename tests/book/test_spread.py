@@ -88,6 +88,11 @@ def test_a_spread_over_runs_needs_the_number_of_runs(source: str, phrase: str) -
     assert _claim({"source": source, "reason": "r", "n": 4}).spread.phrase() == phrase
 
 
+def test_the_verdict_at_other_seeds_is_shown_beside_the_rule() -> None:
+    c = _claim({"source": "single-run", "reason": "r", "checked": "holds at 1 of 4 seeds (quick)"})
+    assert c.spread.phrase() == "one run; its error leaves out the run-to-run spread; holds at 1 of 4 seeds (quick)"
+
+
 def test_one_run_takes_no_number_of_seeds() -> None:
     with pytest.raises(ReportError, match="n belongs to a spread from seeds or separate runs"):
         _claim({"source": "within-run", "reason": "r", "n": 4})
