@@ -393,12 +393,14 @@ def _spread_summary(rows: list[Row]) -> list[str]:
     if not any(counts.values()):
         return []
     return [
-        f"Run-to-run spread (*Spread* in a row's notes): {counts['seeds']} rows have a standard error over "
-        f"independent runs; {counts['separate-runs']} rest on one run and add to its error the run-to-run "
-        f"spread measured on separate runs; {counts['within-run']} rest on one run whose within-run error covers the spread "
-        f"between runs, with the reason; {counts['single-run']} rest on one run whose error leaves that spread "
-        "out, and say what the verdict rests on instead (and, where the notebook makes independent runs at one "
-        "setting, the rule's verdict on them).",
+        f"Run-to-run spread: {sum(counts.values())} rows say where their standard error gets the spread between "
+        f"independent runs (*Spread* in the row's notes; the others do not say): {counts['seeds']} have a standard "
+        f"error over independent runs; {counts['separate-runs']} rest on one run and add to its error the "
+        f"run-to-run spread measured on separate runs; {counts['within-run']} rest on one run whose within-run "
+        f"error covers the spread between runs, with the reason; {counts['single-run']} rest on one run whose "
+        "error leaves that spread out, and say what the verdict rests on instead (the verdict at other seeds where "
+        "separate runs checked it, and, where the notebook makes independent runs at one setting, the rule's "
+        "verdict on them).",
         "",
     ]
 

@@ -148,3 +148,17 @@ def test_the_report_shows_the_spread_beside_the_rule_and_its_reason_in_the_notes
         "; *one run; its error leaves out the run-to-run spread* (over 4 runs at N = 16: holds)"
     ), line
     assert "*Spread:* one run; its error leaves out the run-to-run spread. Batch means within one run." in page
+
+
+def test_the_report_counts_the_rows_by_where_their_error_gets_the_spread() -> None:
+    from iclbook.report import render_report
+
+    rows = [
+        evaluate(_claim({"source": "single-run", "reason": "one run"}), {"bias": 0.01, "bias_se": 0.01}),
+        evaluate(_claim({"source": "seeds", "reason": "four runs", "n": 4}), {"bias": 0.01, "bias_se": 0.01}),
+        evaluate(Claim.from_dict({**BASE, "id": "x-02"}, "x.yml"), {"bias": 0.01, "bias_se": 0.01}),
+    ]
+    page = render_report(rows, details=False)
+    assert "Run-to-run spread: 2 rows say where their standard error gets the spread" in page
+    assert "1 have a standard error over independent runs; 0 rest on one run and add" in page
+    assert "1 rest on one run whose error leaves that spread out" in page
