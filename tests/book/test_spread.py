@@ -63,6 +63,12 @@ def test_single_run_rows_state_their_spread(row: str) -> None:
     assert c.spread.source != "seeds", f"{c.label}: one run cannot have an SE over seeds"
 
 
+def test_every_stochastic_predicted_row_states_its_spread() -> None:
+    """A predicted row graded with a standard error says whether that error includes the run-to-run spread."""
+    bad = [c.label for c in CLAIMS if c.basis == "predicted" and c.stochastic and c.spread is None]
+    assert not bad, f"predicted rows with a standard error but no `spread`: {bad}"
+
+
 @pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.spread is not None])
 def test_every_spread_reads_metrics_the_notebook_writes(row: str) -> None:
     """The row's standard error and the rule on independent runs name keys of the stored quick metrics, and that
