@@ -8,7 +8,8 @@ says what a row may hold and what its rule means:
   the single source of the field rules: the fields, their types and values, and which fields go with which
   kind and basis. Each conditional rule carries a ``description``, the message a row that breaks it gets.
 * :class:`Claim`: one row, built from a row the schema accepted (:meth:`Claim.from_row`) after the checks a
-  schema cannot express: finite numbers, the predicate's whitelist, the alternative and the evidence.
+  schema cannot express: finite numbers, the predicate's whitelist, the alternative, the evidence and the
+  spread (whether the row's standard error includes the run-to-run spread, :mod:`iclbook.spread`).
 * :class:`Rule` (one subclass per kind): grades a row on a notebook's metrics (:meth:`Rule.grade`), describes
   itself in the report's words (:meth:`Rule.describe`) and as a formula (:meth:`Rule.formula`), gives the
   interval of values it accepts (:meth:`Rule.acceptance`) and a digest of what it decides on
@@ -591,7 +592,8 @@ class Claim:
     @classmethod
     def from_row(cls, d: dict[str, Any], source: str) -> Claim:
         """A row the schema accepted, after the checks a schema cannot express (a :class:`ReportError` naming
-        the file, the row and the field): finite numbers, the predicate's whitelist, the alternative, the evidence.
+        the file, the row and the field): finite numbers, the predicate's whitelist, the alternative, the evidence,
+        the spread's rule on independent runs.
         """
         where = f"{source}: {_row_name(d)}"
         for field in ("reported", "tolerance", "z", "discretisation"):
