@@ -168,3 +168,13 @@ def test_the_report_counts_the_rows_by_where_their_error_gets_the_spread() -> No
     assert "Run-to-run spread: 2 rows say where their standard error gets the spread" in page
     assert "1 have a standard error over independent runs; 0 rest on one run and add" in page
     assert "1 rest on one run whose error leaves that spread out" in page
+
+
+def test_the_paper_preset_cell_shows_the_verdict_on_independent_runs_there() -> None:
+    c = _claim({"source": "single-run", "reason": "Batch means within one run.", "runs": RUNS})
+    quick = evaluate(c, {"bias": 0.05, "bias_se": 0.01, "bias_runs": 0.01, "bias_runs_se": 0.005})
+    paper = evaluate(c, {"bias": 0.05, "bias_se": 0.01, "bias_runs": 0.05, "bias_runs_se": 0.005})
+    page = render_paper_report("000", [quick], paper=[paper])
+    line = next(x for x in page.splitlines() if x.startswith("| x-01 |"))
+    cells = [x.strip() for x in line.split("|")]
+    assert any(x.startswith("✗ differs") and x.endswith("(over 4 runs at N = 16: fails)") for x in cells), cells
