@@ -8,7 +8,8 @@ says what a row may hold and what its rule means:
   the single source of the field rules: the fields, their types and values, and which fields go with which
   kind and basis. Each conditional rule carries a ``description``, the message a row that breaks it gets.
 * :class:`Claim`: one row, built from a row the schema accepted (:meth:`Claim.from_row`) after the checks a
-  schema cannot express: finite numbers, the predicate's whitelist, the alternative and the evidence.
+  schema cannot express: finite numbers, the predicate's whitelist, the alternative, the evidence and the
+  spread (whether the row's standard error includes the run-to-run spread, :mod:`iclbook.spread`).
 * :class:`Rule` (one subclass per kind): grades a row on a notebook's metrics (:meth:`Rule.grade`), describes
   itself in the report's words (:meth:`Rule.describe`) and as a formula (:meth:`Rule.formula`), gives the
   interval of values it accepts (:meth:`Rule.acceptance`) and a digest of what it decides on
@@ -30,6 +31,9 @@ from typing import Any, NamedTuple
 from .loaders import FileKind, InputFileError, check_schema, load_file
 from .numbers import fmt_count, fmt_fixed, fmt_percent, fmt_se, fmt_signed, fmt_value
 from .predicates import ReportError, evaluate_predicate, parse_predicate, predicate_names
+from .spread import COUNTED as SPREAD_COUNTED
+from .spread import SOURCES as SPREAD_SOURCES
+from .spread import spread_of
 
 __all__ = [
     "ALTERNATIVE_REQUIRED",
@@ -100,6 +104,41 @@ _DOMAIN = {"kind": KINDS, "basis": BASES}
 _KEY = {"type": "string", "minLength": 1}
 
 
+_RUNS = {"type": "integer", "minimum": 2, "description": "a number of independent runs is an integer >= 2"}
+#: The ledger field ``spread`` (:mod:`iclbook.spread`): where the row's standard error gets the run-to-run spread.
+_SPREAD: dict[str, Any] = {
+    "type": "object",
+    "required": ["source", "reason"],
+    "additionalProperties": False,
+    "properties": {
+        "source": {"enum": list(SPREAD_SOURCES)},
+        "reason": _TEXT,
+        "n": _RUNS,
+        "checked": _TEXT,
+        "runs": {
+            "type": "object",
+            "required": ["rule", "n", "at"],
+            "additionalProperties": False,
+            "properties": {"rule": _TEXT, "n": _RUNS, "at": _TEXT},
+        },
+    },
+    "allOf": [
+        {
+            "description": "a spread from seeds or separate runs names n, the number of independent runs behind the "
+            "standard error",
+            "if": {"properties": {"source": {"enum": list(SPREAD_COUNTED)}}},
+            "then": {"required": ["n"]},
+        },
+        {
+            "description": "n belongs to a spread from seeds or separate runs (a one-run row counts its independent "
+            "runs in runs.n)",
+            "if": {"properties": {"source": {"enum": [s for s in SPREAD_SOURCES if s not in SPREAD_COUNTED]}}},
+            "then": {"properties": {"n": False}},
+        },
+    ],
+}
+
+
 def _when(field: str, values: Any, then: dict[str, Any], description: str) -> dict[str, Any]:
     """A conditional rule: rows whose ``field`` is one of ``values`` (a tuple; else equal to it) follow ``then``."""
     test = {"enum": list(values)} if isinstance(values, tuple) else {"const": values}
@@ -149,6 +188,7 @@ LEDGER_ROW: dict[str, Any] = {
         "alternative": {"type": "object"},
         "depends_on": {"type": "array", "items": _KEY},
         "evidence": {"type": "array"},
+        "spread": _SPREAD,
     },
     "allOf": [
         _when(
@@ -177,6 +217,7 @@ LEDGER_ROW: dict[str, Any] = {
         {"description": "evidence belongs to a diagnosis", "dependentRequired": {"evidence": ["diagnosis"]}},
         _when("kind", "absent", _forbid("diagnosis"), "an absent row has no verdict to diagnose"),
         _when("kind", "absent", _forbid("alternative"), "an absent row has no rule to have power"),
+        _when("kind", "absent", _forbid("spread"), "an absent row has no standard error to have a spread"),
         _unless("kind", "absent", {"required": ["notebook"]}, "every kind but 'absent' needs a notebook"),
         _when("kind", _METRIC_KINDS, {"required": ["metric"]}, f"kinds {', '.join(_METRIC_KINDS)} need a metric"),
         _unless(
@@ -516,6 +557,7 @@ class Claim:
     alternative: Any = None  # an iclbook.power.Alternative: what the rule must reject
     depends_on: tuple[str, ...] | None = None  # the swept settings the metric depends on (None: not declared)
     evidence: tuple[Any, ...] = ()  # iclbook.evidence.Reference: the runs behind the diagnosis
+    spread: Any = None  # an iclbook.spread.Spread: whether the standard error includes the run-to-run spread
 
     @cached_property
     def rule(self) -> Rule:
@@ -554,7 +596,8 @@ class Claim:
     @classmethod
     def from_row(cls, d: dict[str, Any], source: str) -> Claim:
         """A row the schema accepted, after the checks a schema cannot express (a :class:`ReportError` naming
-        the file, the row and the field): finite numbers, the predicate's whitelist, the alternative, the evidence.
+        the file, the row and the field): finite numbers, the predicate's whitelist, the alternative, the evidence,
+        the spread's rule on independent runs.
         """
         where = f"{source}: {_row_name(d)}"
         for field in ("reported", "tolerance", "z", "discretisation"):
@@ -589,6 +632,7 @@ class Claim:
             alternative=_alternative(d, where),
             depends_on=tuple(d["depends_on"]) if "depends_on" in d else None,
             evidence=_evidence(d, where),
+            spread=spread_of(d, where),
         )
 
 
@@ -652,11 +696,14 @@ class Row:
     difference: str
     status: str  # "reproduced" (the rule holds), "differs", "missing" or "absent"
     used: tuple[tuple[str, Any], ...] = ()  # the values a predicate or a within_se rule read
+    runs_held: bool | None = None  # the rule on independent runs of the row's spread (None: none or not computed)
 
 
 def evaluate(claim: Claim, metrics: Mapping[str, Any] | None) -> Row:
-    """Status of ``claim`` given the ``metrics`` of its notebook (``None``: the notebook has not run)."""
-    return Row(claim, *claim.rule.grade(metrics))
+    """Status of ``claim`` given the ``metrics`` of its notebook (``None``: the notebook has not run), with the
+    verdict of the rule on independent runs its ``spread`` states (:meth:`iclbook.spread.Spread.runs_verdict`)."""
+    held = claim.spread.runs_verdict(metrics) if claim.spread is not None else None
+    return Row(claim, *claim.rule.grade(metrics), runs_held=held)
 
 
 def compare(claim: Claim, value: float | bool | None) -> Row:

@@ -304,9 +304,10 @@ def simulated_power(
 
 
 def rule_metric_names(claim: Any) -> list[str]:
-    """The metric keys that ``claim``'s rule and its alternative read (what a stored copy of the metrics must
-    keep for the power to be recomputed)."""
+    """The metric keys that ``claim``'s rule, its alternative and the rule on independent runs of its ``spread``
+    read (what a stored copy of the metrics must keep for the power and the spread to be recomputed)."""
     names = claim.rule.names() + list(claim.se) + (claim.alternative.names() if claim.alternative is not None else [])
+    names += claim.spread.names() if getattr(claim, "spread", None) is not None else []
     return list(dict.fromkeys(n for n in names if n))
 
 

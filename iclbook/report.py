@@ -376,14 +376,48 @@ def _row_cells(
     if with_paper:
         cells += (
             [
-                status_label(paper) + _paper_power(powers.get(id(paper))),
+                status_label(paper) + _paper_power(powers.get(id(paper))) + _runs_note(paper),
                 format_value(paper.reproduced),
                 _difference(paper),
             ]
             if paper is not None
             else ["—", "—", ""]
         )
-    return [*cells, cl.rule.describe()]
+    return [*cells, cl.rule.describe() + _spread_cell(r)]
+
+
+def _spread_summary(rows: list[Row]) -> list[str]:
+    """The report's paragraph on the run-to-run spread: how many rows state where their standard error gets it."""
+    from .spread import SOURCES
+
+    counts = {s: sum(r.claim.spread is not None and r.claim.spread.source == s for r in rows) for s in SOURCES}
+    if not any(counts.values()):
+        return []
+    return [
+        f"Run-to-run spread: {sum(counts.values())} rows say where their standard error gets the spread between "
+        f"independent runs (*Spread* in the row's notes; the others do not say): {counts['seeds']} have a standard "
+        f"error over independent runs; {counts['separate-runs']} rest on one run and add to its error the "
+        f"run-to-run spread measured on separate runs; {counts['within-run']} rest on one run whose within-run "
+        f"error covers the spread between runs, with the reason; {counts['single-run']} rest on one run whose "
+        "error leaves that spread out, and say what the verdict rests on instead (the verdict at other seeds where "
+        "separate runs checked it, and, where the notebook makes independent runs at one setting, the rule's "
+        "verdict on them).",
+        "",
+    ]
+
+
+def _spread_cell(r: Row) -> str:
+    """The row's spread phrase after its rule (:mod:`iclbook.spread`), with the verdict on independent runs."""
+    sp = r.claim.spread
+    if sp is None:
+        return ""
+    return f"; *{sp.phrase()}*" + _runs_note(r)
+
+
+def _runs_note(r: Row) -> str:
+    """`` (over 4 runs at N = 16: holds)``: the verdict of the row's rule on independent runs, when computed."""
+    text = r.claim.spread.runs_phrase(r.runs_held) if r.claim.spread is not None else ""
+    return f" ({text})" if text else ""
 
 
 def _row_note(r: Row, bands: dict[int, Any], powers: dict[int, Any], unsupported: dict[int, list[str]]) -> str:
@@ -393,6 +427,7 @@ def _row_note(r: Row, bands: dict[int, Any], powers: dict[int, Any], unsupported
         f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
         cl.note,
         f"*No standard error:* {cl.no_se}" if cl.no_se else "",
+        f"*Spread:* {cl.spread.describe()}" if cl.spread is not None else "",
         f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
         "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
         f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
@@ -563,6 +598,7 @@ def render_report(
         f"the notebook computed; {sum(bool(r.claim.no_se) for r in rows)} rows graded on a random quantity have "
         "none (functions of single training runs), and each says so in its note.",
         "",
+        *_spread_summary(rows),
     ]
     if _paper_summary(rows, paper):
         lines += [_paper_summary(rows, paper) + (f" {paper_sources}" if paper_sources else ""), ""]

@@ -151,9 +151,10 @@ def test_a_reused_id_is_refused(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ power of the predicted rules
-#: The metrics every `predicted` and `underpowered` rule and its alternative read, and those a diagnosis cites as
-#: evidence, copied from a quick-preset
-#: build (`rule_metric_names` of each row); the power test reads book/generated when a notebook has run there.
+#: The metrics every `predicted` and `underpowered` rule and its alternative read, those a diagnosis cites as
+#: evidence, and those of every row with a `spread` (its standard error and its rule on independent runs),
+#: copied from a quick-preset build (`rule_metric_names` of each row); the power test reads book/generated when
+#: a notebook has run there.
 QUICK_RULE_METRICS = Path(__file__).parent / "fixtures" / "quick_rule_metrics.json"
 
 
