@@ -803,7 +803,8 @@ class TrackingSpectrum:
         ``drift / ||P⋆_s||_F``.
     drift_rel_log_slope : float
         Least-squares slope of ``log drift_rel`` against ``s`` over the second half of the steps
-        (``s ≥ ⌊(S-1)/2⌋``): the geometric rate at which the oracle settles.
+        (``s ≥ ⌊(S-1)/2⌋``): the geometric rate at which the oracle settles. Steps where the drift is
+        exactly 0 (the oracle unchanged in float64 once it has settled below rounding) are left out.
     """
 
     E: np.ndarray
@@ -839,7 +840,14 @@ def tracking_spectrum(P: np.ndarray, P_star: np.ndarray, C: np.ndarray) -> Track
     drift = np.linalg.norm(P_star[1:] - P_star[:-1], axis=(-2, -1))
     drift_rel = drift / np.linalg.norm(P_star[:-1], axis=(-2, -1))
     half = (P.shape[0] - 1) // 2
-    slope = fit_line(np.arange(P.shape[0] - 1)[half:], np.log(drift_rel[half:])).slope
+    steps, tail = np.arange(P.shape[0] - 1)[half:], drift_rel[half:]
+    moving = tail > 0  # an exactly stationary step (the oracle unchanged in float64) has no logarithm
+    if moving.sum() < 2:
+        raise ValueError(
+            "P_star: the oracle drift is exactly 0 at all but "
+            f"{int(moving.sum())} of the last {tail.size} steps: no decay rate to fit (run fewer steps)"
+        )
+    slope = fit_line(steps[moving], np.log(tail[moving])).slope
     return TrackingSpectrum(E, weights, drift, drift_rel, slope)
 
 

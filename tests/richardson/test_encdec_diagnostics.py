@@ -92,3 +92,20 @@ def test_bad_inputs(run):
         product_sum_check(run, n_checks=0)
     with pytest.raises(ValueError, match="refine_max"):
         continuous_time_refinement(run, 0)
+
+
+def test_drift_slope_leaves_out_steps_where_the_oracle_stands_exactly_still():
+    # the planted geometric decay, then the oracle frozen (drift exactly 0) for the last steps
+    a, S, frozen = 0.3, 21, 4
+    growth = 1 + np.exp(-a * np.arange(S - 1))
+    growth[-frozen:] = 1.0
+    x = np.cumprod(np.r_[1.0, growth])
+    B = np.array([[1.0, 0.2], [0.2, 0.5]])
+    P_star = x[:, None, None] * B
+    C = np.broadcast_to(np.eye(2), (S, 2, 2)).copy()
+    spec = tracking_spectrum(P_star * 0.9, P_star, C)
+    assert np.all(spec.drift_rel[-frozen:] == 0.0)
+    assert abs(spec.drift_rel_log_slope + a) < 1e-12  # the rate of the steps that still move
+    still = np.broadcast_to(B, (S, 2, 2)).copy()  # never moves: nothing to fit, said in one line
+    with pytest.raises(ValueError, match="P_star: the oracle drift is exactly 0"):
+        tracking_spectrum(still * 0.9, still, C)
