@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import subspace_angles
 
 from iclcore.validation import as_generator, finite_array, positive_int
 
@@ -185,4 +184,6 @@ def principal_angles(U: np.ndarray, V: np.ndarray) -> np.ndarray:
         raise ValueError(f"U, V: expected 2-D bases, got shapes {U.shape} and {V.shape}")
     if U.shape[0] != V.shape[0]:
         raise ValueError(f"V: ambient dimension {V.shape[0]} differs from U's {U.shape[0]}")
+    from scipy.linalg import subspace_angles
+
     return subspace_angles(U, V)[::-1].copy()

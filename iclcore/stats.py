@@ -59,7 +59,9 @@ Regressions (the fits whose slopes and standard errors the ledger grades):
 
 ``scipy.stats`` is used where it computes the quantity itself (:func:`scipy.stats.sem`); each other
 function says in its docstring why it does not (scipy has no delta-method ratio, quadrature sum,
-empirical-Bernstein bound or pooled-draw Kolmogorov standard error).
+empirical-Bernstein bound or pooled-draw Kolmogorov standard error). ``scipy.stats`` and
+``scipy.optimize`` are imported inside the functions that call them: importing this module (which
+most of the package does) then costs only numpy.
 """
 
 from __future__ import annotations
@@ -70,8 +72,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
-import scipy.stats
 from numpy.typing import ArrayLike
 
 from iclcore.validation import nonnegative_float, positive_float, positive_int, probability
@@ -157,6 +157,8 @@ def standard_error(x: ArrayLike, axis: int = 0) -> np.ndarray | float:
     >>> standard_error(np.array([[1.0, 2.0], [3.0, 6.0]]), axis=0)
     array([1., 2.])
     """
+    import scipy.stats
+
     x = _draws(x, "x", axis)
     se = scipy.stats.sem(x, axis=axis, ddof=1)
     return float(se) if np.ndim(se) == 0 else np.asarray(se)
@@ -466,6 +468,8 @@ def ks_two_sample(a: ArrayLike, b: ArrayLike) -> float:
     b = np.asarray(b, float).ravel()
     if a.size == 0 or b.size == 0:
         raise ValueError("a, b: need non-empty samples")
+    import scipy.stats
+
     return float(scipy.stats.ks_2samp(a, b).statistic)
 
 
@@ -801,6 +805,8 @@ def bootstrap_standard_error(
     def on_indices(i: np.ndarray, axis: int = -1) -> np.ndarray:
         value = np.asarray(statistic(x[i]), dtype=float)
         return value if i.ndim == 1 else np.moveaxis(value, 0, -1)  # scipy wants the resamples last
+
+    import scipy.stats
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy.stats.DegenerateDataWarning)
@@ -1152,6 +1158,8 @@ def fit_power_law_weighted(x: ArrayLike, y: ArrayLike, se: ArrayLike) -> tuple[f
     pos = y > 0  # starting point: log-log slope of the positive samples (or 1)
     p0 = -fit_power_law_exponent(x[pos], y[pos]) if pos.sum() >= 2 and np.ptp(x[pos]) > 0 else 1.0
     a0 = float(np.exp(np.mean(np.log(np.abs(y[pos]) if pos.any() else se) - p0 * np.log(x[pos] if pos.any() else x))))
+    import scipy.optimize
+
     popt, pcov = scipy.optimize.curve_fit(
         lambda u, a, p: a * u**p, x, y, p0=[a0, p0], sigma=se, absolute_sigma=True, maxfev=20000
     )
@@ -1194,6 +1202,8 @@ def fit_offset_power_law(x: ArrayLike, y: ArrayLike, p0: ArrayLike) -> tuple[flo
     start = np.asarray(p0, dtype=float)
     if start.shape != (3,) or not np.all(np.isfinite(start)):
         raise ValueError(f"p0: expected three finite starting values (a, b, q), got {p0!r}")
+    import scipy.optimize
+
     popt, _ = scipy.optimize.curve_fit(lambda u, a, b, q: a + b * u**-q, x, y, p0=start, maxfev=20000)
     return float(popt[0]), float(popt[1]), float(popt[2])
 

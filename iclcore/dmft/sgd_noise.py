@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sp_stats
 
 from iclcore.dmft.shallow_sgd import shallow_sgd_theory
 from iclcore.stats import (
@@ -513,6 +512,8 @@ def kappa_noise_check(
         [noise_plateau_ratio(*(noise_plateau(rr[k], eta) for k in kappas)) for rr in size_runs.values()]
     ).T
     _, q, q_se = fit_power_law_weighted(np.array(sizes, float), rat - ratio_th, rat_se)
+    from scipy import stats as sp_stats
+
     return KappaNoiseCheck(
         kappas=kappas,
         ensembles=kap_runs,

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.signal import savgol_filter
 
 from iclcore.models.probes import find_extrema, lag_autocorrelation, moving_average, smoothed_derivative
 from iclcore.validation import positive_float, positive_int
@@ -192,6 +191,8 @@ def replica_sweep_extrema_counts(
     norms = np.sqrt(np.sum(P[..., d:] ** 2, axis=(-2, -1)))  # (T', R)
     norm_means = (np.cumsum(norms, axis=1)[:, Rs - 1] / Rs).T  # (n, T')
     A = batched_lag_autocorrelation(moving_average(loss_means, avg))
+    from scipy.signal import savgol_filter  # scipy.signal imports scipy.stats: only where it is used
+
     A2 = savgol_filter(A, window, 3, deriv=2, delta=dt, mode="interp", axis=-1)
     n2 = savgol_filter(moving_average(norm_means, avg), window, 3, deriv=2, delta=dt, mode="interp", axis=-1)
     if body.shape != A2.shape[1:] or t_norm.shape != n2.shape[1:]:

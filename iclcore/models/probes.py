@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.signal import find_peaks, savgol_filter
 
 from iclcore.linalg import principal_angles
 from iclcore.validation import positive_int
@@ -202,6 +201,8 @@ def smoothed_derivative(y: ArrayLike, dx: float, *, order: int = 2, window: int 
         raise ValueError(f"window: must be odd, >= 3 and <= len(y) = {y.size}, got {window}")
     if not order <= polyorder < window:
         raise ValueError(f"polyorder: need order <= polyorder < window, got {polyorder}")
+    from scipy.signal import savgol_filter  # scipy.signal imports scipy.stats: only where it is used
+
     return savgol_filter(y, window, polyorder, deriv=order, delta=dx, mode="interp")
 
 
@@ -217,6 +218,8 @@ def find_extrema(y: ArrayLike, x: ArrayLike, *, sign: int = 1, prominence: float
     if not 0 <= prominence < 1:
         raise ValueError(f"prominence: must lie in [0, 1), got {prominence}")
     scale = np.max(np.abs(y)) if y.size else 0.0
+    from scipy.signal import find_peaks
+
     idx, _ = find_peaks(sign * y, prominence=prominence * scale if scale > 0 else None)
     return x[idx]
 
