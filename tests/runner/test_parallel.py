@@ -87,7 +87,9 @@ def test_dask_resources_are_used_when_declared_and_refused_when_short():
 
     assert check_dask_threads({}, [1, 1], "t") is False  # today's clusters: no resource, one-thread tasks
     assert check_dask_threads({"w1": 4.0}, [1, 4], "t") is True
-    with pytest.raises(ValueError, match=r"task 1 of gpt needs 4 threads, but no worker declares the resource 'threads'"):
+    with pytest.raises(
+        ValueError, match=r"task 1 of gpt needs 4 threads, but no worker declares the resource 'threads'"
+    ):
         check_dask_threads({}, [1, 4], "gpt")
     with pytest.raises(ValueError, match=r"needs 4 threads, but the largest worker declares threads=2"):
         check_dask_threads({"w1": 2.0, "w2": 1.0}, [4], "gpt")
