@@ -306,7 +306,9 @@ def wedin_sin_bound(G: np.ndarray, G_star: np.ndarray) -> float:
 class SubspaceRecoveryCurve:
     """``U_N = Top_r(Σ̂_{β,N})`` from the first ``N`` task vectors, for each ``N`` of a grid.
 
-    Attributes (each an ndarray of shape (n,), one entry per ``N``)
+    Each attribute is an ndarray of shape (n,), one entry per ``N``.
+
+    Attributes
     ----------
     N : the numbers of task vectors.
     sin : ``||sin Θ(U_N, U⋆)||_2``.
