@@ -36,8 +36,9 @@ CLASS = "icl-figure-pdf"
 PROVENANCE = "icl-provenance"
 COMMAND = ".venv/bin/icl-book run"
 SHORT_KEY = 8
-#: A figure saved by a notebook cell: ``save_figure(fig, "stem")`` (a computed stem matches no literal).
-SAVE_FIGURE = re.compile(r"save_figure\(\s*[^,()]+,\s*(?:[\"']([A-Za-z0-9_-]+)[\"']|[^)]*)")
+#: A figure saved by a notebook cell: ``save_figure(fig, "stem")`` or ``finish_figure(fig, "stem")`` (which
+#: calls it; a computed stem matches no literal).
+SAVE_FIGURE = re.compile(r"(?:save|finish)_figure\(\s*[^,()]+,\s*(?:[\"']([A-Za-z0-9_-]+)[\"']|[^)]*)")
 
 
 @dataclass(frozen=True)
