@@ -65,6 +65,8 @@ __all__ = [
     "RecordError",
     "TIMING_METRIC",
     "add_command",
+    "carried_sweep_points",
+    "frozen_settings",
     "entry_hash",
     "entry_state",
     "metrics_digest",
@@ -324,6 +326,35 @@ def recorded_sweep_metrics(root: Path) -> dict[str, dict[str, Any]]:
         except RecordError:
             continue
         out.update({p["key"]: p["metrics"] for p in data["points"]})
+    return out
+
+
+def frozen_settings(changed: Any) -> tuple[tuple[str, Any], ...]:
+    """Changed settings ``[(name, value), ...]`` as a hashable tuple (list values as tuples)."""
+    return tuple((str(k), tuple(v) if isinstance(v, list) else v) for k, v in changed)
+
+
+def carried_sweep_points(root: Path) -> dict[str, dict[tuple[tuple[str, Any], ...], dict[str, Any]]]:
+    """Notebook -> (changed settings -> metrics) of the recorded sweep points of every notebook whose
+    paper-preset entry is current or carried forward at this checkout (its quick metrics are identical to
+    those recorded with it: the change since did not move a number the notebook computes at the preset).
+    These stand for points whose key has changed, under the same rule as the notebook's own entry."""
+    try:
+        digest = read_digest(root)
+        states, _ = record_states(root)
+    except RecordError:
+        return {}
+    fresh = {s.notebook for s in states if s.state in (CURRENT, CARRIED)}
+    out: dict[str, dict[tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
+    for eid in digest:
+        preset, notebook = eid.split("/", 1)
+        if preset != SWEEPS or notebook not in fresh:
+            continue
+        try:
+            data = _verified_sweep(root, notebook, digest)
+        except RecordError:
+            continue
+        out[notebook] = {frozen_settings(p["changed"]): p["metrics"] for p in data["points"]}
     return out
 
 

@@ -31,10 +31,11 @@ def sweep_bands(root: Path, rows: list[Row], generated: Path) -> tuple[dict[int,
     except NotebookError as exc:
         raise ReportError(str(exc)) from None
     scans = import_scans(root)
-    from .record import recorded_sweep_metrics
+    from .record import carried_sweep_points, recorded_sweep_metrics
 
     recorded = recorded_sweep_metrics(root)  # the committed record's points stand in for runs the store lacks
-    stored = {name: stored_points(root, plan, scans, recorded) for name, plan in plans.items()}
+    carried = carried_sweep_points(root)  # and, under the rule of carried-forward entries, for changed keys
+    stored = {name: stored_points(root, plan, scans, recorded, carried.get(name)) for name, plan in plans.items()}
     bands = {}
     for r in rows:
         cl = r.claim

@@ -369,12 +369,18 @@ def _record_failure(root: Path, key: str, error: str) -> None:
 
 
 def stored_points(
-    root: Path, plan: Plan, scans: Any = None, recorded: dict[str, dict[str, Any]] | None = None
+    root: Path,
+    plan: Plan,
+    scans: Any = None,
+    recorded: dict[str, dict[str, Any]] | None = None,
+    carried: dict[tuple[tuple[str, Any], ...], dict[str, Any]] | None = None,
 ) -> list[tuple[Point, dict[str, Any] | str | None]]:
     """Each point of the plan's one-at-a-time grid with its metrics from the store, else from ``recorded``
-    (key -> metrics: the committed record's points, :func:`iclbook.record.recorded_sweep_metrics`); ``None``: not run under
-    the notebook's current key (or the entry does not verify); a string: the run failed with that error
-    (recorded by :func:`run_sweep` for the same key). Nothing is executed."""
+    (key -> metrics: the committed record's points, :func:`iclbook.record.recorded_sweep_metrics`), else from
+    ``carried`` (changed settings -> metrics: the recorded points of a notebook whose record entry is carried
+    forward, :func:`iclbook.record.carried_sweep_points`); ``None``: not run under the notebook's current key
+    (or the entry does not verify); a string: the run failed with that error (recorded by :func:`run_sweep`
+    for the same key). Nothing is executed."""
     entries = store_dir(root) / "entries"
     scans = scans if scans is not None else import_scans(root)
     recorded = recorded or {}
@@ -389,12 +395,18 @@ def stored_points(
                 metrics = data if isinstance(data, dict) else None
             elif key in recorded:
                 metrics = recorded[key]
+            elif carried and _frozen(p.changed) in carried:
+                metrics = carried[_frozen(p.changed)]
             elif failed.is_file():
                 metrics = failed.read_text().strip() or "the run failed"
         except (OSError, ValueError, NotebookError):
             metrics = None
         out.append((p, metrics))
     return out
+
+
+def _frozen(changed: Sequence[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    return tuple((str(k), tuple(v) if isinstance(v, list) else v) for k, v in changed)
 
 
 # --------------------------------------------------------------------------- bands
