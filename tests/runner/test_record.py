@@ -253,3 +253,13 @@ def test_the_headline_says_where_the_paper_runs_come_from(project: Path) -> None
         text
         == "Runs: 0 from this machine's store, 1 current and 0 carried forward from the committed record; 0 stale record entries not counted."
     )
+
+
+def test_recorded_sweep_points_are_carried_forward_with_their_notebook_entry(project: Path) -> None:
+    rec.write_sweep_record(project, "second", [((("k", 5),), "a" * 64, {"k_squared": 25})])
+    assert rec.carried_sweep_points(project) == {"second": {(("k", 5),): {"k_squared": 25}}}  # entry current
+    path = project / "notebooks" / "second.py"
+    path.write_text(path.read_text().replace("k * k", "k * k + 1"))
+    put_run(project, "second", "quick", {"k_squared": 10})  # the quick numbers moved: the entry is stale
+    assert rec.carried_sweep_points(project) == {}
+    assert rec.frozen_settings([["warmups", [50, 200]], ["M", 64]]) == (("warmups", (50, 200)), ("M", 64))
