@@ -295,6 +295,9 @@ def _copy_progress(variable: Any, seen: str | None, path: Path) -> str | None:
     return seen
 
 
+POLL_SECONDS = 0.1  # how often a waiting notebook checks for an interrupt (a tenth of the one-second budget)
+
+
 class DaskLauncher:
     """Runs the child of :func:`iclbook.execution.execute` on a Dask cluster instead of locally."""
 
@@ -369,16 +372,19 @@ class DaskLauncher:
         progress, seen = Variable(payload["progress"], client=self.client), "{}"
         progress.set(seen)  # a value from the start: a get never waits (a timed-out get logs an error on the scheduler)
         future = self.client.submit(run_on_worker, payload, key=key, pure=False)
+        polls = 0
         try:
             while True:
                 if interrupts.stopping:
                     future.cancel()
                     raise InterruptedError(name)
                 try:
-                    result = future.result(timeout=0.5)
+                    result = future.result(timeout=POLL_SECONDS)
                     break
                 except TimeoutError:
-                    seen = _copy_progress(progress, seen, tmp / PROGRESS_FILE)
+                    polls += 1
+                    if polls % 5 == 0:  # the progress line every half second: one round trip to the scheduler
+                        seen = _copy_progress(progress, seen, tmp / PROGRESS_FILE)
                     continue
                 except Exception as exc:  # noqa: BLE001  (the task itself failed, e.g. too many worker deaths)
                     (tmp / "log.txt").write_text(f"Dask task failed: {type(exc).__name__}: {exc}\n")
@@ -417,6 +423,8 @@ class DaskLauncher:
 
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
         if self.cluster is not None:
+            for nanny in list(self.cluster.workers.values()):  # a nanny whose worker dies must not start another:
+                nanny.close_gracefully()  # the cluster's close would wait for that start (seconds under load)
             _kill_local_workers()
         for close in (self.client.close, *([self.cluster.close] if self.cluster is not None else [])):
             try:

@@ -250,6 +250,7 @@ class Interrupts:
         self._killers: list[threading.Thread] = []
         self._held = 0  # depth of held() sections of the main thread
         self._raised = False
+        self._stopped = threading.Event()  # set by stop(): wakes the watcher of installed() at once
 
     @property
     def stopping(self) -> bool:
@@ -277,6 +278,7 @@ class Interrupts:
             first = not self.stopping
             self.signum = self.signum or signum
             procs = list(self._procs)
+        self._stopped.set()
         if first:
             for proc in procs:
                 killer = threading.Thread(target=_kill_tree, args=(proc,), daemon=True)
@@ -346,8 +348,7 @@ class Interrupts:
         while data := os.read(read_end, 64):
             for signum in (b for b in data if b in signums):
                 for _ in range(40):
-                    time.sleep(patience)
-                    if self.stopping:
+                    if self._stopped.wait(patience):
                         break
                     signal.pthread_kill(main, signum)
 

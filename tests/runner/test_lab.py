@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,6 +39,17 @@ def test_the_notebooks_themselves_are_not_ignored() -> None:
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 1, path
 
 
+def _answers_http(port: int) -> bool:
+    """Whether an HTTP server answers on ``port`` (any status: a 403 also means its loop is running)."""
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -48,24 +63,35 @@ def test_a_headless_lab_stops_on_one_interrupt(tmp_path: Path) -> None:
     pytest.importorskip("jupyterlab")
     options = lab_options()
     assert "--JupyterApp.answer_yes=True" in options
-    port = _free_port()
     jupyter = Path(sys.executable).with_name("jupyter")
-    cmd = [str(jupyter), "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(port), f"--notebook-dir={tmp_path}"]
-    cmd += options + (["--allow-root"] if os.getuid() == 0 else [])
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [str(jupyter), "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(_free_port())]
+    cmd += [f"--notebook-dir={tmp_path}", *options] + (["--allow-root"] if os.getuid() == 0 else [])
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # The signal is sent once the server answers HTTP on the port it announced: its handlers are installed and
+    # its loop runs. (A port that merely accepts connections is not enough: under a parallel test run another
+    # process may hold it, and Jupyter then moves to the next port; a SIGINT that reaches Jupyter before its
+    # loop runs tests nothing.)
+    lines: list[str] = []
+    announced: list[int] = []
+
+    def read_log() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+            if found and not announced:
+                announced.append(int(found.group(1)))
+
+    threading.Thread(target=read_log, daemon=True).start()
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert proc.poll() is None, "jupyter lab did not start"
-                time.sleep(0.3)
+        while not (announced and _answers_http(announced[0])):
+            assert proc.poll() is None, "jupyter lab did not start:\n" + "".join(lines[-20:])
+            assert time.monotonic() < deadline, "jupyter lab did not serve within 120 s:\n" + "".join(lines[-20:])
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=15)
     finally:
         if proc.poll() is None:
             proc.kill()
-            pytest.fail("one SIGINT did not stop jupyter lab")
+            pytest.fail("one SIGINT did not stop jupyter lab:\n" + "".join(lines[-20:]))
     assert proc.returncode == 0
