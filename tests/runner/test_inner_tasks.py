@@ -44,7 +44,20 @@ def cluster():
         yield c
 
 
+@pytest.fixture
+def one_torch_thread():
+    """torch at one thread, as the notebooks set it (a Dask task sets its own threads: one here); restored after.
+    Without it the local reference would use the process's default (the cores), and differ by rounding."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_gd_probe_and_softmax_models_on_a_local_cluster_are_byte_identical(cluster, monkeypatch, tmp_path):
     probe = [(TINY_PROBE, k, 10, s) for k in ("lsa", "gpt") for s in (0, 1)]
     local = [pickle.dumps(replace(r, cpu=0.0)) for r in map_configs(_probe_run, probe)]  # cpu: its own CPU time
@@ -91,6 +104,7 @@ def flexformer_jobs() -> list:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_flexformer_trainings_on_a_local_cluster_are_byte_identical(cluster, monkeypatch):
     from iclcore.models.flexformer import train_preconditioner_job
 
@@ -115,6 +129,7 @@ def test_serial_calls_record_their_tasks_and_progress(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_local_processes_give_the_serial_bits(monkeypatch, tmp_path):
     monkeypatch.setenv(PROGRESS_ENV, str(tmp_path / "progress.json"))
     serial = map_configs(softmax_run, TINY_SOFTMAX[:2])
