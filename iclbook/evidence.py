@@ -168,7 +168,7 @@ def fit_trend(values: Any, se: Any, x: Any, limit: float) -> Trend:
 
 def _number(expr: Any, metrics: dict[str, Any]) -> float:
     """A number, or an expression over ``metrics`` in the predicate language, as a float."""
-    from .predicates import ReportError, _eval_node, parse_predicate, predicate_names
+    from .predicates import ReportError, evaluate_tree, parse_predicate, predicate_names
 
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):
         return float(expr)
@@ -176,7 +176,7 @@ def _number(expr: Any, metrics: dict[str, Any]) -> float:
     if lacking:
         raise EvidenceError(f"metrics {lacking} are not in the notebook's metrics.json")
     try:
-        return float(_eval_node(parse_predicate(str(expr), "trend"), metrics))
+        return float(evaluate_tree(parse_predicate(str(expr), "trend"), metrics))
     except (ReportError, ArithmeticError, TypeError, ValueError) as exc:
         raise EvidenceError(f"trend expression {expr!r} cannot be evaluated: {exc}") from None
 

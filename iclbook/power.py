@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .numbers import fmt_fixed, fmt_power, fmt_se, fmt_value
-from .predicates import ReportError, parse_predicate
+from .predicates import ReportError, Semantics, evaluate_tree, parse_predicate
 
 __all__ = [
     "POWER_MIN",
@@ -165,90 +166,72 @@ def _names(tree: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called]
 
 
-# --------------------------------------------------------------------------- vectorised predicate language
-_VEC_BINOPS = {
-    ast.Add: np.add,
-    ast.Sub: np.subtract,
-    ast.Mult: np.multiply,
-    ast.Div: np.divide,
-    ast.Pow: np.power,
-}
-_VEC_CMPOPS = {
-    ast.Lt: np.less,
-    ast.LtE: np.less_equal,
-    ast.Gt: np.greater,
-    ast.GtE: np.greater_equal,
-    ast.Eq: np.equal,
-    ast.NotEq: np.not_equal,
-}
+# --------------------------------------------------------------------------- the predicate language, elementwise
+def _fold(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """``min``/``max`` of a predicate over arrays: ``op`` folded over the arguments (or over one list)."""
 
-
-def _vec_eval(node: ast.AST, env: dict[str, Any]) -> Any:
-    """Evaluate a whitelisted predicate tree elementwise (numpy arrays broadcast against scalars)."""
-    handler = _VEC_EVAL.get(type(node))
-    if handler is None:
-        raise AlternativeError(f"expression node {type(node).__name__} is not allowed")
-    return handler(node, env)
-
-
-def _vec_boolop(node: ast.BoolOp, env: dict[str, Any]) -> Any:
-    parts = [np.asarray(_vec_eval(v, env), dtype=bool) for v in node.values]
-    op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-    out = parts[0]
-    for p in parts[1:]:
-        out = op(out, p)
-    return out
-
-
-def _vec_unaryop(node: ast.UnaryOp, env: dict[str, Any]) -> Any:
-    v = _vec_eval(node.operand, env)
-    if isinstance(node.op, ast.Not):
-        return np.logical_not(v)
-    return np.negative(v) if isinstance(node.op, ast.USub) else v
-
-
-def _vec_compare(node: ast.Compare, env: dict[str, Any]) -> Any:
-    left, out = _vec_eval(node.left, env), True
-    for op, comp in zip(node.ops, node.comparators):
-        right = _vec_eval(comp, env)
-        out = np.logical_and(out, _VEC_CMPOPS[type(op)](left, right))
-        left = right
-    return out
-
-
-def _vec_call(node: ast.Call, env: dict[str, Any]) -> Any:
-    args = [_vec_eval(a, env) for a in node.args]
-    name = node.func.id
-    if name == "abs":
-        return np.abs(args[0])
-    items = args[0] if len(args) == 1 else args
-    if name in ("min", "max"):
-        fold = np.minimum if name == "min" else np.maximum
+    def fold(*args: Any) -> Any:
+        items = args[0] if len(args) == 1 else args
         out = items[0]
         for x in items[1:]:
-            out = fold(out, x)
+            out = op(out, x)
         return out
-    stacked = np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items])
-    return np.all(stacked, axis=0) if name == "all" else np.any(stacked, axis=0)
+
+    return fold
 
 
-def _vec_sequence(node: ast.List | ast.Tuple, env: dict[str, Any]) -> list[Any]:
-    return [_vec_eval(e, env) for e in node.elts]
+def _reduce(op: Callable[..., Any]) -> Callable[..., Any]:
+    """``all``/``any`` of a predicate over arrays: ``op`` over the broadcast boolean arguments."""
+
+    def reduce(*args: Any) -> Any:
+        items = args[0] if len(args) == 1 else args
+        return op(np.broadcast_arrays(*[np.asarray(x, dtype=bool) for x in items]), axis=0)
+
+    return reduce
 
 
-#: The elementwise evaluator of each node type a predicate may hold (:func:`iclbook.predicates.parse_predicate`).
-_VEC_EVAL: dict[type, Any] = {
-    ast.Expression: lambda node, env: _vec_eval(node.body, env),
-    ast.Constant: lambda node, env: node.value,
-    ast.Name: lambda node, env: env[node.id],
-    ast.List: _vec_sequence,
-    ast.Tuple: _vec_sequence,
-    ast.BoolOp: _vec_boolop,
-    ast.UnaryOp: _vec_unaryop,
-    ast.BinOp: lambda node, env: _VEC_BINOPS[type(node.op)](_vec_eval(node.left, env), _vec_eval(node.right, env)),
-    ast.Compare: _vec_compare,
-    ast.Call: _vec_call,
-}
+def _elementwise(logical: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
+    def join(thunks: Any) -> Any:
+        parts = [np.asarray(t(), dtype=bool) for t in thunks]
+        out = parts[0]
+        for p in parts[1:]:
+            out = logical(out, p)
+        return out
+
+    return join
+
+
+#: The predicate language on numpy arrays, elementwise (arrays broadcast against scalars): every operand is
+#: evaluated, ``and``/``or``/``not`` are logical array operations.
+ELEMENTWISE = Semantics(
+    binops={ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide, ast.Pow: np.power},
+    cmpops={
+        ast.Lt: np.less,
+        ast.LtE: np.less_equal,
+        ast.Gt: np.greater,
+        ast.GtE: np.greater_equal,
+        ast.Eq: np.equal,
+        ast.NotEq: np.not_equal,
+    },
+    conjoin=_elementwise(np.logical_and),
+    disjoin=_elementwise(np.logical_or),
+    negate=np.logical_not,
+    calls={
+        "abs": np.abs,
+        "min": _fold(np.minimum),
+        "max": _fold(np.maximum),
+        "all": _reduce(np.all),
+        "any": _reduce(np.any),
+    },
+)
+
+
+def _vec_eval(tree: ast.AST, env: dict[str, Any]) -> Any:
+    """Evaluate a whitelisted predicate tree elementwise (:data:`ELEMENTWISE`)."""
+    try:
+        return evaluate_tree(tree, env, ELEMENTWISE)
+    except ReportError as exc:
+        raise AlternativeError(str(exc)) from None
 
 
 def _value(spec: float | str | None, metrics: dict[str, Any], what: str) -> float:

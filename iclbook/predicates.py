@@ -12,11 +12,22 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .numbers import fmt_value
 
-__all__ = ["PREDICATE_FUNCTIONS", "ReportError", "evaluate_predicate", "parse_predicate", "predicate_names"]
+__all__ = [
+    "PREDICATE_FUNCTIONS",
+    "SCALAR",
+    "ReportError",
+    "Semantics",
+    "evaluate_predicate",
+    "evaluate_tree",
+    "parse_predicate",
+    "predicate_names",
+]
 
 #: Functions a predicate may call (nothing else can be called).
 PREDICATE_FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any}
@@ -108,50 +119,96 @@ def predicate_names(expr: str) -> list[str]:
     return list(dict.fromkeys(name for _, name in found))
 
 
-def _eval_node(node: ast.AST, env: dict[str, Any]) -> Any:
-    """The value of a whitelisted node (:func:`parse_predicate`) with the metric names bound in ``env``."""
+@dataclass(frozen=True)
+class Semantics:
+    """What the operators of a predicate mean: scalar Python values (:data:`SCALAR`, the ledger's verdicts) or
+    numpy arrays evaluated elementwise (the power of a rule over simulated draws, :mod:`iclbook.power`).
+
+    ``conjoin``/``disjoin`` receive the operands as zero-argument callables, so that the scalar semantics can
+    stop at the first operand that decides (as Python's ``and``/``or`` and chained comparisons do), while the
+    elementwise one evaluates them all.
+    """
+
+    binops: dict[type, Callable[[Any, Any], Any]]
+    cmpops: dict[type, Callable[[Any, Any], Any]]
+    conjoin: Callable[[Iterable[Callable[[], Any]]], Any]
+    disjoin: Callable[[Iterable[Callable[[], Any]]], Any]
+    negate: Callable[[Any], Any]
+    calls: dict[str, Callable[..., Any]]
+
+
+def _all_lazy(thunks: Iterable[Callable[[], Any]]) -> bool:
+    return all(bool(t()) for t in thunks)
+
+
+def _any_lazy(thunks: Iterable[Callable[[], Any]]) -> bool:
+    return any(bool(t()) for t in thunks)
+
+
+#: Python scalars, ``and``/``or`` and chained comparisons short-circuited; ``**`` is ``math.pow`` (an error, not a
+#: complex number, for a negative base and a fractional power).
+SCALAR = Semantics(
+    binops={**_BINOPS},
+    cmpops={**_CMPOPS},
+    conjoin=_all_lazy,
+    disjoin=_any_lazy,
+    negate=lambda v: not v,
+    calls=PREDICATE_FUNCTIONS,
+)
+
+
+def evaluate_tree(node: ast.AST, env: dict[str, Any], semantics: Semantics = SCALAR) -> Any:
+    """The value of a whitelisted predicate tree (:func:`parse_predicate`) with the metric names bound in ``env``,
+    under ``semantics`` (the one evaluator of the ledger's predicates and of the power of a rule)."""
     handler = _EVAL.get(type(node))
     if handler is None:  # unreachable after parse_predicate
         raise ReportError(f"predicate node {type(node).__name__} is not allowed")
-    return handler(node, env)
+    return handler(node, env, semantics)
 
 
-def _eval_boolop(node: ast.BoolOp, env: dict[str, Any]) -> bool:
-    values = (bool(_eval_node(v, env)) for v in node.values)  # lazy: ``and``/``or`` stop at the first decider
-    return all(values) if isinstance(node.op, ast.And) else any(values)
+def _eval_boolop(node: ast.BoolOp, env: dict[str, Any], sem: Semantics) -> Any:
+    thunks = [lambda v=v: evaluate_tree(v, env, sem) for v in node.values]
+    return sem.conjoin(thunks) if isinstance(node.op, ast.And) else sem.disjoin(thunks)
 
 
-def _eval_unaryop(node: ast.UnaryOp, env: dict[str, Any]) -> Any:
-    v = _eval_node(node.operand, env)
-    return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
+def _eval_unaryop(node: ast.UnaryOp, env: dict[str, Any], sem: Semantics) -> Any:
+    v = evaluate_tree(node.operand, env, sem)
+    if isinstance(node.op, ast.Not):
+        return sem.negate(v)
+    return -v if isinstance(node.op, ast.USub) else +v
 
 
-def _eval_compare(node: ast.Compare, env: dict[str, Any]) -> bool:
-    left = _eval_node(node.left, env)
-    for op, comp in zip(node.ops, node.comparators):
-        right = _eval_node(comp, env)
-        if not _CMPOPS[type(op)](left, right):
-            return False
-        left = right
-    return True
+def _eval_compare(node: ast.Compare, env: dict[str, Any], sem: Semantics) -> Any:
+    """A chained comparison ``a < b <= c``: each operand evaluated once, and only when it is needed."""
+    operands: dict[int, Any] = {}
+
+    def operand(i: int) -> Any:
+        if i not in operands:
+            operands[i] = evaluate_tree(node.left if i == 0 else node.comparators[i - 1], env, sem)
+        return operands[i]
+
+    thunks = [lambda i=i, op=op: sem.cmpops[type(op)](operand(i), operand(i + 1)) for i, op in enumerate(node.ops)]
+    return sem.conjoin(thunks)
 
 
-def _eval_sequence(node: ast.List | ast.Tuple, env: dict[str, Any]) -> list[Any]:
-    return [_eval_node(e, env) for e in node.elts]
+def _eval_sequence(node: ast.List | ast.Tuple, env: dict[str, Any], sem: Semantics) -> list[Any]:
+    return [evaluate_tree(e, env, sem) for e in node.elts]
 
 
 #: The evaluator of each node type :func:`parse_predicate` allows (operators are evaluated by their parents).
 _EVAL: dict[type, Any] = {
-    ast.Expression: lambda node, env: _eval_node(node.body, env),
-    ast.Constant: lambda node, env: node.value,
-    ast.Name: lambda node, env: env[node.id],
+    ast.Expression: lambda node, env, sem: evaluate_tree(node.body, env, sem),
+    ast.Constant: lambda node, env, sem: node.value,
+    ast.Name: lambda node, env, sem: env[node.id],
     ast.List: _eval_sequence,
     ast.Tuple: _eval_sequence,
     ast.BoolOp: _eval_boolop,
     ast.UnaryOp: _eval_unaryop,
-    ast.BinOp: lambda node, env: _BINOPS[type(node.op)](_eval_node(node.left, env), _eval_node(node.right, env)),
+    ast.BinOp: lambda node, env, sem: sem.binops[type(node.op)](
+        evaluate_tree(node.left, env, sem), evaluate_tree(node.right, env, sem)
+    ),
     ast.Compare: _eval_compare,
-    ast.Call: lambda node, env: PREDICATE_FUNCTIONS[node.func.id](*[_eval_node(a, env) for a in node.args]),
+    ast.Call: lambda node, env, sem: sem.calls[node.func.id](*[evaluate_tree(a, env, sem) for a in node.args]),
 }
 
 
@@ -162,7 +219,7 @@ def evaluate_predicate(expr: str, values: dict[str, Any], where: str = "predicat
     if missing:
         raise ReportError(f"{where}: predicate {expr!r} reads unknown names {missing}")
     try:
-        result = _eval_node(tree, values)
+        result = evaluate_tree(tree, values)
     except (ArithmeticError, TypeError, ValueError) as exc:
         raise ReportError(f"{where}: predicate {expr!r} cannot be evaluated: {exc}") from None
     if not isinstance(result, bool):
