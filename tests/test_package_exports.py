@@ -166,3 +166,21 @@ def test_the_api_page_lists_modules_and_each_familys_functions_and_classes():
     assert "{py:obj}`ConcentrationResult <iclcore.spectra.prompt.ConcentrationResult>`" in page
     assert ".. automodule:: iclcore.spectra\n   :no-members:" in page
     assert ".. automodule:: iclcore.spectra.mp\n   :members:" in page
+
+
+def test_only_the_lazy_loader_of_a_literal_exports_map_is_exempt_from_the_dynamic_rule(tmp_path):
+    package = tmp_path / "iclcore"
+    (package / "fam").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "fam" / "a.py").write_text("def f():\n    pass\n")
+    loader = (
+        "import importlib\n_EXPORTS = {'a': ('f',)}\n__all__ = ['f']\n\n\n"
+        "def __getattr__(name):\n    return getattr(importlib.import_module(f'{__name__}.a'), name)\n"
+    )
+    (package / "fam" / "__init__.py").write_text(loader)
+    deps = dependency_files("from iclcore.fam import f\n", package)
+    assert deps.whole_package == "" and "iclcore.fam.a" in deps.modules
+    (package / "fam" / "__init__.py").write_text(loader + "\n\nimportlib.import_module(__name__ + '.a')\n")
+    assert "computed name" in dependency_files("from iclcore.fam import f\n", package).whole_package
+    (package / "fam" / "__init__.py").write_text(loader.replace("_EXPORTS = {'a': ('f',)}\n", ""))
+    assert "computed name" in dependency_files("from iclcore.fam import f\n", package).whole_package
