@@ -20,6 +20,13 @@ Rules
   arguments) are resolved like an ``import`` statement.
 * ``from iclcore.a import *`` depends on ``iclcore.a``; when ``iclcore.a`` is a
   package, also on the submodules its literal ``__all__`` names (Python imports those).
+* A family that exports its modules' names lazily (a literal ``_EXPORTS`` map and a
+  module ``__getattr__`` that imports the module defining a name on first use,
+  :mod:`iclbook.package_exports`): ``from iclcore.a import f`` depends on the module
+  that ``_EXPORTS`` names for ``f``; ``import iclcore.a``, ``from iclcore import a``
+  and ``from iclcore.a import *`` (which may reach every exported name) on every
+  module of ``_EXPORTS``. The computed import inside that ``__getattr__`` is resolved
+  through the map, so it does not count as dynamic.
 * Any other dynamic import (``import_module`` / ``__import__`` with a computed
   name, ``importlib.reload``, a star import from a package whose ``__all__`` is
   computed), a file that cannot be parsed, or an ``iclcore`` module that does not exist makes the notebook
@@ -43,6 +50,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .package_exports import lazy_exports
+
 PACKAGE = "iclcore"
 
 
@@ -50,9 +59,9 @@ PACKAGE = "iclcore"
 class ImportScan:
     """Imports found in one source: absolute module names, and whether any import was dynamic."""
 
-    modules: set[str] = field(default_factory=set)
+    modules: set[str] = field(default_factory=set)  # also ``import a`` (then ``a`` is in ``star`` too)
     maybe_modules: set[str] = field(default_factory=set)  # ``from a import b``: ``a.b`` if it is a module
-    star: set[str] = field(default_factory=set)  # ``from a import *``
+    star: set[str] = field(default_factory=set)  # ``from a import *`` and ``import a``: every name of ``a``
     dynamic: list[str] = field(default_factory=list)  # reasons
 
 
@@ -98,12 +107,18 @@ def scan_source(source: str, current: str = "", is_package: bool = False) -> Imp
     dynamic_names = ("import_module", "__import__", "reload")
     look_for_calls = any(name in source for name in dynamic_names)
     wanted = (ast.Import, ast.ImportFrom, ast.Call) if look_for_calls else (ast.Import, ast.ImportFrom)
+    resolved: set[int] = set()  # calls in the lazy loader of a package's `_EXPORTS` (resolved through the map)
+    if look_for_calls and is_package and lazy_exports(source) is not None:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                resolved.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
     for node in ast.walk(tree):
-        if not isinstance(node, wanted):
+        if not isinstance(node, wanted) or id(node) in resolved:
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 scan.modules.add(alias.name)
+                scan.star.add(alias.name)  # the bound package reaches every name it exports
         elif isinstance(node, ast.ImportFrom):
             base = _resolve_relative(node.module, node.level, current, is_package)
             if base is None:
@@ -155,7 +170,7 @@ class ScanCache:
     limit: int = 4096
     changed: bool = False
 
-    VERSION = 1
+    VERSION = 2
 
     @classmethod
     def load(cls, path: Path) -> ScanCache:
@@ -269,12 +284,28 @@ def dependency_files(notebook_source: str, package_dir: Path, scans: ScanCache |
         where, scan = todo.pop()
         reasons += [f"{where or 'the notebook'}: {r}" for r in scan.dynamic]
         wanted = {m for m in scan.modules if _in_package(m)}
+        star = set(scan.star)
         for m in scan.maybe_modules:
-            if _in_package(m) and _module_file(package_dir, m) is not None:
+            if not _in_package(m):
+                continue
+            path = _module_file(package_dir, m)
+            if path is not None:
                 wanted.add(m)
-        for base in scan.star:  # `from a import *`: a package also imports the submodules named in its __all__
+                star.add(m)  # `from a import b`, b a package: it reaches every name b exports
+                continue
+            base, name = m.rsplit(".", 1)
+            init = _module_file(package_dir, base)
+            if init is not None and init.name == "__init__.py":
+                module = (lazy_exports(init.read_text()) or {}).get(name)
+                if module is not None:
+                    wanted.add(f"{base}.{module}")
+        for base in star:  # `from a import *`: a package also imports the submodules named in its __all__
             path = _module_file(package_dir, base) if _in_package(base) else None
             if path is not None and path.name == "__init__.py":
+                exports = lazy_exports(path.read_text())
+                if exports is not None:
+                    wanted.update(f"{base}.{module}" for module in exports.values())
+                    continue
                 names = _literal_all(path.read_text())
                 if names is None:
                     reasons.append(f"{where or 'the notebook'}: `from {base} import *` with a computed __all__")

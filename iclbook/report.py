@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .api_page import iclcore_modules, render_api
+from .api_page import iclcore_exports, iclcore_modules, render_api
 from .errata import chapter_order, render_errata
 from .ledger import (
     BASES,
@@ -745,6 +745,6 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     _write_if_changed(
         generated / "errata.md", render_errata(root / "book" / "errata", chapter_order(root / "_toc.yml"))
     )
-    _write_if_changed(generated / "api.md", render_api(iclcore_modules()))
+    _write_if_changed(generated / "api.md", render_api(iclcore_modules(), iclcore_exports()))
     _write_if_changed(generated / "measurements.md", render_measurements(root))
     return rows

@@ -50,9 +50,8 @@ def available_cores() -> int:
 
 #: Set by a Dask nanny (``distributed.nanny.pre-spawn-environ``, 65536 bytes) in its worker and in the
 #: process that starts it. A fixed trim threshold also fixes glibc's mmap threshold at 128 KiB, so every
-#: larger numpy temporary is a fresh mmap whose pages the kernel zeroes: measured here, ``dmft_iso`` and
-#: ``dmft_width`` at the quick preset on 2 cores took 107 s (34.7 s system CPU) with it and 83 s (5.0 s)
-#: without. A kernel never inherits it.
+#: larger numpy temporary is a fresh mmap whose pages the kernel zeroes, which costs the numpy-heavy
+#: notebooks (``dmft_iso``, ``dmft_width``) much system CPU time. A kernel never inherits it.
 MALLOC_TRIM_ENV = "MALLOC_TRIM_THRESHOLD_"
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import pkgutil
 
 import pytest
 
 import iclcore.lsq
 
 UTILITIES = ["iclcore.stats", "iclcore.validation"]
-MODULES = [f"iclcore.lsq.{name}" for name in iclcore.lsq.__all__] + UTILITIES
+MODULES = [m.name for m in pkgutil.iter_modules(iclcore.lsq.__path__, "iclcore.lsq.") if "._" not in m.name] + UTILITIES
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -22,17 +22,153 @@ Public modules:
   Nagy §1, and the helpers that map unit-interval parameters into each statement's domain;
 - :mod:`~iclcore.gd.synthetic`: The synthetic convergence panel of Nagy §8.1 (Figure 1).
 
-This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
-``from iclcore.gd.construction import von_oswald_layers``.
+The family exports the public functions and classes of these modules (``__all__``), each imported
+from its module on first use, so importing the family imports none of them (why: :mod:`iclcore`):
+``from iclcore.gd import von_oswald_layers`` is
+``from iclcore.gd.construction import von_oswald_layers``;
+the modules stay importable by path.
 """
 
+# BEGIN GENERATED EXPORTS: python -m iclbook.package_exports --write
+import importlib
+
+_EXPORTS = {
+    "construction": (
+        "gd_predict",
+        "gd_weights",
+        "lsa_forward",
+        "optimal_single_step",
+        "sample_regression",
+        "squared_loss_half",
+        "train_one_layer_lsa",
+        "von_oswald_layers",
+    ),
+    "depth_probe": (
+        "ProbeRun",
+        "ProbeSweep",
+        "ProbeTasks",
+        "ProbeTraining",
+        "bos_profile",
+        "checkpoint_steps",
+        "half_max_step",
+        "iid_noise_reference",
+        "implicit_weights",
+        "late_early_ratio",
+        "layer_shuffled",
+        "probe_checkpoint",
+        "probe_run_metrics",
+        "probe_sweep_metrics",
+        "probe_train_config",
+        "probe_training_run",
+        "probe_training_sweep",
+        "readout_statistics",
+        "resolved_improving_fraction",
+        "richardson_fit",
+        "robust_readout_statistics",
+        "sample_probe_tasks",
+        "train_with_checkpoints",
+    ),
+    "identities": (
+        "certify",
+        "evaluate",
+        "identity_table",
+        "statement",
+    ),
+    "matrix_lifts": (
+        "descent_condition_holds",
+        "layer_varying_error",
+        "matrix_lift_statements",
+        "matrix_loss_decrease",
+        "rational_orthogonal",
+    ),
+    "statements": (
+        "Statement",
+        "expanded",
+        "gd_step",
+        "gradient",
+        "loss",
+        "minimizer_point",
+        "unit_to_nonnegative",
+        "unit_to_real",
+    ),
+    "synthetic": (
+        "ChannelPanel",
+        "compounding",
+        "eigenchannel_panel",
+        "scalar_loss_ratio",
+        "spectrum_design",
+    ),
+}
+
 __all__ = [
-    "appendix_statements",
-    "construction",
-    "depth_probe",
-    "identities",
-    "matrix_lifts",
-    "scalar_statements",
-    "statements",
-    "synthetic",
+    "ChannelPanel",
+    "ProbeRun",
+    "ProbeSweep",
+    "ProbeTasks",
+    "ProbeTraining",
+    "Statement",
+    "bos_profile",
+    "certify",
+    "checkpoint_steps",
+    "compounding",
+    "descent_condition_holds",
+    "eigenchannel_panel",
+    "evaluate",
+    "expanded",
+    "gd_predict",
+    "gd_step",
+    "gd_weights",
+    "gradient",
+    "half_max_step",
+    "identity_table",
+    "iid_noise_reference",
+    "implicit_weights",
+    "late_early_ratio",
+    "layer_shuffled",
+    "layer_varying_error",
+    "loss",
+    "lsa_forward",
+    "matrix_lift_statements",
+    "matrix_loss_decrease",
+    "minimizer_point",
+    "optimal_single_step",
+    "probe_checkpoint",
+    "probe_run_metrics",
+    "probe_sweep_metrics",
+    "probe_train_config",
+    "probe_training_run",
+    "probe_training_sweep",
+    "rational_orthogonal",
+    "readout_statistics",
+    "resolved_improving_fraction",
+    "richardson_fit",
+    "robust_readout_statistics",
+    "sample_probe_tasks",
+    "sample_regression",
+    "scalar_loss_ratio",
+    "spectrum_design",
+    "squared_loss_half",
+    "statement",
+    "train_one_layer_lsa",
+    "train_with_checkpoints",
+    "unit_to_nonnegative",
+    "unit_to_real",
+    "von_oswald_layers",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The public function or class ``name``, imported from its module on first use (PEP 562)."""
+    for module, names in _EXPORTS.items():
+        if name in names:
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+# END GENERATED EXPORTS

@@ -51,8 +51,205 @@ Public modules:
 - :mod:`~iclcore.logistic.transformer_probes`: The probes of §4 on trained non-linear stand-in models: marginalized
   effective rank and subspace distance per depth, staggered minima over seeds, grokking (Figs. 3B, 5-7).
 
-This file imports none of them (why: :mod:`iclcore`): import from the modules, e.g.
-``from iclcore.logistic.model import make_problem``.
+The family exports the public functions and classes of these modules (``__all__``), each imported
+from its module on first use, so importing the family imports none of them (why: :mod:`iclcore`):
+``from iclcore.logistic import make_problem`` is
+``from iclcore.logistic.model import make_problem``;
+the modules stay importable by path.
 """
 
-__all__ = ["exact", "model", "probes", "regimes", "replicas", "sgd", "theory", "transformer_probes"]
+# BEGIN GENERATED EXPORTS: python -m iclbook.package_exports --write
+import importlib
+
+_EXPORTS = {
+    "exact": (
+        "crossing_times",
+        "exact_expected_gradients",
+        "exact_expected_loss",
+        "exact_fixed_point",
+        "exact_fixed_point_loss",
+        "exact_mode_gradients",
+        "exact_mode_loss",
+        "integrate_mode_flow",
+        "monte_carlo_loss",
+    ),
+    "model": (
+        "LogisticProblem",
+        "blocks_from_weights",
+        "conserved_quantity",
+        "conserved_quantity_step_ratio",
+        "embed",
+        "loss_and_gradients",
+        "make_problem",
+        "mode_blocks",
+        "predictor",
+        "readout",
+        "sample_contexts",
+        "task_moments",
+        "task_variances",
+        "transformer_forward",
+    ),
+    "probes": (
+        "CurvatureProbes",
+        "batched_lag_autocorrelation",
+        "curvature_probes",
+        "replica_sweep_extrema_counts",
+    ),
+    "regimes": (
+        "EndLoss",
+        "ExtremaScaling",
+        "FixedPointChecks",
+        "FixedPointComparison",
+        "ModeProbes",
+        "NullBlockRun",
+        "PlateauAnalysis",
+        "RegimeRun",
+        "TrajectoryComparison",
+        "end_loss_comparison",
+        "extrema_count_scaling",
+        "fixed_point_checks",
+        "fixed_point_comparison",
+        "isotropic_fixed_point_deviation",
+        "max_relative_deviation",
+        "mode_probes",
+        "null_block_metrics",
+        "null_block_run",
+        "plateau_analysis",
+        "simulate_regime",
+        "trajectory_comparison",
+    ),
+    "replicas": (
+        "FixedPointEstimate",
+        "HalfTimeEstimate",
+        "crossing_time_standard_error",
+        "fixed_point_estimate",
+        "half_time_estimate",
+        "relative_rms",
+        "tail_window",
+    ),
+    "sgd": (
+        "SGDConfig",
+        "SGDResult",
+        "mode_products",
+        "run_sgd",
+    ),
+    "theory": (
+        "cliff_time",
+        "half_time",
+        "logistic_solution",
+        "paper_fixed_point",
+        "paper_initial_slope",
+        "paper_loss",
+        "paper_loss_infinity",
+        "paper_mode_rhs",
+        "paper_t_star",
+        "s_infinity",
+        "timescales",
+    ),
+    "transformer_probes": (
+        "DepthProbes",
+        "GrokkingProbes",
+        "StaggeredMinima",
+        "depth_probes",
+        "grokking_probes",
+        "icl_depth_metrics",
+        "staggered_minima",
+    ),
+}
+
+__all__ = [
+    "CurvatureProbes",
+    "DepthProbes",
+    "EndLoss",
+    "ExtremaScaling",
+    "FixedPointChecks",
+    "FixedPointComparison",
+    "FixedPointEstimate",
+    "GrokkingProbes",
+    "HalfTimeEstimate",
+    "LogisticProblem",
+    "ModeProbes",
+    "NullBlockRun",
+    "PlateauAnalysis",
+    "RegimeRun",
+    "SGDConfig",
+    "SGDResult",
+    "StaggeredMinima",
+    "TrajectoryComparison",
+    "batched_lag_autocorrelation",
+    "blocks_from_weights",
+    "cliff_time",
+    "conserved_quantity",
+    "conserved_quantity_step_ratio",
+    "crossing_time_standard_error",
+    "crossing_times",
+    "curvature_probes",
+    "depth_probes",
+    "embed",
+    "end_loss_comparison",
+    "exact_expected_gradients",
+    "exact_expected_loss",
+    "exact_fixed_point",
+    "exact_fixed_point_loss",
+    "exact_mode_gradients",
+    "exact_mode_loss",
+    "extrema_count_scaling",
+    "fixed_point_checks",
+    "fixed_point_comparison",
+    "fixed_point_estimate",
+    "grokking_probes",
+    "half_time",
+    "half_time_estimate",
+    "icl_depth_metrics",
+    "integrate_mode_flow",
+    "isotropic_fixed_point_deviation",
+    "logistic_solution",
+    "loss_and_gradients",
+    "make_problem",
+    "max_relative_deviation",
+    "mode_blocks",
+    "mode_probes",
+    "mode_products",
+    "monte_carlo_loss",
+    "null_block_metrics",
+    "null_block_run",
+    "paper_fixed_point",
+    "paper_initial_slope",
+    "paper_loss",
+    "paper_loss_infinity",
+    "paper_mode_rhs",
+    "paper_t_star",
+    "plateau_analysis",
+    "predictor",
+    "readout",
+    "relative_rms",
+    "replica_sweep_extrema_counts",
+    "run_sgd",
+    "s_infinity",
+    "sample_contexts",
+    "simulate_regime",
+    "staggered_minima",
+    "tail_window",
+    "task_moments",
+    "task_variances",
+    "timescales",
+    "trajectory_comparison",
+    "transformer_forward",
+]
+
+
+def __getattr__(name: str) -> object:
+    """The public function or class ``name``, imported from its module on first use (PEP 562)."""
+    for module, names in _EXPORTS.items():
+        if name in names:
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+# END GENERATED EXPORTS

@@ -311,8 +311,8 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
 
     The matrix-vector products are written as a broadcast product and a sum over the last axis: for
     the small ``K`` of these systems torch's batched matrix-vector product (``bmm``) calls one small
-    GEMM per task and is ~2.5x slower per Adam step of the Flexformer (measured in
-    ``benchmarks/bench_paper_scale.py``); the result agrees to rounding.
+    GEMM per task and is slower per Adam step of the Flexformer (``benchmarks/bench_paper_scale.py``
+    measures by how much); the result agrees to rounding.
     """
     L = positive_int(L, "L", 0)
     x = torch.zeros_like(d)

@@ -470,8 +470,7 @@ def free_linear_risk_and_grad(
     The tasks are processed ``chunk`` at a time, forward and backward through all ``L`` steps
     before the next chunk, so a chunk's matrices ``H_n`` stay in cache for the ``2L`` batched
     matrix-vector products instead of streaming all ``n`` matrices from memory ``2L`` times
-    (about 2x at n = 2048, K = 63, L = 16, one thread: ``benchmarks/bench_task_blocks.py``;
-    ``chunk`` changes only the rounding).
+    (``benchmarks/bench_task_blocks.py`` measures the gain; ``chunk`` changes only the rounding).
     """
     L = check_depth(L, minimum=0)
     chunk = positive_int(chunk, "chunk")

@@ -206,9 +206,9 @@ def test_bad_inputs():
 def test_normalised_covariance_error_window_has_small_false_failure_rate(N_max, n_N):
     # Error model of ledger row encdec-13: with exact Gaussian task vectors (Σ_β = diag(0.2, 0.08, 0.03), the
     # notebook's model), e_N = ||Σ̂_N - Σ_β||_2 / (||Σ_β|| sqrt(r_eff/N)) on the nested grid N = 30..N_max. The
-    # window [0.15, 4.5] for (min_N e_N, max_N e_N) fails in < 1 % of draws (0.3-0.4 % in 1e5 draws,
-    # /tmp script cited in the row); the earlier window [0.3, 3] failed in 12-16 %. Nested sample
-    # covariances are sums of independent Wishart increments (Bartlett, scipy), 4000 draws here.
+    # window [0.15, 4.5] for (min_N e_N, max_N e_N) fails in < 1 % of draws; the narrower window [0.3, 3]
+    # would fail in about one draw in eight (both checked below). Nested sample covariances are sums of
+    # independent Wishart increments (Bartlett, scipy), 4000 draws here.
     from scipy.stats import wishart
 
     rng = np.random.default_rng(27)
@@ -224,7 +224,7 @@ def test_normalised_covariance_error_window_has_small_false_failure_rate(N_max, 
     fail_new = np.mean((es.min(0) < 0.15) | (es.max(0) > 4.5))
     fail_old = np.mean((es.min(0) < 0.3) | (es.max(0) > 3.0))
     assert fail_new < 0.01  # expected ~0.0035, binomial sd ~0.001 at 4000 draws
-    assert fail_old > 0.08  # the window it replaces (expected 0.12-0.16)
+    assert fail_old > 0.08  # the narrower window (expected 0.12-0.16)
     # power: the same draws with Σ̂ biased by 5 % (a bug of that size) fail the window in most draws at N_max = 1e5
     biased = np.linalg.norm(1.05 * S / Ns[-1] - np.diag(mu), 2, axis=(1, 2)) / (mu[0] * np.sqrt(reff / Ns[-1]))
     assert np.mean(biased > 4.5) > (0.5 if N_max == 20000 else 0.99)

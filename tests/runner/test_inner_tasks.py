@@ -210,7 +210,7 @@ def test_a_notebook_inner_tasks_on_dask_give_the_local_metrics(tmp_path, monkeyp
     where = {k: json.loads((d / ".icl-run.json").read_text())["inner"] for k, d in (("a", a), ("b", b))}
     assert [(r["where"], len(r["seconds"])) for r in where["a"]] == [("processes", 4), ("processes", 2)]
     assert [(r["where"], len(r["seconds"])) for r in where["b"]] == [("dask", 4), ("dask", 2)]
-    # glibc's default allocator everywhere: a fixed trim threshold cost 30 % of the wall time (worker_env)
+    # glibc's default allocator everywhere: a fixed trim threshold slows numpy-heavy notebooks (worker_env)
     for d in (a, b):
         assert json.loads((d / "env.json").read_text()) == {"kernel": None, "tasks": [None, None]}
 
