@@ -26,12 +26,24 @@ n_test = 10000  # test prompts (losses and standard errors; a standard error nee
 train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
+n_runs = 4  # independent trainings (seeds seed, ..., seed + n_runs - 1), each on its own test prompts; range: [2, 100]
+long_steps = 6000  # the runs continue at the step lr to this many steps (>= train_steps); range: [1, 1000000]
+stage_steps = 1500  # then this many steps at lr/4 and as many at lr/16; range: [1, 100000]
 max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
 device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
-PRESETS = {"paper": {"n_eta": 100000, "n_test": 50000, "train_steps": 10000, "batch": 2048}}
+PRESETS = {
+    "paper": {
+        "n_eta": 100000,
+        "n_test": 50000,
+        "train_steps": 10000,
+        "batch": 2048,
+        "long_steps": 10000,
+        "stage_steps": 2000,
+    }
+}
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -44,6 +56,7 @@ from iclcore.gd.construction import (
     optimal_single_step,
     sample_regression,
     squared_loss_half,
+    train_lsa_runs,
     train_one_layer_lsa,
     von_oswald_layers,
 )
@@ -76,7 +89,9 @@ eta_star = optimal_single_step(Xt, yt, xqt, yqt)
 Xe, ye, xqe, yqe, _ = sample_regression(n_test, N, d, rng)
 pred_gd = gd_predict(Xe, ye, xqe, [eta_star])
 pred_lsa = lsa_forward(Xe, ye, xqe, von_oswald_layers(d, [eta_star]))
-model, curve = train_one_layer_lsa(d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device)
+model, curve = train_one_layer_lsa(
+    d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device
+)
 with torch.no_grad():
     pred_tr = model(*(torch.from_numpy(a) for a in (Xe, ye, xqe))).numpy()
 L_gd, se_gd = squared_loss_half(pred_gd, yqe)
@@ -99,6 +114,26 @@ ax[1].plot([-lim, lim], [-lim, lim], "k-", lw=0.6)
 ax[1].set(xlabel="GD prediction (η*)", ylabel="trained LSA prediction", title="test prompts")
 save_figure(fig, "fig_vonoswald_losses")
 
+# %% [markdown]
+# ## Independent runs
+# One training is one draw: the comparison above is repeated on `n_runs` layers trained at the seeds
+# `seed, ..., seed + n_runs - 1` (the first is the layer above), each compared with the GD step on its own
+# test prompts. Each run is read at `train_steps`, the setting above, then continued at the step `lr` to
+# `long_steps` and for `stage_steps` steps each at `lr/4` and `lr/16` (Adam's moments carry over):
+# the gap at the three step sizes is the step series of the row's diagnosis.
+
+# %%
+extra = [(long_steps - train_steps, 1.0)] if long_steps > train_steps else []
+stages = [(train_steps, 1.0), *extra, (stage_steps, 0.25), (stage_steps, 0.0625)]
+runs = train_lsa_runs(d, N, seed + np.arange(n_runs), stages, batch, lr, eta_star, n_test, rng, device=device)
+runs_z, runs_mean, runs_se = runs.max_z(), runs.mean(), runs.se_over_runs()
+for j, end in enumerate(runs.stage_ends):
+    print(
+        f"step {end:6d} at lr x {runs.lr_factors[j]:.4f}: gap per run",
+        np.array2string(runs.gap[:, j], precision=5),
+        f"max |z| {runs_z[j]:.1f}, cosine min {runs.cosine[:, j].min():.3f}",
+    )
+
 # %%
 write_metrics(
     {
@@ -120,6 +155,21 @@ write_metrics(
         "N": N,
         "n_test": n_test,
         "train_steps": train_steps,
+        "n_runs": n_runs,
+        "lr": lr,
+        "trained_minus_gd_runs_max_z": float(runs_z[0]),
+        "trained_minus_gd_runs_mean": float(runs_mean[0]),
+        "trained_minus_gd_runs_se": float(runs_se[0]),
+        "prediction_cosine_runs_min": float(runs.cosine[:, 0].min()),
+        "trained_minus_gd_long": float(runs_mean[-3]),
+        "trained_minus_gd_long_se": float(runs_se[-3]),
+        "trained_minus_gd_long_lr4": float(runs_mean[-2]),
+        "trained_minus_gd_long_lr4_se": float(runs_se[-2]),
+        "trained_minus_gd_long_lr16": float(runs_mean[-1]),
+        "trained_minus_gd_long_lr16_se": float(runs_se[-1]),
+        "trained_minus_gd_long_lr16_max_z": float(runs_z[-1]),
+        "prediction_cosine_long_lr16_min": float(runs.cosine[:, -1].min()),
+        "long_steps": long_steps,
     }
 )
 
