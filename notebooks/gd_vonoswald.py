@@ -27,7 +27,7 @@ train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
 n_runs = 4  # independent trainings (seeds seed, ..., seed + n_runs - 1), each on its own test prompts; range: [2, 100]
-long_steps = 6000  # the runs continue at the step lr to this many steps (>= train_steps); range: [1, 1000000]
+long_steps = 6000  # the runs continue at the step lr up to this step count, no further when at most train_steps; range: [1, 1000000]
 stage_steps = 1500  # then this many steps at lr/4 and as many at lr/16; range: [1, 100000]
 max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
