@@ -132,12 +132,8 @@ runs_z, runs_mean, runs_se = runs.max_z(), runs.mean(), runs.se_over_runs()
 eta_one = optimal_single_step(Xt[..., :1], yt, xqt[:, :1], yqt)
 pred_one = gd_predict(Xe[..., :1], ye, xqe[:, :1], [eta_one])
 gap_one = float(np.mean(0.5 * (pred_one - yqe) ** 2 - 0.5 * (pred_gd - yqe) ** 2))
-for j, end in enumerate(runs.stage_ends):
-    print(
-        f"step {end:6d} at lr x {runs.lr_factors[j]:.4f}: gap per run",
-        np.array2string(runs.gap[:, j], precision=5),
-        f"max |z| {runs_z[j]:.1f}, cosine min {runs.cosine[:, j].min():.3f}",
-    )
+print("gap per run (rows) at the end of each stage (columns):", runs.stage_ends, "\n", np.round(runs.gap, 5))
+print("max |z| over runs:", np.round(runs_z, 1), "; min cosine with GD:", np.round(runs.cosine.min(axis=0), 4))
 
 # %%
 write_metrics(
@@ -168,12 +164,8 @@ write_metrics(
         "prediction_cosine_runs_min": float(runs.cosine[:, 0].min()),
         "trained_minus_gd_runs_max": float(runs.gap[:, 0].max()),
         "trained_minus_gd_rank_one": gap_one,
-        "trained_minus_gd_long": float(runs_mean[-3]),
-        "trained_minus_gd_long_se": float(runs_se[-3]),
-        "trained_minus_gd_long_lr4": float(runs_mean[-2]),
-        "trained_minus_gd_long_lr4_se": float(runs_se[-2]),
-        "trained_minus_gd_long_lr16": float(runs_mean[-1]),
-        "trained_minus_gd_long_lr16_se": float(runs_se[-1]),
+        **{f"trained_minus_gd_long{k}": float(runs_mean[j]) for k, j in (("", -3), ("_lr4", -2), ("_lr16", -1))},
+        **{f"trained_minus_gd_long{k}_se": float(runs_se[j]) for k, j in (("", -3), ("_lr4", -2), ("_lr16", -1))},
         "trained_minus_gd_long_lr16_max_z": float(runs_z[-1]),
         "prediction_cosine_long_lr16_min": float(runs.cosine[:, -1].min()),
         "long_steps": long_steps,
