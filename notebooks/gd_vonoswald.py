@@ -26,12 +26,24 @@ n_test = 10000  # test prompts (losses and standard errors; a standard error nee
 train_steps = 1500  # Adam steps for the trained LSA layer; range: [1, 100000]
 batch = 256  # range: [1, 20000]
 lr = 1e-3  # Adam step size; range: (0, inf)
+n_runs = 4  # independent trainings (seeds seed, ..., seed + n_runs - 1), each on its own test prompts; range: [2, 100]
+long_steps = 6000  # the runs continue at the step lr up to this step count, no further when at most train_steps; range: [1, 1000000]
+stage_steps = 1500  # then this many steps at lr/4 and as many at lr/16; range: [1, 100000]
 max_layers = 5  # construction check for 1..max_layers layers; range: [1, 50]
 seed = 0  # random seed; range: [0, 4294967295]
 device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
-PRESETS = {"paper": {"n_eta": 100000, "n_test": 50000, "train_steps": 10000, "batch": 2048}}
+PRESETS = {
+    "paper": {
+        "n_eta": 100000,
+        "n_test": 50000,
+        "train_steps": 10000,
+        "batch": 2048,
+        "long_steps": 10000,
+        "stage_steps": 2000,
+    }
+}
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -44,6 +56,7 @@ from iclcore.gd.construction import (
     optimal_single_step,
     sample_regression,
     squared_loss_half,
+    train_lsa_runs,
     train_one_layer_lsa,
     von_oswald_layers,
 )
@@ -76,7 +89,9 @@ eta_star = optimal_single_step(Xt, yt, xqt, yqt)
 Xe, ye, xqe, yqe, _ = sample_regression(n_test, N, d, rng)
 pred_gd = gd_predict(Xe, ye, xqe, [eta_star])
 pred_lsa = lsa_forward(Xe, ye, xqe, von_oswald_layers(d, [eta_star]))
-model, curve = train_one_layer_lsa(d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device)
+model, curve = train_one_layer_lsa(
+    d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device
+)
 with torch.no_grad():
     pred_tr = model(*(torch.from_numpy(a) for a in (Xe, ye, xqe))).numpy()
 L_gd, se_gd = squared_loss_half(pred_gd, yqe)
@@ -99,6 +114,27 @@ ax[1].plot([-lim, lim], [-lim, lim], "k-", lw=0.6)
 ax[1].set(xlabel="GD prediction (η*)", ylabel="trained LSA prediction", title="test prompts")
 save_figure(fig, "fig_vonoswald_losses")
 
+# %% [markdown]
+# ## Independent runs
+# One training is one draw: the comparison above is repeated on `n_runs` layers trained at the seeds
+# `seed, ..., seed + n_runs - 1` (the first is the layer above), each compared with the GD step on its own
+# test prompts. Each run is read at `train_steps`, the setting above, then continued at the step `lr` to
+# `long_steps` and for `stage_steps` steps each at `lr/4` and `lr/16` (Adam's moments carry over):
+# the gap at the three step sizes is the step series of the row's diagnosis. A run that stalls is compared
+# with the saddle of one input direction: the best GD step that reads only the first coordinate of x
+# (prediction cosine with the full step about $d^{-1/2}$).
+
+# %%
+extra = [(long_steps - train_steps, 1.0)] if long_steps > train_steps else []
+stages = [(train_steps, 1.0), *extra, (stage_steps, 0.25), (stage_steps, 0.0625)]
+runs = train_lsa_runs(d, N, seed + np.arange(n_runs), stages, batch, lr, eta_star, n_test, rng, device=device)
+runs_z, runs_mean, runs_se = runs.max_z(), runs.mean(), runs.se_over_runs()
+eta_one = optimal_single_step(Xt[..., :1], yt, xqt[:, :1], yqt)
+pred_one = gd_predict(Xe[..., :1], ye, xqe[:, :1], [eta_one])
+gap_one = float(np.mean(0.5 * (pred_one - yqe) ** 2 - 0.5 * (pred_gd - yqe) ** 2))
+print("gap per run (rows) at the end of each stage (columns):", runs.stage_ends, "\n", np.round(runs.gap, 5))
+print("max |z| over runs:", np.round(runs_z, 1), "; min cosine with GD:", np.round(runs.cosine.min(axis=0), 4))
+
 # %%
 write_metrics(
     {
@@ -120,6 +156,19 @@ write_metrics(
         "N": N,
         "n_test": n_test,
         "train_steps": train_steps,
+        "n_runs": n_runs,
+        "lr": lr,
+        "trained_minus_gd_runs_max_z": float(runs_z[0]),
+        "trained_minus_gd_runs_mean": float(runs_mean[0]),
+        "trained_minus_gd_runs_se": float(runs_se[0]),
+        "prediction_cosine_runs_min": float(runs.cosine[:, 0].min()),
+        "trained_minus_gd_runs_max": float(runs.gap[:, 0].max()),
+        "trained_minus_gd_rank_one": gap_one,
+        **{f"trained_minus_gd_long{k}": float(runs_mean[j]) for k, j in (("", -3), ("_lr4", -2), ("_lr16", -1))},
+        **{f"trained_minus_gd_long{k}_se": float(runs_se[j]) for k, j in (("", -3), ("_lr4", -2), ("_lr16", -1))},
+        "trained_minus_gd_long_lr16_max_z": float(runs_z[-1]),
+        "prediction_cosine_long_lr16_min": float(runs.cosine[:, -1].min()),
+        "long_steps": long_steps,
     }
 )
 

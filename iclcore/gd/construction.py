@@ -22,7 +22,8 @@ slot holds ``-w_k^T x_q``. The composite scalar gain of V1–V3 is ``kappa = eta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -43,6 +44,8 @@ __all__ = [
     "optimal_single_step",
     "squared_loss_half",
     "train_one_layer_lsa",
+    "TrainedRuns",
+    "train_lsa_runs",
 ]
 
 
@@ -201,10 +204,114 @@ def train_one_layer_lsa(
     rng = as_generator(seed, "seed")
     device = torch_device(device)
     model = TrainedLSA(d, gen, init_scale).to(device)
+    curve = train_loop(model.parameters(), _query_loss(model, n, d, cfg.batch, rng, device), cfg).loss
+    return model.to("cpu"), curve
+
+
+def _query_loss(
+    model: TrainedLSA, n: int, d: int, batch: int, rng: np.random.Generator, device: torch.device
+) -> Callable[[int], torch.Tensor]:
+    """``k -> ½ mean (ŷ_q - y_q)²`` on ``batch`` fresh tasks of :func:`sample_regression` drawn from ``rng``."""
 
     def batch_loss(_step: int) -> torch.Tensor:
-        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(cfg.batch, n, d, rng)[:4])
+        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(batch, n, d, rng)[:4])
         return 0.5 * ((model(X, y, xq) - yq) ** 2).mean()
 
-    curve = train_loop(model.parameters(), batch_loss, cfg).loss
-    return model.to("cpu"), curve
+    return batch_loss
+
+
+@dataclass(frozen=True)
+class TrainedRuns:
+    """Independent trainings of one LSA layer compared with the single GD step (:func:`train_lsa_runs`).
+
+    ``R`` runs, each checked at the end of each of ``S`` stages of a piecewise-constant step schedule.
+
+    Attributes
+    ----------
+    stage_ends : (S,) Adam steps taken at the end of each stage
+    lr_factors : (S,) each stage's step, as a factor of the base step
+    gap : (R, S) the paired test-loss gap ``mean_p [½(ŷ_trained - y)² - ½(ŷ_GD - y)²]`` over the run's own
+        test prompts ``p``
+    gap_se : (R, S) its standard error over those prompts
+    cosine : (R, S) cosine between the trained and the GD predictions on those prompts
+    """
+
+    stage_ends: np.ndarray
+    lr_factors: np.ndarray
+    gap: np.ndarray
+    gap_se: np.ndarray
+    cosine: np.ndarray
+
+    def max_z(self) -> np.ndarray:
+        """``(S,)``: the largest ``|gap| / gap_se`` over the runs (each run against its own prompt error)."""
+        return (np.abs(self.gap) / self.gap_se).max(axis=0)
+
+    def mean(self) -> np.ndarray:
+        """``(S,)``: the gap averaged over the runs."""
+        return self.gap.mean(axis=0)
+
+    def se_over_runs(self) -> np.ndarray:
+        """``(S,)``: the standard error of :meth:`mean` over the ``R >= 2`` independent runs (their spread)."""
+        return np.atleast_1d(standard_error(self.gap, axis=0))
+
+
+def train_lsa_runs(
+    d: int,
+    n: int,
+    seeds: Sequence[int],
+    stages: Sequence[tuple[int, float]],
+    batch: int,
+    lr: float,
+    eta: float,
+    n_test: int,
+    test_rng: np.random.Generator,
+    init_scale: float = 0.1,
+    *,
+    device: str | torch.device = "cpu",
+) -> TrainedRuns:
+    """Train one LSA layer per seed under a staged step schedule; compare it with one GD step at each stage end.
+
+    Run ``r`` is the training of :func:`train_one_layer_lsa` with ``gen = torch.Generator().manual_seed(s)``
+    and ``seed = s + 1`` for ``s = seeds[r]``, continued through ``stages``: stage ``j`` takes
+    ``stages[j][0]`` Adam steps at the step ``lr * stages[j][1]`` (Adam's moments carry over), so the end of
+    a first stage ``(steps, 1.0)`` is that function's layer. Each run draws its own ``n_test`` test prompts
+    from ``test_rng`` (before it trains) and is compared on them with the GD prediction
+    ``eta x_q^T X^T y / n`` (:func:`gd_predict`); the gap is that of the halved squared query losses.
+    """
+    d, n, n_test = positive_int(d, "d"), positive_int(n, "n"), positive_int(n_test, "n_test", minimum=2)
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds: expected at least one seed")
+    if not stages:
+        raise ValueError("stages: expected at least one (steps, lr_factor) stage")
+    counts = [positive_int(k, "stages: steps") for k, _ in stages]
+    factors = np.array([nonnegative_float(f, "stages: lr_factor") for _, f in stages])
+    ends = np.cumsum(counts)
+    cfg = TrainConfig(steps=int(ends[-1]), lr=lr, optimizer="adam", batch=batch)
+    device = torch_device(device)
+    rows: list[list[tuple[float, float, float]]] = []
+    for s in seeds:
+        X, y, xq, yq, _ = sample_regression(n_test, n, d, test_rng)
+        ref = gd_predict(X, y, xq, [eta])
+        inputs = [torch.from_numpy(a).to(device) for a in (X, y, xq)]
+        model = TrainedLSA(d, torch.Generator().manual_seed(s), init_scale).to(device)
+        found: list[tuple[float, float, float]] = []
+
+        def check(_k: int) -> None:
+            pred = model(*inputs).cpu().numpy()
+            diff = 0.5 * (pred - yq) ** 2 - 0.5 * (ref - yq) ** 2
+            norms = np.linalg.norm(pred) * np.linalg.norm(ref)
+            cos = float(pred @ ref / norms) if norms > 0 else 0.0
+            found.append((float(diff.mean()), float(standard_error(diff)), cos))
+
+        train_loop(
+            model.parameters(),
+            _query_loss(model, n, d, cfg.batch, as_generator(s + 1, "seeds"), device),
+            cfg,
+            on_checkpoint=check,
+            checkpoints=[int(e) for e in ends],
+            lr_factor=lambda k: float(factors[np.searchsorted(ends, k, side="right")]),
+        )
+        rows.append(found)
+    out = np.array(rows)  # (R, S, 3)
+    return TrainedRuns(ends, factors, out[..., 0], out[..., 1], out[..., 2])

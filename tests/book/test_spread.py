@@ -27,7 +27,6 @@ SINGLE_RUN_ROWS = (
     "dmft_width-16",
     "dmft_width-19",
     "dmft_width-20",
-    "icl_gd-19",
     "mp_softmax-14",
     "encdec-25",
 )

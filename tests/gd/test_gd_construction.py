@@ -98,3 +98,58 @@ def test_bad_input():
         lsa_forward(np.zeros((2, 3, 4)), np.zeros((2, 3)), np.zeros((2, 5)), von_oswald_layers(4, [0.1]))
     with pytest.raises(ValueError, match="x_dist"):
         sample_regression(2, 3, 4, 0, x_dist="cauchy")
+
+
+def test_a_first_stage_of_the_runs_is_the_single_training_at_that_seed():
+    """The end of a first stage (steps, 1.0) of run ``s`` is train_one_layer_lsa's layer at gen s, seed s + 1."""
+    from iclcore.gd.construction import train_lsa_runs
+
+    d, n, eta = 3, 6, 0.8
+    runs = train_lsa_runs(d, n, [4, 7], [(30, 1.0), (5, 0.5)], 16, 3e-3, eta, 50, np.random.default_rng(0))
+    test = np.random.default_rng(0)
+    for r, s in enumerate([4, 7]):
+        X, y, xq, yq, _ = sample_regression(50, n, d, test)
+        m, _ = train_one_layer_lsa(d, n, 30, 16, 3e-3, torch.Generator().manual_seed(s), seed=s + 1)
+        with torch.no_grad():
+            p = m(*(torch.from_numpy(a) for a in (X, y, xq))).numpy()
+        diff = 0.5 * (p - yq) ** 2 - 0.5 * (gd_predict(X, y, xq, [eta]) - yq) ** 2
+        assert runs.gap[r, 0] == diff.mean()
+        assert runs.gap_se[r, 0] == pytest.approx(diff.std(ddof=1) / np.sqrt(50), rel=1e-12)
+    assert runs.stage_ends.tolist() == [30, 35] and runs.gap.shape == runs.cosine.shape == (2, 2)
+
+
+def test_a_stage_at_step_zero_leaves_every_run_unchanged():
+    """Adam at step size 0 does not move the layer: the gap after a zero-step stage is the gap before it."""
+    from iclcore.gd.construction import train_lsa_runs
+
+    runs = train_lsa_runs(3, 6, [0, 1, 2], [(20, 1.0), (10, 0.0)], 8, 1e-2, 0.8, 40, np.random.default_rng(1))
+    np.testing.assert_array_equal(runs.gap[:, 1], runs.gap[:, 0])
+    np.testing.assert_array_equal(runs.cosine[:, 1], runs.cosine[:, 0])
+
+
+def test_runs_summary_is_the_worst_run_and_the_spread_over_runs():
+    """Planted gaps: the largest |gap| / SE over the runs, the mean over runs and its SE from their spread."""
+    from iclcore.gd.construction import TrainedRuns
+
+    gap = np.array([[0.01, -0.004], [0.03, 0.002], [0.02, 0.0]])
+    se = np.array([[0.01, 0.001], [0.01, 0.001], [0.004, 0.001]])
+    runs = TrainedRuns(np.array([10, 20]), np.array([1.0, 0.25]), gap, se, np.ones_like(gap))
+    np.testing.assert_allclose(runs.max_z(), [5.0, 4.0])
+    np.testing.assert_allclose(runs.mean(), [0.02, -0.002 / 3])
+    np.testing.assert_allclose(runs.se_over_runs(), gap.std(axis=0, ddof=1) / np.sqrt(3))
+
+
+def test_train_lsa_runs_refuses_bad_stages_and_seeds():
+    from iclcore.gd.construction import train_lsa_runs
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="seeds"):
+        train_lsa_runs(3, 6, [], [(5, 1.0)], 8, 1e-2, 0.8, 10, rng)
+    with pytest.raises(ValueError, match="stages"):
+        train_lsa_runs(3, 6, [0], [], 8, 1e-2, 0.8, 10, rng)
+    with pytest.raises(ValueError, match="stages: steps"):
+        train_lsa_runs(3, 6, [0], [(0, 1.0)], 8, 1e-2, 0.8, 10, rng)
+    with pytest.raises(ValueError, match="stages: lr_factor"):
+        train_lsa_runs(3, 6, [0], [(5, -1.0)], 8, 1e-2, 0.8, 10, rng)
+    with pytest.raises(ValueError, match="n_test"):
+        train_lsa_runs(3, 6, [0], [(5, 1.0)], 8, 1e-2, 0.8, 1, rng)
