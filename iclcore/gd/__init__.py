@@ -34,12 +34,14 @@ import importlib
 
 _EXPORTS = {
     "construction": (
+        "TrainedRuns",
         "gd_predict",
         "gd_weights",
         "lsa_forward",
         "optimal_single_step",
         "sample_regression",
         "squared_loss_half",
+        "train_lsa_runs",
         "train_one_layer_lsa",
         "von_oswald_layers",
     ),
@@ -107,6 +109,7 @@ __all__ = [
     "ProbeTasks",
     "ProbeTraining",
     "Statement",
+    "TrainedRuns",
     "bos_profile",
     "certify",
     "checkpoint_steps",
@@ -149,6 +152,7 @@ __all__ = [
     "spectrum_design",
     "squared_loss_half",
     "statement",
+    "train_lsa_runs",
     "train_one_layer_lsa",
     "train_with_checkpoints",
     "unit_to_nonnegative",
