@@ -95,6 +95,28 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
+def _package_forward(model, t):
+    return model.forward_all(t.X, t.y, t.xq[:, 0])
+
+
+def _probe_gpt_training(pred, dims, *, seed, batch, steps, warmup, fused):
+    """A float32 GPT training of gd_probe (``dims = (d, n, L, width, heads)``, all-position loss with
+    the predictions ``pred(model, tasks)``): the model and its loss curve."""
+    from iclcore.gd.depth_probe import probe_train_config, sample_probe_tasks
+    from iclcore.models.gpt_mini import GPTMini
+    from iclcore.models.training import train_loop
+
+    g = torch.Generator().manual_seed(seed)
+    model = GPTMini(*dims, g).float()
+
+    def loss(_k: int) -> torch.Tensor:
+        t = sample_probe_tasks(batch, dims[1], dims[0], g, 1, dtype=torch.float32)
+        return 0.5 * ((pred(model, t) - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
+
+    cfg = probe_train_config(steps=steps, lr=1e-2, batch=batch, warmup=warmup, fused=fused)
+    return model, train_loop(model.parameters(), loss, cfg).loss
+
+
 def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
     """Eight float32 Adam steps of gd_probe's GPT training give the same losses with the fast step
     (explicit attention, last layer on the read rows, fused Adam) and the reference step (fused
@@ -109,23 +131,39 @@ def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
     """
     import numpy as np
 
-    from iclcore.gd.depth_probe import probe_train_config, sample_probe_tasks
-    from iclcore.models.gpt_mini import GPTMini
-    from iclcore.models.training import train_loop
+    def fused_call(model, t):
+        return model.lens(ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
 
-    curves = []
-    for fused in (False, True):
-        g = torch.Generator().manual_seed(3)
-        model = GPTMini(4, 10, 3, 16, 4, g).float()
-
-        def loss(_k: int, model=model, g=g, fused=fused) -> torch.Tensor:
-            t = sample_probe_tasks(16, 10, 4, g, 1, dtype=torch.float32)
-            if fused:
-                pred = model.lens(ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
-            else:
-                pred = model.forward_all(t.X, t.y, t.xq[:, 0])
-            return 0.5 * ((pred - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
-
-        cfg = probe_train_config(steps=8, lr=1e-2, batch=16, warmup=2, fused=not fused)
-        curves.append(train_loop(model.parameters(), loss, cfg).loss)
+    curves = [
+        _probe_gpt_training(pred, (4, 10, 3, 16, 4), seed=3, batch=16, steps=8, warmup=2, fused=fused)[1]
+        for pred, fused in ((_package_forward, True), (fused_call, False))
+    ]
     np.testing.assert_allclose(curves[0], curves[1], rtol=128 * np.finfo(np.float32).eps, atol=0.0)
+
+
+def test_gpt_training_is_bit_identical_to_the_plain_explicit_attention():
+    """Twenty float32 Adam steps of gd_probe's GPT training (fused Adam, clipping, warm-up, the
+    last layer on the read rows): the package's forward (row streams, heads split by one copy whose
+    backward writes the gradients in place, residual sums into the branch outputs) gives exactly the
+    losses and parameters of the same attention written plainly (:func:`ref.gpt_hidden_explicit`):
+    it moves the same numbers and adds them in the same order, so no rounding may differ. The
+    streams, read in evaluation, are equal too."""
+    from iclcore.gd.depth_probe import sample_probe_tasks
+
+    def plain(model, t):
+        return model.lens(ref.gpt_hidden_explicit(model, t.X, t.y, t.xq[:, 0], rows=slice(1, None, 2))[-1])
+
+    runs = [
+        _probe_gpt_training(pred, (3, 7, 3, 16, 4), seed=5, batch=8, steps=20, warmup=4, fused=True)
+        for pred in (plain, _package_forward)
+    ]
+    (m_plain, l_plain), (m_fast, l_fast) = runs
+    l_plain, l_fast = torch.as_tensor(l_plain), torch.as_tensor(l_fast)
+    assert torch.equal(l_plain, l_fast) and not torch.equal(l_fast[:1], l_fast[-1:])
+    for a, b in zip(m_plain.parameters(), m_fast.parameters(), strict=True):
+        assert torch.equal(a, b)
+    t = sample_probe_tasks(4, 7, 3, torch.Generator().manual_seed(6), 1, dtype=torch.float32)
+    with torch.no_grad():
+        hs, att = m_fast.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
+        hs_plain = ref.gpt_hidden_explicit(m_fast, t.X, t.y, t.xq[:, 0])
+    assert len(att) == 3 and all(torch.equal(a, b) for a, b in zip(hs, hs_plain, strict=True))
