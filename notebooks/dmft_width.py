@@ -44,7 +44,7 @@ seed = 0            # random seed; range: [0, 4294967295]
 device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps"; batches are drawn on the CPU, then moved); domain: device
 
 # %% tags=["presets", "remove-cell"]
-PRESETS = {"paper": {"D": 4096, "n_draws": 4, "D_sim": 64, "steps_sim": 600, "D_de": 2000,
+PRESETS = {"paper": {"D": 4096, "n_draws": 4, "D_sim": 64, "steps_sim": 600, "seeds_width": 8, "D_de": 2000,
                      "n_nodes": 500, "D_exp": 400000}}
 
 # %% tags=["hide-input"]
