@@ -143,6 +143,7 @@ def symmetrised_descent(
     setting: str,
     D: int,
     L: int,
+    *,
     n_contexts: int,
     eta: float,
     steps: int,
@@ -246,7 +247,7 @@ def reduced_attention_weights(Gamma: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def masked_linear_attention(
-    weights: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int
+    weights: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *, Xq: np.ndarray, L: int
 ) -> np.ndarray:
     """Depth-``L`` residual linear attention with tied layers and the evaluation mask (Eq. 3).
 
@@ -331,7 +332,7 @@ def in_context_gd_identity(
         Xk, Xqk = rng.standard_normal((Pk, Dk)), rng.standard_normal((n_queries, Dk))
         yk = Xk @ rng.standard_normal(Dk) / np.sqrt(Dk)
         f_gd = gd_predict(Gk, Xk, yk, Xqk, Lk)
-        f_att = masked_linear_attention(reduced_attention_weights(Gk), Xk, yk, Xqk, Lk)
+        f_att = masked_linear_attention(reduced_attention_weights(Gk), Xk, yk, Xq=Xqk, L=Lk)
         Sk = Xk.T @ Xk / Pk
         f_eq4 = (
             Xqk

@@ -101,6 +101,7 @@ def late_bias_sweep(
     configs: Sequence[tuple[float, int]],
     make_task: Callable[[float, int, int, int], ReducedSGDTask],
     seeds: int,
+    *,
     horizon: float,
     flow: Callable[[np.ndarray], np.ndarray],
     grad: Callable[[float], float],

@@ -117,7 +117,7 @@ def test_power_five_sgd_matches_theory_small():
     m = LinearAttention(D, L, 1.0, "block")
     res = train(m, lambda gg: sample_iso_contexts(B, P, K, D, gg), steps, lr, _gen(3))
     grid = np.linspace(0, 2.5 * L, 300)
-    _, dmc = width_landscape_mc(grid, np.ones(D), np.ones(D), D, L, np.random.default_rng(0), P=P, n_draws=400)
+    _, dmc = width_landscape_mc(grid, np.ones(D), np.ones(D), N=D, L=L, rng=np.random.default_rng(0), P=P, n_draws=400)
     t = lr * np.arange(steps + 1)
     _, g_th = power_five_flow(t, lambda x: np.interp(x, grid, dmc), power_five_constant(D), 1.0)
     idx = [150, 300]
@@ -149,7 +149,7 @@ def test_untied_matrix_layers_follow_recurrent_theory():
     un = ReducedGammaStack(D, L, tied=False)
     r = train(un, sampler, steps, eta * D * L / 2, _gen(5), population=True)
     t = eta * np.arange(steps + 1)
-    g_th, _ = rrs_gradient_flow(t, lam, omega, L)
+    g_th, _ = rrs_gradient_flow(t, lam, omega, L=L)
     spread = (r.gamma.max(axis=1) - r.gamma.min(axis=1))[1:] / r.gamma.mean(axis=1)[1:]
     assert spread.max() < 0.03
     np.testing.assert_allclose(r.gamma[[50, 150]].mean(axis=1), g_th[[50, 150]], rtol=0.06)
@@ -229,7 +229,7 @@ def test_width_frame_model_follows_width_theory():
     U = haar_columns(D, N, np.random.default_rng(0))
     m = ReducedGammaStack(D, L, tied=True, frame=torch.as_tensor(U))
     r = train(m, lambda gg: sample_rrs_contexts(Bc, 1, 1, lam, omega, gg), steps, eta * N / 2, _gen(8), population=True)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(1), n_draws=40)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(1), n_draws=40)
     th = width_gradient_flow(spec, L, eta * np.arange(steps + 1))
     np.testing.assert_allclose(r.gamma[[40, 80, 120], 0], th.gamma[[40, 80, 120]], rtol=0.10)
     with pytest.raises(ValueError, match="frame"):
