@@ -96,9 +96,13 @@ def main() -> None:
 
     b, n_steps = 1024, 20
     t_f, rf = best(
-        lambda: online_decoder_training(cfg, eta, n_steps, b, np.random.default_rng(1), checkpoints=[n_steps]).P[-1]
+        lambda: online_decoder_training(
+            cfg, eta, n_steps, batch_size=b, rng=np.random.default_rng(1), checkpoints=[n_steps]
+        ).P[-1]
     )
-    t_n, rn = best(lambda: online_decoder_training_naive(cfg, eta, n_steps, b, np.random.default_rng(1)), repeats=1)
+    t_n, rn = best(
+        lambda: online_decoder_training_naive(cfg, eta, n_steps, batch_size=b, rng=np.random.default_rng(1)), repeats=1
+    )
     report(f"online SGD, {n_steps} steps x {b} prompts (batched vs per-prompt)", t_f, t_n, np.abs(rf - rn).max())
 
     t_f, _ = best(lambda: sample_decoder_pairs(cfg, 1024, np.random.default_rng(2)))

@@ -44,7 +44,7 @@ class Counterexample:
     eta: float
 
 
-def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
+def counterexample(C: np.ndarray, eta: float, i: int, *, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
     """Equal scalar risk, different future: the §7 counterexample of main paper.
 
     ``e_0^{(i)} = α_i q_i`` with ``α_i² λ_i = R_0`` (same for ``j``), iterated by
@@ -92,7 +92,7 @@ def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n
     )
 
 
-def counterexample_eigenvalues(R1_a: float, R1_b: float, eta: float, R0: float = 1.0) -> tuple[float, float]:
+def counterexample_eigenvalues(R1_a: float, R1_b: float, eta: float, *, R0: float = 1.0) -> tuple[float, float]:
     """Eigenvalues that produce given one-step risks: ``λ = (1 - sqrt(R_1/R_0)) / η``.
 
     Inverts ``R_1 = (1 - ηλ)² R_0`` on the non-overshooting branch

@@ -129,6 +129,7 @@ def decoder_diagnostics(
     P: np.ndarray,
     systems: LinearSystems,
     L: int,
+    *,
     P_oracle: np.ndarray,
     clip: float = 1.0,
     delta: float = 0.05,
@@ -262,7 +263,7 @@ class LatentDecomposition:
 
 
 def latent_decomposition(
-    U: np.ndarray, P: np.ndarray, A: np.ndarray, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
+    U: np.ndarray, P: np.ndarray, A: np.ndarray, *, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
 ) -> LatentDecomposition:
     """Every term of the encoder+decoder risk split for per-prompt latent preconditioners.
 
@@ -483,7 +484,8 @@ def compare_preconditioners(
         methods=tuple(methods),
         floor=floor,
         diagnostics={
-            m: decoder_diagnostics(P[m], systems, L, P_oracle, clip=clip, delta=delta, n_small=n_small) for m in methods
+            m: decoder_diagnostics(P[m], systems, L, P_oracle=P_oracle, clip=clip, delta=delta, n_small=n_small)
+            for m in methods
         },
         risk_curves={m: depth_risk_curve(P[m], systems, L) for m in (*methods, floor)},
         beta_losses={
@@ -600,6 +602,6 @@ def compare_latent_decoders(
     missing = [m for m in methods if m not in preconditioners]
     if missing:
         raise ValueError(f"preconditioners: no matrix for {missing}")
-    dec = {m: latent_decomposition(U, preconditioners[m], A, d, beta, Sigma_x, L) for m in methods}
+    dec = {m: latent_decomposition(U, preconditioners[m], A, d=d, beta=beta, Sigma_x=Sigma_x, L=L) for m in methods}
     eb = {m: clipped_empirical_bernstein(dec[m].e2e_losses, clip, delta) for m in methods}
     return LatentComparison(methods=tuple(methods), decompositions=dec, eb=eb)

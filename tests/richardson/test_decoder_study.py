@@ -36,7 +36,7 @@ def _gd_run(n_steps=30, checkpoints=(0, 5, 10, 20, 30)) -> OnlineRun:
 def test_replicas_reproduce_the_reported_run_and_continue_its_prompt_stream():
     runs = train_decoder_replicas(CFG, ETA, steps=6, batch=16, seed=3, n_checkpoints=4, n_replicas=2)
     rng = np.random.default_rng(3)
-    ref = online_decoder_training(CFG, ETA, 6, 16, rng, checkpoints=np.array([0, 2, 4, 6]))
+    ref = online_decoder_training(CFG, ETA, 6, batch_size=16, rng=rng, checkpoints=np.array([0, 2, 4, 6]))
     assert np.array_equal(runs.run.steps, [0, 2, 4, 6])
     assert np.array_equal(runs.run.P, ref.P)
     assert runs.final.shape == (3, CFG.K, CFG.K) and np.array_equal(runs.final[0], ref.P[-1])

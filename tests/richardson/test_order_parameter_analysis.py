@@ -56,7 +56,7 @@ def test_gd_order_parameters_match_the_trajectory_and_tend_to_the_oracle():
     eta = 1.0 / np.linalg.eigvalsh(C)[-1]
     steps = np.array([0, 1, 5, 20])
     gd = gd_order_parameters(P_star, C, H_inf, eta=eta, steps=steps)
-    direct = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps), P_star, C, H_inf)
+    direct = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps), P_star, C, H_inf=H_inf)
     # closed-form weights and the weights from the iterates agree while P_s is away from P_star
     np.testing.assert_allclose(gd.entropy, direct.entropy, rtol=1e-10)
     np.testing.assert_allclose(gd.rho_pop, direct.rho_pop, rtol=1e-12)
@@ -106,7 +106,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     H_inf, C = _spd(K, rng), _spd(K, rng, 30.0)
     P_star = 0.9 * np.linalg.inv(H_inf)
     P = P_star + 0.05 * rng.standard_normal((S, K, K))
-    ref = decoder_order_parameters(P, P_star, C, H_inf)
+    ref = decoder_order_parameters(P, P_star, C, H_inf=H_inf)
     Q = haar_orthogonal(K, rng)
     assert decoder_gauge_change(P, P_star, C, H_inf=H_inf, Q=Q, reference=ref) <= 1e-10
     assert conjugation_change(P[-1], Q) > 0.01
@@ -115,7 +115,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     P_z = np.stack([_spd(r, rng) for _ in range(S)])
     P_z_star = np.stack([_spd(r, rng) for _ in range(S)])
     U_star = np.linalg.qr(rng.standard_normal((K, r)))[0]
-    lref = latent_order_parameters(U, P_z, P_z_star, U_star, H_inf)
+    lref = latent_order_parameters(U, P_z, P_z_star, U_star=U_star, H_inf=H_inf)
     O = haar_orthogonal(r, rng)
     assert latent_gauge_change(U, P_z, P_z_star, U_star=U_star, H_inf=H_inf, O=O, reference=lref) <= 1e-10
     fm = lref.final_metrics()

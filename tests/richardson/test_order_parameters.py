@@ -58,8 +58,8 @@ def test_decoder_order_parameters_invariant_under_random_orthogonal_gauge(seed):
     rng, H, C, P_star, P = _problem(seed=seed)
     Q = haar_orthogonal(6, rng)
     rot = lambda A: Q @ A @ Q.T  # noqa: E731
-    a = decoder_order_parameters(P, P_star, C, H, k=2)
-    b = decoder_order_parameters(rot(P), rot(P_star), rot(C), rot(H), k=2)
+    a = decoder_order_parameters(P, P_star, C, H_inf=H, k=2)
+    b = decoder_order_parameters(rot(P), rot(P_star), rot(C), H_inf=rot(H), k=2)
     assert not np.allclose(rot(P), P)
     for f in ("rho_pop", "srank", "top_energy", "entropy"):
         np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-9, err_msg=f)
@@ -82,8 +82,8 @@ def test_latent_order_parameters_invariant_under_random_latent_gauge(seed):
     Pz = Pz_star + 0.1 * rng.standard_normal((S, r, r))
     O = haar_orthogonal(r, rng)
     U2, Pz2, Pzs2 = U @ O, O.T @ Pz @ O, O.T @ Pz_star @ O
-    a = latent_order_parameters(U, Pz, Pz_star, U_star, H)
-    b = latent_order_parameters(U2, Pz2, Pzs2, U_star @ haar_orthogonal(r, rng), H)
+    a = latent_order_parameters(U, Pz, Pz_star, U_star=U_star, H_inf=H)
+    b = latent_order_parameters(U2, Pz2, Pzs2, U_star=U_star @ haar_orthogonal(r, rng), H_inf=H)
     for f in a.__dataclass_fields__:
         np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-8, atol=1e-12, err_msg=f)
     np.testing.assert_allclose(a.rho_oracle, 0.0, atol=1e-12)  # P_z = A_inf^{-1} solves in one step
@@ -114,14 +114,14 @@ def test_gd_order_parameters_defined_after_convergence_to_rounding():
     steps = np.array([0, 5, 20, 800])
     Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps)
     with pytest.raises(ValueError, match="P: equals P_star"):
-        decoder_order_parameters(Ps, P_star, C, H)
+        decoder_order_parameters(Ps, P_star, C, H_inf=H)
     w = modal_weights(np.zeros((K, K)), P_star, C, eta, steps)
-    op = decoder_order_parameters(Ps, P_star, C, H, weights=w)
-    early = decoder_order_parameters(Ps[:3], P_star, C, H)
+    op = decoder_order_parameters(Ps, P_star, C, H_inf=H, weights=w)
+    early = decoder_order_parameters(Ps[:3], P_star, C, H_inf=H)
     np.testing.assert_allclose(op.entropy[:3], early.entropy, atol=1e-12)
     assert op.entropy[-1] < 1e-6 and w[-1, 0] > 1 - 1e-9
     with pytest.raises(ValueError, match="weights"):
-        decoder_order_parameters(Ps, P_star, C, H, weights=w[:, :-1])
+        decoder_order_parameters(Ps, P_star, C, H_inf=H, weights=w[:, :-1])
 
 
 def test_stable_rank_and_top_energy():
