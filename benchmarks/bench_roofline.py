@@ -156,7 +156,7 @@ def dmft_softmax(L: int, mlp: bool) -> Training:
         model = SoftmaxAttention(D, n, L, g, mlp=mlp)
 
         def loss(_k: int) -> torch.Tensor:
-            c = sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)
+            c = sample_iso_contexts(B, P, K, D=D, gen=g, dtype=torch.float32)
             return ((model(c.X, c.y, c.Xs) - c.ys) ** 2).mean()
 
         return list(model.parameters()), loss, TrainConfig(steps=0, lr=2e-3, optimizer="adam", nonfinite="raise")

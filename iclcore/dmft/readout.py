@@ -342,8 +342,8 @@ def full_attention_run(run: FullAttentionRun) -> TrainResult:
 
     def sampler(g: torch.Generator) -> Contexts:
         if run.kind == "iso":
-            return sample_iso_contexts(run.B, run.P, run.K, D, g, dtype=torch.float32)
-        return sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g, dtype=torch.float32)
+            return sample_iso_contexts(run.B, run.P, run.K, D=D, gen=g, dtype=torch.float32)
+        return sample_rrs_contexts(run.B, run.P, run.K, lam=lam, omega=omega, gen=g, dtype=torch.float32)
 
     def schedule(k):
         return 1.0 / (1.0 + k / run.decay)
@@ -351,7 +351,7 @@ def full_attention_run(run: FullAttentionRun) -> TrainResult:
     model = LinearAttention(D, run.L, run.s0, "block", dtype=torch.float32)
     try:
         gen = torch.Generator().manual_seed(run.seed)
-        return train(model, sampler, run.steps, run.eta, gen, schedule=schedule, device=run.device)
+        return train(model, sampler, run.steps, lr=run.eta, gen=gen, schedule=schedule, device=run.device)
     except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
         raise ValueError(
             f"eta: SGD of the {run.kind} run at depth L={run.L} diverged with eta={run.eta}, B={run.B} ({exc}); lower eta"
@@ -393,7 +393,7 @@ def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
     model = ReadoutAttention(run.D, run.L, run.s0, run.a0, dtype=torch.float32)
     return train_readout(
         model,
-        lambda g: sample_iso_contexts(run.B, run.P, run.K, run.D, g, dtype=torch.float32),
+        lambda g: sample_iso_contexts(run.B, run.P, run.K, D=run.D, gen=g, dtype=torch.float32),
         run.steps,
         lr=run.eta,
         gen=torch.Generator().manual_seed(run.seed),
@@ -437,7 +437,7 @@ def power_law_flow(job: PowerLawFlowJob) -> tuple[np.ndarray | None, np.ndarray]
     t = np.array(job.t)
     if job.kind == "gamma":
         return None, rrs_gradient_flow(t, lam, omega, L=np.inf)[0]
-    return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, L=np.inf), job.c, job.s0)
+    return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, L=np.inf), job.c, s0=job.s0)
 
 
 @dataclass(frozen=True)
@@ -490,12 +490,14 @@ def power_five_theory(
     """
     n_tables = positive_int(n_tables, "n_tables", minimum=2)
     M = tied_loss_moments(draws, L)
-    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0)
+    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0=s0)
     late_th = []
     for blk in draws.split(n_tables):
         M_b = tied_loss_moments(blk, L)
         late_th.append(
-            np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][late_start:])
+            np.mean(
+                power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0=s0)[1][late_start:]
+            )
         )
     mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(n_tables))
     return PowerFiveTheory(gam, tied_loss_from_moments(gam, M)[0], mc_sd)

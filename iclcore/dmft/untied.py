@@ -299,21 +299,21 @@ def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
     if run.P is None:
         return train(
             model,
-            lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+            lambda g: sample_rrs_contexts(run.B, 1, 1, lam=lam, omega=omega, gen=g),
             run.steps,
-            lr,
-            gen,
+            lr=lr,
+            gen=gen,
             population=True,
             device=run.device,
         )
 
     def noisy(g: torch.Generator):
-        ctx = sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g)
+        ctx = sample_rrs_contexts(run.B, run.P, run.K, lam=lam, omega=omega, gen=g)
         ctx.y = ctx.y + run.sigma * torch.randn(ctx.y.shape, generator=g, dtype=ctx.y.dtype)
         ctx.ys = ctx.ys + run.sigma * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
         return ctx
 
-    return train(model, noisy, run.steps, lr, gen, device=run.device)
+    return train(model, noisy, run.steps, lr=lr, gen=gen, device=run.device)
 
 
 @dataclass(frozen=True)

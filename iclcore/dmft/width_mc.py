@@ -581,10 +581,10 @@ def width_sgd_run(run: WidthSGDRun) -> tuple[TrainResult, GradientFlow, np.ndarr
     model = ReducedGammaStack(D, run.L, tied=True, frame=torch.as_tensor(U))
     res = train(
         model,
-        lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+        lambda g: sample_rrs_contexts(run.B, 1, 1, lam=lam, omega=omega, gen=g),
         run.steps,
-        run.eta * run.N / 2,
-        torch.Generator().manual_seed(run.train_seed),
+        lr=run.eta * run.N / 2,
+        gen=torch.Generator().manual_seed(run.train_seed),
         population=True,
         device=run.device,
     )

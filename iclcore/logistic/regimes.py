@@ -623,13 +623,15 @@ def mode_probes(
     up, down = th_ex - NORM_CURVATURE_OFFSET * tau, th_ex + NORM_CURVATURE_OFFSET * tau
     mer_min = np.array([t[np.argmin(mer_sim[:, k])] for k in range(n_drop)])
     lag_body = cp.lag[cp.body]
-    null_A2 = uniform_window_null_hits(len(cp.A2_peaks), (lag_body[0], lag_body[-1]), tc_ex, mode_window * tau, rng)
+    null_A2 = uniform_window_null_hits(
+        len(cp.A2_peaks), (lag_body[0], lag_body[-1]), tc_ex, halfwidths=mode_window * tau, rng=rng
+    )
     null_n = uniform_window_null_hits(
         len(cp.norm_peaks),
         (cp.t_norm[0], cp.t_norm[-1]),
         up,
-        mode_window * tau,
-        rng,
+        halfwidths=mode_window * tau,
+        rng=rng,
         paired=(len(cp.norm_troughs), down),
     )
     return ModeProbes(

@@ -40,6 +40,7 @@ def causal_self_attention(
     x: torch.Tensor,
     attn: nn.MultiheadAttention,
     mask: torch.Tensor,
+    *,
     need_weights: bool = False,
     queries: slice | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -117,7 +118,7 @@ class GPTMini(nn.Module):
         return h + self.pos[: h.shape[1]]
 
     def hidden(
-        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False, rows: slice | None = None
+        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, need_attn: bool = False, rows: slice | None = None
     ):
         """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps.
 
@@ -130,7 +131,7 @@ class GPTMini(nn.Module):
         hs, att = [h], []
         for l in range(self.L):
             queries = rows if l == self.L - 1 else None
-            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn, queries)
+            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_weights=need_attn, queries=queries)
             h = (h if queries is None else h[:, queries]) + o
             h = h + self.mlp[l](self.ln2[l](h))
             hs.append(h)

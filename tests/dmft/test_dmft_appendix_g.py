@@ -100,7 +100,7 @@ def test_readout_attention_is_scaled_in_context_gd() -> None:
     with torch.no_grad():
         model.a_o.fill_(1.7)
         model.a_y.fill_(0.4)
-    ctx = sample_iso_contexts(3, P, K, D, torch.Generator().manual_seed(0))
+    ctx = sample_iso_contexts(3, P, K, D=D, gen=torch.Generator().manual_seed(0))
     f = model(ctx.X, ctx.y, ctx.Xs).detach().numpy()
     G = model.gamma_matrix().detach().numpy()
     for b in range(3):
@@ -175,13 +175,15 @@ def test_power_five_theory_is_the_flow_on_the_full_table_with_the_spread_of_its_
     c = power_five_constant(D)
     th = power_five_theory(draws, L, t, c=c, s0=0.5, n_tables=4, late_start=30)
     M = tied_loss_moments(draws, L)
-    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, 0.5)
+    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0=0.5)
     np.testing.assert_allclose(th.gamma, gam, rtol=1e-12)
     np.testing.assert_allclose(th.loss, tied_loss_from_moments(gam, M)[0], rtol=1e-12)
     late = []
     for blk in draws.split(4):
         Mb = tied_loss_moments(blk, L)
-        late.append(power_five_flow(t, lambda x, Mb=Mb: float(tied_loss_from_moments(x, Mb)[1]), c, 0.5)[1][30:].mean())
+        late.append(
+            power_five_flow(t, lambda x, Mb=Mb: float(tied_loss_from_moments(x, Mb)[1]), c, s0=0.5)[1][30:].mean()
+        )
     assert th.mc_sd == pytest.approx(np.std(late, ddof=1) / np.mean(late) / 2.0, rel=1e-10)
     assert th.mc_sd > 0
     with pytest.raises(ValueError, match="n_tables"):

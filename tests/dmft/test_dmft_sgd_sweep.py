@@ -33,10 +33,10 @@ def test_sweep_equals_the_explicit_loop() -> None:
         for r in range(2):
             res = train(
                 ReducedGammaStack(6, 2, tied=False),
-                lambda g: sample_rrs_contexts(pt.B, 1, 1, LAM, OM, g),
+                lambda g: sample_rrs_contexts(pt.B, 1, 1, lam=LAM, omega=OM, gen=g),
                 n,
-                pt.eta * 6 * 2 / 2,
-                torch.Generator().manual_seed(100 + r),
+                lr=pt.eta * 6 * 2 / 2,
+                gen=torch.Generator().manual_seed(100 + r),
                 population=True,
             )
             runs.append(np.mean(res.gamma[late].mean(axis=1) / th[late] - 1))

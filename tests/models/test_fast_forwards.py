@@ -15,7 +15,7 @@ from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts
 def test_softmax_attention_fused_scores_and_pruned_last_layer(mlp, L):
     """W_q^T W_k in one product and a query-only last layer: the same function to float64 rounding."""
     model = SoftmaxAttention(6, 12, L, torch.Generator().manual_seed(L), mlp=mlp, dtype=torch.float64)
-    ctx = sample_iso_contexts(7, 10, 3, 6, torch.Generator().manual_seed(10 + L))
+    ctx = sample_iso_contexts(7, 10, 3, D=6, gen=torch.Generator().manual_seed(10 + L))
     fast = model(ctx.X, ctx.y, ctx.Xs)
     slow = ref.softmax_attention_forward(model, ctx.X, ctx.y, ctx.Xs)
     assert fast.shape == (7, 3)
@@ -57,11 +57,11 @@ def test_richardson_unroll_broadcast_products_equal_einsum_matvecs():
     d = torch.randn(B, K, generator=g, dtype=torch.float64)
     P = 0.2 * torch.eye(K, dtype=torch.float64) + 0.01 * torch.randn(B, K, K, generator=g, dtype=torch.float64)
     P.requires_grad_(True)
-    fast, slow = richardson_unroll(P, H, d, L), ref.richardson_unroll(P, H, d, L)
+    fast, slow = richardson_unroll(P, H, d, L=L), ref.richardson_unroll(P, H, d, L=L)
     assert fast.shape == (B, L + 1, K)
     torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-13)
     (gf,) = torch.autograd.grad(fast[:, -1].square().sum(), P)
-    (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L)[:, -1].square().sum(), P)
+    (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L=L)[:, -1].square().sum(), P)
     torch.testing.assert_close(gf, gs, rtol=1e-11, atol=1e-12)
 
 

@@ -198,10 +198,12 @@ def test_uniform_window_null_rate_matches_a_closed_form():
 
     assert list(window_hits([0.5, 3.0], [0.45, 2.0], [0.1, 0.5])) == [True, False]
     assert not window_hits([], [1.0], [1.0]).any()
-    rate = uniform_window_null_rate(1, (0.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0), draws=20000)
+    rate = uniform_window_null_rate(
+        1, (0.0, 1.0), [0.5], halfwidths=[0.1], min_hits=1, rng=np.random.default_rng(0), draws=20000
+    )
     assert rate == pytest.approx(0.2, abs=0.01)
     with pytest.raises(ValueError, match="span"):
-        uniform_window_null_rate(1, (1.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0))
+        uniform_window_null_rate(1, (1.0, 1.0), [0.5], halfwidths=[0.1], min_hits=1, rng=np.random.default_rng(0))
 
 
 def test_uniform_window_null_hits_paired_closed_form_and_offsets():
@@ -210,7 +212,9 @@ def test_uniform_window_null_hits_paired_closed_form_and_offsets():
     (binomial s.e. at 20000 draws 0.0014; allowance 4 s.e.). Offsets are in units of the scale."""
     from iclcore.models.probes import nearest_event_offset, uniform_window_null_hits
 
-    hits = uniform_window_null_hits(1, (0.0, 1.0), [0.3], [0.1], np.random.default_rng(1), 20000, paired=(1, [0.7]))
+    hits = uniform_window_null_hits(
+        1, (0.0, 1.0), [0.3], halfwidths=[0.1], rng=np.random.default_rng(1), draws=20000, paired=(1, [0.7])
+    )
     assert hits.dtype.kind == "i" and set(np.unique(hits)) <= {0, 1}
     assert abs(hits.mean() - 0.04) <= 4 * np.sqrt(0.04 * 0.96 / 20000)
     np.testing.assert_allclose(nearest_event_offset([1.0, 4.0], [2.0, 3.5], [2.0, 0.5]), [0.5, 1.0])
@@ -218,7 +222,7 @@ def test_uniform_window_null_hits_paired_closed_form_and_offsets():
     with pytest.raises(ValueError, match="scales"):
         nearest_event_offset([1.0], [1.0], [0.0])
     with pytest.raises(ValueError, match="draws"):
-        uniform_window_null_hits(1, (0.0, 1.0), [0.5], [0.1], np.random.default_rng(0), draws=0)
+        uniform_window_null_hits(1, (0.0, 1.0), [0.5], halfwidths=[0.1], rng=np.random.default_rng(0), draws=0)
 
 
 def test_checkpoint_probes_known_subspaces_and_ranks():
