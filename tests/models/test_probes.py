@@ -116,11 +116,11 @@ def test_probes_locate_mode_times_on_theory_curves():
       trough after each t_half, both within 1.5 tau_alpha."""
     s, N, eta, P, a0 = 2.0 ** (-np.arange(4) / 2), 64, 1.0, 1, 1e-4
     tau = lth.timescales(s, eta, P)
-    th = lth.half_time(a0, s, N, eta, P)
-    tc = lth.cliff_time(a0, s, N, eta, P)
+    th = lth.half_time(a0, s, N, eta=eta, P=P)
+    tc = lth.cliff_time(a0, s, N, eta=eta, P=P)
     t = np.linspace(0, 1.6 * th[-1], 4001)
     dt = t[1] - t[0]
-    a = lth.logistic_solution(t, a0, s, N, eta, P)
+    a = lth.logistic_solution(t, a0, s, N=N, eta=eta, P=P)
     mer = pr.marginalized_effective_rank(np.abs(a), 2, drop_order=np.arange(4))
     for k in range(3):
         assert abs(t[np.argmin(mer[:, k])] - th[k]) < tau[k]
