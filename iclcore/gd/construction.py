@@ -87,7 +87,7 @@ def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = 
 
 
 def lsa_forward(
-    X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[LSAWeights], return_all: bool = False
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, layers: Sequence[LSAWeights], return_all: bool = False
 ) -> np.ndarray:
     """Forward pass of residual LSA layers; returns the prediction ``-z_q[d]`` after each layer.
 
@@ -118,7 +118,7 @@ def lsa_forward(
     return out if return_all else out[-1]
 
 
-def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
+def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], *, Gamma: np.ndarray | None = None) -> np.ndarray:
     """GD iterates ``w_l`` on ``(1/2n) sum_i (w^T x_i - y_i)^2`` from ``w_0 = 0``: shape ``(L+1, B, d)``.
 
     The step ``w_{l+1} = w_l - eta_l Gamma^T (H w_l - c)`` with ``H = X^T X / n``, ``c = X^T y / n``
@@ -142,14 +142,14 @@ def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.nd
 
 
 def gd_predict(
-    X: np.ndarray, y: np.ndarray, xq: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, etas: Sequence[float], Gamma: np.ndarray | None = None
 ) -> np.ndarray:
     """Reference prediction ``w_k^T x_q`` of :func:`gd_weights`; ``xq (B, d)`` -> ``(B,)``."""
-    return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma)[-1], np.asarray(xq, float))
+    return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma=Gamma)[-1], np.asarray(xq, float))
 
 
 def sample_regression(
-    B: int, n: int, d: int, rng: np.random.Generator | int, x_dist: str = "uniform", noise: float = 0.0
+    B: int, n: int, d: int, *, rng: np.random.Generator | int, x_dist: str = "uniform", noise: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """von Oswald et al. (2023) tasks: ``x ~ U(-1, 1)^d`` (or ``N(0, I)``), ``w ~ N(0, I)``, ``y = w^T x (+ noise)``.
 
@@ -173,7 +173,7 @@ def squared_loss_half(pred: np.ndarray, target: np.ndarray) -> tuple[float, floa
     return float(r.mean()), float(standard_error(r.ravel()))
 
 
-def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray) -> float:
+def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, yq: np.ndarray) -> float:
     """Step ``eta*`` minimising the sample mean of ``(eta u - y_q)^2``, ``u = x_q^T X^T y / n`` (one GD step from 0)."""
     u = np.einsum("bd,bnd,bn->b", xq, X, y) / X.shape[1]
     return float(u @ yq / (u @ u))
@@ -183,12 +183,12 @@ def train_one_layer_lsa(
     d: int,
     n: int,
     steps: int,
+    *,
     batch: int,
     lr: float,
     gen: torch.Generator,
     seed: int,
     init_scale: float = 0.1,
-    *,
     device: str | torch.device = "cpu",
 ) -> tuple[TrainedLSA, np.ndarray]:
     """Adam on the halved squared query loss of fresh von Oswald tasks each step.
@@ -203,7 +203,7 @@ def train_one_layer_lsa(
     model = TrainedLSA(d, gen, init_scale).to(device)
 
     def batch_loss(_step: int) -> torch.Tensor:
-        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(cfg.batch, n, d, rng)[:4])
+        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(cfg.batch, n, d, rng=rng)[:4])
         return 0.5 * ((model(X, y, xq) - yq) ** 2).mean()
 
     curve = train_loop(model.parameters(), batch_loss, cfg).loss

@@ -72,7 +72,7 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
     from iclcore.models.gpt_mini import GPTMini
 
     model = GPTMini(3, 7, 3, 12, 3, torch.Generator().manual_seed(0)).double()
-    t = sample_probe_tasks(5, 7, 3, torch.Generator().manual_seed(1))
+    t = sample_probe_tasks(5, 7, 3, gen=torch.Generator().manual_seed(1))
     hs, att = model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
     hs_ref, att_ref = ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0], need_attn=True)
     assert len(hs) == len(hs_ref) == 4 and len(att) == len(att_ref) == 3
@@ -119,7 +119,7 @@ def test_gpt_training_losses_equal_those_of_the_fused_attention_step():
         model = GPTMini(4, 10, 3, 16, 4, g).float()
 
         def loss(_k: int, model=model, g=g, fused=fused) -> torch.Tensor:
-            t = sample_probe_tasks(16, 10, 4, g, 1, dtype=torch.float32)
+            t = sample_probe_tasks(16, 10, 4, gen=g, m=1, dtype=torch.float32)
             if fused:
                 pred = model.lens(ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0])[0][-1])[:, 1::2]
             else:

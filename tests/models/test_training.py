@@ -360,18 +360,18 @@ def test_lsa_trainings_are_adam_steps_with_warmup_and_clipping():
     from iclcore.models.gpt_mini import GPTMini
     from iclcore.models.lsa import TrainedLSA, UntiedLSA
 
-    _, curve = train_one_layer_lsa(3, 10, 9, 16, 1e-2, _gen(0), seed=0)
+    _, curve = train_one_layer_lsa(3, 10, 9, batch=16, lr=1e-2, gen=_gen(0), seed=0)
     m, rng = TrainedLSA(3, _gen(0), 0.1), np.random.default_rng(0)
 
     def regression_loss() -> torch.Tensor:
-        X, y, xq, yq = (torch.from_numpy(a) for a in sample_regression(16, 10, 3, rng)[:4])
+        X, y, xq, yq = (torch.from_numpy(a) for a in sample_regression(16, 10, 3, rng=rng)[:4])
         return 0.5 * ((m(X, y, xq) - yq) ** 2).mean()
 
     want = _written_out(m.parameters(), regression_loss, 9, torch.optim.Adam(m.parameters(), lr=1e-2))
     _agree(curve, want, torch.float64)
 
     def probe_loss(model, gen, dtype) -> torch.Tensor:  # the loss at every x position (GPT) or at the query
-        t = dp.sample_probe_tasks(16, 10, 3, gen, 1, 0.5, 2.0, dtype)
+        t = dp.sample_probe_tasks(16, 10, 3, gen=gen, m=1, s_lo=0.5, s_hi=2.0, dtype=dtype)
         if isinstance(model, GPTMini):
             pred, target = model.forward_all(t.X, t.y, t.xq[:, 0]), torch.cat([t.y, t.yq[:, :1]], 1)
             return 0.5 * ((pred - target) ** 2).mean()
@@ -383,7 +383,7 @@ def test_lsa_trainings_are_adam_steps_with_warmup_and_clipping():
     }
     for make, lr, warmup, dtype in runs.values():
         cfg = dp.ProbeTraining(dp.probe_train_config(steps=9, lr=lr, batch=16, warmup=warmup), n=10, d=3)
-        recs, got, skipped = dp.train_with_checkpoints(make(), cfg, _gen(7), lambda s, m: {"step": s})
+        recs, got, skipped = dp.train_with_checkpoints(make(), cfg, _gen(7), at_checkpoint=lambda s, m: {"step": s})
         assert [r["step"] for r in recs] == [0, 1, 2, 4, 8, 9] and skipped == 0
         model, gen = make(), _gen(7)
         want = _written_out(
