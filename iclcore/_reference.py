@@ -152,7 +152,7 @@ def online_decoder_training_naive(
 
 
 def richardson_iterates_naive(
-    P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None
+    P: np.ndarray, H: np.ndarray, d: np.ndarray, *, L: int, z0: np.ndarray | None = None
 ) -> np.ndarray:
     """Reference implementation of :func:`richardson_iterates`: one prompt and one step at a time.
 

@@ -169,7 +169,7 @@ save_figure(fig, "fig6_encoder_online")
 
 # %%
 rng_s = np.random.default_rng([seed, 3])
-model = make_lowrank_model(K_sub, r_sub, M_sub, sigma_sub, 0.01, 8.0, np.array([0.2, 0.08, 0.03]), rng_s)
+model = make_lowrank_model(K_sub, r_sub, M_sub, sigma=sigma_sub, lam=0.01, cond_x=8.0, mu_z=np.array([0.2, 0.08, 0.03]), rng=rng_s)
 pool = sample_lowrank_prompts(model, N_max, rng_s)
 Sigma_beta = model.Sigma_beta
 gamma, reff = eigengap(Sigma_beta, r_sub), effective_rank(Sigma_beta)

@@ -136,7 +136,7 @@ def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], *, Gamma: np
     w = np.zeros((B, d))
     out = [w]
     for eta in _check_etas(etas):
-        w = richardson_iterates(eta * G.T, H, c, 1, z0=w)[:, 1]
+        w = richardson_iterates(eta * G.T, H, c, L=1, z0=w)[:, 1]
         out.append(w)
     return np.stack(out)
 

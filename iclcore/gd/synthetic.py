@@ -90,7 +90,7 @@ def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, *, eta: float | Non
     lam, Q = np.linalg.eigh(H)
     eta = 2.0 / (lam[0] + lam[-1]) if eta is None else float(finite_array(eta, "eta"))
     wls = np.linalg.lstsq(X, y, rcond=None)[0]
-    E = richardson_iterates(eta * np.eye(H.shape[0]), H, X.T @ y, k)[0] - wls
+    E = richardson_iterates(eta * np.eye(H.shape[0]), H, X.T @ y, L=k)[0] - wls
     C = (E @ Q) ** 2
     fac = (1 - eta * lam) ** 2
     pred = C[0] * fac[None] ** np.arange(k + 1)[:, None]

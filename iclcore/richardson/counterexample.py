@@ -80,9 +80,9 @@ def counterexample(C: np.ndarray, eta: float, i: int, *, j: int, R0: float = 1.0
     out = {}
     for key, idx in (("a", i), ("b", j)):
         e0 = np.sqrt(R0 / spec.lam[idx]) * spec.Q[:, idx]
-        traj = gd_iterate(e0, zero, Cm, eta, int(n_steps))  # B = 0, fixed point 0
+        traj = gd_iterate(e0, zero, Cm, eta=eta, n_steps=int(n_steps))  # B = 0, fixed point 0
         out["risk_" + key] = excess_risk(traj, zero, Cm)
-        out["predicted_" + key] = modal_excess_risk(e0, zero, Cm, eta, np.arange(int(n_steps) + 1))
+        out["predicted_" + key] = modal_excess_risk(e0, zero, Cm, eta=eta, steps=np.arange(int(n_steps) + 1))
     return Counterexample(
         steps=np.arange(int(n_steps) + 1),
         lam_a=float(spec.lam[i]),

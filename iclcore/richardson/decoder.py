@@ -332,7 +332,7 @@ def depth_risk(P: np.ndarray, prompts: Prompts, L: int, *, reference: str = "tar
     K = Ps.shape[-1]
     out = np.empty(Ps.shape[0])
     for t, Pt in enumerate(Ps):
-        zL = richardson_iterates(Pt, prompts.H_M, prompts.d, L)[:, -1]
+        zL = richardson_iterates(Pt, prompts.H_M, prompts.d, L=L)[:, -1]
         out[t] = np.mean(np.sum((zL - ref) ** 2, axis=-1)) / K
     return out if stacked else float(out[0])
 
@@ -434,7 +434,7 @@ def checkpoint_table(
         ``rel_dist_oracle`` and ``stable_rank``.
     """
     con = contraction_factor(P, prompts.H_M)
-    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L, operator_norm=con.operator_norm)
+    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L=L, operator_norm=con.operator_norm)
     K = P.shape[0]
     loss = cert.error_norms[:, -1] ** 2 / K
     eb = clipped_empirical_bernstein(loss, clip, delta)
@@ -458,7 +458,7 @@ def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, *, steps)
     Main paper §3.1 (modal risk) and §12.2 (the predicted curve). Returns shape (len(steps),).
     """
     P_star = oracle_preconditioner(moments)
-    return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta, steps, scale=1.0 / moments.K)
+    return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta=eta, steps=steps, scale=1.0 / moments.K)
 
 
 @dataclass(frozen=True)
@@ -571,8 +571,8 @@ def richardson_identity_residual(P: np.ndarray, H: np.ndarray, d: np.ndarray, *,
     >>> richardson_identity_residual(0.4 * np.eye(2), H, d, z_dagger=z, L=5) < 1e-14
     True
     """
-    Z = richardson_iterates(P, H, d, L)
-    E = richardson_error(P, H, -z_dagger, L)
+    Z = richardson_iterates(P, H, d, L=L)
+    E = richardson_error(P, H, -z_dagger, L=L)
     T_L = np.linalg.matrix_power(iteration_matrix(P, H), L)
     return max(
         float(np.abs(Z - z_dagger[:, None, :] - E).max()),
@@ -780,7 +780,7 @@ def risk_trajectory(
     s_dense = np.arange(n_steps + 1)
     predicted_dense = predicted_risk_curve(P0, moments, eta, steps=s_dense)
     loss = np.sum((np.einsum("tij,nj->tni", P, d) - z_star[None]) ** 2, axis=-1) / K
-    W = modal_weights(P0, P_star, moments.C, eta, s_dense)
+    W = modal_weights(P0, P_star, moments.C, eta=eta, steps=s_dense)
     return RiskTrajectory(
         steps=checkpoints,
         predicted_dense=predicted_dense,
@@ -790,7 +790,7 @@ def risk_trajectory(
         population=decoder_risk(P, moments),
         rel_err=relative_error(P, P_star),
         cos_defect=cosine_defect(P, P_star),
-        rel_err_gd=relative_error(gd_trajectory(P0, P_star, moments.C, eta, checkpoints), P_star),
+        rel_err_gd=relative_error(gd_trajectory(P0, P_star, moments.C, eta=eta, steps=checkpoints), P_star),
         oracle_risk=oracle_risk(moments),
         after_transient=checkpoints >= s_transient,
         modal_weights=W,
@@ -912,8 +912,10 @@ def held_out_depth_study(
         ]
     ).T
     P_fin = P[-1]
-    viol = [richardson_certificate(P[i], H, -z_dag, L, operator_norm=cons[i].operator_norm).violation_rate for i in idx]
-    cert = richardson_certificate(P_fin, H, -z_dag, L)
+    viol = [
+        richardson_certificate(P[i], H, -z_dag, L=L, operator_norm=cons[i].operator_norm).violation_rate for i in idx
+    ]
+    cert = richardson_certificate(P_fin, H, -z_dag, L=L)
     loss_direct = np.sum((prompts.d @ P_fin.T - prompts.z_star) ** 2, 1) / K
     return DepthStudy(
         target_risk=depth_risk(P, prompts, L, reference="target"),
@@ -927,7 +929,7 @@ def held_out_depth_study(
         final_operator_norm=contraction_factor(P_fin, H).operator_norm,
         violation_rate=float(np.max(viol)),
         identity_error=richardson_identity_residual(P_fin, H, prompts.d, z_dagger=z_dag, L=L),
-        final_error=richardson_error(P_fin, H, -z_dag, L),
+        final_error=richardson_error(P_fin, H, -z_dag, L=L),
         certificate=cert,
         eb_depth=clipped_empirical_bernstein(cert.error_norms[:, -1] ** 2 / K, clip, delta),
         eb_direct=clipped_empirical_bernstein(loss_direct, clip, delta),
@@ -995,7 +997,7 @@ def eb_coverage_study(
     K = config.K
     pool_prompts = sample_prompt_statistics(config, n_pool, rng)
     pool_direct = np.sum((pool_prompts.d @ P_final.T - pool_prompts.z_star) ** 2, 1) / K
-    pool_depth = np.sum(richardson_error(P_final, pool_prompts.H_M, -pool_prompts.z_dagger, L)[:, -1] ** 2, 1) / K
+    pool_depth = np.sum(richardson_error(P_final, pool_prompts.H_M, -pool_prompts.z_dagger, L=L)[:, -1] ** 2, 1) / K
     pool_init = np.sum((pool_prompts.d @ P_initial.T - pool_prompts.z_star) ** 2, 1) / K
     coverage = {}
     for name, pool in (("direct_final", pool_direct), ("depth_final", pool_depth), ("direct_initial", pool_init)):

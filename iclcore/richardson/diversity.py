@@ -430,7 +430,7 @@ def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, *, targe
     if not 0 < target < 1:
         raise ValueError(f"target: relative error must lie in (0, 1), got {target!r}")
     L_max = positive_int(L_max, "L_max")
-    err = richardson_error(P, H, -np.asarray(z_dagger, float), L_max)  # (n, L+1, K)
+    err = richardson_error(P, H, -np.asarray(z_dagger, float), L=L_max)  # (n, L+1, K)
     rel = np.mean(np.sum(err**2, axis=-1), axis=0) / np.mean(np.sum(np.asarray(z_dagger) ** 2, axis=-1))
     hit = np.nonzero(rel <= target)[0]
     if hit.size == 0:

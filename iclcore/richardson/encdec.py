@@ -146,7 +146,7 @@ def encoder_subspaces(
     U : ndarray (S, K, r)
         Polar factors of ``G_s``.
     """
-    G = gd_trajectory(G0, G_hat, Sz, eta_e, steps)
+    G = gd_trajectory(G0, G_hat, Sz, eta=eta_e, steps=steps)
     return G, polar_factor(G)
 
 
@@ -318,7 +318,7 @@ def risk_decomposition(
         A, d, zd = latent_systems(Uc, prompts)
         S, n = d.shape[0], d.shape[1]
         Pb = np.broadcast_to(Pc[:, None], (S, n, r, r)).reshape(S * n, r, r)
-        zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L)[:, -1].reshape(S, n, r)
+        zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L=L)[:, -1].reshape(S, n, r)
         T = np.eye(r) - Pc[:, None] @ A  # (S, n, r, r)
         zL_exact = zd - (np.linalg.matrix_power(T, L) @ zd[..., None])[..., 0]
         UcT = np.swapaxes(Uc, -1, -2)
@@ -449,7 +449,14 @@ def sample_encdec_problem(config: EncDecConfig) -> tuple[LowRankModel, LatentPro
     """
     rng = np.random.default_rng(config.seed)
     model = make_lowrank_model(
-        config.K, config.r, config.M, config.sigma, config.lam, config.cond_x, np.array(config.mu_z), rng
+        config.K,
+        config.r,
+        config.M,
+        sigma=config.sigma,
+        lam=config.lam,
+        cond_x=config.cond_x,
+        mu_z=np.array(config.mu_z),
+        rng=rng,
     )
     train = sample_lowrank_prompts(model, config.n_train, rng)
     G0 = config.g0_scale * rng.standard_normal((config.K, config.r)) / np.sqrt(config.K)

@@ -227,7 +227,7 @@ def encoder_population_trajectory(
     ndarray, shape (len(steps), q, r)
     """
     _as_stack(G0, problem, "G0")
-    return gd_trajectory(G0, problem.G_star, problem.Sigma_z, eta, steps)
+    return gd_trajectory(G0, problem.G_star, problem.Sigma_z, eta=eta, steps=steps)
 
 
 def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, *, steps: np.ndarray) -> np.ndarray:
@@ -239,7 +239,7 @@ def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, *, s
     """
     _as_stack(G0, problem, "G0")
     return problem.noise_floor + modal_excess_risk(
-        G0, problem.G_star, problem.Sigma_z, eta, steps, scale=1.0 / problem.q
+        G0, problem.G_star, problem.Sigma_z, eta=eta, steps=steps, scale=1.0 / problem.q
     )
 
 
@@ -542,7 +542,7 @@ def closed_form_check(G0: np.ndarray, problem: EncoderProblem, eta: float, *, n_
     n_steps = positive_int(n_steps, "n_steps")
     grid = np.arange(n_steps + 1)
     closed = encoder_population_trajectory(G0, problem, eta, steps=grid)
-    loop = gd_iterate(G0, problem.Sigma_bz, problem.Sigma_z, eta, n_steps)
+    loop = gd_iterate(G0, problem.Sigma_bz, problem.Sigma_z, eta=eta, n_steps=n_steps)
     max_err_closed_form = float(np.abs(closed - loop).max() / np.abs(problem.G_star).max())
     risk_trace = np.asarray(encoder_risk(closed, problem))
     risk_modal = encoder_modal_risk(G0, problem, eta, steps=grid)

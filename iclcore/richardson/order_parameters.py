@@ -543,11 +543,11 @@ def gd_order_parameters(
     """
     P0 = np.zeros_like(np.asarray(P_star, dtype=float))
     return decoder_order_parameters(
-        gd_trajectory(P0, P_star, C, eta, steps),
+        gd_trajectory(P0, P_star, C, eta=eta, steps=steps),
         P_star,
         C,
         H_inf=H_inf,
-        weights=modal_weights(P0, P_star, C, eta, steps),
+        weights=modal_weights(P0, P_star, C, eta=eta, steps=steps),
     )
 
 

@@ -170,7 +170,7 @@ def decoder_diagnostics(
     eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
     con = contraction_factor(Ps, systems.H)
     rho, srad = con.operator_norm, con.spectral_radius
-    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L, operator_norm=rho)
+    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L=L, operator_norm=rho)
     T = iteration_matrix(Ps, systems.H)
     powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
     e0n2 = np.sum(systems.x_dagger**2, axis=1)
@@ -388,7 +388,7 @@ class PreconditionerComparison:
 
     def certificate(self, method: str) -> RichardsonCertificate:
         """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
-        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
+        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, L=self.L)
 
     def losses(self, method: str) -> np.ndarray:
         """Per-task ``‖x_L − x⋆‖²/K`` against the systems' targets, shape (n,)."""

@@ -134,15 +134,15 @@ def quadratic_gd_rung(
     steps = positive_int(steps, "steps")
     C, B, S = moments
     s_grid = np.arange(steps + 1)
-    X_loop = gd_iterate(X0, B, C, eta, steps)
-    X_closed = gd_trajectory(X0, Xstar, C, eta, s_grid)
+    X_loop = gd_iterate(X0, B, C, eta=eta, n_steps=steps)
+    X_closed = gd_trajectory(X0, Xstar, C, eta=eta, steps=s_grid)
     risk_iter = excess_risk(X_loop, Xstar, C, scale=scale)
-    risk_pop = quadratic_risk(X_loop, B, C, S, scale=scale) - quadratic_risk(Xstar, B, C, S, scale=scale)
-    risk_modal = modal_excess_risk(X0, Xstar, C, eta, s_grid, scale=scale)
+    risk_pop = quadratic_risk(X_loop, B, C, S=S, scale=scale) - quadratic_risk(Xstar, B, C, S=S, scale=scale)
+    risk_modal = modal_excess_risk(X0, Xstar, C, eta=eta, steps=s_grid, scale=scale)
     err = np.abs(risk_modal - risk_iter)
     weights = entropy = None
     if with_weights:
-        weights = modal_weights(X0, Xstar, C, eta, s_grid)
+        weights = modal_weights(X0, Xstar, C, eta=eta, steps=s_grid)
         entropy = modal_entropy(weights)
     return ModalRung(
         eta=float(eta),
@@ -400,7 +400,7 @@ def noncommuting_rung(
     )
     G0 = 0.5 * np.eye(r)
     eta_e = eta_e_frac * 2.0 / np.linalg.eigvalsh(model.Sigma_z)[-1]
-    G_path = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta_e, steps)
+    G_path = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta=eta_e, n_steps=steps)
     eta_d = eta_d_frac * 2.0 / max(np.linalg.eigvalsh(Cs)[-1] for Cs in model.C(G_path))
     traj = encdec_iterate(model, G0, np.zeros((r, r)), eta_e=eta_e, eta_d=eta_d, n_steps=steps)
     E_iter = traj.tracking_error

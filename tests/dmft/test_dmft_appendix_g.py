@@ -104,7 +104,7 @@ def test_readout_attention_is_scaled_in_context_gd() -> None:
     f = model(ctx.X, ctx.y, ctx.Xs).detach().numpy()
     G = model.gamma_matrix().detach().numpy()
     for b in range(3):
-        ref = in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), ctx.Xs[b].numpy(), L)
+        ref = in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), Xq=ctx.Xs[b].numpy(), L=L)
         np.testing.assert_allclose(f[b], 1.7 * 0.4 * ref, rtol=1e-10, atol=1e-12)
 
 

@@ -189,7 +189,7 @@ def test_predictor_equals_eq4_and_eq58():
     y = X @ bstar
     Xq = rng.standard_normal((3, D))
     G = rng.standard_normal((D, D)) * 0.3
-    f = in_context_gd_predict(G, X, y, Xq, L)
+    f = in_context_gd_predict(G, X, y, Xq=Xq, L=L)
     # Eq. 4 (column convention: X_paper = X^T): f = (1/LP) x^T Γ Σ_l (I - Σ̂Γ/L)^l X_paper y
     Sh = X.T @ X / P
     acc = sum(np.linalg.matrix_power(np.eye(D) - Sh @ G / L, ell) for ell in range(L))
@@ -528,7 +528,7 @@ def test_bad_inputs():
             reduced_sgd_.ReducedGammaSGDConfig("iso", D=8, L=2, B=4, eta=50.0, steps=50, P=8), np.random.default_rng(0)
         )
     with pytest.raises(ValueError, match="Gamma"):
-        in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
+        in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), Xq=np.ones((2, 4)), L=1)
 
 
 @pytest.mark.parametrize(

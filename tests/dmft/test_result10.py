@@ -48,7 +48,7 @@ def test_masked_attention_computes_in_context_gd():
         G = rng.standard_normal((D, D))
         X, Xq, y = rng.standard_normal((P, D)), rng.standard_normal((4, D)), rng.standard_normal(P)
         f = iso_sym.masked_linear_attention(iso_sym.reduced_attention_weights(G), X, y, Xq=Xq, L=L)
-        np.testing.assert_allclose(f, in_context_gd_predict(G, X, y, Xq, L), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(f, in_context_gd_predict(G, X, y, Xq=Xq, L=L), rtol=1e-12, atol=1e-13)
     # the paper's Gamma = W_x^T W_k^T W_q W_x is the transpose of the preconditioner
     w = iso_sym.reduced_attention_weights(G)
     np.testing.assert_allclose(w["Wx"].T @ w["Wk"].T @ w["Wq"] @ w["Wx"], G.T)

@@ -43,7 +43,7 @@ def test_preconditioned_tied_layers_match_the_dmft_reference():
     G = rng.standard_normal((d, d))
     X, y, xq, _, _ = sample_regression(5, 9, d, rng=1, x_dist="gaussian")
     f = lsa_forward(X, y, xq[:, None, :].repeat(2, 1), layers=von_oswald_layers(d, [eta] * L, G))
-    ref = np.array([in_context_gd_predict(L * eta * G.T, X[b], y[b], xq[b][None], L)[0] for b in range(5)])
+    ref = np.array([in_context_gd_predict(L * eta * G.T, X[b], y[b], Xq=xq[b][None], L=L)[0] for b in range(5)])
     np.testing.assert_allclose(f[:, 0], ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(f[:, 1], f[:, 0], rtol=0, atol=0)  # queries do not interact
 

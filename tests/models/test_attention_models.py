@@ -41,7 +41,7 @@ def test_block_attention_is_in_context_gd():
     f = m(ctx.X, ctx.y, ctx.Xs).detach().numpy()
     G = m.gamma_matrix().detach().numpy()
     ref = np.array(
-        [in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), ctx.Xs[b].numpy(), L) for b in range(3)]
+        [in_context_gd_predict(G, ctx.X[b].numpy(), ctx.y[b].numpy(), Xq=ctx.Xs[b].numpy(), L=L) for b in range(3)]
     )
     np.testing.assert_allclose(f, ref, rtol=1e-12, atol=1e-14)
 

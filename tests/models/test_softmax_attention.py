@@ -105,7 +105,7 @@ def test_richardson_states_follow_the_recursion_and_are_richardson_iterates_for_
         np.testing.assert_allclose(st.r, d[None] - np.einsum("nij,lnj->lni", H, st.z), rtol=0, atol=1e-12)
     P = linearized_preconditioner(m)
     np.testing.assert_allclose(st.delta, st.r @ P.T, atol=1e-12 * np.abs(st.delta).max())
-    Z = richardson_iterates(P, H, d, L - 1)  # (n, L, K)
+    Z = richardson_iterates(P, H, d, L=L - 1)  # (n, L, K)
     np.testing.assert_allclose(st.z, np.swapaxes(Z, 0, 1), atol=1e-12 * max(1.0, np.abs(Z).max()))
     with pytest.raises(ValueError, match="L"):
         richardson_states(m, b, 0)

@@ -180,7 +180,7 @@ def test_latent_decomposition_matches_encdec_for_shared_P():
     from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 
     rng = np.random.default_rng(10)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, 300, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     P = np.array([[0.5, 0.05], [0.02, 0.7]])
@@ -200,7 +200,7 @@ def test_latent_decomposition_standard_errors_are_those_of_the_prompt_means():
     from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 
     rng = np.random.default_rng(11)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, 400, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     P = np.array([[0.5, 0.05], [0.02, 0.7]])

@@ -51,7 +51,7 @@ def make_noncommuting(rng: np.random.Generator, r: int) -> LatentModel:
 
 
 def stable_eta_d(model: LatentModel, G0: np.ndarray, eta_e: float, n: int, frac: float) -> float:
-    G = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta_e, n)
+    G = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta=eta_e, n_steps=n)
     lam = max(np.linalg.eigvalsh(c)[-1] for c in model.C(G))
     return frac * 2.0 / lam
 

@@ -60,7 +60,7 @@ def test_online_mean_follows_population_gd():
             for i in range(200)
         ]
     )
-    gd = gd_iterate(np.zeros((6, 6)), m.B, m.C, eta, 5)[-1]
+    gd = gd_iterate(np.zeros((6, 6)), m.B, m.C, eta=eta, n_steps=5)[-1]
     se = Ps.std(0) / np.sqrt(200)
     assert np.all(np.abs(Ps.mean(0) - gd) <= 5 * se + 1e-12)
     run = online_decoder_training(

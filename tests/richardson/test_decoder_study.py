@@ -29,7 +29,7 @@ ETA = max_stable_step(MOM.C, 0.5)
 def _gd_run(n_steps=30, checkpoints=(0, 5, 10, 20, 30)) -> OnlineRun:
     """The exact population GD trajectory from P_0 = 0, dressed as an online run."""
     cps = np.array(checkpoints)
-    P = gd_trajectory(np.zeros((CFG.K, CFG.K)), P_STAR, MOM.C, ETA, cps)
+    P = gd_trajectory(np.zeros((CFG.K, CFG.K)), P_STAR, MOM.C, eta=ETA, steps=cps)
     return OnlineRun(steps=cps, P=P, eta=ETA, batch_size=1)
 
 

@@ -86,7 +86,7 @@ def test_vectorised_run_matches_naive_loops():
 def test_noise_free_true_subspace_recovers_latent_exactly():
     # σ = 0, λ = 0, U = U⋆: A = U⋆ᵀΣ̂U⋆, d = A z, so z† = z and the floor risk vanishes
     rng = np.random.default_rng(0)
-    model = make_lowrank_model(6, 2, 20, 0.0, 0.0, 3.0, np.array([1.0, 0.5]), rng)
+    model = make_lowrank_model(6, 2, 20, sigma=0.0, lam=0.0, cond_x=3.0, mu_z=np.array([1.0, 0.5]), rng=rng)
     pr = sample_lowrank_prompts(model, 50, rng)
     A, d, zd = latent_systems(model.U_star, pr)
     assert np.abs(zd[0] - pr.z).max() < 1e-12
@@ -179,9 +179,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="U"):
         risk_decomposition(np.zeros((2, 3)), np.zeros((1, 1, 1)), None, Sigma_x=np.eye(3), L=2)
     rng = np.random.default_rng(0)
-    m = make_lowrank_model(4, 1, 8, 0.1, 0.1, 2.0, np.array([1.0]), rng)
+    m = make_lowrank_model(4, 1, 8, sigma=0.1, lam=0.1, cond_x=2.0, mu_z=np.array([1.0]), rng=rng)
     pr = sample_lowrank_prompts(m, 3, rng)
     with pytest.raises(ValueError, match="L"):
         risk_decomposition(m.U_star[None], np.eye(1)[None], pr, Sigma_x=m.Sigma_x, L=0)
     with pytest.raises(ValueError, match="r"):
-        make_lowrank_model(4, 5, 8, 0.1, 0.1, 2.0, np.ones(5), rng)
+        make_lowrank_model(4, 5, 8, sigma=0.1, lam=0.1, cond_x=2.0, mu_z=np.ones(5), rng=rng)

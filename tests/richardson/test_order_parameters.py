@@ -96,8 +96,10 @@ def test_overlap_weights_equal_modal_weights_on_gd_trajectory():
     eta = 1.0 / np.linalg.eigvalsh(C)[-1]
     steps = np.array([0, 1, 5, 20])
     P0 = rng.standard_normal((6, 6))
-    Ps = gd_trajectory(P0, P_star, C, eta, steps)
-    np.testing.assert_allclose(overlap_weights(Ps, P_star, C), modal_weights(P0, P_star, C, eta, steps), atol=1e-12)
+    Ps = gd_trajectory(P0, P_star, C, eta=eta, steps=steps)
+    np.testing.assert_allclose(
+        overlap_weights(Ps, P_star, C), modal_weights(P0, P_star, C, eta=eta, steps=steps), atol=1e-12
+    )
     h = overlap_entropy(Ps, P_star, C)
     assert np.all((h >= 0) & (h <= 1))
 
@@ -112,10 +114,10 @@ def test_gd_order_parameters_defined_after_convergence_to_rounding():
     P_star = np.linalg.inv(C)
     eta = 0.5 / 3.0
     steps = np.array([0, 5, 20, 800])
-    Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps)
+    Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta=eta, steps=steps)
     with pytest.raises(ValueError, match="P: equals P_star"):
         decoder_order_parameters(Ps, P_star, C, H_inf=H)
-    w = modal_weights(np.zeros((K, K)), P_star, C, eta, steps)
+    w = modal_weights(np.zeros((K, K)), P_star, C, eta=eta, steps=steps)
     op = decoder_order_parameters(Ps, P_star, C, H_inf=H, weights=w)
     early = decoder_order_parameters(Ps[:3], P_star, C, H_inf=H)
     np.testing.assert_allclose(op.entropy[:3], early.entropy, atol=1e-12)

@@ -71,7 +71,7 @@ def _latent(n=300, seed=10):
     from iclcore.lsq.lowrank import latent_systems, make_lowrank_model, sample_lowrank_prompts
 
     rng = np.random.default_rng(seed)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, n, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     A, d, _ = latent_systems(U, prompts)
