@@ -1149,7 +1149,7 @@ def latent_window(
     lo_inf, hi_inf = np.linalg.eigvalsh(latent_population_system(U, H_inf))[[0, -1]]
     w = latent_gram_spectrum(U, prompts, Sigma_x, lam=lam)
     n = prompts.n
-    ref = mp_sample_eigenvalues(r, M, n, rng).ravel()
+    ref = mp_sample_eigenvalues(r, M, n, rng=rng).ravel()
     window = mp_window(np.eye(r), gam)
     frac_ref = window_fraction(ref, window)
     return LatentWindow(

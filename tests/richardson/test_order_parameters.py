@@ -159,7 +159,7 @@ def test_mp_predictions_against_a_large_wishart_sample():
     # K = 400, gamma = 1/4: edge fluctuations are O(M^{-2/3}) ~ 1e-2 relative, tolerance 4e-2
     rng = np.random.default_rng(7)
     K, M = 400, 1600
-    ev = mp_sample_eigenvalues(K, M, 1, rng)[0]
+    ev = mp_sample_eigenvalues(K, M, 1, rng=rng)[0]
     g = K / M
     assert ev[-1] / ev[0] == pytest.approx(mp_condition_number(1.0, g), rel=4e-2)
     best = (ev[-1] - ev[0]) / (ev[-1] + ev[0])  # min over alpha of rho(I - alpha W)
@@ -178,7 +178,7 @@ def test_whitened_spectrum_recovers_the_wishart_factor():
     A = L @ W @ L.T  # same spectrum as S^{1/2} W S^{1/2}
     np.testing.assert_allclose(whitened_spectrum(A, S), np.linalg.eigvalsh(W), rtol=1e-10)
     # against an independent reference sample: same law, two-sample KS within the DKW level
-    ref = mp_sample_eigenvalues(r, M, n, rng)
+    ref = mp_sample_eigenvalues(r, M, n, rng=rng)
     assert ks_two_sample(whitened_spectrum(A, S), ref) < ks_critical_value(n, n, alpha=0.001)
 
 
