@@ -365,7 +365,7 @@ def robust_readout_statistics(
     names = [f"med_l{l}" for l in range(L + 1)] + list(ROBUST_KEYS)
     out = {k: float(v) for k, v in zip(names, _robust_vector(F))}
     if rng is not None:
-        se = bootstrap_standard_error(F, _robust_vector, as_generator(rng), n_resamples, vectorized=True)
+        se = bootstrap_standard_error(F, _robust_vector, as_generator(rng), n_resamples=n_resamples, vectorized=True)
         out.update({f"{k}_se": float(v) for k, v in zip(names, se)})
     return out
 

@@ -1001,9 +1001,11 @@ def eb_coverage_study(
     pool_init = np.sum((pool_prompts.d @ P_initial.T - pool_prompts.z_star) ** 2, 1) / K
     coverage = {}
     for name, pool in (("direct_final", pool_direct), ("depth_final", pool_depth), ("direct_initial", pool_init)):
-        coverage[name], _ = eb_coverage_from_pool(pool, n_sample, clip, delta, n_repeats, rng)
+        coverage[name], _ = eb_coverage_from_pool(pool, n_sample, clip, delta=delta, n_repeats=n_repeats, rng=rng)
     pool_bern = (rng.random(n_pool) < p_bernoulli).astype(float)
-    coverage["bernoulli"], true_bern = eb_coverage_from_pool(pool_bern, n_bernoulli, 1.0, delta, n_repeats, rng)
+    coverage["bernoulli"], true_bern = eb_coverage_from_pool(
+        pool_bern, n_bernoulli, 1.0, delta=delta, n_repeats=n_repeats, rng=rng
+    )
     plain = float(np.mean(true_bern <= pool_bern[rng.integers(0, n_pool, (n_repeats, n_bernoulli))].mean(1)))
     return CoverageStudy(
         coverage=coverage, plain_mean_bernoulli=plain, clipped_fraction_initial=float(np.mean(pool_init > clip))
@@ -1163,7 +1165,7 @@ def single_run_errors(
         "R_obs_final_se": R_obs_se,
         "R_depth_final_se": R_depth_se,
         "direct_over_depth": R_obs / R_depth,
-        "direct_over_depth_se": ratio_standard_error(R_obs, R_obs_se, R_depth, R_depth_se),
+        "direct_over_depth_se": ratio_standard_error(R_obs, R_obs_se, R_depth, se_b=R_depth_se),
         "mean_contraction_final_se": single_run_standard_error(con_rep, standard_error(depth.final_operator_norm)),
         "n_replicas": P_rep.shape[0] - 1,
     }

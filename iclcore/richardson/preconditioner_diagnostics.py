@@ -435,7 +435,7 @@ class PreconditionerComparison:
             ref_loss.mean(),
             standard_error(ref_loss),
             zero_loss.mean(),
-            standard_error(zero_loss),
+            se_b=standard_error(zero_loss),
             cov=float(np.cov(ref_loss, zero_loss)[0, 1]) / n,
         )
         return out
