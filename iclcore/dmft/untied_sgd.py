@@ -125,7 +125,7 @@ def untied_comparison(
     jobs = [UntiedSGDRun(tuple(lam), tuple(omega), L, B, eta, steps, seed + 100 + L, device=device) for L in depths]
     results = map_configs(untied_sgd_run, jobs, workers, cost=lambda r: r.L, label="Figure-8 SGD runs")
     runs = dict(zip(depths, results))
-    flow = {L: rrs_gradient_flow(t, lam, omega, L) for L in depths}
+    flow = {L: rrs_gradient_flow(t, lam, omega, L=L) for L in depths}
     late = slice(steps // 10, None)
     bias = {L: relative_bias(runs[L].gamma[late].mean(axis=1), flow[L][0][late], n_blocks=10) for L in depths}
     spread = {}
@@ -171,9 +171,9 @@ def untied_batch_sweep(
         [(eta, B_k) for B_k in batches],
         task,
         seeds,
-        horizon,
-        lambda tt: rrs_gradient_flow(tt, lam, omega, L)[0],
-        lambda g: rrs_loss_grad(g, lam, omega, L),
+        horizon=horizon,
+        flow=lambda tt: rrs_gradient_flow(tt, lam, omega, L=L)[0],
+        grad=lambda g: rrs_loss_grad(g, lam, omega, L=L),
         workers=workers,
     )
     return noise_scaling(points, 1.0 / np.array(batches, float))
@@ -359,8 +359,8 @@ def untied_label_noise_comparison(
     LabelNoiseComparison
     """
     t = eta * np.arange(steps + 1)
-    draws = context_draws(lam, omega, P, np.random.default_rng(seed + 77), n_draws)
-    gam, loss122 = untied_noisy_flow(t, draws, L, sigma)
+    draws = context_draws(lam, omega, P, rng=np.random.default_rng(seed + 77), n_draws=n_draws)
+    gam, loss122 = untied_noisy_flow(t, draws, L, sigma=sigma)
     layers = np.repeat(gam[:, None], L, axis=1)
     loss_exact = untied_noisy_loss(layers, draws, sigma, decoupled=False)[0]
     loss_free = untied_noisy_loss(layers, draws, 0.0)[0]

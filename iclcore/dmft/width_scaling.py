@@ -255,7 +255,7 @@ def width_depth_scaling(
     spec_N += [N for N, _ in pairs if N not in spec_N]
     if depth_only_width not in spec_N:
         raise ValueError(f"depth_only_width: expected one of the widths {sorted(spec_N)}, got {depth_only_width}")
-    jobs = width_spectrum_jobs(lam, omega, spec_N, [1 if N == D else n_draws for N in spec_N], rng)
+    jobs = width_spectrum_jobs(lam, omega, spec_N, n_draws=[1 if N == D else n_draws for N in spec_N], rng=rng)
     results = map_configs(width_spectrum_job, jobs, workers, cost=lambda j: j.n_draws * j.N**2, label="width spectra")
     specs = dict(zip(spec_N, results))
     by_width = {N: width_gradient_flow(specs[N], L_fixed, t) for N in widths}
@@ -407,7 +407,7 @@ def width_noise_sweep(
     -------
     NoiseScaling
     """
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(seed + 7), n_draws=2000)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(seed + 7), n_draws=2000)
 
     def task(eta_k: float, B_k: int, n_k: int, r: int) -> ReducedSGDTask:
         return ReducedSGDTask(
@@ -419,9 +419,9 @@ def width_noise_sweep(
         configs,
         task,
         seeds,
-        horizon,
-        lambda tt: width_gradient_flow(spec, L, tt).gamma,
-        lambda g: width_loss_grad(g, spec, L),
+        horizon=horizon,
+        flow=lambda tt: width_gradient_flow(spec, L, tt).gamma,
+        grad=lambda g: width_loss_grad(g, spec, L),
         workers=workers,
     )
     return noise_scaling(points, [e / b for e, b in configs])
@@ -565,7 +565,7 @@ def width_late_bias_runs(
     late = slice(int(steps * 0.1 + 1e-9), None)
     runs, disc = np.empty((len(widths), seeds)), np.empty(len(widths))
     for i, N in enumerate(widths):
-        spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(seed + 7), n_draws=2000)
+        spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(seed + 7), n_draws=2000)
         th = width_gradient_flow(spec, L, t).gamma
         disc[i] = np.mean(
             scalar_descent_path(lambda g: width_loss_grad(g, spec, L), 0.5 * eta, steps)[late] / th[late] - 1
@@ -712,11 +712,11 @@ def deterministic_equivalent_checks(
     D = len(lam)
     grid_b = np.linspace(0.1, 2.0 * L * 0.9, 40)
     spec_jobs = width_spectrum_jobs(
-        lam, omega, [N for N in widths for _ in range(7)], [6, 1, 1, 1, 1, 1, 1] * len(widths), rng
+        lam, omega, [N for N in widths for _ in range(7)], n_draws=[6, 1, 1, 1, 1, 1, 1] * len(widths), rng=rng
     )
     land_jobs, Z = [], {}
     for alpha in alphas:
-        land_jobs += width_landscape_jobs(grid_b, lam, omega, D, L, rng, P=int(alpha * D), n_draws=1, repeats=6)
+        land_jobs += width_landscape_jobs(grid_b, lam, omega, N=D, L=L, rng=rng, P=int(alpha * D), n_draws=1, repeats=6)
         Z[alpha] = rng.standard_normal((int(alpha * D), D)) * np.sqrt(lam)
     specs = map_configs(
         width_spectrum_job, spec_jobs, workers, cost=lambda j: j.n_draws * j.N**2,
@@ -730,12 +730,20 @@ def deterministic_equivalent_checks(
         g_star, _ = width_min_loss(sp, L)
         gp = np.linspace(0.1, 1.0, 6) * g_star  # up to the minimiser; beyond it the top outlier mode dominates
         kmax = 1.2 * sp.s.max()
-        de = width_loss_de(gp, lam, omega, N, L, kmax, n_nodes=n_nodes)
+        de = width_loss_de(gp, lam, omega, N=N, L=L, k_max=kmax, n_nodes=n_nodes)
         tp = two_point_loss_de(
-            gp[::2], lam, np.array([0.0, D / N]), np.array([1 - N / D, N / D]), omega, lam, L, kmax, n_nodes=n_half
+            gp[::2],
+            lam,
+            np.array([0.0, D / N]),
+            b_weights=np.array([1 - N / D, N / D]),
+            C=omega,
+            T=lam,
+            L=L,
+            k_max=kmax,
+            n_nodes=n_half,
         )
         draws = np.array([width_loss(gp, specs[7 * i + 1 + k], L) for k in range(6)])
-        de_edge = width_loss_de([1.25 * g_star], lam, omega, N, L, kmax, n_nodes=n_nodes)[0]
+        de_edge = width_loss_de([1.25 * g_star], lam, omega, N=N, L=L, k_max=kmax, n_nodes=n_nodes)[0]
         one_point.append(
             OnePointCheck(
                 N, sp, g_star, gp, de, tp, de_edge,
@@ -753,8 +761,10 @@ def deterministic_equivalent_checks(
         kmax = 1.3 * np.linalg.eigvalsh(Z[alpha].T @ Z[alpha] / P).max()
         gp = grid_b[::8]
         bn, bw = mp_quadrature(1 / alpha, 80)
-        de = two_point_loss_de(gp, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=n_half)
-        ty = two_point_loss_de(gp, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=n_half, paper_typo=True)
+        de = two_point_loss_de(gp, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=n_half)
+        ty = two_point_loss_de(
+            gp, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=n_half, paper_typo=True
+        )
         two_point.append(
             TwoPointCheck(
                 alpha, grid_b, mc, de, ty,
@@ -826,7 +836,7 @@ def one_point_against_draws(
     if len(lam) != checks.D:
         raise ValueError(f"lam: expected the checks' dimension D={checks.D}, got {len(lam)}")
     widths = [c.N for c in checks.one_point]
-    jobs = width_spectrum_jobs(lam, omega, widths, [n_draws] * len(widths), rng)
+    jobs = width_spectrum_jobs(lam, omega, widths, n_draws=[n_draws] * len(widths), rng=rng)
     specs = map_configs(width_spectrum_job, jobs, workers, cost=lambda j: j.n_draws * j.N**2, label="one-point draws")
     agreement = [
         monte_carlo_agreement(c.de, width_loss_draws(c.gammas, sp, L), 1.0 / c.N)

@@ -69,7 +69,7 @@ def grok_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     return h @ model.unembed
 
 
-def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
+def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, *, L: int) -> torch.Tensor:
     """Iterates ``x_0 = 0, ..., x_L`` (B, L + 1, K) of ``x + P (d - H x)`` with ``einsum`` matrix-vector products."""
     x = torch.zeros_like(d)
     out = [x]
@@ -80,7 +80,7 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
     return torch.stack(out, dim=1)
 
 
-def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
+def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, need_attn: bool = False):
     """Residual streams and head-averaged attention maps of a :class:`~iclcore.models.gpt_mini.GPTMini`,
     attention by the fused ``nn.MultiheadAttention`` call."""
     h = model._tokens(X, y, xq)
@@ -98,7 +98,7 @@ def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_a
     return hs, att
 
 
-def gpt_hidden_explicit(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, rows: slice | None = None):
+def gpt_hidden_explicit(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, rows: slice | None = None):
     """Residual streams ``h_0..h_L`` of a :class:`~iclcore.models.gpt_mini.GPTMini` with the explicit
     masked-matmul attention, term by term (``rows``: the last layer computes only those rows)."""
     h = model._tokens(X, y, xq)

@@ -40,6 +40,7 @@ def causal_self_attention(
     x: torch.Tensor,
     attn: nn.MultiheadAttention,
     mask: torch.Tensor,
+    *,
     need_weights: bool = False,
     queries: slice | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -158,7 +159,7 @@ class GPTMini(nn.Module):
         return h + self.pos[: h.shape[1]]
 
     def hidden(
-        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False, rows: slice | None = None
+        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, need_attn: bool = False, rows: slice | None = None
     ):
         """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps.
 

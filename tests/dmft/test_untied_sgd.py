@@ -25,7 +25,7 @@ def test_untied_comparison_against_the_recurrent_flow() -> None:
     u = untied_comparison(LAM, OM, depths=(2, 3), B=4, eta=0.5, steps=20, seed=0)
     late = slice(2, None)
     for L in (2, 3):
-        np.testing.assert_array_equal(u.flow[L][0], rrs_gradient_flow(u.t, LAM, OM, L)[0])
+        np.testing.assert_array_equal(u.flow[L][0], rrs_gradient_flow(u.t, LAM, OM, L=L)[0])
         rb = relative_bias(u.runs[L].gamma[late].mean(axis=1), u.flow[L][0][late], n_blocks=10)
         assert u.bias[L] == rb
         g = u.runs[L].gamma

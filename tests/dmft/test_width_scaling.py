@@ -56,7 +56,7 @@ def test_width_spectra_are_the_sequential_draws_and_advance_the_generator() -> N
     f = _scaling(rng)
     ref = np.random.default_rng(0)
     for N in (16, 32, 64):  # the order of the set {16, 32, 64}
-        spec = width_spectrum_mc(LAM, OM, N, ref, n_draws=1 if N == 64 else 2)
+        spec = width_spectrum_mc(LAM, OM, N, rng=ref, n_draws=1 if N == 64 else 2)
         np.testing.assert_array_equal(f.specs[N].s, spec.s)
     assert rng.standard_normal() == ref.standard_normal()
 

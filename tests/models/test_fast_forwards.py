@@ -15,7 +15,7 @@ from iclcore.models.attention import SoftmaxAttention, sample_iso_contexts
 def test_softmax_attention_fused_scores_and_pruned_last_layer(mlp, L):
     """W_q^T W_k in one product and a query-only last layer: the same function to float64 rounding."""
     model = SoftmaxAttention(6, 12, L, torch.Generator().manual_seed(L), mlp=mlp, dtype=torch.float64)
-    ctx = sample_iso_contexts(7, 10, 3, 6, torch.Generator().manual_seed(10 + L))
+    ctx = sample_iso_contexts(7, 10, 3, D=6, gen=torch.Generator().manual_seed(10 + L))
     fast = model(ctx.X, ctx.y, ctx.Xs)
     slow = ref.softmax_attention_forward(model, ctx.X, ctx.y, ctx.Xs)
     assert fast.shape == (7, 3)
@@ -57,11 +57,11 @@ def test_richardson_unroll_broadcast_products_equal_einsum_matvecs():
     d = torch.randn(B, K, generator=g, dtype=torch.float64)
     P = 0.2 * torch.eye(K, dtype=torch.float64) + 0.01 * torch.randn(B, K, K, generator=g, dtype=torch.float64)
     P.requires_grad_(True)
-    fast, slow = richardson_unroll(P, H, d, L), ref.richardson_unroll(P, H, d, L)
+    fast, slow = richardson_unroll(P, H, d, L=L), ref.richardson_unroll(P, H, d, L=L)
     assert fast.shape == (B, L + 1, K)
     torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-13)
     (gf,) = torch.autograd.grad(fast[:, -1].square().sum(), P)
-    (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L)[:, -1].square().sum(), P)
+    (gs,) = torch.autograd.grad(ref.richardson_unroll(P, H, d, L=L)[:, -1].square().sum(), P)
     torch.testing.assert_close(gf, gs, rtol=1e-11, atol=1e-12)
 
 
@@ -72,7 +72,7 @@ def test_gpt_explicit_attention_equals_the_fused_multihead_call():
     from iclcore.models.gpt_mini import GPTMini
 
     model = GPTMini(3, 7, 3, 12, 3, torch.Generator().manual_seed(0)).double()
-    t = sample_probe_tasks(5, 7, 3, torch.Generator().manual_seed(1))
+    t = sample_probe_tasks(5, 7, 3, gen=torch.Generator().manual_seed(1))
     hs, att = model.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
     hs_ref, att_ref = ref.gpt_hidden(model, t.X, t.y, t.xq[:, 0], need_attn=True)
     assert len(hs) == len(hs_ref) == 4 and len(att) == len(att_ref) == 3
@@ -110,7 +110,7 @@ def _probe_gpt_training(pred, dims, *, seed, batch, steps, warmup, fused):
     model = GPTMini(*dims, g).float()
 
     def loss(_k: int) -> torch.Tensor:
-        t = sample_probe_tasks(batch, dims[1], dims[0], g, 1, dtype=torch.float32)
+        t = sample_probe_tasks(batch, dims[1], dims[0], gen=g, m=1, dtype=torch.float32)
         return 0.5 * ((pred(model, t) - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
 
     cfg = probe_train_config(steps=steps, lr=1e-2, batch=batch, warmup=warmup, fused=fused)
@@ -162,7 +162,7 @@ def test_gpt_training_is_bit_identical_to_the_plain_explicit_attention():
     assert torch.equal(l_plain, l_fast) and not torch.equal(l_fast[:1], l_fast[-1:])
     for a, b in zip(m_plain.parameters(), m_fast.parameters(), strict=True):
         assert torch.equal(a, b)
-    t = sample_probe_tasks(4, 7, 3, torch.Generator().manual_seed(6), 1, dtype=torch.float32)
+    t = sample_probe_tasks(4, 7, 3, gen=torch.Generator().manual_seed(6), m=1, dtype=torch.float32)
     with torch.no_grad():
         hs, att = m_fast.hidden(t.X, t.y, t.xq[:, 0], need_attn=True)
         hs_plain = ref.gpt_hidden_explicit(m_fast, t.X, t.y, t.xq[:, 0])
