@@ -48,6 +48,7 @@ __all__ = [
     "untied_optimum_checks",
     "LabelNoiseComparison",
     "untied_label_noise_comparison",
+    "label_noise_batch_metrics",
 ]
 
 
@@ -384,3 +385,23 @@ def untied_label_noise_comparison(
         float(np.mean(loss_exact[late])), g_late, eq122_se, noise_term,
         float(np.hypot(standard_error(sim_late), eq122_se)),
     )  # fmt: skip
+
+
+def label_noise_batch_metrics(comparisons: dict[int, LabelNoiseComparison]) -> dict[str, float]:
+    """The late gap of SGD over Eq. (122) against the batch size (App. G.1.2; the flow is the ``η/B → 0`` limit).
+
+    ``comparisons`` maps three increasing batch sizes (the notebook's ``B``, ``2B``, ``4B``) to the
+    :func:`untied_label_noise_comparison` at that ``B`` (all else equal). For each, the gap
+    ``mean(sim_late) − eq122_late`` and its ``se_total`` as ``untied_noise_gap_{quick,double,large}_batch``
+    and ``..._se``, and the largest batch as ``untied_noise_gap_large_batch_B``: a size series in ``1/B``
+    whose limit is 0 if the gap is the SGD noise of the finite batch (leading order ``η/B``).
+    """
+    batches = list(comparisons)
+    if len(batches) != 3 or batches != sorted(set(batches)):
+        raise ValueError(f"comparisons: expected three increasing batch sizes, got {batches!r}")
+    out: dict[str, float] = {}
+    for name, B in zip(("quick", "double", "large"), batches):
+        c = comparisons[B]
+        out[f"untied_noise_gap_{name}_batch"] = float(c.sim_late.mean() - c.eq122_late)
+        out[f"untied_noise_gap_{name}_batch_se"] = c.se_total
+    return out | {"untied_noise_gap_large_batch_B": batches[2]}

@@ -11,6 +11,7 @@ from iclcore.dmft.rrs import rrs_gradient_flow
 from iclcore.dmft.sgd_sweep import SweepPoint, noise_scaling
 from iclcore.dmft.untied_sgd import (
     batch_bias_metrics,
+    label_noise_batch_metrics,
     untied_comparison,
     untied_label_noise_comparison,
     untied_optimum_checks,
@@ -80,3 +81,17 @@ def test_label_noise_comparison_without_noise_has_no_noise_term() -> None:
     assert m["untied_noise_late_z_eq122"] == pytest.approx(
         abs(noisy.sim_late.mean() - noisy.eq122_late) / noisy.se_total, rel=1e-15
     )
+
+
+def test_label_noise_batch_metrics_are_the_gaps_to_eq122_per_batch() -> None:
+    kw = dict(P=8, L=2, sigma=0.5, eta=0.2, steps=10, seeds=2, n_draws=20, seed=5)
+    runs = {B: untied_label_noise_comparison(LAM, OM, B=B, **kw) for B in (1, 4, 16)}
+    m = label_noise_batch_metrics(runs)
+    for name, B in zip(("quick", "double", "large"), (1, 4, 16)):
+        assert m[f"untied_noise_gap_{name}_batch"] == runs[B].sim_late.mean() - runs[B].eq122_late
+        assert m[f"untied_noise_gap_{name}_batch_se"] == runs[B].se_total
+    assert m["untied_noise_gap_large_batch_B"] == 16
+    # the theory does not depend on the batch: only the SGD side of the gap moves
+    assert runs[1].eq122_late == runs[16].eq122_late
+    with pytest.raises(ValueError, match="comparisons"):
+        label_noise_batch_metrics({4: runs[4], 1: runs[1], 16: runs[16]})
