@@ -181,8 +181,7 @@ print("exponent in eta/B: all %.2f +- %.2f; batch %.2f +- %.2f; eta %.2f +- %.2f
 # batch means along one run leave out. A diverging run is counted, not averaged.
 
 # %%
-f5d_runs = ws.width_late_bias_runs(lam_s, om_s, widths=(4, 8, 16, D_sim), L=L_sim, eta=eta_sim, B=B_sim,
-                                   steps=steps_sim, seeds=seeds_width, seed=seed, device=device, workers=thread_budget())
+f5d_runs = ws.width_late_bias_runs(lam_s, om_s, widths=(4, 8, 16, D_sim), L=L_sim, eta=eta_sim, B=B_sim, steps=steps_sim, seeds=seeds_width, seed=seed, device=device, workers=thread_budget())
 
 # %% tags=["nbval-check-output"]
 for N, b, se_b, n_div in zip(f5d_runs.widths, f5d_runs.bias, f5d_runs.se, f5d_runs.diverged):
@@ -252,9 +251,7 @@ for b, ex in expo.items():
 # %%
 dec_draws = ws.one_point_against_draws(dec, lam_d, om_d, L=L_de, n_draws=n_draws_de, rng=rng, workers=thread_budget())
 for N, a in zip(dec_draws.widths, dec_draws.agreement):
-    print(f"N={N}: max |DE/MC - 1| = {a.max_rel:.4f}, largest relative SE {a.max_rel_se:.4f}, "
-          f"largest excess z {a.max_excess_z:.2f} ({n_draws_de} projections)")
+    print(f"N={N}: max |DE/MC - 1| = {a.max_rel:.4f}, largest relative SE {a.max_rel_se:.4f}, largest excess z {a.max_excess_z:.2f} ({n_draws_de} projections)")
 
 # %%
-write_metrics({**f5.metrics(), **f5d.metrics(), **fig5d_sweep_metrics, **f5d_runs.metrics(), **dec.metrics(), **dec_draws.metrics(), **expo[0.5].metrics(),
-               **expo[1.5].metrics(paper=True), "runtime_s": time.time() - t_start})
+write_metrics({**f5.metrics(), **f5d.metrics(), **fig5d_sweep_metrics, **f5d_runs.metrics(), **dec.metrics(), **dec_draws.metrics(), **expo[0.5].metrics(), **expo[1.5].metrics(paper=True), "runtime_s": time.time() - t_start})

@@ -81,7 +81,7 @@ def test_label_noise_comparison_without_noise_has_no_noise_term() -> None:
     np.testing.assert_allclose(noisy.sim_late, noisy.sim_curves[:, 5:10].mean(axis=1), rtol=1e-14)
     # own_late: Eq. 122 on the first run's own layer traces over the late window, recomputed from that run
     run0 = untied_sgd_run(UntiedSGDRun(tuple(LAM), tuple(OM), 2, 4, 0.2, 10, 5 + 9000, P=8, K=len(LAM), sigma=0.5))
-    draws = context_draws(LAM, OM, 8, np.random.default_rng(5 + 77), 20)
+    draws = context_draws(LAM, OM, 8, rng=np.random.default_rng(5 + 77), n_draws=20)
     own0 = np.mean(untied_noisy_loss(run0.gamma[:-1][5:10], draws, 0.5)[0])
     assert noisy.own_late.shape == (2,) and noisy.own_late[0] == pytest.approx(own0, rel=1e-12)
     m = noisy.metrics()
