@@ -60,11 +60,11 @@ def main() -> None:
     steps = np.arange(S + 1)
     print(f"K = {K}, M = {M}, s = 0..{S}, L = {L}, n = {n} prompts; single thread\n")
 
-    t_f, traj = best(lambda: gd_trajectory(P0, P_star, mom.C, eta, steps))
-    t_loop, loop = best(lambda: gd_iterate(P0, mom.B, mom.C, eta, S))
+    t_f, traj = best(lambda: gd_trajectory(P0, P_star, mom.C, eta=eta, steps=steps))
+    t_loop, loop = best(lambda: gd_iterate(P0, mom.B, mom.C, eta=eta, n_steps=S))
     report("outer trajectory P_s, all s (closed form vs GD loop)", t_f, t_loop, np.abs(traj - loop).max())
 
-    t_f, rf = best(lambda: modal_excess_risk(P0, P_star, mom.C, eta, steps, scale=1 / K))
+    t_f, rf = best(lambda: modal_excess_risk(P0, P_star, mom.C, eta=eta, steps=steps, scale=1 / K))
 
     def naive_curve():
         P, C, B, out = P0.copy(), mom.C, mom.B, np.empty(S + 1)
@@ -79,26 +79,30 @@ def main() -> None:
     rl = np.array([excess_risk(P, P_star, mom.C, scale=1 / K) for P in loop])
     assert np.abs(rl - rn).max() < 1e-12
 
-    t_f, tf = best(lambda: gd_trajectory(P0, P_star, mom.C, eta, [S]))
+    t_f, tf = best(lambda: gd_trajectory(P0, P_star, mom.C, eta=eta, steps=[S]))
     report("single checkpoint P_800 (closed form vs 800-step loop)", t_f, t_loop, np.abs(tf[0] - loop[-1]).max())
 
     p = sample_prompt_statistics(cfg, n, np.random.default_rng(0))
-    t_f, zf = best(lambda: richardson_iterates(P_star, p.H_M, p.d, L))
-    t_n, zn = best(lambda: richardson_iterates_naive(P_star, p.H_M, p.d, L), repeats=1)
+    t_f, zf = best(lambda: richardson_iterates(P_star, p.H_M, p.d, L=L))
+    t_n, zn = best(lambda: richardson_iterates_naive(P_star, p.H_M, p.d, L=L), repeats=1)
     report(f"Richardson, {n} prompts x L={L} (batched vs per-prompt loop)", t_f, t_n, np.abs(zf - zn).max())
     # context: at small K the per-prompt Python overhead dominates and batching pays more
     cfg16 = TaskConfig(K=16, M=120, cond=10.0, sigma=0.1)
     P16 = oracle_preconditioner(closed_form_moments(cfg16))
     p16 = sample_prompt_statistics(cfg16, n, np.random.default_rng(0))
-    t_f, zf = best(lambda: richardson_iterates(P16, p16.H_M, p16.d, L))
-    t_n, zn = best(lambda: richardson_iterates_naive(P16, p16.H_M, p16.d, L), repeats=1)
+    t_f, zf = best(lambda: richardson_iterates(P16, p16.H_M, p16.d, L=L))
+    t_n, zn = best(lambda: richardson_iterates_naive(P16, p16.H_M, p16.d, L=L), repeats=1)
     report("  same at K=16 (context)", t_f, t_n, np.abs(zf - zn).max())
 
     b, n_steps = 1024, 20
     t_f, rf = best(
-        lambda: online_decoder_training(cfg, eta, n_steps, b, np.random.default_rng(1), checkpoints=[n_steps]).P[-1]
+        lambda: online_decoder_training(
+            cfg, eta, n_steps, batch_size=b, rng=np.random.default_rng(1), checkpoints=[n_steps]
+        ).P[-1]
     )
-    t_n, rn = best(lambda: online_decoder_training_naive(cfg, eta, n_steps, b, np.random.default_rng(1)), repeats=1)
+    t_n, rn = best(
+        lambda: online_decoder_training_naive(cfg, eta, n_steps, batch_size=b, rng=np.random.default_rng(1)), repeats=1
+    )
     report(f"online SGD, {n_steps} steps x {b} prompts (batched vs per-prompt)", t_f, t_n, np.abs(rf - rn).max())
 
     t_f, _ = best(lambda: sample_decoder_pairs(cfg, 1024, np.random.default_rng(2)))

@@ -40,11 +40,15 @@ def _time(fn, repeat: int = 1) -> float:
 
 def bench_encoder(steps: int = 800, batch: int = 2000, naive_steps: int = 20) -> None:
     rng = np.random.default_rng(0)
-    p = make_encoder_problem(32, np.array([1.0, 0.6, 0.35, 0.2]), 0.02, rng)
+    p = make_encoder_problem(32, np.array([1.0, 0.6, 0.35, 0.2]), 0.02, rng=rng)
     G0 = rng.standard_normal((32, 4)) / 2
-    t_fast = _time(lambda: online_encoder_run(p, G0, 0.5, batch, steps, np.random.default_rng(1), n_eval=1000), 3)
+    t_fast = _time(
+        lambda: online_encoder_run(p, G0, 0.5, batch=batch, n_steps=steps, rng=np.random.default_rng(1), n_eval=1000), 3
+    )
     t_naive = _time(
-        lambda: online_encoder_run_naive(p, G0, 0.5, batch, naive_steps, np.random.default_rng(1), n_eval=1000)
+        lambda: online_encoder_run_naive(
+            p, G0, 0.5, batch=batch, n_steps=naive_steps, rng=np.random.default_rng(1), n_eval=1000
+        )
     )
     t_naive_full = t_naive * steps / naive_steps
     print(f"encoder-only online run, s = {steps}, batch = {batch}, q = 32, r = 4")
@@ -58,7 +62,7 @@ def bench_encdec(naive_steps: int = 20) -> None:
 
     def fast():
         dyn = encdec_dynamics(cfg)
-        risk_decomposition(dyn.U[-1:], dyn.P[-1:], dyn.test, dyn.model.Sigma_x, cfg.L)
+        risk_decomposition(dyn.U[-1:], dyn.P[-1:], dyn.test, Sigma_x=dyn.model.Sigma_x, L=cfg.L)
 
     t_fast = _time(fast, 2)
     small = EncDecConfig(steps=naive_steps)
@@ -68,7 +72,9 @@ def bench_encdec(naive_steps: int = 20) -> None:
     # split the naive time into the step loop (scales with steps) and the final evaluation
 
     dyn = encdec_dynamics(small)
-    t_eval = _time(lambda: risk_decomposition_naive(dyn.U[-1:], dyn.P[-1:], dyn.test, dyn.model.Sigma_x, small.L))
+    t_eval = _time(
+        lambda: risk_decomposition_naive(dyn.U[-1:], dyn.P[-1:], dyn.test, Sigma_x=dyn.model.Sigma_x, L=small.L)
+    )
     t_loop = max(t_naive - t_eval, 0.0) * (cfg.steps + 1) / (naive_steps + 1)
     t_naive_full = t_loop + t_eval
     print(

@@ -75,7 +75,7 @@ def paper_gpt(
     f = torch.compile(loss_of) if compiled else loss_of
 
     def loss(_k: int) -> torch.Tensor:
-        t = sample_probe_tasks(B, N, D, g, 1, dtype=torch.float32)
+        t = sample_probe_tasks(B, N, D, gen=g, m=1, dtype=torch.float32)
         return f(t.X, t.y, t.xq[:, 0], t.yq[:, :1])
 
     cfg = probe_train_config(steps=steps, lr=1e-3, batch=B, warmup=200, fused=forward == "new")

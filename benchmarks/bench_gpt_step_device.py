@@ -52,7 +52,7 @@ def seconds_per_step(device: str, steps: int, seed: int = 1, threads: int = 1) -
     model = GPTMini(D, N, L, W, H, g).float().to(device)
 
     def loss(_k: int) -> torch.Tensor:
-        t = sample_probe_tasks(B, N, D, g, 1, dtype=torch.float32)
+        t = sample_probe_tasks(B, N, D, gen=g, m=1, dtype=torch.float32)
         X, y, xq, yq = (a.to(device) for a in (t.X, t.y, t.xq[:, 0], t.yq[:, :1]))
         pred = model.forward_all(X, y, xq)
         return 0.5 * ((pred - torch.cat([y, yq], 1)) ** 2).mean()
@@ -119,7 +119,7 @@ def first_losses(device: str, threads: int, steps: int = 20) -> list[float]:
     seen: list[float] = []
 
     def loss(_k: int) -> torch.Tensor:
-        t = sample_probe_tasks(B, N, D, g, 1, dtype=torch.float32)
+        t = sample_probe_tasks(B, N, D, gen=g, m=1, dtype=torch.float32)
         X, y, xq, yq = (a.to(device) for a in (t.X, t.y, t.xq[:, 0], t.yq[:, :1]))
         value = 0.5 * ((model.forward_all(X, y, xq) - torch.cat([y, yq], 1)) ** 2).mean()
         seen.append(float(value.detach()))

@@ -78,7 +78,7 @@ def compare(name, fn, repeats, full_steps, steps):
 
 def dmft_softmax(steps, repeats):
     D, n, B, P, K = 16, 64, 128, 32, 16
-    sampler = lambda g: sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)  # noqa: E731
+    sampler = lambda g: sample_iso_contexts(B, P, K, D=D, gen=g, dtype=torch.float32)  # noqa: E731
     tot = [0.0, 0.0]
     for mlp in (False, True):
         for L in (1, 2, 4, 8):
@@ -86,7 +86,9 @@ def dmft_softmax(steps, repeats):
             def fn(L=L, mlp=mlp):
                 model = SoftmaxAttention(D, n, L, torch.Generator().manual_seed(L), mlp=mlp)
                 return float(
-                    train(model, sampler, steps, 2e-3, torch.Generator().manual_seed(50 + L), optimizer="adam").loss[0]
+                    train(
+                        model, sampler, steps, lr=2e-3, gen=torch.Generator().manual_seed(50 + L), optimizer="adam"
+                    ).loss[0]
                 )
 
             o, nw = compare(f"dmft_softmax L={L}{' +MLP' if mlp else ''}", fn, repeats, 2000, steps)
@@ -156,7 +158,9 @@ def flexformer_decoder(steps, repeats):
     for name, make in models.items():
 
         def fn(make=make):
-            res = ff.train_preconditioner(make(), sampler, L, steps, batch, 3e-3, np.random.default_rng(1))
+            res = ff.train_preconditioner(
+                make(), sampler, L, steps=steps, batch=batch, lr=3e-3, rng=np.random.default_rng(1)
+            )
             return float(res.loss[0])
 
         o, nw = compare(f"flexformer_decoder {name}", fn, repeats, 2000, steps)

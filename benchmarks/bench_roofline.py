@@ -114,7 +114,7 @@ def gd_probe_lsa() -> Training:
         model = UntiedLSA(d, L, g)
 
         def loss(_k: int) -> torch.Tensor:
-            t = sample_probe_tasks(B, n, d, g, 1, dtype=torch.float64)
+            t = sample_probe_tasks(B, n, d, gen=g, m=1, dtype=torch.float64)
             return 0.5 * ((model(t.X, t.y, t.xq) - t.yq) ** 2).mean()
 
         return list(model.parameters()), loss, probe_train_config(steps=0, lr=2e-4, batch=B, warmup=200)
@@ -131,7 +131,7 @@ def gd_probe_gpt() -> Training:
         model = GPTMini(d, n, L, W, H, g).float()
 
         def loss(_k: int) -> torch.Tensor:
-            t = sample_probe_tasks(B, n, d, g, 1, dtype=torch.float32)
+            t = sample_probe_tasks(B, n, d, gen=g, m=1, dtype=torch.float32)
             pred = model.forward_all(t.X, t.y, t.xq[:, 0])
             return 0.5 * ((pred - torch.cat([t.y, t.yq[:, :1]], 1)) ** 2).mean()
 
@@ -156,7 +156,7 @@ def dmft_softmax(L: int, mlp: bool) -> Training:
         model = SoftmaxAttention(D, n, L, g, mlp=mlp)
 
         def loss(_k: int) -> torch.Tensor:
-            c = sample_iso_contexts(B, P, K, D, g, dtype=torch.float32)
+            c = sample_iso_contexts(B, P, K, D=D, gen=g, dtype=torch.float32)
             return ((model(c.X, c.y, c.Xs) - c.ys) ** 2).mean()
 
         return list(model.parameters()), loss, TrainConfig(steps=0, lr=2e-3, optimizer="adam", nonfinite="raise")

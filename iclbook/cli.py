@@ -207,6 +207,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         force=args.force,
         interrupts=interrupts,
         scheduler=getattr(args, "scheduler", None),
+        threads=getattr(args, "threads", None),
     )
     elapsed = time.monotonic() - start
     if interrupts.stopping:
@@ -425,6 +426,14 @@ def run_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-j", "--jobs", type=int, default=None, help="parallel notebooks (default: number of cores)")
     sp.add_argument("--force", action="store_true", help="re-execute even when the cache is valid")
     sp.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="BLAS/torch threads of each notebook (default: cores // jobs; results differ in their last bits "
+        "with the thread count)",
+    )
+    sp.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         default=None,
@@ -500,6 +509,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise UsageError("--out is for `run`; `build` reads book/generated/")
         if getattr(args, "jobs", None) is not None and args.jobs < 1:
             raise UsageError(f"-j/--jobs must be at least 1, got {args.jobs}")
+        if getattr(args, "threads", None) is not None and args.threads < 1:
+            raise UsageError(f"--threads must be at least 1, got {args.threads}")
         if getattr(args, "scheduler", None) is not None:
             from .distributed import check_scheduler  # parses the address only; Dask is not imported
             from .worker_env import available_cores

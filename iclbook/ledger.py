@@ -457,7 +457,9 @@ class WithinSERule(Rule):
             return Grade(None, f"value {shown[0]} or standard error {shown[1]} is not a number", "differs")
         from iclcore.stats import agreement_within_se  # the rule lives with the package's statistics
 
-        a = agreement_within_se(float(value), float(self.reported), float(se), self.z, self.discretisation)
+        a = agreement_within_se(
+            float(value), float(self.reported), float(se), z=self.z, discretisation=self.discretisation
+        )
         text = (
             f"{fmt_signed(a.difference)} = {fmt_fixed(a.z, 2, sign='+')} SE (SE {fmt_se(se)}); "
             f"margin {fmt_signed(a.margin)}"

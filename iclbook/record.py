@@ -214,9 +214,19 @@ def _stored_at(stamp: Path) -> str:
 
 
 def write_entry(
-    root: Path, preset: str, notebook: str, run_folder: Path, *, quick_metrics: dict[str, Any] | None
+    root: Path,
+    preset: str,
+    notebook: str,
+    run_folder: Path,
+    *,
+    quick_metrics: dict[str, Any] | None,
+    commit: str | None = None,
 ) -> str:
     """Copy a verified run (a store entry or an output folder) into ``record/<preset>/<notebook>/``.
+
+    ``commit`` is the commit the run was made from (default: ``HEAD`` now); ``quick_metrics`` the metrics of
+    the quick run of the same code at one thread per notebook, whose digest decides whether the entry is
+    carried forward at a later checkout.
 
     The entry is assembled in a temporary folder beside the record and renamed into place, and the
     digest file is rewritten after it; an interruption leaves the previous entry and digest as they were
@@ -255,7 +265,7 @@ def write_entry(
             "preset": preset,
             "key": stamp["key"],
             "params": stamp.get("params", {}),
-            "commit": _git(root, "rev-parse", "HEAD") or "unknown",
+            "commit": commit or _git(root, "rev-parse", "HEAD") or "unknown",
             "date": _stored_at(run_folder / STAMP),
             "machine": machine_record(),
             "seconds": stamp.get("seconds"),
@@ -661,17 +671,26 @@ def cmd_refresh(args: argparse.Namespace, root: Path) -> int:
         print(f"icl-book record: nothing to refresh at the {args.preset} preset")
         return 0
     print(f"icl-book record: refreshing {len(wanted)} entr{'y' if len(wanted) == 1 else 'ies'}: {', '.join(wanted)}")
+    commit = _git(root, "rev-parse", "HEAD") or "unknown"  # the code the runs are made from
     base = [sys.executable, "-m", "iclbook.cli", "--root", str(root), "run"]
     extra = ["-j", str(args.jobs)] + (["--scheduler", args.scheduler] if args.scheduler else [])
-    for preset, names in ((QUICK, wanted), (args.preset, wanted)):
-        proc = subprocess.run([*base, *names, "--preset", preset, *extra], stdin=subprocess.DEVNULL)
+    # the quick run whose metrics are recorded with the entry runs one thread per notebook, as `make test` and
+    # `make book` run them (a notebook's last bits depend on its thread count): else a later checkout's quick
+    # metrics could never equal them, and the entry would not be carried forward
+    for preset, names, own in ((QUICK, wanted, ["--threads", "1", "--force"]), (args.preset, wanted, [])):
+        proc = subprocess.run([*base, *names, "--preset", preset, *extra, *own], stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
             return proc.returncode
     for name in wanted:
         nb = by_name[name]
         key = _current_key(root, nb, args.preset)
         h = write_entry(
-            root, args.preset, name, store_dir(root) / "entries" / key, quick_metrics=_quick_metrics(root, nb)
+            root,
+            args.preset,
+            name,
+            store_dir(root) / "entries" / key,
+            quick_metrics=_quick_metrics(root, nb),
+            commit=commit,
         )
         print(f"icl-book record: wrote {args.preset}/{name} ({h[:12]})")
     return 0

@@ -124,11 +124,14 @@ def run_notebooks(
     on_result: Callable[[RunResult], None] | None = None,
     interrupts: Interrupts | None = None,
     scheduler: str | None = None,
+    threads: int | None = None,
 ) -> RunSummary:
     """Run ``requests`` (served from the store unless ``force``) with ``jobs`` workers.
 
     Each worker gets ``max(1, cores // jobs)`` BLAS/torch threads so that
-    parallel notebooks do not oversubscribe the machine. A request repeated
+    parallel notebooks do not oversubscribe the machine, or exactly ``threads`` if given (the canonical
+    quick run of the record is one thread per notebook, as ``make test`` runs them: float results depend on
+    the thread count in their last bits). A request repeated
     (same notebook, same output folder) runs once.
 
     ``scheduler`` (a Dask scheduler address, or ``local:N`` for a local cluster of N worker
@@ -154,6 +157,7 @@ def run_notebooks(
         order=longest_first(requests, seconds),
         jobs=jobs,
         cores=cores,
+        threads=threads,
         scheduler=scheduler,
         force=force,
         stream=stream,
@@ -170,6 +174,7 @@ def execute_requests(
     order: Sequence[int],
     jobs: int | None,
     cores: int | None,
+    threads: int | None = None,
     scheduler: str | None,
     force: bool,
     stream: Any,
@@ -197,7 +202,7 @@ def execute_requests(
     else:
         cores = cores or available_cores()
         jobs = max(1, min(jobs or cores, len(requests) or 1))
-        threads = max(1, cores // jobs)
+        threads = threads or max(1, cores // jobs)
     try:
         cleanup_stale_temp(root)
         scans = import_scans(root)

@@ -36,7 +36,7 @@ __all__ = [
 
 
 def risk_decomposition_naive(
-    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int
+    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, *, Sigma_x: np.ndarray, L: int
 ) -> np.ndarray:
     """Per-prompt, per-step loop reference: ``(e2e, floor, dec)`` at each checkpoint, shape (S, 3)."""
     U = np.asarray(U, float)
@@ -96,7 +96,7 @@ def run_encdec_naive(config: EncDecConfig) -> dict[str, np.ndarray]:
     for s in range(config.steps + 1):
         Ps.append(P.copy())
         P = P - eta_d * (P @ Cs[s] - Bs[s])
-    last = risk_decomposition_naive(np.array(Us[-1:]), np.array(Ps[-1:]), test, model.Sigma_x, config.L)[0]
+    last = risk_decomposition_naive(np.array(Us[-1:]), np.array(Ps[-1:]), test, Sigma_x=model.Sigma_x, L=config.L)[0]
     return {"G": np.array(Gs), "P": np.array(Ps), "U": np.array(Us), "risks_last": last}
 
 
@@ -104,6 +104,7 @@ def online_encoder_run_naive(
     problem: EncoderProblem,
     G0: np.ndarray,
     eta: float,
+    *,
     batch: int,
     n_steps: int,
     rng: np.random.Generator,
@@ -129,11 +130,11 @@ def online_encoder_run_naive(
         out.append(G.copy())
     Gs = np.array(out)
     z_ev, b_ev, _ = sample_encoder_data(problem, n_eval, rng)
-    return summarise_encoder_run(problem, G0, Gs, eta, np.asarray(heldout_risk(Gs, z_ev, b_ev)))
+    return summarise_encoder_run(problem, G0, Gs, eta=eta, heldout=np.asarray(heldout_risk(Gs, z_ev, b_ev)))
 
 
 def online_decoder_training_naive(
-    config: TaskConfig, eta: float, n_steps: int, batch_size: int, rng: np.random.Generator, P0=None
+    config: TaskConfig, eta: float, n_steps: int, *, batch_size: int, rng: np.random.Generator, P0=None
 ) -> np.ndarray:
     """Reference: the same SGD with a Python loop over the prompts of each batch.
 
@@ -151,7 +152,7 @@ def online_decoder_training_naive(
 
 
 def richardson_iterates_naive(
-    P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None
+    P: np.ndarray, H: np.ndarray, d: np.ndarray, *, L: int, z0: np.ndarray | None = None
 ) -> np.ndarray:
     """Reference implementation of :func:`richardson_iterates`: one prompt and one step at a time.
 

@@ -20,7 +20,7 @@ __all__ = ["haar_orthogonal", "joint_diagonalizer", "stable_rank", "top_energy",
 
 
 def haar_orthogonal(
-    n: int, rng: np.random.Generator | int, columns: int | None = None, size: int | None = None
+    n: int, rng: np.random.Generator | int, columns: int | None = None, *, size: int | None = None
 ) -> np.ndarray:
     """Haar-distributed orthogonal matrix, or frame of ``columns`` orthonormal columns.
 

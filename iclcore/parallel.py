@@ -287,10 +287,10 @@ def map_configs(
     fn: Callable[[C], R],
     configs: Sequence[C],
     workers: int = 1,
+    *,
     cost: Callable[[C], float] | None = None,
     executor: Executor | None = None,
     label: str = "",
-    *,
     threads: int | Callable[[C], int] = 1,
 ) -> list[R]:
     """``[fn(c) for c in configs]``, computed as independent tasks (see the module docstring for where).

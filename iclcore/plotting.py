@@ -94,7 +94,7 @@ def figure_formats(value: str | None = None) -> tuple[str, ...]:
     return formats
 
 
-def save_figure(fig: Any, name: str, directory: str | Path = ".", formats: str | None = None) -> list[Path]:
+def save_figure(fig: Any, name: str, directory: str | Path = ".", *, formats: str | None = None) -> list[Path]:
     """Save ``fig`` as ``<name>.png`` and ``<name>.pdf`` in ``directory``.
 
     Parameters

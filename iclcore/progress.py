@@ -109,7 +109,7 @@ def read_progress(path: str | os.PathLike) -> str:
 
 
 def record_inner_tasks(
-    label: str, wall: float, seconds: list[float], cpu: list[float], where: str, threads: list[int] | None = None
+    label: str, wall: float, seconds: list[float], *, cpu: list[float], where: str, threads: list[int] | None = None
 ) -> bool:
     """Append one ``map_configs`` call to :data:`INNER_FILE` beside the progress file (if one is set).
 

@@ -356,7 +356,7 @@ def paired_increment_z_scores(draws: ArrayLike) -> np.ndarray:
     return d.mean(axis=1) / paired_standard_error(x[1:], x[:-1], axis=1)
 
 
-def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: float = 0.0) -> float:
+def ratio_standard_error(a: float, se_a: float, b: float, *, se_b: float, cov: float = 0.0) -> float:
     """Delta-method standard error of ``a / b``.
 
     ``Var(a/b) ≈ (a/b)^2 (se_a^2/a^2 + se_b^2/b^2 - 2 cov/(a b))``, written without dividing by
@@ -377,7 +377,7 @@ def ratio_standard_error(a: float, se_a: float, b: float, se_b: float, cov: floa
 
     Examples
     --------
-    >>> round(ratio_standard_error(1.0, 0.1, 2.0, 0.0), 12)  # se_a / |b| when b is exact
+    >>> round(ratio_standard_error(1.0, 0.1, 2.0, se_b=0.0), 12)  # se_a / |b| when b is exact
     0.05
     """
     vals = (a, se_a, b, se_b, cov)
@@ -594,7 +594,7 @@ def _eb_levels(clip: object, delta: object) -> tuple[float, float]:
 
 
 def eb_coverage_from_pool(
-    pool: ArrayLike, n: int, clip: float, delta: float, n_repeats: int, rng: np.random.Generator
+    pool: ArrayLike, n: int, clip: float, *, delta: float, n_repeats: int, rng: np.random.Generator
 ) -> tuple[float, float]:
     """Coverage of :func:`clipped_empirical_bernstein` when the law of the loss is the empirical law of ``pool``.
 
@@ -625,7 +625,7 @@ def eb_coverage_from_pool(
     Examples
     --------
     >>> pool = np.random.default_rng(0).exponential(size=500)
-    >>> coverage, risk = eb_coverage_from_pool(pool, 50, 2.0, 0.05, 200, np.random.default_rng(1))
+    >>> coverage, risk = eb_coverage_from_pool(pool, 50, 2.0, delta=0.05, n_repeats=200, rng=np.random.default_rng(1))
     >>> coverage >= 0.95, 0.0 < risk < 2.0
     (True, True)
     """
@@ -645,6 +645,7 @@ def eb_coverage(
     draw_losses: Callable[[int, int, np.random.Generator], ArrayLike],
     true_clipped_risk: float,
     n: int,
+    *,
     clip: float,
     delta: float,
     n_repeats: int,
@@ -671,7 +672,7 @@ def eb_coverage(
     Examples
     --------
     >>> draw = lambda reps, n, rng: rng.uniform(size=(reps, n))
-    >>> eb_coverage(draw, 0.5, 50, 1.0, 0.05, 200, np.random.default_rng(0)) >= 0.95
+    >>> eb_coverage(draw, 0.5, 50, clip=1.0, delta=0.05, n_repeats=200, rng=np.random.default_rng(0)) >= 0.95
     True
     """
     clip, delta = _eb_levels(clip, delta)
@@ -704,7 +705,7 @@ class SEAgreement:
 
 
 def agreement_within_se(
-    value: float, reported: float, se: float, z: float = 3.0, discretisation: float = 0.0
+    value: float, reported: float, se: float, *, z: float = 3.0, discretisation: float = 0.0
 ) -> SEAgreement:
     """Whether ``value`` agrees with ``reported`` within ``z`` standard errors plus a discretisation term.
 
@@ -750,6 +751,7 @@ def bootstrap_standard_error(
     x: ArrayLike,
     statistic: Callable[[np.ndarray], float | np.ndarray],
     rng: np.random.Generator | int,
+    *,
     n_resamples: int = 1000,
     vectorized: bool = False,
 ) -> float | np.ndarray:
@@ -1510,7 +1512,7 @@ class RelativeBias:
 
 
 def relative_bias(
-    series: ArrayLike, reference: ArrayLike, reference_sd: float = 0.0, n_blocks: int = 10
+    series: ArrayLike, reference: ArrayLike, reference_sd: float = 0.0, *, n_blocks: int = 10
 ) -> RelativeBias:
     """Relative deviation ``r_t = series_t / reference_t − 1`` of a correlated series from a reference curve.
 

@@ -121,7 +121,7 @@ def torch_generator(gen: object, name: str = "gen") -> Any:
     return gen
 
 
-def positive_int(x: object, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+def positive_int(x: object, name: str, minimum: int = 1, *, maximum: int | None = None) -> int:
     """Return ``x`` as ``int`` after checking it is an integer with ``minimum <= x <= maximum``.
 
     Booleans are refused; ``numpy`` integers are accepted. ``minimum = 0`` checks a non-negative
@@ -149,7 +149,7 @@ def positive_int(x: object, name: str, minimum: int = 1, maximum: int | None = N
     return int(x)
 
 
-def positive_float(x: object, name: str, allow_inf: bool = False, allow_zero: bool = False) -> float:
+def positive_float(x: object, name: str, allow_inf: bool = False, *, allow_zero: bool = False) -> float:
     """Return ``x`` as ``float`` after checking it is a real number ``> 0`` (``>= 0`` with
     ``allow_zero``), finite unless ``allow_inf``.
 
@@ -206,7 +206,7 @@ def probability(x: object, name: str) -> float:
     return v
 
 
-def check_depth(L: object, name: str = "L", minimum: int = 1, allow_inf: bool = False) -> int | float:
+def check_depth(L: object, name: str = "L", minimum: int = 1, *, allow_inf: bool = False) -> int | float:
     """Validate a depth (number of layers or of inner iterations).
 
     Parameters
@@ -413,7 +413,7 @@ def _psd_eigenvalues(lam: np.ndarray, name: str, rtol: float, definite: bool) ->
         raise ValueError(f"{name}: matrix is not positive semi-definite (smallest eigenvalue {lo:.3e})")
 
 
-def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = False) -> np.ndarray:
+def symmetric_psd(S: object, name: str, rtol: float = 1e-10, *, definite: bool = False) -> np.ndarray:
     """Return ``S`` as a float array after checking it is a finite, non-empty, square, symmetric,
     positive semi-definite matrix (positive definite with ``definite``).
 
@@ -443,7 +443,7 @@ def symmetric_psd(S: object, name: str, rtol: float = 1e-10, definite: bool = Fa
 
 
 def symmetric_psd_eigh(
-    S: object, name: str, rtol: float = 1e-10, definite: bool = False
+    S: object, name: str, rtol: float = 1e-10, *, definite: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Check ``S`` as :func:`symmetric_psd` does and return the eigendecomposition of ``½(S + Sᵀ)``.
 

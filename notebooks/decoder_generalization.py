@@ -89,7 +89,7 @@ print(f"ridge matching M=1024: lam = {lam_fit:.2e}; then rho(M=4096) = {rho_4096
 cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma)
 mom = closed_form_moments(cfg)
 N_grid = np.unique(np.geomspace(K // 2, N_factor_max * K, n_N).round().astype(int))
-res = finite_task_experiment(cfg, mom, N_grid, n_repeats, rng)
+res = finite_task_experiment(cfg, mom, N_grid, n_repeats=n_repeats, rng=rng)
 exc_mean = res.excess.mean(1)
 exc_se = standard_error(res.excess, axis=1)
 ref_deff = res.oracle_risk * res.d_eff / N_grid                       # (sigma_task^2/K) d_eff/N

@@ -143,7 +143,7 @@ print(f"coverage (target 1 - delta = {1 - delta:g}, binomial s.e. {binomial_stan
 # ## Table in the form of the experiment report Table 2 (learned linear-attention $P$ vs the oracle $P_\star$)
 
 # %%
-tab_learned, tab_oracle = (checkpoint_table(P, P_star, ev, L, clip, delta) for P in (P_fin, P_star))
+tab_learned, tab_oracle = (checkpoint_table(P, P_star, ev, L=L, clip=clip, delta=delta) for P in (P_fin, P_star))
 reported = {"depth_risk": "7.6747e-03", "eb_upper": "1.7710e-01", "violation_rate": "0", "ratio_mean": "2.2833e-02",
             "mean_contraction": "1.1031", "rel_dist_oracle": "2.6788e-01", "stable_rank": "2.9198"}
 print(f"{'quantity':20s} {'learned P_s':>12s} {'oracle P*':>12s} {'report (Flexformer, reported)':>32s}")

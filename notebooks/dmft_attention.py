@@ -49,6 +49,7 @@ L_readout = 4       # depth of the trainable read-in/read-out runs (Eq. 124); ra
 a0_readout = 0.3    # initial read-in and read-out scale a_y and a_o; range: (0, inf)
 eta_readout = 0.1   # constant SGD step of the read-in/read-out runs (t is eta_readout times steps); range: (0, inf)
 steps_readout = 200 # SGD steps of the read-in/read-out runs; range: [1, 20000]
+B_readout = 64      # contexts per step of the read-in/read-out runs; range: [1, 1000]
 readout_seeds = 4   # independent read-in/read-out SGD runs (at least 2: their spread is the SE); range: [2, 100]
 readout_draws = 2000  # context covariances drawn for the Eq. 124 theory (Monte Carlo); range: [4, 100000]
 seed = 0            # random seed; range: [0, 4294967295]
@@ -56,7 +57,7 @@ device = "cpu"  # torch device of the trainings ("cpu", "cuda", "cuda:N", "mps";
 
 # %% tags=["presets", "remove-cell"]
 PRESETS = {"paper": {"D": 16, "steps": 1500, "decay": 300.0, "mc_draws": 100000, "D_untied": 64,
-                     "steps_untied": 600, "D_exp": 400000}}
+                     "steps_untied": 600, "D_exp": 400000, "steps_readout": 600, "B_readout": 256}}
 
 # %% tags=["hide-input"]
 import time
@@ -209,9 +210,9 @@ for L, st in opt.stability.items():
 
 # %%
 # untied_seeds independent runs on contexts of P = alpha_noise D_untied tokens and D_untied queries (tasks)
-ln = us.untied_label_noise_comparison(lam_u, om_u, P=int(round(alpha_noise * D_untied)), L=L_noise, sigma=sigma_noise,
-                                      B=B_untied, eta=eta_untied, steps=steps_untied, seeds=untied_seeds,
-                                      n_draws=noise_draws, seed=seed, device=device, workers=thread_budget())
+ln_kw = dict(P=int(round(alpha_noise * D_untied)), L=L_noise, sigma=sigma_noise, eta=eta_untied, steps=steps_untied,
+             seeds=untied_seeds, n_draws=noise_draws, seed=seed, device=device, workers=thread_budget())
+ln = us.untied_label_noise_comparison(lam_u, om_u, B=B_untied, **ln_kw)
 fig_n, ax = plt.subplots(figsize=(5.5, 3.8))
 ax.plot(block_average(tu[:-1], 10), block_average(np.mean(ln.sim_curves, axis=0), 10), "o", ms=3, color=PALETTE[0],
         label=f"SGD, σ={sigma_noise:g} ({untied_seeds} runs)")
@@ -233,9 +234,12 @@ print("untied, label noise: late excess loss SGD %.4f +- %.4f, Eq. 122 %.4f, exa
 # gradient flow of Eq. (124) on $(a_o, a_y, s)$ (`readout_flow`, Monte Carlo over `readout_draws`
 # context covariances at the same $D$, $P$), and the same theory taken in the SGD's own discrete steps
 # (`readout_descent_path`, the expected SGD path; the flow is its $\eta\to0$ limit). Isotropic data.
+# The blow-up comes at the escape from the small start, whose time grows with $D$ ($c=2/D^2$), so the run
+# must outlast it (`steps_readout`); the SGD noise of the finite batch (`B_readout`) lowers the peak at
+# $O(\eta/B)$, which the theory leaves out.
 
 # %%
-rd = fa.readout_comparison(D=D, P=P, K=K, B=B, L=L_readout, s0=s0, a0=a0_readout, eta=eta_readout, steps=steps_readout,
+rd = fa.readout_comparison(D=D, P=P, K=K, B=B_readout, L=L_readout, s0=s0, a0=a0_readout, eta=eta_readout, steps=steps_readout,
                            seeds=readout_seeds, n_draws=readout_draws, seed=seed, device=device, workers=thread_budget())
 fig_r, axs_r = plt.subplots(1, 2, figsize=(11, 3.8))
 for rr, mr in zip(rd.runs, rd.m):
@@ -248,8 +252,7 @@ axs_r[0].plot([], [], color=PALETTE[0], label=f"SGD ({readout_seeds} runs)")
 axs_r[0].set(xlabel="t = η · steps", ylabel="a_o a_y", title=f"(a) read-out scale: blow-up and recovery, L={L_readout}")
 axs_r[1].plot(rd.t, rd.flow.loss, "k--", label="Eq. 124 flow")
 axs_r[1].set(xlabel="t = η · steps", ylabel="loss", yscale="log", title=f"(b) loss, ISO D={D}, α={alpha}")
-for a in axs_r:
-    a.legend(fontsize=7)
+axs_r[0].legend(fontsize=7); axs_r[1].legend(fontsize=7)
 fig_r.tight_layout()
 save_figure(fig_r, "fig6_readout_blowup")
 
@@ -259,7 +262,17 @@ print("read-out scale a_o a_y: SGD peak %.3f +- %.3f (theory in SGD steps %.3f +
       " (theory %.3f), overshoot %.3f +- %.3f" % (pk.mean(), standard_error(pk), rd.path.m.max(),
       rd.peak_theory_se, rd.flow.m.max(), rd.m[:, -1].mean(), rd.path.m[-1], ov.mean(), standard_error(ov)))
 
+# %% [markdown]
+# ## The label-noise gap against the batch size
+# Eq. (122) is a gradient flow, the $\eta/B\to0$ limit of SGD; the SGD noise of a finite batch adds
+# loss that the flow leaves out, at leading order in $\eta/B$. The label-noise comparison repeated at $2B$
+# and $4B$ (everything else equal) gives the gap of the late excess loss over Eq. (122) against $1/B$.
+
+# %%
+# the gaps at B, 2B and 4B are the metrics untied_noise_gap_{quick,double,large}_batch (and the own-trace gaps)
+ln_B = {k * B_untied: ln if k == 1 else us.untied_label_noise_comparison(lam_u, om_u, B=k * B_untied, **ln_kw) for k in (1, 2, 4)}
+
 # %%
 write_metrics({**f6["iso"].metrics("fig6a_iso", final_depths=(8, 1)), **f6["rrs"].metrics("fig6b_rrs"), **ex.metrics(),
                **us.batch_bias_metrics(sw8, B_sw), **u8.metrics(), **opt.metrics(small_depths=(4, 8)), **ln.metrics(),
-               **rd.metrics(), "runtime_s": time.time() - t_start})
+               **rd.metrics(), **us.label_noise_batch_metrics(ln_B), "runtime_s": time.time() - t_start})

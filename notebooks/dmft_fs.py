@@ -68,7 +68,7 @@ res4 = fs_sgd.runs[4]
 lam_t, om_t = data.power_law_spectrum(D_theory, nu, beta)
 t_fs = np.geomspace(1e-2, 1e8, 200) / float(om_t[0] * lam_t[0] ** 3)
 fs_depth = fs.fs_depth_comparison(t_fs, lam_t, om_t, depths=[1, 2, 4, 8, 16, INF])  # min_rel_gap > 0: deeper is worse at every t
-fs_fixed_point_loss = float(fs.fs_loss(4.0 / lam_t, lam_t, om_t, 4))
+fs_fixed_point_loss = float(fs.fs_loss(4.0 / lam_t, lam_t, om_t, L=4))
 ex = scaling.scaling_exponents(nu, beta)
 ood_depths, thetas = [1, 2, 4, 8], np.linspace(0.0, 1.0, 21)
 ood = fs.ood_brittleness(*data.power_law_spectrum(ood_D, ood_nu, beta), ood_depths, thetas=thetas, samples=ood_samples, rng=rng)  # Eq. 11
@@ -79,8 +79,8 @@ paper_vs_eq10, paper_vs_eq10_2t = fs.fs_paper_solution_deviation(np.geomspace(1e
 fig, ax = plt.subplots(1, 4, figsize=(17, 3.9))
 tg = np.geomspace(res4.record_t[0] / 3, res4.record_t[-1] * 30, 200)
 for i, k in enumerate(modes):
-    ax[0].plot(tg, lam_s[k - 1] * fs.fs_mode_flow(tg, lam_s, om_s, 4)[:, k - 1], color=f"C{i}", label=f"k = {k}")
-    ax[0].plot(tg, lam_s[k - 1] * fs.fs_mode_flow(tg, lam_s, om_s, INF)[:, k - 1], "--", color="k", lw=0.8)
+    ax[0].plot(tg, lam_s[k - 1] * fs.fs_mode_flow(tg, lam_s, om_s, L=4)[:, k - 1], color=f"C{i}", label=f"k = {k}")
+    ax[0].plot(tg, lam_s[k - 1] * fs.fs_mode_flow(tg, lam_s, om_s, L=INF)[:, k - 1], "--", color="k", lw=0.8)
     sel = np.unique(np.geomspace(1, res4.record_t.size, 25).astype(int) - 1)
     ax[0].plot(res4.record_t[sel], lam_s[k - 1] * res4.gamma_diag[sel, k - 1], "o", ms=3, color=f"C{i}")
 ax[0].set(xscale="log", xlabel="t", ylabel="λ_k γ_k(t)", title="(a) FS modes, L = 4 (dashed: L = ∞)")
@@ -97,7 +97,7 @@ for i, L in enumerate(ood_depths):
 ax[2].set(yscale="log", xlabel="θ", ylabel="OOD loss", title=f"(c) Γ = LΣ⁻¹ on rotated Σ (D = {ood_D})")
 for i, (L, r) in enumerate(fs_sgd.runs.items()):
     ax[3].plot(block_average(r.t_loss, 20), block_average(r.batch_loss, 20), "o", ms=2.5, color=f"C{i}")
-    ax[3].plot(r.t_loss, fs.fs_loss_curve(r.t_loss, lam_s, om_s, L), color=f"C{i}", label=f"L = {L}")
+    ax[3].plot(r.t_loss, fs.fs_loss_curve(r.t_loss, lam_s, om_s, L=L), color=f"C{i}", label=f"L = {L}")
 ax[3].set(xscale="log", yscale="log", xlabel="t", title=f"(d) FS SGD vs theory, D = {D_sim}")
 finish_figure(fig, "fig3_fs")
 
@@ -121,7 +121,7 @@ fig, ax = plt.subplots(1, 3, figsize=(14, 3.9))
 gg = np.geomspace(1e-2, 300, 120)
 for i, b in enumerate([0.5, 1.0, 1.5, 2.0]):
     lam_b, om_b = data.power_law_spectrum(D_theory, nu, b)
-    tt_b, ll_b = rrs.rrs_time_of_gamma(gg, lam_b, om_b, INF), rrs.rrs_loss(gg, lam_b, om_b, INF)
+    tt_b, ll_b = rrs.rrs_time_of_gamma(gg, lam_b, om_b, L=INF), rrs.rrs_loss(gg, lam_b, om_b, L=INF)
     ax[0].plot(tt_b, ll_b, color=f"C{i}", label=f"β = {b:g}")
     ax[0].plot(tt_b[60:110], 1.6 * ll_b[60] * (tt_b[60:110] / tt_b[60]) ** (-b / (2 + b)), "--", color=f"C{i}", lw=1)
 ax[0].set(xscale="log", yscale="log", xlabel="t", ylabel="loss", title=f"(a) L = ∞, D = {D_theory} (dashed: t^-β/(2+β))")
@@ -129,14 +129,14 @@ rrs_depths = [1, 2, 4, 8, 16]
 rrs_opt = {L: rrs.rrs_optimum(lam_t, om_t, L) for L in rrs_depths}
 for i, L in enumerate(rrs_depths):
     gam = np.linspace(0, 2.0 * L, 300)
-    ax[1].plot(gam, rrs.rrs_loss(gam, lam_t, om_t, L), color=f"C{i}", label=f"L = {L}")
+    ax[1].plot(gam, rrs.rrs_loss(gam, lam_t, om_t, L=L), color=f"C{i}", label=f"L = {L}")
     ax[1].plot(*rrs_opt[L], "o", color=f"C{i}")
 ax[1].set(xscale="log", yscale="log", xlabel="γ", title=f"(b) RRS landscape, β = {beta:g}", xlim=(0.05, 40))
 rrs_sgd = reduced_sgd.rrs_sgd_comparison(lam_s, om_s, rrs_depths, steps=rrs_steps, eta=rrs_eta, rng=rng)  # step eta min(1, L/4)
 for i, (L, r) in enumerate(rrs_sgd.runs.items()):
     ax[2].plot(block_average(r.t_loss, 20), block_average(r.batch_loss, 20), "o", ms=2.5, color=f"C{i}")
     tl = np.geomspace(r.t_loss[1], r.t[-1] * 30, 200)
-    ax[2].plot(tl, rrs.rrs_gradient_flow(np.concatenate([[0.0], tl]), lam_s, om_s, L)[1][1:], color=f"C{i}", label=f"L = {L}")
+    ax[2].plot(tl, rrs.rrs_gradient_flow(np.concatenate([[0.0], tl]), lam_s, om_s, L=L)[1][1:], color=f"C{i}", label=f"L = {L}")
     ax[2].axhline(rrs.rrs_optimum(lam_s, om_s, L)[1], color=f"C{i}", ls="--", lw=0.8)
 ax[2].set(xscale="log", yscale="log", xlabel="t", title=f"(c) RRS SGD vs theory, D = {D_sim}")
 finish_figure(fig, "fig4_rrs")

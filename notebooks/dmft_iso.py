@@ -111,11 +111,11 @@ for i, L in enumerate([1, 2, 4, 8, 16]):
 gam, gdots = np.linspace(0, 8, 300), np.linspace(0.5, 6.5, 7)
 for i, a in enumerate(alphas):
     ax[1].plot(gam, iso.iso_loss(gam, a, 4), color=f"C{i}", label=f"α = {a:g}")
-    ax[1].plot(gdots, iso.iso_loss_finite_d_mc(gdots, a, 4, D, rng, draws=mc_draws), "o", color=f"C{i}", ms=3)
+    ax[1].plot(gdots, iso.iso_loss_finite_d_mc(gdots, a, 4, D=D, rng=rng, draws=mc_draws), "o", color=f"C{i}", ms=3)
 noise = iso.iso_noise_optimum(2.0, 4, (0.0, 0.25, 0.5, 1.0))  # and gamma*(sigma) at L = 1 against Eqs. 66, 73
 gam = np.linspace(0, 6.5, 300)
 for i, (s, gs, ls) in enumerate(zip(noise.sigmas, noise.gamma_star, noise.loss_star)):
-    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, s), color=f"C{i}", label=f"σ = {s:g}")
+    ax[2].plot(gam, iso.iso_loss(gam, 2.0, 4, sigma=s), color=f"C{i}", label=f"σ = {s:g}")
     ax[2].plot(gs, ls, "o", color=f"C{i}")
 ax[0].set(xlabel="γ / L", ylabel="ICL loss", title="(a) α = 1", ylim=(0, 1.05))
 ax[1].set(xlabel="γ", title="(b) L = 4 (dots: finite-D Monte Carlo)", yscale="log", ylim=(1e-2, 2))
@@ -186,13 +186,13 @@ print("Fig 7 plateau gap vs D:", ", ".join(f"D={d}: {g:.3f} +- {e:.3f}" for d, g
 # with Γᵀ (a transposition of conventions, immaterial for the symmetric Γ of every result).
 
 # %%
-sym = {"iso": isotropy.symmetrised_descent("iso", sym_D, 4, 4, 0.2, 60, rng, P=sym_D)}
+sym = {"iso": isotropy.symmetrised_descent("iso", sym_D, 4, n_contexts=4, eta=0.2, steps=60, rng=rng, P=sym_D)}
 lam_r, om_r = data.power_law_spectrum(sym_D, 1.0, 1.0)
-sym["rrs"] = isotropy.symmetrised_descent("rrs", sym_D, 4, 4, 0.5, 60, rng, lam=lam_r, omega=om_r)
+sym["rrs"] = isotropy.symmetrised_descent("rrs", sym_D, 4, n_contexts=4, eta=0.5, steps=60, rng=rng, lam=lam_r, omega=om_r)
 gd_id = isotropy.in_context_gd_identity(in_context_gd_predict, rng)  # Eqs. 3, 4, 52-58 on 20 random draws
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.6))
 flows = [("o", "ISO 1-D descent on ℓ(γ)", iso.iso_gradient_flow(sym["iso"].t, 1.0, 4)[0], "Eq. 7 flow (D → ∞)"),
-         ("s", "RRS 1-D descent", rrs.rrs_gradient_flow(sym["rrs"].t, lam_r, om_r, 4)[0], "Eq. 13 flow")]
+         ("s", "RRS 1-D descent", rrs.rrs_gradient_flow(sym["rrs"].t, lam_r, om_r, L=4)[0], "Eq. 13 flow")]
 for i, ((k, v), (mk, lab_scalar, flow, lab_flow)) in enumerate(zip(sym.items(), flows)):
     ax[0].plot(v.t[1:], np.maximum(v.off_iso[1:], 1e-17), color=f"C{i}", label=f"{k.upper()}, augmented")
     ax[0].plot(v.t[1:], v.off_iso_plain[1:], "--", color=f"C{i}", label=f"{k.upper()}, 4 contexts")

@@ -76,13 +76,13 @@ pairs = [(D_mc // 4, D_mc // 2), (D_mc // 2, 2 * D_mc)]
 mc = {}
 agreements, node_change = [], []
 for N, P in pairs:
-    ker = nested_kernel(lam_m, om_m, N, P, nested_spectral_bound(lam_m, N, P, rng, margin=1.5), n_nodes)
+    ker = nested_kernel(lam_m, om_m, N, P=P, k_max=nested_spectral_bound(lam_m, N, P, rng=rng, margin=1.5), n_nodes=n_nodes)
     g_star, _ = nested_min_loss(ker, L_mc)
     gp = np.linspace(0.1, 1.0, 6) * g_star
     de = nested_loss(gp, ker, L_mc)
-    de2 = nested_loss(gp, nested_kernel(lam_m, om_m, N, P, ker.k_max, 2 * n_nodes), L_mc)
+    de2 = nested_loss(gp, nested_kernel(lam_m, om_m, N, P=P, k_max=ker.k_max, n_nodes=2 * n_nodes), L_mc)
     node_change.append(float(np.max(np.abs(de / de2 - 1))))
-    draws = nested_landscape_draws(gp, lam_m, om_m, N, P, L_mc, rng, mc_draws)
+    draws = nested_landscape_draws(gp, lam_m, om_m, N=N, P=P, L=L_mc, rng=rng, n_draws=mc_draws)
     agreements.append(monte_carlo_agreement(de, draws, discretisation=1.0 / min(N, P)))  # and the two-halves z
     mean, se = agreements[-1].mean, agreements[-1].se
     gg = np.linspace(0.02, 1.3, 60) * g_star
@@ -91,15 +91,15 @@ z_all, rel_all, se_all, half_z = ([getattr(a, k) for a in agreements] for k in (
 
 # one-resource limits
 N1 = D_mc // 4
-ker_w = nested_kernel(lam_m, om_m, N1, None, nested_spectral_bound(lam_m, N1, None, rng, margin=1.5), n_nodes)
+ker_w = nested_kernel(lam_m, om_m, N1, P=None, k_max=nested_spectral_bound(lam_m, N1, None, rng=rng, margin=1.5), n_nodes=n_nodes)
 gw = np.linspace(0.1, 1.0, 4) * nested_min_loss(ker_w, L_mc)[0]
-lim_width = float(np.max(np.abs(nested_loss(gw, ker_w, L_mc) / width_loss_de(gw, lam_m, om_m, N1, L_mc, ker_w.k_max, n_nodes=2 * n_nodes) - 1)))
+lim_width = float(np.max(np.abs(nested_loss(gw, ker_w, L_mc) / width_loss_de(gw, lam_m, om_m, N=N1, L=L_mc, k_max=ker_w.k_max, n_nodes=2 * n_nodes) - 1)))
 P1 = D_mc // 2
-ker_c = nested_kernel(lam_m, om_m, D_mc, P1, nested_spectral_bound(lam_m, D_mc, P1, rng, margin=1.5), n_nodes)
+ker_c = nested_kernel(lam_m, om_m, D_mc, P=P1, k_max=nested_spectral_bound(lam_m, D_mc, P1, rng=rng, margin=1.5), n_nodes=n_nodes)
 gc = np.linspace(0.1, 1.0, 4) * nested_min_loss(ker_c, L_mc)[0]
 bn, bw = mp_quadrature(D_mc / P1, 80)
 lim_context = float(np.max(np.abs(nested_loss(gc, ker_c, L_mc) / two_point_loss_de(
-    gc, lam_m, bn, bw, np.ones(D_mc), om_m * lam_m, L_mc, ker_c.k_max, n_nodes=n_nodes) - 1)))
+    gc, lam_m, bn, b_weights=bw, C=np.ones(D_mc), T=om_m * lam_m, L=L_mc, k_max=ker_c.k_max, n_nodes=n_nodes) - 1)))
 t_mc = time.time() - t_start
 
 # %% tags=["nbval-check-output"]
@@ -124,7 +124,7 @@ rows, losses = [], []
 curves = {}
 for N in Ns_c:
     for P in Ps_c:
-        ker = nested_kernel(lam, om, N, P, nested_spectral_bound(lam, N, P, rng, margin=1.5), n_nodes)
+        ker = nested_kernel(lam, om, N, P=P, k_max=nested_spectral_bound(lam, N, P, rng=rng, margin=1.5), n_nodes=n_nodes)
         for L in Ls_c:
             y = nested_flow_loss(ts_c, ker, L)
             rows += [(t, N, L, P) for t in ts_c]
@@ -161,10 +161,10 @@ Ls_f = np.array([1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
 C_f = np.geomspace(1e3, 1e8, 16)
 Y_f = np.empty((C_f.size, Ns_f.size, Ls_f.size))
 for i, N in enumerate(Ns_f):
-    ker = nested_kernel(lam, om, int(N), None, nested_spectral_bound(lam, int(N), None, rng, margin=1.5), n_nodes)
+    ker = nested_kernel(lam, om, int(N), P=None, k_max=nested_spectral_bound(lam, int(N), None, rng=rng, margin=1.5), n_nodes=n_nodes)
     for j, L in enumerate(Ls_f):
         Y_f[:, i, j] = nested_flow_loss(C_f / (N**2 * L), ker, int(L))
-N_opt, L_opt, loss_opt, interior = compute_optimal_frontier(C_f, Ns_f, Ls_f, Y_f)
+N_opt, L_opt, loss_opt, interior = compute_optimal_frontier(C_f, Ns_f, Ls_f, loss=Y_f)
 front = fit_power_law(N_opt[interior], L_opt[interior])  # L* ~ N*^slope, residual standard error
 front_fit, front_se = front.slope, front.slope_se
 front_drift = fit_power_law_drift(N_opt[interior], L_opt[interior])

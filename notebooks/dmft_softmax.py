@@ -57,7 +57,7 @@ depths = [1, 2, 4, 8]
 gd_opt = {}
 for L in depths:
     grid = np.linspace(0.0, 2.0 * L / (1 + 1 / np.sqrt(alpha)) ** 2, 400)
-    ls, _ = width_landscape_mc(grid, np.ones(D), np.ones(D), D, L, np.random.default_rng(seed + L), P=P, n_draws=300)
+    ls, _ = width_landscape_mc(grid, np.ones(D), np.ones(D), N=D, L=L, rng=np.random.default_rng(seed + L), P=P, n_draws=300)
     gd_opt[L] = float(ls.min())
 
 # %%

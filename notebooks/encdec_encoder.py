@@ -81,7 +81,7 @@ STEP = "outer step $s$"
 # against the modal sum $\sum_i \mu_i(1-\eta_e\mu_i)^{2s}\|(G_0-G_\star)v_i\|^2$.
 
 # %%
-prob_noisy = make_encoder_problem(q, mu, sigma, rng)
+prob_noisy = make_encoder_problem(q, mu, sigma, rng=rng)
 G0 = rng.standard_normal((q, mu.size)) / np.sqrt(mu.size)
 grid = np.arange(steps + 1)
 closed = closed_form_check(G0, prob_noisy, eta_noisy, n_steps=steps)
@@ -90,7 +90,7 @@ closed = closed_form_check(G0, prob_noisy, eta_noisy, n_steps=steps)
 # ## Noisy online run (the experiment report §3, Table 1, Figure 1)
 
 # %%
-res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch_noisy, steps, np.random.default_rng([seed, 1]), n_eval=n_eval)
+res_n = online_encoder_run(prob_noisy, G0, eta_noisy, batch=batch_noisy, n_steps=steps, rng=np.random.default_rng([seed, 1]), n_eval=n_eval)
 # ratio s.e. of a held-out mean at the floor; the stationary SGD error (first order in 1/B) with its batch-means s.e.;
 # the multiplicative noise the stationary formula drops; the Wedin bound: sin Θ is second order in the G error
 noisy = noisy_run_statistics(prob_noisy, res_n, eta=eta_noisy, batch=batch_noisy, n_eval=n_eval)
@@ -126,12 +126,12 @@ save_figure(fig, "seed001_fig1_encoder")
 
 # %%
 rng_c = np.random.default_rng([seed, 2])  # each section has its own stream: presets change only sample sizes
-prob_clean = make_encoder_problem(q, mu, 0.0, rng_c)
+prob_clean = make_encoder_problem(q, mu, 0.0, rng=rng_c)
 G0c = rng_c.standard_normal((q, mu.size)) / np.sqrt(mu.size)
-res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, rng_c, n_eval=n_eval)
+res_c = online_encoder_run(prob_clean, G0c, eta_clean, batch=batch_clean, n_steps=steps, rng=rng_c, n_eval=n_eval)
 # standard errors of the single-run ratios: further runs from the same problem and G_0 (independent streams);
 # the spread includes the held-out sampling (each run draws its own held-out set)
-reps = [res_c] + [online_encoder_run(prob_clean, G0c, eta_clean, batch_clean, steps, np.random.default_rng([seed, 4, j]),
+reps = [res_c] + [online_encoder_run(prob_clean, G0c, eta_clean, batch=batch_clean, n_steps=steps, rng=np.random.default_rng([seed, 4, j]),
                                      n_eval=n_eval) for j in range(n_replicas)]
 clean = noise_free_run_statistics(prob_clean, reps, eta=eta_clean, batch=batch_clean)
 
@@ -169,7 +169,7 @@ save_figure(fig, "fig6_encoder_online")
 
 # %%
 rng_s = np.random.default_rng([seed, 3])
-model = make_lowrank_model(K_sub, r_sub, M_sub, sigma_sub, 0.01, 8.0, np.array([0.2, 0.08, 0.03]), rng_s)
+model = make_lowrank_model(K_sub, r_sub, M_sub, sigma=sigma_sub, lam=0.01, cond_x=8.0, mu_z=np.array([0.2, 0.08, 0.03]), rng=rng_s)
 pool = sample_lowrank_prompts(model, N_max, rng_s)
 Sigma_beta = model.Sigma_beta
 gamma, reff = eigengap(Sigma_beta, r_sub), effective_rank(Sigma_beta)

@@ -73,10 +73,10 @@ rng = np.random.default_rng(seed)
 # after each layer and the GD prediction after the same number of steps.
 
 # %%
-Xc, yc, xqc, _, _ = sample_regression(500, N, d, rng)
+Xc, yc, xqc, _, _ = sample_regression(500, N, d, rng=rng)
 etas = rng.uniform(0.2, 1.5, max_layers)
-f_all = lsa_forward(Xc, yc, xqc, von_oswald_layers(d, etas), return_all=True)
-construction_err = max(np.abs(f_all[k] - gd_predict(Xc, yc, xqc, etas[:k])).max() for k in range(1, max_layers + 1))
+f_all = lsa_forward(Xc, yc, xqc, layers=von_oswald_layers(d, etas), return_all=True)
+construction_err = max(np.abs(f_all[k] - gd_predict(Xc, yc, xqc, etas=etas[:k])).max() for k in range(1, max_layers + 1))
 W0 = von_oswald_layers(d, [1.0])[0]
 print("K =\n", W0.K.astype(int), "\nP V =\n", (W0.P @ W0.V).astype(int), "(times eta)")
 
@@ -84,14 +84,12 @@ print("K =\n", W0.K.astype(int), "\nP V =\n", (W0.P @ W0.V).astype(int), "(times
 # ## Three losses
 
 # %%
-Xt, yt, xqt, yqt, _ = sample_regression(n_eta, N, d, rng)
-eta_star = optimal_single_step(Xt, yt, xqt, yqt)
-Xe, ye, xqe, yqe, _ = sample_regression(n_test, N, d, rng)
-pred_gd = gd_predict(Xe, ye, xqe, [eta_star])
-pred_lsa = lsa_forward(Xe, ye, xqe, von_oswald_layers(d, [eta_star]))
-model, curve = train_one_layer_lsa(
-    d, N, train_steps, batch, lr, torch.Generator().manual_seed(seed), seed=seed + 1, device=device
-)
+Xt, yt, xqt, yqt, _ = sample_regression(n_eta, N, d, rng=rng)
+eta_star = optimal_single_step(Xt, yt, xqt, yq=yqt)
+Xe, ye, xqe, yqe, _ = sample_regression(n_test, N, d, rng=rng)
+pred_gd = gd_predict(Xe, ye, xqe, etas=[eta_star])
+pred_lsa = lsa_forward(Xe, ye, xqe, layers=von_oswald_layers(d, [eta_star]))
+model, curve = train_one_layer_lsa(d, N, train_steps, batch=batch, lr=lr, gen=torch.Generator().manual_seed(seed), seed=seed + 1, device=device)
 with torch.no_grad():
     pred_tr = model(*(torch.from_numpy(a) for a in (Xe, ye, xqe))).numpy()
 L_gd, se_gd = squared_loss_half(pred_gd, yqe)
@@ -127,10 +125,12 @@ save_figure(fig, "fig_vonoswald_losses")
 # %%
 extra = [(long_steps - train_steps, 1.0)] if long_steps > train_steps else []
 stages = [(train_steps, 1.0), *extra, (stage_steps, 0.25), (stage_steps, 0.0625)]
-runs = train_lsa_runs(d, N, seed + np.arange(n_runs), stages, batch, lr, eta_star, n_test, rng, device=device)
+runs = train_lsa_runs(
+    d, N, seed + np.arange(n_runs), stages=stages, batch=batch, lr=lr, eta=eta_star, n_test=n_test, test_rng=rng, device=device
+)
 runs_z, runs_mean, runs_se = runs.max_z(), runs.mean(), runs.se_over_runs()
-eta_one = optimal_single_step(Xt[..., :1], yt, xqt[:, :1], yqt)
-pred_one = gd_predict(Xe[..., :1], ye, xqe[:, :1], [eta_one])
+eta_one = optimal_single_step(Xt[..., :1], yt, xqt[:, :1], yq=yqt)
+pred_one = gd_predict(Xe[..., :1], ye, xqe[:, :1], etas=[eta_one])
 gap_one = float(np.mean(0.5 * (pred_one - yqe) ** 2 - 0.5 * (pred_gd - yqe) ** 2))
 print("gap per run (rows) at the end of each stage (columns):", runs.stage_ends, "\n", np.round(runs.gap, 5))
 print("max |z| over runs:", np.round(runs_z, 1), "; min cosine with GD:", np.round(runs.cosine.min(axis=0), 4))

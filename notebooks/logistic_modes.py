@@ -75,8 +75,8 @@ SPECTRA = {"A": (2.0 ** (-np.arange(4) / 2), N_A, eta_A, epochs_A, replicas),
 # c = 1 curve is also kept.
 
 # %%
-runs = {name: lr.simulate_regime(s, N, P, SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R,
-                                                     log_every=log_every), rng) for name, (s, N, eta, epochs, R) in SPECTRA.items()}
+runs = {name: lr.simulate_regime(s, N, P, config=SGDConfig(eta=eta, B=B, epochs=epochs, init_scale=init_scale, replicas=R,
+                                                     log_every=log_every), rng=rng) for name, (s, N, eta, epochs, R) in SPECTRA.items()}
 print(*(f"regime {n}: {len(r.t)} log points, {r.a.shape[1]} replicas, {r.seconds:.1f} s" for n, r in runs.items()), sep="\n")
 
 # %% [markdown]
@@ -234,7 +234,7 @@ fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=False)
 for ax, (label, (antithetic, null)) in zip(axes, null_settings.items()):
     cfg = SGDConfig(eta=eta_C, B=B, epochs=null_epochs, init_scale=init_scale, null_init_scale=null,
                     train_null=True, replicas=1, log_every=max(1, P // 8))
-    v = null_runs[label] = lr.null_block_run(SPECTRA["C"][0], N_C, P, cfg, rng, antithetic=antithetic)
+    v = null_runs[label] = lr.null_block_run(SPECTRA["C"][0], N_C, P, config=cfg, rng=rng, antithetic=antithetic)
     for y, lab in ((v.p1_norm, "||p1||_F"), (v.q2_norm, "||q2||_F"), (v.a.sum(1), "sum_alpha a_alpha (p2 q1 route)"),
                    (v.b.sum(1), "sum_alpha b_alpha (p1 q2 route)")):
         ax.plot(v.t, y, label=lab)

@@ -73,7 +73,7 @@ gammas = [0.25, 0.5, 1.0, 2.0]
 Sigma_hist = haar_rotated_covariance(np.geomspace(cond, 1.0, K_hist) / np.geomspace(cond, 1.0, K_hist).mean(), rng)
 # per gamma: the whitened spectra of n_hist_draws prompts, the zero fraction (atom) and the KS distance of the
 # pooled nonzero eigenvalues, with the SE of the pooled cdf (over draws) at the sup point
-samples = {g: whitened_spectrum_sample(Sigma_hist, g, n_hist_draws, rng) for g in gammas}
+samples = {g: whitened_spectrum_sample(Sigma_hist, g, n_hist_draws, rng=rng) for g in gammas}
 
 fig, axes = plt.subplots(1, len(gammas), figsize=(13, 3.2))
 for ax, (g, res) in zip(axes, samples.items()):
@@ -134,7 +134,7 @@ print(f"8-node Gauss rule, gamma=0.5: largest relative error of the moments k < 
 conc_gammas = [1 / 16, 0.25, 0.5, 1.0, 2.0]
 t_grid = np.array([0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4])
 Sigma_conc = haar_rotated_covariance(np.geomspace(cond, 1.0, K_conc), rng)
-conc = {g: concentration_experiment(K_conc, int(round(K_conc / g)), t_grid, n_conc_draws, rng, Sigma_conc) for g in conc_gammas}
+conc = {g: concentration_experiment(K_conc, int(round(K_conc / g)), t_grid, n_draws=n_conc_draws, rng=rng, Sigma_x=Sigma_conc) for g in conc_gammas}
 # binomial slack: a frequency may exceed a bound < 1 only by sampling noise; the excess in binomial SDs of the bound
 table = concentration_table(conc_gammas, list(conc.values()))  # rows: gamma, M, t, freq (sharp), freq (paper), bound
 conc_summary = concentration_summary(table)
@@ -205,7 +205,7 @@ print("applicable prompts:", pert.applicable_prompts, "of", n_pert_draws * len(M
 
 # %%
 task = TaskConfig(K=K_pert, M=K_pert, r=task_rank, sigma=sigma, lam=lam, cond=cond)
-C1 = prompt_excess_risk_first_order(task.Sigma_x, task.Sigma_beta, sigma, lam)
+C1 = prompt_excess_risk_first_order(task.Sigma_x, task.Sigma_beta, sigma, lam=lam)
 d_eff = effective_dimension(task.Sigma_x, lam)
 risk_M = np.array([40, 80, 160, 320, 640, 1280])
 ex = np.array([prompt_excess_risk_mc(task.replace(M=int(M)), n_risk_prompts, rng) for M in risk_M])

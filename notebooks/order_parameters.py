@@ -78,7 +78,7 @@ t0 = time.perf_counter()
 runs = [r.run for r in map_configs(online_decoder_run, [DecoderRun(cfg, eta, steps, batch, (seed, j), tuple(ckpt)) for j in range(n_seeds)],
                                    thread_budget(), label="decoder seeds")]
 t_train = time.perf_counter() - t0
-ops = [op.decoder_order_parameters(r_.P, P_star, mom.C, H_inf) for r_ in runs]
+ops = [op.decoder_order_parameters(r_.P, P_star, mom.C, H_inf=H_inf) for r_ in runs]
 # exact GD: its overlap weights in closed form (log space), defined even after P_s reaches P_star to rounding
 st = op.seed_statistics(ops, op.gd_order_parameters(P_star, mom.C, H_inf, eta=eta, steps=ckpt), ckpt >= transient_frac * steps)
 metrics = st.metrics() | dict(n_seeds=n_seeds, t_train=t_train, K=K, M=M, batch=batch, steps=steps)
@@ -98,7 +98,7 @@ t0 = time.perf_counter()
 dyn = encdec_dynamics(ecfg)
 t_encdec = time.perf_counter() - t0
 H_inf_e = dyn.model.Sigma_x + dyn.model.lam * np.eye(ecfg.K)
-lop = op.latent_order_parameters(dyn.U, dyn.P, dyn.P_star, dyn.model.U_star, H_inf_e)
+lop = op.latent_order_parameters(dyn.U, dyn.P, dyn.P_star, U_star=dyn.model.U_star, H_inf=H_inf_e)
 s_e = np.arange(dyn.U.shape[0])
 metrics.update(lop.final_metrics(), t_encdec=t_encdec)
 

@@ -110,7 +110,7 @@ print(f"max |closure - matrix| = {com.max_error:.3e}; P_s rel. error = {com.max_
 # %%
 C_cx = covariance_from_spectrum(np.array([lam_a, lam_b]), haar_orthogonal(2, rng))
 i_a, i_b = (0, 1) if lam_a <= lam_b else (1, 0)
-cx = counterexample(C_cx, eta_cx, i_a, i_b, R0=R0_cx, n_steps=cx_steps)
+cx = counterexample(C_cx, eta_cx, i_a, j=i_b, R0=R0_cx, n_steps=cx_steps)
 print(f"R_0 = {cx.risk_a[0]:.4f}, {cx.risk_b[0]:.4f};  R_1 = {cx.risk_a[1]:.4f}, {cx.risk_b[1]:.4f}")
 
 # %% [markdown]

@@ -85,7 +85,7 @@ sigma_values = np.geomspace(sigma_min, sigma_max, n_sigma)
 cfg = TaskConfig(K=K, M=M, cond=cond, sigma=sigma)
 Ns = np.array(N_values)
 t0 = time.perf_counter()
-pts = [diversity_sweep(cfg, latent_spectrum_with_effective_rank(K, re), Ns, n_repeats, n_sandwich, rng) for re in r_effs]
+pts = [diversity_sweep(cfg, latent_spectrum_with_effective_rank(K, re), Ns, n_repeats=n_repeats, n_sandwich=n_sandwich, rng=rng) for re in r_effs]
 t_sweep = time.perf_counter() - t0
 for i, p in enumerate(pts):
     print(f"r_eff = {p.r_eff:.1f}, H_z = {p.H_z:.2f}, R* = {p.R_star:.3f}, d_eff = {p.d_eff:.0f}, "
@@ -153,9 +153,9 @@ plt.show()
 base = TaskConfig(K=K_diff, M=M_diff, cond=cond, sigma=sigma)
 t0 = time.perf_counter()
 axes_ = {
-    "M": [difficulty_point(base.replace(M=int(m)), n_diff_prompts, rng, target, L_max) for m in M_values],
-    "lam": [difficulty_point(base.replace(lam=l), n_diff_prompts, rng, target, L_max) for l in lam_values],
-    "sigma2": [difficulty_point(base.replace(sigma=float(s)), n_diff_prompts, rng, target, L_max) for s in sigma_values],
+    "M": [difficulty_point(base.replace(M=int(m)), n_diff_prompts, rng, target=target, L_max=L_max) for m in M_values],
+    "lam": [difficulty_point(base.replace(lam=l), n_diff_prompts, rng, target=target, L_max=L_max) for l in lam_values],
+    "sigma2": [difficulty_point(base.replace(sigma=float(s)), n_diff_prompts, rng, target=target, L_max=L_max) for s in sigma_values],
 }
 t_diff = time.perf_counter() - t0
 xs = {"M": np.array(M_values, float), "lam": np.array(lam_values), "sigma2": np.array(sigma_values) ** 2}

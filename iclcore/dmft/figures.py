@@ -145,8 +145,8 @@ def plot_noise_scale_sweep(ax: Sequence[Axes], sweep: NoiseScaleSweep, *, tau: f
     ax[0].set_xticks(x, [f"{v:g}" for v in x])
     ax[0].minorticks_off()
     ax[1].errorbar(sweep.sizes, *sweep.size_plateau.T, fmt="o", capsize=2, label="SGD noise plateau")
-    ax[1].axhline(noise_plateau_theory(eta_ref, 1.0, 1.0, tau), color="k", lw=1, label="Result 10 (D → ∞)")
-    finite_d = [noise_plateau_theory(eta_ref, 1.0, 1.0, tau, D=Dk) for Dk in sweep.sizes]
+    ax[1].axhline(noise_plateau_theory(eta_ref, 1.0, 1.0, tau=tau), color="k", lw=1, label="Result 10 (D → ∞)")
+    finite_d = [noise_plateau_theory(eta_ref, 1.0, 1.0, tau=tau, D=Dk) for Dk in sweep.sizes]
     ax[1].plot(sweep.sizes, finite_d, "k:", label="finite-D moments")
     q, q_se = sweep.size_exponent, sweep.size_exponent_se
     ax[1].set(xscale="log", xlabel="D (τ, α, κ fixed)", title=f"(b) η = {eta_ref:g}: plateau ∝ D^{q:.2f} ± {q_se:.2f}")

@@ -65,7 +65,7 @@ class ContextDraws:
 
 
 def context_draws(
-    lam: np.ndarray, omega: np.ndarray, P: int | None, rng: np.random.Generator, n_draws: int = 1000
+    lam: np.ndarray, omega: np.ndarray, P: int | None, *, rng: np.random.Generator, n_draws: int = 1000
 ) -> ContextDraws:
     """Draw ``n_draws`` empirical covariances ``Σ̂ = Λ^{1/2}ZᵀZΛ^{1/2}/P`` and store their eigen-data.
 

@@ -40,7 +40,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def fs_loss(gamma_k: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def fs_loss(gamma_k: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """FS loss of a diagonal ``Γ = diag(γ_k)`` at ``α = ∞`` (Bordelon et al. Eq. 84): ``(1/D) Σ ω_k λ_k u_k^{2L}``.
 
     ``u_k = 1 - λ_k γ_k / L``; for ``L = inf`` the factor is ``exp(-2λ_kγ_k)``.
@@ -71,7 +71,7 @@ def _fs_flow_exponent(
     return lam, omega, Lf, t[:, None] * (omega * lam**3)[None, :]
 
 
-def fs_mode_flow(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def fs_mode_flow(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """Closed-form FS eigenvalue dynamics ``γ_k(t)`` from 0 under ``dγ_k/dt = ω_kλ_k²u_k^{2L-1}`` (Eq. 10).
 
     With ``x_k = ω_k λ_k³ t``:
@@ -113,7 +113,7 @@ def fs_mode_flow_paper(t: np.ndarray, lam: np.ndarray, omega: np.ndarray) -> np.
     return np.log1p(4.0 * t[:, None] * (omega * lam**3)[None, :]) / (2.0 * lam)
 
 
-def fs_loss_curve(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def fs_loss_curve(t: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """FS loss along the flow, in closed form (shape ``(T,)``).
 
     Per mode ``ω_kλ_k e^{-2x_k}`` (L = 1), ``ω_kλ_k [1 + 2(L-1)x_k/L]^{-L/(L-1)}`` (L >= 2),
@@ -155,7 +155,7 @@ def rotated_covariance(Sigma: np.ndarray, S: np.ndarray, theta: float) -> np.nda
     return 0.5 * (out + out.T)
 
 
-def ood_loss(Gamma: np.ndarray, Sigma_test: np.ndarray, Omega_test: np.ndarray, L: int) -> float:
+def ood_loss(Gamma: np.ndarray, Sigma_test: np.ndarray, Omega_test: np.ndarray, *, L: int) -> float:
     """Out-of-distribution loss of a trained ``Γ`` at ``α = ∞`` (Bordelon et al. Eq. 11, generalised).
 
     .. math::
@@ -201,7 +201,7 @@ class FSDepthComparison:
 
 
 def fs_depth_comparison(
-    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, depths: list[int | float]
+    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, depths: list[int | float]
 ) -> FSDepthComparison:
     """FS loss curves at increasing depths and the smallest relative gap between consecutive ones (§3.2, Fig. 3b).
 
@@ -218,7 +218,7 @@ def fs_depth_comparison(
     """
     if len(depths) < 2 or any(b <= a for a, b in zip(depths, depths[1:])):
         raise ValueError(f"depths: expected at least two increasing depths, got {depths!r}")
-    curves = {L: fs_loss_curve(t, lam, omega, L) for L in depths}
+    curves = {L: fs_loss_curve(t, lam, omega, L=L) for L in depths}
     stack = np.array(list(curves.values()))
     return FSDepthComparison(curves, float(np.min(np.diff(stack, axis=0) / stack[:-1])))
 
@@ -288,7 +288,7 @@ def ood_brittleness(
         for j, th_ in enumerate(thetas):
             Sp, Op = rotated_covariance(Sig, S, th_), rotated_covariance(Om, S, th_)
             for i, L in enumerate(depths):
-                each[n, i, j] = ood_loss(L * np.diag(1 / lam), Sp, Op, L)
+                each[n, i, j] = ood_loss(L * np.diag(1 / lam), Sp, Op, L=L)
     mean = each.mean(axis=0)
     return OODBrittleness(
         each=each,
@@ -309,6 +309,6 @@ def fs_paper_solution_deviation(t: np.ndarray, lam: np.ndarray, omega: np.ndarra
     """
     paper = fs_mode_flow_paper(t, lam, omega)
     return (
-        float(np.max(np.abs(paper / fs_mode_flow(t, lam, omega, math.inf) - 1))),
-        float(np.max(np.abs(paper / fs_mode_flow(2 * t, lam, omega, math.inf) - 1))),
+        float(np.max(np.abs(paper / fs_mode_flow(t, lam, omega, L=math.inf) - 1))),
+        float(np.max(np.abs(paper / fs_mode_flow(2 * t, lam, omega, L=math.inf) - 1))),
     )

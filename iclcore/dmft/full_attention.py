@@ -205,8 +205,10 @@ def power_five_comparisons(
     theory = {}
     for kind, (lam, omega) in spectra.items():
         c = power_five_constant(len(lam))
-        draws = context_draws(lam, omega, P, np.random.default_rng(seed + (kind == "rrs")), mc_draws)
-        theory[kind] = {L: power_five_theory(draws, L, t, c, s0, mc_tables, steps // 2) for L in depths}
+        draws = context_draws(lam, omega, P, rng=np.random.default_rng(seed + (kind == "rrs")), n_draws=mc_draws)
+        theory[kind] = {
+            L: power_five_theory(draws, L, t, c=c, s0=s0, n_tables=mc_tables, late_start=steps // 2) for L in depths
+        }
     keys = [(kind, L) for kind in spectra for L in depths]
     runs = [
         FullAttentionRun(
@@ -352,7 +354,7 @@ def power_five_time_exponents(*, D: int, nu: float, beta: float, t: np.ndarray, 
     s_w5, gam_w5 = flows[3]
     exponent, drift, loss = {}, {}, {}
     for name, gam in (("w5", gam_w5), ("gamma", flows[4][1])):
-        loss[name] = rrs_loss(gam, lam, omega, np.inf)
+        loss[name] = rrs_loss(gam, lam, omega, L=np.inf)
         sel = _flow_window(gam, D, nu)
         exponent[name] = fit_power_law_exponent(t[sel], loss[name][sel])
         drift[name] = fit_power_law_drift(t[sel], loss[name][sel])
@@ -363,7 +365,7 @@ def power_five_time_exponents(*, D: int, nu: float, beta: float, t: np.ndarray, 
     for D_k, (_, gam_k) in zip(sizes[:-1], flows[:3]):
         lam_k, om_k = power_law_spectrum(int(D_k), nu, beta)
         sel_k = _flow_window(gam_k, D_k, nu)
-        by_size.append(fit_power_law_exponent(t[sel_k], rrs_loss(gam_k, lam_k, om_k, np.inf)[sel_k]))
+        by_size.append(fit_power_law_exponent(t[sel_k], rrs_loss(gam_k, lam_k, om_k, L=np.inf)[sel_k]))
     by_size = np.array(by_size + [exponent["w5"]])
     trend = fit_offset_power_law(sizes, by_size, p0=[by_size[-1], by_size[0] - by_size[-1], 0.5])
     trend_fewer = fit_offset_power_law(sizes[:-1], by_size[:-1], p0=trend)
@@ -488,11 +490,11 @@ def readout_comparison(
     ReadoutComparison
     """
     D = positive_int(D, "D")
-    draws = context_draws(np.ones(D), np.ones(D), P, np.random.default_rng(seed + 88), n_draws)
+    draws = context_draws(np.ones(D), np.ones(D), P, rng=np.random.default_rng(seed + 88), n_draws=n_draws)
     t = eta * np.arange(steps + 1)
-    flow = readout_flow(t, draws, L, power_five_constant(D), a0, a0, s0)
-    path = readout_descent_path(draws, L, D, eta, steps, a0, s0)
-    peak_se = readout_peak_standard_error(draws, L, D, eta, steps, a0, s0, n_blocks=4)
+    flow = readout_flow(t, draws, L, c=power_five_constant(D), a_o0=a0, a_y0=a0, s0=s0)
+    path = readout_descent_path(draws, L, D, eta=eta, steps=steps, a0=a0, s0=s0)
+    peak_se = readout_peak_standard_error(draws, L, D, eta=eta, steps=steps, a0=a0, s0=s0, n_blocks=4)
     jobs = [ReadoutSGDRun(D, P, K, B, L, s0, a0, eta, steps, seed + 7000 + r, device=device) for r in range(seeds)]
     runs = map_configs(readout_sgd_run, jobs, workers, label="read-out SGD runs")
     return ReadoutComparison(t, flow, path, peak_se, runs, np.array([rr.a_o * rr.a_y for rr in runs]))

@@ -77,7 +77,7 @@ def _iso_args(
     return g, alpha, Lf, sigma, lam, w
 
 
-def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0) -> np.ndarray:
+def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, *, sigma: float = 0.0) -> np.ndarray:
     """ISO ICL loss of ``Γ = γI`` (Bordelon et al. Eq. 8 for σ = 0, Eq. 83 with label noise), plus ``σ²``.
 
     .. math::
@@ -106,7 +106,7 @@ def iso_loss(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0
     return sigma**2 + (signal + noise) @ w
 
 
-def iso_loss_grad(gamma: np.ndarray | float, alpha: float, L: int, sigma: float = 0.0) -> np.ndarray:
+def iso_loss_grad(gamma: np.ndarray | float, alpha: float, L: int, *, sigma: float = 0.0) -> np.ndarray:
     """Derivative ``d iso_loss / dγ`` (exact, same quadrature); the flow is ``dγ/dt = -½`` of it (Eq. 83)."""
     g, alpha, Lf, sigma, lam, w = _iso_args(gamma, alpha, L, sigma)
     _, dsignal, _, dnoise = _iso_integrands(g, lam, Lf, alpha, sigma)
@@ -163,11 +163,11 @@ def iso_optimum(alpha: float, L: int, sigma: float = 0.0) -> tuple[float, float]
     sigma = nonnegative_float(sigma, "sigma")
     hi = 2.0 * Lf / mp_edges(1.0 / alpha)[1]
     grid = np.linspace(0.0, hi, 801)
-    vals = iso_loss(grid, alpha, Lf, sigma)
+    vals = iso_loss(grid, alpha, Lf, sigma=sigma)
     i = int(np.argmin(vals))
     lo_b, hi_b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     res = minimize_scalar(
-        lambda x: float(iso_loss(x, alpha, Lf, sigma)),
+        lambda x: float(iso_loss(x, alpha, Lf, sigma=sigma)),
         bounds=(lo_b, hi_b),
         method="bounded",
         options={"xatol": 1e-12 * max(1.0, hi)},
@@ -190,7 +190,7 @@ def iso_depth1_flow(t: np.ndarray | float, alpha: float, sigma: float = 0.0) -> 
 
 
 def iso_gradient_flow(
-    t: np.ndarray, alpha: float, L: int, sigma: float = 0.0, gamma0: float = 0.0
+    t: np.ndarray, alpha: float, L: int, *, sigma: float = 0.0, gamma0: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradient flow ``dγ/dt = -½ dL/dγ`` on the ISO landscape (Bordelon et al. Eqs. 7, 83).
 
@@ -218,7 +218,7 @@ def iso_gradient_flow(
     if not sol.success:  # pragma: no cover - LSODA on a smooth scalar ODE
         raise RuntimeError(sol.message)
     gamma = sol.y[0]
-    return gamma, iso_loss(gamma, alpha, Lf, sigma)
+    return gamma, iso_loss(gamma, alpha, Lf, sigma=sigma)
 
 
 def _finite_d_designs(
@@ -242,6 +242,7 @@ def iso_loss_finite_d_mc(
     gamma: np.ndarray | float,
     alpha: float,
     L: int,
+    *,
     D: int,
     rng: np.random.Generator,
     draws: int = 200,
@@ -268,6 +269,7 @@ def iso_optimum_finite_d_mc(
     alpha: float,
     L: int,
     D: int,
+    *,
     rng: np.random.Generator,
     draws: int = 200,
     sigma: float = 0.0,

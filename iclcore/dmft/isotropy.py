@@ -143,6 +143,7 @@ def symmetrised_descent(
     setting: str,
     D: int,
     L: int,
+    *,
     n_contexts: int,
     eta: float,
     steps: int,
@@ -246,7 +247,7 @@ def reduced_attention_weights(Gamma: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def masked_linear_attention(
-    weights: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int
+    weights: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray, *, Xq: np.ndarray, L: int
 ) -> np.ndarray:
     """Depth-``L`` residual linear attention with tied layers and the evaluation mask (Eq. 3).
 
@@ -304,7 +305,7 @@ class InContextGDIdentity:
 
 
 def in_context_gd_identity(
-    gd_predict: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray],
+    gd_predict: Callable[..., np.ndarray],
     rng: np.random.Generator,
     *,
     draws: int = 20,
@@ -313,7 +314,7 @@ def in_context_gd_identity(
     """Eq. 3 (masked attention, reduced weights), Eq. 4 and ``L`` steps of in-context GD agree (App. B, Eqs. 52–58).
 
     Each draw: ``D ∈ [2, 8]``, ``P ∈ [2, 19]``, ``L ∈ [1, 6]``, ``Γ`` Gaussian with scale 1/2, Gaussian
-    ``X`` (``P x D``) and ``n_queries`` queries, ``y = Xβ/√D``. Compared: ``gd_predict(Γ, X, y, X_q, L)``
+    ``X`` (``P x D``) and ``n_queries`` queries, ``y = Xβ/√D``. Compared: ``gd_predict(Γ, X, y, Xq=X_q, L=L)``
     (``L`` steps of preconditioned in-context GD, e.g. :func:`iclcore.lsq.iterates.in_context_gd_predict`),
     :func:`masked_linear_attention` with :func:`reduced_attention_weights` and Eq. 4,
     ``f = X_q Γ Σ_{ℓ<L} (I − Σ̂Γ/L)^ℓ Xᵀy / (LP)`` with ``Σ̂ = XᵀX/P``.
@@ -330,8 +331,8 @@ def in_context_gd_identity(
         Gk = rng.standard_normal((Dk, Dk)) * 0.5
         Xk, Xqk = rng.standard_normal((Pk, Dk)), rng.standard_normal((n_queries, Dk))
         yk = Xk @ rng.standard_normal(Dk) / np.sqrt(Dk)
-        f_gd = gd_predict(Gk, Xk, yk, Xqk, Lk)
-        f_att = masked_linear_attention(reduced_attention_weights(Gk), Xk, yk, Xqk, Lk)
+        f_gd = gd_predict(Gk, Xk, yk, Xq=Xqk, L=Lk)
+        f_att = masked_linear_attention(reduced_attention_weights(Gk), Xk, yk, Xq=Xqk, L=Lk)
         Sk = Xk.T @ Xk / Pk
         f_eq4 = (
             Xqk

@@ -75,6 +75,7 @@ def nested_kappa(
     z: np.ndarray,
     lam: np.ndarray,
     alpha_N: float,
+    *,
     inv_alpha_P: float,
     tol: float = 1e-11,
     max_iter: int = 100,
@@ -203,6 +204,7 @@ def nested_kernel(
     lam: np.ndarray,
     omega: np.ndarray,
     N: int,
+    *,
     P: int | None,
     k_max: float,
     n_nodes: int = 256,
@@ -269,7 +271,7 @@ def _kernel_on_circles(
     z2, w2 = _circle(c, 0.58 * k_max, n_nodes + 7)
     zeta = np.concatenate([z1, z2])
     z = -zeta
-    kap, tau = nested_kappa(z, lam, aN, iaP, tol=tol, center=-c)
+    kap, tau = nested_kappa(z, lam, aN, inv_alpha_P=iaP, tol=tol, center=-c)
     psi = 1.0 - tau * iaP
     u = z / psi
     phi = u / kap
@@ -359,6 +361,7 @@ def nested_loss_de(
     gammas: np.ndarray | float,
     lam: np.ndarray,
     omega: np.ndarray,
+    *,
     N: int,
     P: int | None,
     L: int,
@@ -366,7 +369,7 @@ def nested_loss_de(
     n_nodes: int = 256,
 ) -> np.ndarray:
     """:func:`nested_loss` of a freshly solved :func:`nested_kernel` (one call, one ``(N, P)``)."""
-    return nested_loss(gammas, nested_kernel(lam, omega, N, P, k_max, n_nodes), L)
+    return nested_loss(gammas, nested_kernel(lam, omega, N, P=P, k_max=k_max, n_nodes=n_nodes), L)
 
 
 def nested_min_loss(kernel: NestedKernel, L: int, n_grid: int = 400) -> tuple[float, float]:
@@ -391,7 +394,7 @@ def nested_min_loss(kernel: NestedKernel, L: int, n_grid: int = 400) -> tuple[fl
     return float(gs), float(nested_loss(gs, kernel, int(Lf)))
 
 
-def nested_flow_loss(t: np.ndarray, kernel: NestedKernel, L: int, n_grid: int = 300) -> np.ndarray:
+def nested_flow_loss(t: np.ndarray, kernel: NestedKernel, L: int, *, n_grid: int = 300) -> np.ndarray:
     """Loss along the gradient flow ``dγ/dt = -½ dL/dγ`` from ``γ(0) = 0`` (theory time of :mod:`iclcore.dmft`).
 
     The flow is monotone up to the minimiser ``γ*``, so ``t(γ) = 2 ∫_0^γ dγ'/(-L'(γ'))``. The integral is
@@ -438,7 +441,7 @@ def nested_flow_loss(t: np.ndarray, kernel: NestedKernel, L: int, n_grid: int = 
 
 
 def nested_spectral_bound(
-    lam: np.ndarray, N: int, P: int | None, rng: np.random.Generator, draws: int = 2, margin: float = 1.25
+    lam: np.ndarray, N: int, P: int | None, *, rng: np.random.Generator, draws: int = 2, margin: float = 1.25
 ) -> float:
     """``margin`` times the largest top eigenvalue of ``M = B Σ̂`` over ``draws`` Monte Carlo draws.
 
@@ -469,6 +472,7 @@ def nested_landscape_draws(
     gammas: np.ndarray,
     lam: np.ndarray,
     omega: np.ndarray,
+    *,
     N: int,
     P: int | None,
     L: int,
@@ -483,7 +487,9 @@ def nested_landscape_draws(
     """
     n_draws = positive_int(n_draws, "n_draws", minimum=2)
     rng = as_generator(rng)
-    return np.stack([width_landscape_mc(gammas, lam, omega, N, L, rng, P=P, n_draws=1)[0] for _ in range(n_draws)])
+    return np.stack(
+        [width_landscape_mc(gammas, lam, omega, N=N, L=L, rng=rng, P=P, n_draws=1)[0] for _ in range(n_draws)]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,7 +586,7 @@ def chinchilla_drift(x: np.ndarray, loss: np.ndarray, a0: float = 0.5) -> np.nda
 
 
 def compute_optimal_frontier(
-    compute: np.ndarray, widths: np.ndarray, depths: np.ndarray, loss: np.ndarray
+    compute: np.ndarray, widths: np.ndarray, depths: np.ndarray, *, loss: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Minimum of the loss over shapes ``(N, L)`` at fixed compute ``C = t N² L`` (Result 8).
 

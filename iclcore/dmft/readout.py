@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 
-def readout_loss(m: float, gamma: float, draws: ContextDraws, L: int) -> tuple[float, float, float]:
+def readout_loss(m: float, gamma: float, draws: ContextDraws, *, L: int) -> tuple[float, float, float]:
     """Eq. (124) at finite context length and its two partial derivatives (Monte Carlo mean over ``draws``).
 
     ``𝓛 = tr ΩΛ - 2m g_1(γ) + m² g_2(γ)`` with ``g_1 = ⟨tr Λ q Ω⟩``, ``g_2 = ⟨tr Λ q Ω q⟩``.
@@ -111,7 +111,7 @@ class ReadoutFlow:
 
 
 def readout_flow(
-    t: np.ndarray, draws: ContextDraws, L: int, c: float, a_o0: float, a_y0: float, s0: float
+    t: np.ndarray, draws: ContextDraws, L: int, *, c: float, a_o0: float, a_y0: float, s0: float
 ) -> ReadoutFlow:
     """Gradient flow of the read-in/read-out scales and the balanced attention scale (module docstring).
 
@@ -136,7 +136,7 @@ def readout_flow(
 
     def rhs(_t: float, y: np.ndarray) -> list[float]:
         ao, ay, s = y
-        _, dm, dg = readout_loss(ao * ay, c * s**5, draws, L)
+        _, dm, dg = readout_loss(ao * ay, c * s**5, draws, L=L)
         return [-ay * dm, -ao * dm, -c * s**4 * dg]
 
     sol = solve_ivp(
@@ -146,12 +146,12 @@ def readout_flow(
         raise RuntimeError(f"readout_flow: the ODE solver failed ({sol.message})")
     ao, ay, s = sol.y
     m, g = ao * ay, c * s**5
-    loss = np.array([readout_loss(mi, gi, draws, L)[0] for mi, gi in zip(m, g)])
+    loss = np.array([readout_loss(mi, gi, draws, L=L)[0] for mi, gi in zip(m, g)])
     return ReadoutFlow(t=t, a_o=ao, a_y=ay, s=s, m=m, gamma=g, loss=loss)
 
 
 def readout_descent_path(
-    draws: ContextDraws, L: int, D: int, eta: float, steps: int, a0: float, s0: float
+    draws: ContextDraws, L: int, D: int, *, eta: float, steps: int, a0: float, s0: float
 ) -> ReadoutFlow:
     """The expected SGD path of :class:`ReadoutAttention` in its own discrete steps (Eq. 124 with step ``η``).
 
@@ -174,7 +174,7 @@ def readout_descent_path(
     rec = np.empty((steps + 1, 4))  # a_o, a_y, gamma, loss
     for n in range(steps + 1):  # an iterated map: each step needs the previous one
         g = v * x * x * k * q
-        loss, dm, dg = readout_loss(ao * ay, g, draws, L)
+        loss, dm, dg = readout_loss(ao * ay, g, draws, L=L)
         rec[n] = ao, ay, g, loss
         x, k, q, v, ao, ay = (
             x - eta * 2 * v * x * k * q * dg / D,
@@ -227,7 +227,7 @@ class ReadoutRun:
 
 
 def readout_peak_standard_error(
-    draws: ContextDraws, L: int, D: int, eta: float, steps: int, a0: float, s0: float, n_blocks: int = 4
+    draws: ContextDraws, L: int, D: int, *, eta: float, steps: int, a0: float, s0: float, n_blocks: int = 4
 ) -> float:
     """Monte Carlo standard error of the peak read-out scale ``max_t a_o a_y`` of :func:`readout_descent_path`.
 
@@ -243,7 +243,9 @@ def readout_peak_standard_error(
         ``2 <= n_blocks <= draws.n``.
     """
     n_blocks = positive_int(n_blocks, "n_blocks", minimum=2)
-    peaks = [readout_descent_path(blk, L, D, eta, steps, a0, s0).m.max() for blk in draws.split(n_blocks)]
+    peaks = [
+        readout_descent_path(blk, L, D, eta=eta, steps=steps, a0=a0, s0=s0).m.max() for blk in draws.split(n_blocks)
+    ]
     return float(np.std(peaks, ddof=1) / np.sqrt(n_blocks))
 
 
@@ -251,9 +253,9 @@ def train_readout(
     model: ReadoutAttention,
     sampler,
     steps: int,
+    *,
     lr: float,
     gen: torch.Generator,
-    *,
     device: str | torch.device = "cpu",
 ) -> ReadoutRun:
     """Plain online SGD ``W ← W - lr ∇`` on the query mean-squared error, fresh prompts every step.
@@ -340,8 +342,8 @@ def full_attention_run(run: FullAttentionRun) -> TrainResult:
 
     def sampler(g: torch.Generator) -> Contexts:
         if run.kind == "iso":
-            return sample_iso_contexts(run.B, run.P, run.K, D, g, dtype=torch.float32)
-        return sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g, dtype=torch.float32)
+            return sample_iso_contexts(run.B, run.P, run.K, D=D, gen=g, dtype=torch.float32)
+        return sample_rrs_contexts(run.B, run.P, run.K, lam=lam, omega=omega, gen=g, dtype=torch.float32)
 
     def schedule(k):
         return 1.0 / (1.0 + k / run.decay)
@@ -349,7 +351,7 @@ def full_attention_run(run: FullAttentionRun) -> TrainResult:
     model = LinearAttention(D, run.L, run.s0, "block", dtype=torch.float32)
     try:
         gen = torch.Generator().manual_seed(run.seed)
-        return train(model, sampler, run.steps, run.eta, gen, schedule=schedule, device=run.device)
+        return train(model, sampler, run.steps, lr=run.eta, gen=gen, schedule=schedule, device=run.device)
     except FloatingPointError as exc:  # no stability limit of the full model is known: refuse, never a NaN verdict
         raise ValueError(
             f"eta: SGD of the {run.kind} run at depth L={run.L} diverged with eta={run.eta}, B={run.B} ({exc}); lower eta"
@@ -391,10 +393,10 @@ def readout_sgd_run(run: ReadoutSGDRun) -> ReadoutRun:
     model = ReadoutAttention(run.D, run.L, run.s0, run.a0, dtype=torch.float32)
     return train_readout(
         model,
-        lambda g: sample_iso_contexts(run.B, run.P, run.K, run.D, g, dtype=torch.float32),
+        lambda g: sample_iso_contexts(run.B, run.P, run.K, D=run.D, gen=g, dtype=torch.float32),
         run.steps,
-        run.eta,
-        torch.Generator().manual_seed(run.seed),
+        lr=run.eta,
+        gen=torch.Generator().manual_seed(run.seed),
         device=run.device,
     )
 
@@ -434,8 +436,8 @@ def power_law_flow(job: PowerLawFlowJob) -> tuple[np.ndarray | None, np.ndarray]
     lam, omega = power_law_spectrum(positive_int(job.D, "D"), job.nu, job.beta)
     t = np.array(job.t)
     if job.kind == "gamma":
-        return None, rrs_gradient_flow(t, lam, omega, np.inf)[0]
-    return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, np.inf), job.c, job.s0)
+        return None, rrs_gradient_flow(t, lam, omega, L=np.inf)[0]
+    return power_five_flow(t, lambda x: rrs_loss_grad(x, lam, omega, L=np.inf), job.c, s0=job.s0)
 
 
 @dataclass(frozen=True)
@@ -457,7 +459,7 @@ class PowerFiveTheory:
 
 
 def power_five_theory(
-    draws: ContextDraws, L: int, t: np.ndarray, c: float, s0: float, n_tables: int, late_start: int
+    draws: ContextDraws, L: int, t: np.ndarray, *, c: float, s0: float, n_tables: int, late_start: int
 ) -> PowerFiveTheory:
     """Balanced ``γ = c s⁵`` flow on the exact finite-``P`` tied landscape, with its Monte Carlo error (Fig. 6a-b).
 
@@ -488,12 +490,14 @@ def power_five_theory(
     """
     n_tables = positive_int(n_tables, "n_tables", minimum=2)
     M = tied_loss_moments(draws, L)
-    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0)
+    _, gam = power_five_flow(t, lambda x: float(tied_loss_from_moments(x, M)[1]), c, s0=s0)
     late_th = []
     for blk in draws.split(n_tables):
         M_b = tied_loss_moments(blk, L)
         late_th.append(
-            np.mean(power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0)[1][late_start:])
+            np.mean(
+                power_five_flow(t, lambda x, M=M_b: float(tied_loss_from_moments(x, M)[1]), c, s0=s0)[1][late_start:]
+            )
         )
     mc_sd = float(np.std(late_th, ddof=1) / np.mean(late_th) / np.sqrt(n_tables))
     return PowerFiveTheory(gam, tied_loss_from_moments(gam, M)[0], mc_sd)

@@ -285,7 +285,7 @@ def simulate_reduced_gamma_sgd(
 
 
 def reduced_gamma_loss_mc(
-    Gamma: np.ndarray, cfg: ReducedGammaSGDConfig, rng: np.random.Generator, n_contexts: int = 2000, chunk: int = 250
+    Gamma: np.ndarray, cfg: ReducedGammaSGDConfig, rng: np.random.Generator, *, n_contexts: int = 2000, chunk: int = 250
 ) -> tuple[float, float]:
     """Population ICL loss of a fixed ``Γ`` by Monte Carlo over ``n_contexts`` fresh contexts.
 
@@ -330,7 +330,7 @@ class ShallowISORuns:
 
 
 def shallow_iso_sgd_runs(
-    D: int, alpha: float, kappa: float, tau: float, eta: float, steps: int, seeds: int, rng: np.random.Generator
+    D: int, alpha: float, kappa: float, *, tau: float, eta: float, steps: int, seeds: int, rng: np.random.Generator
 ) -> ShallowISORuns:
     """``seeds`` independent depth-1 ISO SGD runs at ``P = αD``, ``K = κD``, ``B = τD`` (Bordelon et al. App. C.1, Fig. 7).
 
@@ -363,6 +363,7 @@ def flow_deviation_at_checkpoints(
     batch_loss: np.ndarray,
     loss_theory: np.ndarray,
     gamma: np.ndarray,
+    *,
     gamma_theory: np.ndarray,
     checkpoints: list[int],
     window: int = 5,
@@ -421,7 +422,7 @@ class PlateauComparison:
 
 
 def plateau_comparison(
-    seeds: np.ndarray, theory: np.ndarray, theory_finite_d: np.ndarray, start: int = 19
+    seeds: np.ndarray, theory: np.ndarray, theory_finite_d: np.ndarray, *, start: int = 19
 ) -> PlateauComparison:
     """Plateau (mean over steps ``>= start``) of independent seeds against the asymptotic and finite-``D`` theory (Fig. 7).
 
@@ -586,13 +587,17 @@ def iso_sgd_grid(
             g_th, l_th = iso_gradient_flow(np.concatenate([[0.0], res.t]), a, L)
             l_th_loss = iso_gradient_flow(res.t_loss, a, L)[1]
             final, final_se = reduced_gamma_loss_mc(res.Gamma, cfg, rng, n_contexts=eval_contexts)
-            finite_d = iso_optimum_finite_d_mc(a, L, D, rng, draws=mc_draws)[1]
+            finite_d = iso_optimum_finite_d_mc(a, L, D, rng=rng, draws=mc_draws)[1]
             runs[(a, L)] = IsoSGDRun(res, g_th[1:], l_th[1:], l_th_loss, final, final_se, finite_d)
     n_const = steps - n_anneal
     checkpoints = [n_const // 4, n_const // 2, n_const - 1]
     devs = [
         flow_deviation_at_checkpoints(
-            r.result.batch_loss, r.loss_theory_at_batches, r.result.gamma_mean, r.gamma_theory, checkpoints
+            r.result.batch_loss,
+            r.loss_theory_at_batches,
+            r.result.gamma_mean,
+            gamma_theory=r.gamma_theory,
+            checkpoints=checkpoints,
         )
         for r in runs.values()
     ]
@@ -698,10 +703,10 @@ def shallow_sgd_comparison(
     """
     early = positive_int(early, "early", maximum=positive_int(steps, "steps"))
     steps_ = np.arange(1, steps + 1)
-    th = shallow_sgd_theory(steps_, eta, alpha, kappa, tau)
-    th_fd = shallow_sgd_theory(steps_, eta, alpha, kappa, tau, D=D)
-    th_paper = shallow_sgd_theory(steps_, eta, alpha, kappa, tau, paper_initial_condition=True)
-    runs = shallow_iso_sgd_runs(D, alpha, kappa, tau, eta, steps, seeds, rng)
+    th = shallow_sgd_theory(steps_, eta, alpha, kappa=kappa, tau=tau)
+    th_fd = shallow_sgd_theory(steps_, eta, alpha, kappa=kappa, tau=tau, D=D)
+    th_paper = shallow_sgd_theory(steps_, eta, alpha, kappa=kappa, tau=tau, paper_initial_condition=True)
+    runs = shallow_iso_sgd_runs(D, alpha, kappa, tau=tau, eta=eta, steps=steps, seeds=seeds, rng=rng)
     pe_seeds, lo_seeds = runs.param_error, runs.batch_loss
     pe, lo = np.mean(pe_seeds, axis=0), np.mean(lo_seeds, axis=0)
     th_loss_prev = np.concatenate([[1.0], th.icl_loss[:-1]])
@@ -895,11 +900,11 @@ def plateau_gap_size_scaling(
     -------
     PlateauGapScaling
     """
-    th = shallow_sgd_theory(np.arange(1, steps + 1), eta, alpha, kappa, tau)
+    th = shallow_sgd_theory(np.arange(1, steps + 1), eta, alpha, kappa=kappa, tau=tau)
     lvl_th = float(np.mean(th.param_error[start:]))
     gap, gap_se = [], []
     for D_k in sizes:
-        runs_k = shallow_iso_sgd_runs(D_k, alpha, kappa, tau, eta, steps, seeds, rng)
+        runs_k = shallow_iso_sgd_runs(D_k, alpha, kappa, tau=tau, eta=eta, steps=steps, seeds=seeds, rng=rng)
         lv = [np.mean(pe_k[start:]) for pe_k in runs_k.param_error]
         gap.append(np.mean(lv) / lvl_th - 1)
         gap_se.append(float(standard_error(np.array(lv))) / lvl_th)
@@ -987,7 +992,7 @@ def fs_sgd_comparison(
         )
         runs[L] = simulate_reduced_gamma_sgd(cfg, rng)
     res = runs[mode_depth]
-    th = fs_mode_flow(res.record_t, lam, omega, mode_depth)
+    th = fs_mode_flow(res.record_t, lam, omega, L=mode_depth)
     dev_gamma = 0.0
     for k in modes:
         mask = lam[k - 1] * th[:, k - 1] > learned
@@ -996,7 +1001,7 @@ def fs_sgd_comparison(
     dev_loss = 0.0
     for L, r in runs.items():
         dev_loss = max(
-            dev_loss, block_mean_relative_deviation(r.batch_loss, fs_loss_curve(r.t_loss, lam, omega, L), window)
+            dev_loss, block_mean_relative_deviation(r.batch_loss, fs_loss_curve(r.t_loss, lam, omega, L=L), window)
         )
     return FSSGDComparison(runs, th, dev_gamma, dev_loss)
 
@@ -1044,6 +1049,6 @@ def rrs_sgd_comparison(
     for L in depths:
         cfg = ReducedGammaSGDConfig("rrs", D=D, L=L, B=D, eta=eta * min(1.0, L / 4), steps=steps, lam=lam, omega=omega)
         runs[L] = simulate_reduced_gamma_sgd(cfg, rng)
-        theory[L] = rrs_gradient_flow(runs[L].t_loss, lam, omega, L)[1]
+        theory[L] = rrs_gradient_flow(runs[L].t_loss, lam, omega, L=L)[1]
         dev = max(dev, block_mean_relative_deviation(runs[L].batch_loss, theory[L], window))
     return RRSSGDComparison(runs, theory, dev)

@@ -31,7 +31,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def rrs_loss(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def rrs_loss(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """RRS loss of ``Γ = γI`` at ``α = ∞`` (Eq. 98): ``tr ΩΛ (I - γΛ/L)^{2L}`` (``exp(-2γΛ)`` for L = inf).
 
     Exact at every finite ``D``: the Haar rotation cancels for isotropic ``Γ``.
@@ -44,7 +44,7 @@ def rrs_loss(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, L: i
     return (omega * lam * fac).mean(axis=-1)
 
 
-def rrs_loss_grad(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def rrs_loss_grad(gamma: np.ndarray | float, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """``d rrs_loss / dγ = -2 tr ΩΛ² (I - γΛ/L)^{2L-1}``; the flow of Eq. 13 is ``-½`` of it."""
     lam, omega = spectrum_pair(lam, omega)
     g = finite_array(gamma, "gamma")[..., None]
@@ -63,7 +63,7 @@ def rrs_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, floa
     Lf = check_depth(L)
     hi = 2.0 * Lf / lam.max()
     res = minimize_scalar(
-        lambda x: float(rrs_loss(x, lam, omega, Lf)),
+        lambda x: float(rrs_loss(x, lam, omega, L=Lf)),
         bounds=(0.0, hi),
         method="bounded",
         options={"xatol": 1e-10 * hi},
@@ -72,7 +72,7 @@ def rrs_optimum(lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, floa
 
 
 def rrs_gradient_flow(
-    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float
+    t: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, L: int | float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradient flow ``dγ/dt = tr ΛΩ Λ (I - γΛ/L)^{2L-1}`` from ``γ(0) = 0`` (Eq. 13; L = inf allowed).
 
@@ -91,16 +91,16 @@ def rrs_gradient_flow(
     Lf = float(check_depth(L, allow_inf=True))
 
     def rhs(_t, y):
-        return [-0.5 * float(rrs_loss_grad(y[0], lam, omega, Lf))]
+        return [-0.5 * float(rrs_loss_grad(y[0], lam, omega, L=Lf))]
 
     sol = solve_ivp(rhs, (0.0, float(t[-1])), [0.0], t_eval=t, method="LSODA", rtol=1e-9, atol=1e-12)
     if not sol.success:  # pragma: no cover
         raise RuntimeError(sol.message)
     gamma = sol.y[0]
-    return gamma, rrs_loss(gamma, lam, omega, Lf)
+    return gamma, rrs_loss(gamma, lam, omega, L=Lf)
 
 
-def rrs_time_of_gamma(gamma: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: int | float) -> np.ndarray:
+def rrs_time_of_gamma(gamma: np.ndarray, lam: np.ndarray, omega: np.ndarray, *, L: int | float) -> np.ndarray:
     """Inverse of the RRS flow: ``t(γ) = ∫_0^γ dg / F(g)``, ``F(g) = tr ΩΛ²(I - gΛ/L)^{2L-1}`` (Eq. 13).
 
     The flow is one-dimensional and autonomous, so the trajectory is known parametrically:
@@ -121,7 +121,7 @@ def rrs_time_of_gamma(gamma: np.ndarray, lam: np.ndarray, omega: np.ndarray, L: 
     if g.ndim != 1 or g.size == 0 or np.any(g < 0) or np.any(np.diff(g) <= 0) or not np.all(np.isfinite(g)):
         raise ValueError("gamma: expected a 1-D increasing array of finite non-negative values")
     Lf = float(check_depth(L, allow_inf=True))
-    F = lambda x: -0.5 * rrs_loss_grad(x, lam, omega, Lf)  # noqa: E731
+    F = lambda x: -0.5 * rrs_loss_grad(x, lam, omega, L=Lf)  # noqa: E731
     if np.any(F(g) <= 0):
         raise ValueError("gamma: values at or beyond the optimum, where the flow stops (t = inf)")
     x16, w16 = np.polynomial.legendre.leggauss(16)

@@ -101,7 +101,9 @@ def width_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, N: int) -> float:
     return float(np.mean(omega * lam * kap**2 / (kap + lam) ** 2))
 
 
-def width_bottleneck_mc(lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, draws: int = 4) -> float:
+def width_bottleneck_mc(
+    lam: np.ndarray, omega: np.ndarray, N: int, *, rng: np.random.Generator, draws: int = 4
+) -> float:
     """Monte Carlo of the width bottleneck: ``E tr[ΩΛ (I - Π_N)]``, ``Π_N`` the orthogonal projector onto
     ``range(Λ^{1/2} U)`` for a Haar ``D x N`` frame ``U`` (the null space of ``K = Λ^{1/2}UUᵀΛ^{1/2}``
     is what ``(I - γK/L)^{2L}`` keeps as ``γ, L → ∞``)."""
@@ -140,7 +142,7 @@ def context_bottleneck_paper(lam: np.ndarray, omega: np.ndarray, P: int) -> floa
 
 
 def context_bottleneck_mc(
-    lam: np.ndarray, omega: np.ndarray, P: int, rng: np.random.Generator, draws: int = 4
+    lam: np.ndarray, omega: np.ndarray, P: int, *, rng: np.random.Generator, draws: int = 4
 ) -> float:
     """Monte Carlo of the context bottleneck: ``E tr[Ω(I-Π_X)Λ(I-Π_X)]``, ``Π_X`` the projector onto the
     row span of ``X`` (``P x D`` with rows ``~ N(0, Λ)``): the limit of ``(I - γΣ̂/L)^L`` as ``γ, L → ∞``."""
@@ -206,7 +208,7 @@ class FittedExponent:
     loss: np.ndarray
 
 
-def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> FittedExponent:
+def fitted_scaling_exponent(resource: str, nu: float, beta: float, *, D: int) -> FittedExponent:
     """Fit the decay exponent of one resource on the power-law theory (Bordelon et al. Result 8, Table 1).
 
     Data ``λ_k = k^{-ν}``, ``ω_k λ_k ∝ k^{-νβ-1}`` with ``D`` modes (:func:`iclcore.dmft.data.power_law_spectrum`).
@@ -244,13 +246,13 @@ def fitted_scaling_exponent(resource: str, nu: float, beta: float, D: int) -> Fi
             raise ValueError(f"D: the t_fs window (modes 20..D/100) needs D > 2000, got {D}")
         k_t = lambda k: k ** (nu * beta + 2 * nu + 1) / float(om[0] * lam[0] ** 3)  # noqa: E731
         x = np.geomspace(k_t(20.0), k_t(D / 100), 20)
-        y = fs_loss_curve(x, lam, om, math.inf)
+        y = fs_loss_curve(x, lam, om, L=math.inf)
     elif resource == "t_rrs":
         g_max = min(300.0, (D / 50) ** nu)
         if g_max <= 10.0:
             raise ValueError(f"D: the t_rrs window needs (D/50)^nu > 10, got D={D}, nu={nu}")
         g = np.geomspace(10.0, g_max, 20)
-        x, y = rrs_time_of_gamma(g, lam, om, math.inf), rrs_loss(g, lam, om, math.inf)
+        x, y = rrs_time_of_gamma(g, lam, om, L=math.inf), rrs_loss(g, lam, om, L=math.inf)
     elif resource == "L":
         x = np.array([8.0, 16.0, 32.0, 64.0, 128.0])
         y = np.array([rrs_optimum(lam, om, int(L))[1] for L in x])
@@ -317,14 +319,14 @@ def scaling_exponent_table(D: int) -> dict[str, ExponentRow]:
     table = {}
     for prefix, resource, key, label, cases in _EXPONENT_CASES:
         for nu, beta in cases:
-            f, e = fitted_scaling_exponent(resource, nu, beta, D), scaling_exponents(nu, beta)
+            f, e = fitted_scaling_exponent(resource, nu, beta, D=D), scaling_exponents(nu, beta)
             table[f"{prefix}_nu{_tag(nu)}_beta{_tag(beta)}"] = ExponentRow(
                 label, f.exponent, f.drift, e[f"{key}_paper"], e[f"{key}_corrected"]
             )
     for beta in _BOTTLENECK_BETAS:
         e = scaling_exponents(2.0, beta)
         for prefix, resource in (("width", "N"), ("context", "P")):
-            f = fitted_scaling_exponent(resource, 2.0, beta, D)
+            f = fitted_scaling_exponent(resource, 2.0, beta, D=D)
             table[f"{prefix}_nu2_beta{_tag(beta)}"] = ExponentRow(
                 resource, f.exponent, f.drift, e[f"{resource}_paper"], e[f"{resource}_corrected"]
             )
@@ -348,7 +350,7 @@ def compute_optimal_shape_exponent(width: ExponentRow, depth: ExponentRow) -> tu
     return aN / aL, float(np.hypot(dN / aL, aN * dL / aL**2))
 
 
-def scalar_descent_path(grad: Callable[[float], float], step: float, steps: int, gamma0: float = 0.0) -> np.ndarray:
+def scalar_descent_path(grad: Callable[[float], float], step: float, steps: int, *, gamma0: float = 0.0) -> np.ndarray:
     """The expected dynamics of a scalar order parameter in discrete steps: ``γ_{k+1} = γ_k − step · L'(γ_k)``.
 
     The SGD runs of the width and untied-layer chapters (Bordelon et al. §4, Figs. 5 and 8) move ``γ``

@@ -74,7 +74,7 @@ class ShallowSGDEnsemble:
     K: int
 
 
-def shallow_mean_path(steps: int, eta: float, D: int, P: int, sigma: float = 0.0) -> np.ndarray:
+def shallow_mean_path(steps: int, eta: float, D: int, *, P: int, sigma: float = 0.0) -> np.ndarray:
     """Exact finite-``D`` mean ``γ̄_t``, ``t = 1..steps``, of depth-1 ISO SGD from ``Γ = 0``.
 
     ``γ̄_t = (1 − (1 − ηa₀')^t)/a₀'`` with ``a₀' = 1 + (1+σ²)(D+1)/P`` (module docstring). Shape ``(steps,)``.
@@ -92,6 +92,7 @@ def shallow_sgd_ensemble(
     D: int,
     alpha: float,
     kappa: float,
+    *,
     tau: float,
     eta: float,
     steps: int,
@@ -122,7 +123,7 @@ def shallow_sgd_ensemble(
     sigma = nonnegative_float(sigma, "sigma")
     rng = as_generator(rng)
     P, K, B = (max(1, int(round(v * D))) for v in (alpha, kappa, tau))
-    mean = shallow_mean_path(steps, eta, D, P, sigma)
+    mean = shallow_mean_path(steps, eta, D, P=P, sigma=sigma)
     Gam = np.zeros((R, D, D))
     eye = np.eye(D)
     gamma = np.empty((R, steps))
@@ -154,13 +155,13 @@ def shallow_sgd_ensemble(
 
 
 def noise_plateau_theory(
-    eta: float, alpha: float, kappa: float, tau: float, sigma: float = 0.0, D: int | None = None
+    eta: float, alpha: float, kappa: float, *, tau: float, sigma: float = 0.0, D: int | None = None
 ) -> float:
     """Result 10's stationary SGD noise ``C(∞) = b/(1 − a)`` (Eqs. 75, 79).
 
     ``D`` applies the finite-``D`` Wishart moments of :func:`iclcore.dmft.shallow_sgd.shallow_sgd_theory`.
     """
-    th = shallow_sgd_theory(np.array([0]), eta, alpha, kappa, tau, sigma=sigma, D=D)
+    th = shallow_sgd_theory(np.array([0]), eta, alpha, kappa=kappa, tau=tau, sigma=sigma, D=D)
     return th.b / (1.0 - th.a)
 
 
@@ -367,14 +368,16 @@ def noise_scale_sweep(
         raise ValueError(f"eta_ref: {eta_ref!r} is not one of etas {etas!r}")
 
     def run(D_k: int, eta: float) -> ShallowSGDEnsemble:
-        return shallow_sgd_ensemble(D_k, 1.0, 1.0, tau, eta, int(np.ceil(t_end / eta)), seeds, rng)
+        return shallow_sgd_ensemble(
+            D_k, 1.0, 1.0, tau=tau, eta=eta, steps=int(np.ceil(t_end / eta)), seeds=seeds, rng=rng
+        )
 
     x = np.array(etas) / tau
     sizes = _size_triple(D)
     sweeps = {Dk: {eta: run(Dk, eta) for eta in etas} for Dk in sizes}
     plateaus = {Dk: [noise_plateau(sweeps[Dk][e], e) for e in etas] for Dk in sizes}
-    th_inf = np.array([noise_plateau_theory(e, 1.0, 1.0, tau) for e in etas])
-    th_fd = np.array([noise_plateau_theory(e, 1.0, 1.0, tau, D=D) for e in etas])
+    th_inf = np.array([noise_plateau_theory(e, 1.0, 1.0, tau=tau) for e in etas])
+    th_fd = np.array([noise_plateau_theory(e, 1.0, 1.0, tau=tau, D=D) for e in etas])
     slope_D, slope_D_se = np.array([noise_plateau_slope(plateaus[Dk], x) for Dk in sizes]).T
     size_pl = np.array([(p.mean, p.se) for p in (plateaus[Dk][etas.index(eta_ref)] for Dk in sizes)])
     _, q, q_se = fit_power_law_weighted(np.array(sizes, float), size_pl[:, 0], size_pl[:, 1])
@@ -495,11 +498,13 @@ def kappa_noise_check(
         raise ValueError(f"kappas: expected two values, got {kappas!r}")
 
     def run(D_k: int, kappa_k: float) -> ShallowSGDEnsemble:
-        return shallow_sgd_ensemble(D_k, 1.0, kappa_k, tau, eta, int(np.ceil(t_end / eta)), seeds, rng)
+        return shallow_sgd_ensemble(
+            D_k, 1.0, kappa_k, tau=tau, eta=eta, steps=int(np.ceil(t_end / eta)), seeds=seeds, rng=rng
+        )
 
     def theory_ratio(D_k: int | None) -> float:
-        return noise_plateau_theory(eta, 1.0, kappas[0], tau, D=D_k) / noise_plateau_theory(
-            eta, 1.0, kappas[1], tau, D=D_k
+        return noise_plateau_theory(eta, 1.0, kappas[0], tau=tau, D=D_k) / noise_plateau_theory(
+            eta, 1.0, kappas[1], tau=tau, D=D_k
         )
 
     kap_runs = {k: run(D, k) for k in kappas}

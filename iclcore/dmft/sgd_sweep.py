@@ -74,10 +74,10 @@ def reduced_sgd_gamma_path(task: ReducedSGDTask) -> np.ndarray:
     lr = task.eta * m * (1 if task.tied else task.L) / 2
     res = train(
         model,
-        lambda g: sample_rrs_contexts(task.B, 1, 1, lam, omega, g),
+        lambda g: sample_rrs_contexts(task.B, 1, 1, lam=lam, omega=omega, gen=g),
         task.steps,
-        lr,
-        torch.Generator().manual_seed(task.train_seed),
+        lr=lr,
+        gen=torch.Generator().manual_seed(task.train_seed),
         population=True,
         device=task.device,
     )
@@ -101,6 +101,7 @@ def late_bias_sweep(
     configs: Sequence[tuple[float, int]],
     make_task: Callable[[float, int, int, int], ReducedSGDTask],
     seeds: int,
+    *,
     horizon: float,
     flow: Callable[[np.ndarray], np.ndarray],
     grad: Callable[[float], float],

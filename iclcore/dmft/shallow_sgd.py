@@ -52,6 +52,7 @@ def shallow_sgd_theory(
     steps: np.ndarray,
     eta: float,
     alpha: float,
+    *,
     kappa: float,
     tau: float,
     sigma: float = 0.0,

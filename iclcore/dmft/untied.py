@@ -55,7 +55,7 @@ def untied_loss(layer_gammas: np.ndarray, lam: np.ndarray, omega: np.ndarray) ->
     return float(np.mean(omega * lam * prod))
 
 
-def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, L: int) -> tuple[float, float]:
+def untied_balanced_hessian(gamma: float, lam: np.ndarray, omega: np.ndarray, *, L: int) -> tuple[float, float]:
     """Eigenvalues of the Hessian of :func:`untied_loss` at the balanced point ``gamma^l = gamma``.
 
     With ``u = 1 - gamma Lambda / L`` and ``m = tr[Omega Lambda^3 u^{2L-2}] / L^2`` the Hessian is
@@ -168,7 +168,7 @@ def _untied_noisy_terms(layer_gammas: np.ndarray, draws: ContextDraws) -> tuple[
 
 
 def untied_noisy_loss(
-    layer_gammas: np.ndarray, draws: ContextDraws, sigma: float, decoupled: bool = True
+    layer_gammas: np.ndarray, draws: ContextDraws, sigma: float, *, decoupled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Excess loss of untied isotropic layers with label noise at context length ``P`` (App. G.1.2).
 
@@ -208,7 +208,7 @@ def untied_noisy_loss(
 
 
 def untied_noisy_flow(
-    t: np.ndarray, draws: ContextDraws, L: int, sigma: float, decoupled: bool = True
+    t: np.ndarray, draws: ContextDraws, L: int, *, sigma: float, decoupled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Balanced gradient flow on :func:`untied_noisy_loss`: ``dγ/dt = -½ d𝓛(γ 1_L)/dγ`` from ``γ = 0``.
 
@@ -228,7 +228,9 @@ def untied_noisy_flow(
         raise ValueError("t: times must be >= 0")
 
     def loss(g: np.ndarray) -> np.ndarray:
-        return untied_noisy_loss(np.repeat(np.asarray(g, float)[:, None], L, axis=1), draws, sigma, decoupled)[0]
+        return untied_noisy_loss(
+            np.repeat(np.asarray(g, float)[:, None], L, axis=1), draws, sigma, decoupled=decoupled
+        )[0]
 
     def rhs(_t: float, y: np.ndarray) -> list[float]:
         h = 1e-6 * (1.0 + abs(y[0]))
@@ -297,21 +299,21 @@ def untied_sgd_run(run: UntiedSGDRun) -> TrainResult:
     if run.P is None:
         return train(
             model,
-            lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+            lambda g: sample_rrs_contexts(run.B, 1, 1, lam=lam, omega=omega, gen=g),
             run.steps,
-            lr,
-            gen,
+            lr=lr,
+            gen=gen,
             population=True,
             device=run.device,
         )
 
     def noisy(g: torch.Generator):
-        ctx = sample_rrs_contexts(run.B, run.P, run.K, lam, omega, g)
+        ctx = sample_rrs_contexts(run.B, run.P, run.K, lam=lam, omega=omega, gen=g)
         ctx.y = ctx.y + run.sigma * torch.randn(ctx.y.shape, generator=g, dtype=ctx.y.dtype)
         ctx.ys = ctx.ys + run.sigma * torch.randn(ctx.ys.shape, generator=g, dtype=ctx.ys.dtype)
         return ctx
 
-    return train(model, noisy, run.steps, lr, gen, device=run.device)
+    return train(model, noisy, run.steps, lr=lr, gen=gen, device=run.device)
 
 
 @dataclass(frozen=True)
@@ -354,7 +356,7 @@ def balanced_optimum_stability(lam: np.ndarray, omega: np.ndarray, L: int) -> Ba
     """
     L = positive_int(L, "L", minimum=2)
     g_star, l_bal = rrs_optimum(lam, omega, L)
-    lon, tra = untied_balanced_hessian(g_star, lam, omega, L)
+    lon, tra = untied_balanced_hessian(g_star, lam, omega, L=L)
     _, l_unt = untied_optimum(lam, omega, L)
     h = 1e-6 * g_star
     point = np.full(L, 0.7 * g_star)  # away from the optimum, where the gradient is not small

@@ -48,6 +48,7 @@ __all__ = [
     "untied_optimum_checks",
     "LabelNoiseComparison",
     "untied_label_noise_comparison",
+    "label_noise_batch_metrics",
 ]
 
 
@@ -125,7 +126,7 @@ def untied_comparison(
     jobs = [UntiedSGDRun(tuple(lam), tuple(omega), L, B, eta, steps, seed + 100 + L, device=device) for L in depths]
     results = map_configs(untied_sgd_run, jobs, workers, cost=lambda r: r.L, label="Figure-8 SGD runs")
     runs = dict(zip(depths, results))
-    flow = {L: rrs_gradient_flow(t, lam, omega, L) for L in depths}
+    flow = {L: rrs_gradient_flow(t, lam, omega, L=L) for L in depths}
     late = slice(steps // 10, None)
     bias = {L: relative_bias(runs[L].gamma[late].mean(axis=1), flow[L][0][late], n_blocks=10) for L in depths}
     spread = {}
@@ -171,9 +172,9 @@ def untied_batch_sweep(
         [(eta, B_k) for B_k in batches],
         task,
         seeds,
-        horizon,
-        lambda tt: rrs_gradient_flow(tt, lam, omega, L)[0],
-        lambda g: rrs_loss_grad(g, lam, omega, L),
+        horizon=horizon,
+        flow=lambda tt: rrs_gradient_flow(tt, lam, omega, L=L)[0],
+        grad=lambda g: rrs_loss_grad(g, lam, omega, L=L),
         workers=workers,
     )
     return noise_scaling(points, 1.0 / np.array(batches, float))
@@ -293,6 +294,9 @@ class LabelNoiseComparison:
         Eq. (122) minus its noise-free part at ``gamma_late``.
     se_total : float
         Standard error of the mean of ``sim_late`` and ``eq122_se`` in quadrature.
+    own_late : ndarray, shape (seeds,)
+        Per-run late mean of Eq. (122) evaluated on that run's own layer traces ``γ^ℓ(t)`` (not the balanced
+        flow): ``sim_late − own_late`` is the SGD's excess over Eq. (122) at the layers it reached.
     """
 
     t: np.ndarray
@@ -308,6 +312,7 @@ class LabelNoiseComparison:
     eq122_se: float
     noise_term_late: float
     se_total: float
+    own_late: np.ndarray | None = None
 
     def z(self, theory_late: float) -> float:
         """``|mean(sim_late) − theory_late| / se_total``."""
@@ -359,8 +364,8 @@ def untied_label_noise_comparison(
     LabelNoiseComparison
     """
     t = eta * np.arange(steps + 1)
-    draws = context_draws(lam, omega, P, np.random.default_rng(seed + 77), n_draws)
-    gam, loss122 = untied_noisy_flow(t, draws, L, sigma)
+    draws = context_draws(lam, omega, P, rng=np.random.default_rng(seed + 77), n_draws=n_draws)
+    gam, loss122 = untied_noisy_flow(t, draws, L, sigma=sigma)
     layers = np.repeat(gam[:, None], L, axis=1)
     loss_exact = untied_noisy_loss(layers, draws, sigma, decoupled=False)[0]
     loss_free = untied_noisy_loss(layers, draws, 0.0)[0]
@@ -370,10 +375,11 @@ def untied_label_noise_comparison(
                      device=device)
         for r in range(seeds)
     ]  # fmt: skip
-    sim_late, curves = [], []
+    sim_late, curves, own_late = [], [], []
     for res in map_configs(untied_sgd_run, jobs, workers, label="label-noise SGD runs"):
         sim_late.append(np.mean(res.loss[late]) - sigma**2)
         curves.append(res.loss - sigma**2)
+        own_late.append(float(np.mean(untied_noisy_loss(res.gamma[:-1][late], draws, sigma)[0])))
     sim_late = np.array(sim_late)
     g_late = float(np.mean(gam[late]))
     at_late, se_late = untied_noisy_loss(np.full(L, g_late), draws, sigma)
@@ -382,5 +388,33 @@ def untied_label_noise_comparison(
     return LabelNoiseComparison(
         t, gam, loss122, loss_exact, loss_free, np.array(curves), sim_late, float(np.mean(loss122[late])),
         float(np.mean(loss_exact[late])), g_late, eq122_se, noise_term,
-        float(np.hypot(standard_error(sim_late), eq122_se)),
+        float(np.hypot(standard_error(sim_late), eq122_se)), np.array(own_late),
     )  # fmt: skip
+
+
+def label_noise_batch_metrics(comparisons: dict[int, LabelNoiseComparison]) -> dict[str, float]:
+    """The late gap of SGD over Eq. (122) against the batch size (App. G.1.2; the flow is the ``η/B → 0`` limit).
+
+    ``comparisons`` maps three increasing batch sizes (the notebook's ``B``, ``2B``, ``4B``) to the
+    :func:`untied_label_noise_comparison` at that ``B`` (all else equal). For each, the gap
+    ``mean(sim_late) − eq122_late`` and its ``se_total`` as ``untied_noise_gap_{quick,double,large}_batch``
+    and ``..._se``, and the largest batch as ``untied_noise_gap_large_batch_B``: a size series in ``1/B``
+    whose limit is 0 if the gap is the SGD noise of the finite batch (leading order ``η/B``). The same against
+    Eq. (122) on each run's own layer traces (``own_late``), ``untied_noise_own_gap_{...}_batch`` and ``..._se``
+    (SE over runs of the per-run excess, with the theory's Monte Carlo SE in quadrature), leaves out the
+    departure of the traces from the balanced flow (the split of the layers).
+    """
+    batches = list(comparisons)
+    if len(batches) != 3 or batches != sorted(set(batches)):
+        raise ValueError(f"comparisons: expected three increasing batch sizes, got {batches!r}")
+    out: dict[str, float] = {}
+    for name, B in zip(("quick", "double", "large"), batches):
+        c = comparisons[B]
+        out[f"untied_noise_gap_{name}_batch"] = float(c.sim_late.mean() - c.eq122_late)
+        out[f"untied_noise_gap_{name}_batch_se"] = c.se_total
+        if c.own_late is None:
+            raise ValueError(f"comparisons: the comparison at B = {B} has no own-trace values (own_late)")
+        excess = c.sim_late - c.own_late
+        out[f"untied_noise_own_gap_{name}_batch"] = float(excess.mean())
+        out[f"untied_noise_own_gap_{name}_batch_se"] = float(np.hypot(standard_error(excess), c.eq122_se))
+    return out | {"untied_noise_gap_large_batch_B": batches[2]}

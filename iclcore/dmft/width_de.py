@@ -67,7 +67,7 @@ def _continuation(f_df, z: np.ndarray, start: float, psi0: complex, n_lead: int,
     return out
 
 
-def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, path_start: float | None = None) -> np.ndarray:
+def width_psi(z: np.ndarray, lam: np.ndarray, alpha_N: float, *, path_start: float | None = None) -> np.ndarray:
     """Subordination function ``psi(z)`` of ``K = (1/alpha_N) Lambda^{1/2} U U^T Lambda^{1/2}``.
 
     Deterministic equivalent ``(z + K)^{-1} ~ (z + psi(z) Lambda)^{-1}`` with
@@ -130,6 +130,7 @@ def width_loss_de(
     gammas: np.ndarray,
     lam: np.ndarray,
     omega: np.ndarray,
+    *,
     N: int,
     L: int,
     k_max: float,
@@ -184,7 +185,7 @@ def width_loss_de(
 
 
 def free_product_psi(
-    z: np.ndarray, a: np.ndarray, b_nodes: np.ndarray, b_weights: np.ndarray, start: float | None = None
+    z: np.ndarray, a: np.ndarray, b_nodes: np.ndarray, *, b_weights: np.ndarray, start: float | None = None
 ) -> np.ndarray:
     """``Psi_{v chi}(z)`` of Bordelon et al. App. A for ``M = O B O^T A`` (Eq. 33-37, ``z = i omega``).
 
@@ -227,6 +228,7 @@ def two_point_F(
     z1: np.ndarray,
     psi1: np.ndarray,
     z2: np.ndarray,
+    *,
     psi2: np.ndarray,
     a: np.ndarray,
     b_nodes: np.ndarray,
@@ -295,6 +297,7 @@ def two_point_loss_de(
     gammas: np.ndarray,
     a: np.ndarray,
     b_nodes: np.ndarray,
+    *,
     b_weights: np.ndarray,
     C: np.ndarray,
     T: np.ndarray,
@@ -330,9 +333,11 @@ def two_point_loss_de(
         z1, w1 = _circle(c, r, n_nodes)
         z2, w2 = _circle(c, 1.05 * r, n_nodes + 7)
         st1 = -(c + r + 50.0 * a.max() * max(np.max(b_nodes), 1.0))
-        p1 = free_product_psi(-z1, a, b_nodes, b_weights, start=st1)
-        p2 = free_product_psi(-z2, a, b_nodes, b_weights, start=st1)
-        F = two_point_F(-z1, p1, -z2, p2, a, b_nodes, b_weights, C, T, paper_typo=paper_typo)
+        p1 = free_product_psi(-z1, a, b_nodes, b_weights=b_weights, start=st1)
+        p2 = free_product_psi(-z2, a, b_nodes, b_weights=b_weights, start=st1)
+        F = two_point_F(
+            -z1, p1, -z2, psi2=p2, a=a, b_nodes=b_nodes, b_weights=b_weights, C=C, T=T, paper_typo=paper_typo
+        )
         q1 = (1.0 - gam * z1 / L) ** L * w1
         q2 = (1.0 - gam * z2 / L) ** L * w2
         out[i] = float(np.real(q1 @ F @ q2))

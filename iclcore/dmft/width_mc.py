@@ -106,7 +106,7 @@ class WidthSpectrum:
 
 
 def width_spectrum_mc(
-    lam: np.ndarray, omega: np.ndarray, N: int, rng: np.random.Generator, n_draws: int = 1
+    lam: np.ndarray, omega: np.ndarray, N: int, *, rng: np.random.Generator, n_draws: int = 1
 ) -> WidthSpectrum:
     """Monte Carlo one-point reduction of the width-N RRS loss at ``P = infinity``.
 
@@ -247,7 +247,7 @@ class GradientFlow:
 
 
 def width_gradient_flow(
-    spec: WidthSpectrum, L: int | float, t: np.ndarray, gamma0: float = 0.0, rtol: float = 1e-9
+    spec: WidthSpectrum, L: int | float, t: np.ndarray, *, gamma0: float = 0.0, rtol: float = 1e-9
 ) -> GradientFlow:
     """Gradient flow of the width-N model on its one-dimensional landscape.
 
@@ -296,6 +296,7 @@ def width_landscape_mc(
     gammas: np.ndarray,
     lam: np.ndarray,
     omega: np.ndarray,
+    *,
     N: int,
     L: int,
     rng: np.random.Generator,
@@ -384,9 +385,9 @@ class WidthSpectrumJob:
 
 
 def width_spectrum_jobs(
-    lam: np.ndarray, omega: np.ndarray, Ns: list[int], n_draws: list[int], rng: np.random.Generator
+    lam: np.ndarray, omega: np.ndarray, Ns: list[int], *, n_draws: list[int], rng: np.random.Generator
 ) -> list[WidthSpectrumJob]:
-    """Jobs that compute ``width_spectrum_mc(lam, omega, N, rng, k)`` for ``(N, k)`` in turn, one generator shared.
+    """Jobs that compute ``width_spectrum_mc(lam, omega, N, rng=rng, n_draws=k)`` for ``(N, k)`` in turn, one generator shared.
 
     Each job records the generator's state before its draws; ``rng`` is then advanced past them
     (``k`` Gaussian ``(D, N)`` matrices, the draws of :func:`iclcore.linalg.haar_orthogonal`, without
@@ -430,7 +431,9 @@ def width_spectrum_job(job: WidthSpectrumJob) -> WidthSpectrum:
     """
     if not isinstance(job, WidthSpectrumJob):
         raise TypeError(f"job: expected a WidthSpectrumJob, got {type(job).__name__}")
-    return width_spectrum_mc(np.array(job.lam), np.array(job.omega), job.N, _generator_at(job.state), job.n_draws)
+    return width_spectrum_mc(
+        np.array(job.lam), np.array(job.omega), job.N, rng=_generator_at(job.state), n_draws=job.n_draws
+    )
 
 
 def _generator_at(state: dict) -> np.random.Generator:
@@ -465,6 +468,7 @@ def width_landscape_jobs(
     gammas: np.ndarray,
     lam: np.ndarray,
     omega: np.ndarray,
+    *,
     N: int,
     L: int,
     rng: np.random.Generator,
@@ -472,7 +476,7 @@ def width_landscape_jobs(
     n_draws: int = 8,
     repeats: int = 1,
 ) -> list[WidthLandscapeJob]:
-    """Jobs that compute ``width_landscape_mc(gammas, lam, omega, N, L, rng, P, n_draws)`` ``repeats`` times in turn.
+    """Jobs that compute ``width_landscape_mc(gammas, lam, omega, N=N, L=L, rng=rng, P=P, n_draws=n_draws)`` ``repeats`` times in turn.
 
     As :func:`width_spectrum_jobs`: each job records the generator's state before its draws and
     ``rng`` is advanced past them (per draw a Gaussian ``(D, N)`` frame if ``N < D``, then a Gaussian
@@ -518,11 +522,11 @@ def width_landscape_job(job: WidthLandscapeJob) -> tuple[np.ndarray, np.ndarray]
         np.array(job.gammas),
         np.array(job.lam),
         np.array(job.omega),
-        job.N,
-        job.L,
-        _generator_at(job.state),
-        job.P,
-        job.n_draws,
+        N=job.N,
+        L=job.L,
+        rng=_generator_at(job.state),
+        P=job.P,
+        n_draws=job.n_draws,
     )
 
 
@@ -577,14 +581,14 @@ def width_sgd_run(run: WidthSGDRun) -> tuple[TrainResult, GradientFlow, np.ndarr
     model = ReducedGammaStack(D, run.L, tied=True, frame=torch.as_tensor(U))
     res = train(
         model,
-        lambda g: sample_rrs_contexts(run.B, 1, 1, lam, omega, g),
+        lambda g: sample_rrs_contexts(run.B, 1, 1, lam=lam, omega=omega, gen=g),
         run.steps,
-        run.eta * run.N / 2,
-        torch.Generator().manual_seed(run.train_seed),
+        lr=run.eta * run.N / 2,
+        gen=torch.Generator().manual_seed(run.train_seed),
         population=True,
         device=run.device,
     )
-    spec = width_spectrum_mc(lam, omega, run.N, np.random.default_rng(run.theory_seed), n_draws=run.theory_draws)
+    spec = width_spectrum_mc(lam, omega, run.N, rng=np.random.default_rng(run.theory_seed), n_draws=run.theory_draws)
     th = width_gradient_flow(spec, run.L, run.eta * np.arange(run.steps + 1))
     g_disc = scalar_descent_path(lambda g: width_loss_grad(g, spec, run.L), 0.5 * run.eta, run.steps)
     return res, th, g_disc

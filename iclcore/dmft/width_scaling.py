@@ -23,8 +23,8 @@ import numpy as np
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.rrs import rrs_optimum
-from iclcore.dmft.scaling import width_bottleneck, width_bottleneck_paper
-from iclcore.dmft.sgd_sweep import NoiseScaling, ReducedSGDTask, late_bias_sweep, noise_scaling
+from iclcore.dmft.scaling import scalar_descent_path, width_bottleneck, width_bottleneck_paper
+from iclcore.dmft.sgd_sweep import NoiseScaling, ReducedSGDTask, late_bias_sweep, noise_scaling, reduced_sgd_gamma_path
 from iclcore.dmft.width_de import two_point_loss_de, width_loss_de
 from iclcore.dmft.width_mc import (
     GradientFlow,
@@ -56,6 +56,7 @@ from iclcore.stats import (
     paired_increment_z_scores,
     standard_error,
 )
+from iclcore.validation import positive_int
 
 __all__ = [
     "ResourceSweep",
@@ -66,10 +67,15 @@ __all__ = [
     "eta_batch_configs",
     "width_noise_sweep",
     "eta_batch_bias_metrics",
+    "WidthLateBias",
+    "sgd_gamma_path_or_nan",
+    "width_late_bias_runs",
     "OnePointCheck",
     "TwoPointCheck",
     "DeterministicEquivalentChecks",
     "deterministic_equivalent_checks",
+    "OnePointAgainstDraws",
+    "one_point_against_draws",
     "BottleneckExponents",
     "bottleneck_exponents",
 ]
@@ -249,7 +255,7 @@ def width_depth_scaling(
     spec_N += [N for N, _ in pairs if N not in spec_N]
     if depth_only_width not in spec_N:
         raise ValueError(f"depth_only_width: expected one of the widths {sorted(spec_N)}, got {depth_only_width}")
-    jobs = width_spectrum_jobs(lam, omega, spec_N, [1 if N == D else n_draws for N in spec_N], rng)
+    jobs = width_spectrum_jobs(lam, omega, spec_N, n_draws=[1 if N == D else n_draws for N in spec_N], rng=rng)
     results = map_configs(width_spectrum_job, jobs, workers, cost=lambda j: j.n_draws * j.N**2, label="width spectra")
     specs = dict(zip(spec_N, results))
     by_width = {N: width_gradient_flow(specs[N], L_fixed, t) for N in widths}
@@ -401,7 +407,7 @@ def width_noise_sweep(
     -------
     NoiseScaling
     """
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(seed + 7), n_draws=2000)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(seed + 7), n_draws=2000)
 
     def task(eta_k: float, B_k: int, n_k: int, r: int) -> ReducedSGDTask:
         return ReducedSGDTask(
@@ -413,9 +419,9 @@ def width_noise_sweep(
         configs,
         task,
         seeds,
-        horizon,
-        lambda tt: width_gradient_flow(spec, L, tt).gamma,
-        lambda g: width_loss_grad(g, spec, L),
+        horizon=horizon,
+        flow=lambda tt: width_gradient_flow(spec, L, tt).gamma,
+        grad=lambda g: width_loss_grad(g, spec, L),
         workers=workers,
     )
     return noise_scaling(points, [e / b for e, b in configs])
@@ -442,6 +448,131 @@ def eta_batch_bias_metrics(sweep: NoiseScaling, *, B: int, N: int) -> dict[str, 
         "fig5d_bias_sweep_N": N,
         "fig5d_bias_collapse_z": sweep.collapse_z(4, 1),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Figure 5 (d): independent runs per width
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WidthLateBias:
+    """The late bias of ``γ`` against the flow per width, over independent SGD runs (:func:`width_late_bias_runs`).
+
+    Attributes
+    ----------
+    widths : ndarray of int, shape (k,)
+    runs : ndarray, shape (k, seeds)
+        Each run's late relative bias of ``γ`` (mean over ``t >= t_max / 10``), before subtracting ``disc``;
+        NaN where the run diverged.
+    disc : ndarray, shape (k,)
+        The signed discretisation bias (the expected dynamics in the SGD's discrete steps against the flow).
+    """
+
+    widths: np.ndarray
+    runs: np.ndarray
+    disc: np.ndarray
+
+    @property
+    def diverged(self) -> np.ndarray:
+        """Diverged runs per width, shape (k,)."""
+        return np.sum(~np.isfinite(self.runs), axis=1)
+
+    @property
+    def bias(self) -> np.ndarray:
+        """Mean late relative bias over the runs that did not diverge, net of ``disc``, shape (k,)."""
+        return np.array([np.mean(r[np.isfinite(r)]) for r in self.runs]) - self.disc
+
+    @property
+    def se(self) -> np.ndarray:
+        """Standard error of :attr:`bias` over the runs that did not diverge (NaN with fewer than 2), shape (k,)."""
+        return np.array([standard_error(r[np.isfinite(r)]) if np.isfinite(r).sum() >= 2 else np.nan for r in self.runs])
+
+    @property
+    def z(self) -> np.ndarray:
+        """``|bias| / se`` per width, shape (k,)."""
+        return np.abs(self.bias) / self.se
+
+    def metrics(self) -> dict[str, float]:
+        """The book's metrics: the largest ``z`` and SE over the widths with two runs or more, the runs per
+        width and the number of diverged runs over all widths."""
+        ok = np.isfinite(self.se)
+        return {
+            "fig5d_gamma_late_bias_runs_max_z": float(np.max(self.z[ok])) if ok.any() else 0.0,
+            "fig5d_gamma_late_bias_runs_se_max": float(np.max(self.se[ok])) if ok.any() else 0.0,
+            "fig5d_gamma_late_bias_runs_n": int(self.runs.shape[1]),
+            "fig5d_gamma_late_bias_runs_diverged": int(self.diverged.sum()),
+        }
+
+
+def sgd_gamma_path_or_nan(task: ReducedSGDTask) -> np.ndarray:
+    """:func:`iclcore.dmft.sgd_sweep.reduced_sgd_gamma_path`, or NaNs (shape ``(steps + 1,)``) where it diverged."""
+    try:
+        return reduced_sgd_gamma_path(task)
+    except FloatingPointError:
+        return np.full(task.steps + 1, np.nan)
+
+
+def width_late_bias_runs(
+    lam: np.ndarray,
+    omega: np.ndarray,
+    *,
+    widths: Sequence[int],
+    L: int,
+    eta: float,
+    B: int,
+    steps: int,
+    seeds: int,
+    seed: int,
+    device: str = "cpu",
+    workers: int = 1,
+) -> WidthLateBias:
+    """Late bias of ``γ(t)`` of the width-``N`` SGD against its flow, per width, over ``seeds`` independent runs.
+
+    The statistic of Figure 5(d) (§4, Eq. 14: ``γ(t)`` follows the scalar flow ``dγ/dt = -½ L'(γ)``) with the
+    standard error over independent runs in place of batch means along one run: each run draws its own Haar
+    frame and batches, so the SE contains the spread between runs and between frames. The runs, the flow
+    (2000 projections, generator ``seed + 7``), the late window ``t >= t_max / 10`` and the signed
+    discretisation bias are those of :func:`width_noise_sweep` (run ``r``: torch seed
+    ``seed + 1000 (r + 1) + 100 + N``, frame seed ``seed + 1000 (r + 1) + N``), so at the sweep's width and
+    ``(η, B)`` the point is the sweep's. A diverging run is recorded as NaN, not raised.
+
+    Parameters
+    ----------
+    lam, omega : ndarray, shape (D,)
+    widths : sequence of int, each ``<= D``
+    L, B, steps : int; eta : float (``t = η · steps``)
+    seeds : int >= 2, runs per width
+    seed : int; device : str; workers : int
+
+    Returns
+    -------
+    WidthLateBias
+    """
+    if len(widths) == 0:
+        raise ValueError("widths: expected at least one width")
+    seeds = positive_int(seeds, "seeds", minimum=2)
+    steps = positive_int(steps, "steps", minimum=10)
+    tasks = [
+        ReducedSGDTask(
+            tuple(lam), tuple(omega), L, True, N, eta, B, steps, train_seed=seed + 1000 * (r + 1) + 100 + N,
+            frame_seed=seed + 1000 * (r + 1) + N, device=device,
+        )
+        for N in widths for r in range(seeds)
+    ]  # fmt: skip
+    paths = map_configs(sgd_gamma_path_or_nan, tasks, workers, cost=lambda t: t.N, label="width SGD replicas")
+    t = eta * np.arange(steps + 1)
+    late = slice(int(steps * 0.1 + 1e-9), None)
+    runs, disc = np.empty((len(widths), seeds)), np.empty(len(widths))
+    for i, N in enumerate(widths):
+        spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(seed + 7), n_draws=2000)
+        th = width_gradient_flow(spec, L, t).gamma
+        disc[i] = np.mean(
+            scalar_descent_path(lambda g: width_loss_grad(g, spec, L), 0.5 * eta, steps)[late] / th[late] - 1
+        )
+        with np.errstate(invalid="ignore"):
+            runs[i] = [np.mean(p[late] / th[late] - 1) for p in paths[i * seeds : (i + 1) * seeds]]
+    return WidthLateBias(np.array(widths, dtype=int), runs, disc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -581,11 +712,11 @@ def deterministic_equivalent_checks(
     D = len(lam)
     grid_b = np.linspace(0.1, 2.0 * L * 0.9, 40)
     spec_jobs = width_spectrum_jobs(
-        lam, omega, [N for N in widths for _ in range(7)], [6, 1, 1, 1, 1, 1, 1] * len(widths), rng
+        lam, omega, [N for N in widths for _ in range(7)], n_draws=[6, 1, 1, 1, 1, 1, 1] * len(widths), rng=rng
     )
     land_jobs, Z = [], {}
     for alpha in alphas:
-        land_jobs += width_landscape_jobs(grid_b, lam, omega, D, L, rng, P=int(alpha * D), n_draws=1, repeats=6)
+        land_jobs += width_landscape_jobs(grid_b, lam, omega, N=D, L=L, rng=rng, P=int(alpha * D), n_draws=1, repeats=6)
         Z[alpha] = rng.standard_normal((int(alpha * D), D)) * np.sqrt(lam)
     specs = map_configs(
         width_spectrum_job, spec_jobs, workers, cost=lambda j: j.n_draws * j.N**2,
@@ -599,12 +730,20 @@ def deterministic_equivalent_checks(
         g_star, _ = width_min_loss(sp, L)
         gp = np.linspace(0.1, 1.0, 6) * g_star  # up to the minimiser; beyond it the top outlier mode dominates
         kmax = 1.2 * sp.s.max()
-        de = width_loss_de(gp, lam, omega, N, L, kmax, n_nodes=n_nodes)
+        de = width_loss_de(gp, lam, omega, N=N, L=L, k_max=kmax, n_nodes=n_nodes)
         tp = two_point_loss_de(
-            gp[::2], lam, np.array([0.0, D / N]), np.array([1 - N / D, N / D]), omega, lam, L, kmax, n_nodes=n_half
+            gp[::2],
+            lam,
+            np.array([0.0, D / N]),
+            b_weights=np.array([1 - N / D, N / D]),
+            C=omega,
+            T=lam,
+            L=L,
+            k_max=kmax,
+            n_nodes=n_half,
         )
         draws = np.array([width_loss(gp, specs[7 * i + 1 + k], L) for k in range(6)])
-        de_edge = width_loss_de([1.25 * g_star], lam, omega, N, L, kmax, n_nodes=n_nodes)[0]
+        de_edge = width_loss_de([1.25 * g_star], lam, omega, N=N, L=L, k_max=kmax, n_nodes=n_nodes)[0]
         one_point.append(
             OnePointCheck(
                 N, sp, g_star, gp, de, tp, de_edge,
@@ -622,8 +761,10 @@ def deterministic_equivalent_checks(
         kmax = 1.3 * np.linalg.eigvalsh(Z[alpha].T @ Z[alpha] / P).max()
         gp = grid_b[::8]
         bn, bw = mp_quadrature(1 / alpha, 80)
-        de = two_point_loss_de(gp, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=n_half)
-        ty = two_point_loss_de(gp, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=n_half, paper_typo=True)
+        de = two_point_loss_de(gp, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=n_half)
+        ty = two_point_loss_de(
+            gp, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=n_half, paper_typo=True
+        )
         two_point.append(
             TwoPointCheck(
                 alpha, grid_b, mc, de, ty,
@@ -633,6 +774,75 @@ def deterministic_equivalent_checks(
             )
         )  # fmt: skip
     return DeterministicEquivalentChecks(one_point, two_point, D)
+
+
+@dataclass(frozen=True)
+class OnePointAgainstDraws:
+    """The one-point deterministic equivalents of :func:`deterministic_equivalent_checks` against more independent
+    projections (:func:`one_point_against_draws`).
+
+    Attributes
+    ----------
+    widths : ndarray of int, shape (k,)
+    agreement : list of MonteCarloAgreement, length k
+        Per width, the equivalent on the check's grid against ``n_draws`` single projections, discretisation ``1/N``.
+    n_draws : int
+    """
+
+    widths: np.ndarray
+    agreement: list[MonteCarloAgreement]
+    n_draws: int
+
+    def metrics(self) -> dict[str, float]:
+        """The book's metrics: the largest excess ``z``, relative difference and relative SE, and the draws."""
+        return {
+            "de_one_point_draws_max_excess_z": float(max(a.max_excess_z for a in self.agreement)),
+            "de_one_point_draws_max_rel": float(max(a.max_rel for a in self.agreement)),
+            "de_one_point_draws_rel_se_max": float(max(a.max_rel_se for a in self.agreement)),
+            "de_one_point_draws_n": self.n_draws,
+        }
+
+
+def one_point_against_draws(
+    checks: DeterministicEquivalentChecks,
+    lam: np.ndarray,
+    omega: np.ndarray,
+    *,
+    L: int,
+    n_draws: int,
+    rng: np.random.Generator,
+    workers: int = 1,
+) -> OnePointAgainstDraws:
+    """The one-point deterministic equivalent (Result 7, Eqs. 15-16 at ``P = ∞``) against ``n_draws`` new projections.
+
+    For each width of ``checks.one_point``, the equivalent already computed on its grid (``γ`` up to the
+    minimiser) is compared (:func:`iclcore.stats.monte_carlo_agreement`, discretisation ``1/N``) with the mean
+    of ``n_draws`` independent single projections drawn from ``rng`` (one pooled job per width,
+    :func:`iclcore.dmft.width_mc.width_loss_draws`), so that the Monte Carlo standard error rests on more draws
+    than the check's six.
+
+    Parameters
+    ----------
+    checks : DeterministicEquivalentChecks, computed on ``lam, omega`` (shape (D,)) at depth ``L``
+    n_draws : int >= 4
+    rng : numpy.random.Generator, advanced past the draws
+    workers : int
+
+    Returns
+    -------
+    OnePointAgainstDraws
+    """
+    n_draws = positive_int(n_draws, "n_draws", minimum=4)
+    if len(lam) != checks.D:
+        raise ValueError(f"lam: expected the checks' dimension D={checks.D}, got {len(lam)}")
+    widths = [c.N for c in checks.one_point]
+    jobs = width_spectrum_jobs(lam, omega, widths, n_draws=[n_draws] * len(widths), rng=rng)
+    specs = map_configs(width_spectrum_job, jobs, workers, cost=lambda j: j.n_draws * j.N**2, label="one-point draws")
+    agreement = [
+        monte_carlo_agreement(c.de, width_loss_draws(c.gammas, sp, L), 1.0 / c.N)
+        for c, sp in zip(checks.one_point, specs)
+    ]
+    return OnePointAgainstDraws(np.array(widths, dtype=int), agreement, n_draws)
 
 
 # --------------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ def von_oswald_layers(d: int, etas: Sequence[float], Gamma: np.ndarray | None = 
 
 
 def lsa_forward(
-    X: np.ndarray, y: np.ndarray, xq: np.ndarray, layers: Sequence[LSAWeights], return_all: bool = False
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, layers: Sequence[LSAWeights], return_all: bool = False
 ) -> np.ndarray:
     """Forward pass of residual LSA layers; returns the prediction ``-z_q[d]`` after each layer.
 
@@ -121,7 +121,7 @@ def lsa_forward(
     return out if return_all else out[-1]
 
 
-def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None) -> np.ndarray:
+def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], *, Gamma: np.ndarray | None = None) -> np.ndarray:
     """GD iterates ``w_l`` on ``(1/2n) sum_i (w^T x_i - y_i)^2`` from ``w_0 = 0``: shape ``(L+1, B, d)``.
 
     The step ``w_{l+1} = w_l - eta_l Gamma^T (H w_l - c)`` with ``H = X^T X / n``, ``c = X^T y / n``
@@ -139,20 +139,20 @@ def gd_weights(X: np.ndarray, y: np.ndarray, etas: Sequence[float], Gamma: np.nd
     w = np.zeros((B, d))
     out = [w]
     for eta in _check_etas(etas):
-        w = richardson_iterates(eta * G.T, H, c, 1, z0=w)[:, 1]
+        w = richardson_iterates(eta * G.T, H, c, L=1, z0=w)[:, 1]
         out.append(w)
     return np.stack(out)
 
 
 def gd_predict(
-    X: np.ndarray, y: np.ndarray, xq: np.ndarray, etas: Sequence[float], Gamma: np.ndarray | None = None
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, etas: Sequence[float], Gamma: np.ndarray | None = None
 ) -> np.ndarray:
     """Reference prediction ``w_k^T x_q`` of :func:`gd_weights`; ``xq (B, d)`` -> ``(B,)``."""
-    return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma)[-1], np.asarray(xq, float))
+    return np.einsum("bd,bd->b", gd_weights(X, y, etas, Gamma=Gamma)[-1], np.asarray(xq, float))
 
 
 def sample_regression(
-    B: int, n: int, d: int, rng: np.random.Generator | int, x_dist: str = "uniform", noise: float = 0.0
+    B: int, n: int, d: int, *, rng: np.random.Generator | int, x_dist: str = "uniform", noise: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """von Oswald et al. (2023) tasks: ``x ~ U(-1, 1)^d`` (or ``N(0, I)``), ``w ~ N(0, I)``, ``y = w^T x (+ noise)``.
 
@@ -176,7 +176,7 @@ def squared_loss_half(pred: np.ndarray, target: np.ndarray) -> tuple[float, floa
     return float(r.mean()), float(standard_error(r.ravel()))
 
 
-def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray) -> float:
+def optimal_single_step(X: np.ndarray, y: np.ndarray, xq: np.ndarray, *, yq: np.ndarray) -> float:
     """Step ``eta*`` minimising the sample mean of ``(eta u - y_q)^2``, ``u = x_q^T X^T y / n`` (one GD step from 0)."""
     u = np.einsum("bd,bnd,bn->b", xq, X, y) / X.shape[1]
     return float(u @ yq / (u @ u))
@@ -186,12 +186,12 @@ def train_one_layer_lsa(
     d: int,
     n: int,
     steps: int,
+    *,
     batch: int,
     lr: float,
     gen: torch.Generator,
     seed: int,
     init_scale: float = 0.1,
-    *,
     device: str | torch.device = "cpu",
 ) -> tuple[TrainedLSA, np.ndarray]:
     """Adam on the halved squared query loss of fresh von Oswald tasks each step.
@@ -214,7 +214,7 @@ def _query_loss(
     """``k -> ½ mean (ŷ_q - y_q)²`` on ``batch`` fresh tasks of :func:`sample_regression` drawn from ``rng``."""
 
     def batch_loss(_step: int) -> torch.Tensor:
-        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(batch, n, d, rng)[:4])
+        X, y, xq, yq = (torch.from_numpy(a).to(device) for a in sample_regression(batch, n, d, rng=rng)[:4])
         return 0.5 * ((model(X, y, xq) - yq) ** 2).mean()
 
     return batch_loss
@@ -259,6 +259,7 @@ def train_lsa_runs(
     d: int,
     n: int,
     seeds: Sequence[int],
+    *,
     stages: Sequence[tuple[int, float]],
     batch: int,
     lr: float,
@@ -266,7 +267,6 @@ def train_lsa_runs(
     n_test: int,
     test_rng: np.random.Generator,
     init_scale: float = 0.1,
-    *,
     device: str | torch.device = "cpu",
 ) -> TrainedRuns:
     """Train one LSA layer per seed under a staged step schedule; compare it with one GD step at each stage end.
@@ -291,8 +291,8 @@ def train_lsa_runs(
     device = torch_device(device)
     rows: list[list[tuple[float, float, float]]] = []
     for s in seeds:
-        X, y, xq, yq, _ = sample_regression(n_test, n, d, test_rng)
-        ref = gd_predict(X, y, xq, [eta])
+        X, y, xq, yq, _ = sample_regression(n_test, n, d, rng=test_rng)
+        ref = gd_predict(X, y, xq, etas=[eta])
         inputs = [torch.from_numpy(a).to(device) for a in (X, y, xq)]
         model = TrainedLSA(d, torch.Generator().manual_seed(s), init_scale).to(device)
         found: list[tuple[float, float, float]] = []

@@ -132,6 +132,7 @@ def sample_probe_tasks(
     B: int,
     n: int,
     d: int,
+    *,
     gen: torch.Generator,
     m: int = 1,
     s_lo: float = 0.5,
@@ -189,7 +190,7 @@ class ProbeTraining:
 
 
 def probe_train_config(
-    steps: int, lr: float, batch: int = 64, warmup: int = 200, clip: float = 1.0, fused: bool = False
+    steps: int, lr: float, batch: int = 64, *, warmup: int = 200, clip: float = 1.0, fused: bool = False
 ) -> TrainConfig:
     """The probe's optimizer: Adam, linear warm-up over ``warmup`` steps, gradient-norm clipping at
     ``clip``, non-finite steps skipped; ``fused``: torch's fused Adam kernel (:class:`TrainConfig`)."""
@@ -230,9 +231,9 @@ def train_with_checkpoints(
     model: nn.Module,
     cfg: ProbeTraining,
     gen: torch.Generator,
+    *,
     at_checkpoint: Callable[[int, nn.Module], dict],
     label: str = "",
-    *,
     device: str | torch.device = "cpu",
 ) -> tuple[list[dict], np.ndarray, int]:
     """Train ``model``; call ``at_checkpoint(step, model)`` at :func:`checkpoint_steps`.
@@ -249,7 +250,7 @@ def train_with_checkpoints(
     records: list[dict] = []
 
     def batch_loss(_step: int) -> torch.Tensor:
-        t = sample_probe_tasks(cfg.train.batch, cfg.n, cfg.d, gen, 1, cfg.s_lo, cfg.s_hi, dtype)
+        t = sample_probe_tasks(cfg.train.batch, cfg.n, cfg.d, gen=gen, m=1, s_lo=cfg.s_lo, s_hi=cfg.s_hi, dtype=dtype)
         return _loss(model, to_device(t, device), cfg.all_positions)
 
     def checkpoint(step: int) -> None:
@@ -348,7 +349,7 @@ def _robust_vector(F: np.ndarray) -> np.ndarray:
 
 
 def robust_readout_statistics(
-    yhat: np.ndarray, ystar: np.ndarray, rng: np.random.Generator | int | None = None, n_resamples: int = 1000
+    yhat: np.ndarray, ystar: np.ndarray, rng: np.random.Generator | int | None = None, *, n_resamples: int = 1000
 ) -> dict[str, float]:
     """The robust (median over prompts) statistics of the module docstring, with bootstrap SEs if ``rng``.
 
@@ -364,7 +365,7 @@ def robust_readout_statistics(
     names = [f"med_l{l}" for l in range(L + 1)] + list(ROBUST_KEYS)
     out = {k: float(v) for k, v in zip(names, _robust_vector(F))}
     if rng is not None:
-        se = bootstrap_standard_error(F, _robust_vector, as_generator(rng), n_resamples, vectorized=True)
+        se = bootstrap_standard_error(F, _robust_vector, as_generator(rng), n_resamples=n_resamples, vectorized=True)
         out.update({f"{k}_se": float(v) for k, v in zip(names, se)})
     return out
 
@@ -373,6 +374,7 @@ def readout_statistics(
     yhat: np.ndarray,
     ystar: np.ndarray,
     trH: np.ndarray | None = None,
+    *,
     rng: np.random.Generator | int | None = None,
     n_resamples: int = 1000,
 ) -> dict[str, float]:
@@ -419,7 +421,7 @@ def readout_statistics(
         out[f"mae_l{l}"] = float(v)
     if trH is not None:
         out["curvature_corr"] = float(stats.pearsonr(per_prompt, np.log(trH))[0])
-    out.update(robust_readout_statistics(yhat, ystar, rng, n_resamples))
+    out.update(robust_readout_statistics(yhat, ystar, rng, n_resamples=n_resamples))
     return out
 
 
@@ -519,6 +521,7 @@ def probe_checkpoint(
     model: nn.Module,
     probe: ProbeTasks,
     rich: ProbeTasks,
+    *,
     rng: np.random.Generator,
     boot: np.random.Generator | None = None,
     n_resamples: int = 1000,
@@ -534,8 +537,8 @@ def probe_checkpoint(
     else:
         yh = model.readouts(probe.X, probe.y, probe.xq).double().cpu().numpy()[:, :, 0]
     ys = probe.yq.double().cpu().numpy()[:, 0]
-    rec = readout_statistics(yh, ys, probe.trH, boot, n_resamples)
-    sh = readout_statistics(layer_shuffled(yh, rng), ys, None, boot, n_resamples)
+    rec = readout_statistics(yh, ys, probe.trH, rng=boot, n_resamples=n_resamples)
+    sh = readout_statistics(layer_shuffled(yh, rng), ys, None, rng=boot, n_resamples=n_resamples)
     kept = ("alpha", "r2", "sign_agreement", "rel_err_rho", "med_alpha") + (("med_alpha_se",) if boot else ())
     rec.update({f"shuffled_{k}": sh[k] for k in kept})
     exact = isinstance(model, UntiedLSA)
@@ -639,7 +642,7 @@ class ProbeRun:
 
 
 def probe_training_run(
-    sweep: ProbeSweep, kind: str, warmup: int, seed: int, *, device: str | torch.device = "cpu"
+    sweep: ProbeSweep, kind: str, warmup: int, *, seed: int, device: str | torch.device = "cpu"
 ) -> ProbeRun:
     """Train one model of the sweep and probe it at every checkpoint (:func:`probe_checkpoint`).
 
@@ -662,7 +665,7 @@ def probe_training_run(
 
     def tasks(B: int, m: int, offset: int) -> ProbeTasks:
         gen = torch.Generator().manual_seed(eval_seed(offset))
-        return sample_probe_tasks(B, sweep.n, sweep.d, gen, m, sweep.s_lo, sweep.s_hi, dtype)
+        return sample_probe_tasks(B, sweep.n, sweep.d, gen=gen, m=m, s_lo=sweep.s_lo, s_hi=sweep.s_hi, dtype=dtype)
 
     probe, rich = (to_device(t, device) for t in (tasks(sweep.n_probe, 1, 2), tasks(sweep.n_rich, sweep.m_rich, 3)))
     if kind == "lsa":
@@ -674,7 +677,10 @@ def probe_training_run(
         model,
         sweep.config(kind, warmup),
         g,
-        lambda step, m: {"step": step, **probe_checkpoint(m, probe, rich, rng, boot, sweep.n_boot)},
+        at_checkpoint=lambda step, m: {
+            "step": step,
+            **probe_checkpoint(m, probe, rich, rng=rng, boot=boot, n_resamples=sweep.n_boot),
+        },
         label=f"{kind} warm-up {warmup} seed {seed}",
         device=device,
     )
@@ -685,7 +691,7 @@ def _probe_run(args: tuple[ProbeSweep, str, int, int] | tuple[ProbeSweep, str, i
     """:func:`probe_training_run` of one ``(sweep, kind, warmup, seed[, device])`` (a picklable module
     function; the device defaults to ``"cpu"``)."""
     sweep, kind, warmup, seed, *device = args
-    return probe_training_run(sweep, kind, warmup, seed, device=device[0] if device else "cpu")
+    return probe_training_run(sweep, kind, warmup, seed=seed, device=device[0] if device else "cpu")
 
 
 def probe_training_sweep(
@@ -796,7 +802,7 @@ def half_max_step(steps: np.ndarray, values: np.ndarray) -> int:
     return int(st[np.argmax(er >= 0.5 * er[-1])]) if er[-1] > 0 else -1
 
 
-def probe_run_metrics(records: list[dict], kind: str, n_layers: int, n_probe: int) -> dict[str, float]:
+def probe_run_metrics(records: list[dict], kind: str, n_layers: int, *, n_probe: int) -> dict[str, float]:
     """Metrics of the main run of one model (``kind``) from its checkpoint records (:func:`probe_checkpoint`).
 
     :data:`SUMMARY_KEYS` at the last checkpoint (``<kind>_<key>``) and at step 0 (``<kind>_step0_<key>``);
@@ -875,7 +881,7 @@ def probe_sweep_metrics(runs: Mapping[tuple[str, int, int], ProbeRun], sweep: Pr
     }
     for kind, n_layers in (("lsa", sweep.lsa_layers), ("gpt", sweep.gpt_layers)):
         main = runs[(kind, sweep.warmups[0], sweep.seeds[0])].records
-        m.update(probe_run_metrics(main, kind, n_layers, sweep.n_probe))
+        m.update(probe_run_metrics(main, kind, n_layers, n_probe=sweep.n_probe))
         m[f"{kind}_skipped"] = sum(r.skipped for key, r in runs.items() if key[0] == kind)
         m[f"{kind}_cpu_seconds"] = sum(r.cpu for key, r in runs.items() if key[0] == kind)
     for (kind, wu, sd), run in runs.items():

@@ -53,8 +53,8 @@ def scalar_statements() -> list[Statement]:
         params=("a", "b", "c", "w", "eta"),
         point=lambda t: {k: unit_to_real(t[k]) for k in ("a", "b", "c", "w", "eta")},
         holds=lambda q: (
-            loss(q["w"], q["a"], q["b"], q["c"])
-            - loss(gd_step(q["w"], q["a"], q["b"], q["eta"]), q["a"], q["b"], q["c"])
+            loss(q["w"], q["a"], q["b"], c=q["c"])
+            - loss(gd_step(q["w"], q["a"], q["b"], eta=q["eta"]), q["a"], q["b"], c=q["c"])
             == q["eta"] * (2 - q["eta"] * q["a"]) * gradient(q["w"], q["a"], q["b"]) ** 2
         ),
         residuals=_loss_decrease_residuals,
@@ -72,11 +72,12 @@ def scalar_statements() -> list[Statement]:
         params=("a", "wstar", "w", "eta"),
         point=minimizer_point,
         holds=lambda q: (
-            gd_step(q["w"], q["a"], q["b"], q["eta"]) - q["wstar"] == (1 - q["eta"] * q["a"]) * (q["w"] - q["wstar"])
+            gd_step(q["w"], q["a"], q["b"], eta=q["eta"]) - q["wstar"]
+            == (1 - q["eta"] * q["a"]) * (q["w"] - q["wstar"])
         ),
         residuals=lambda: expanded(
-            (gd_step(w, a, a * wstar, eta) - wstar) - (1 - eta * a) * (w - wstar),
-            (gd_step(w, a, a * wstar, eta) - wstar) ** 2 - (1 - eta * a) ** 2 * (w - wstar) ** 2,
+            (gd_step(w, a, a * wstar, eta=eta) - wstar) - (1 - eta * a) * (w - wstar),
+            (gd_step(w, a, a * wstar, eta=eta) - wstar) ** 2 - (1 - eta * a) ** 2 * (w - wstar) ** 2,
         ),
         how="substitute b = a w*, then sympy expand = 0",
         verdict="holds",
@@ -92,10 +93,10 @@ def scalar_statements() -> list[Statement]:
         params=("a", "wstar", "w", "c"),
         point=minimizer_point,
         holds=lambda q: (
-            loss(q["w"], q["a"], q["b"], q["c"]) - loss(q["wstar"], q["a"], q["b"], q["c"])
+            loss(q["w"], q["a"], q["b"], c=q["c"]) - loss(q["wstar"], q["a"], q["b"], c=q["c"])
             == q["a"] * (q["w"] - q["wstar"]) ** 2
         ),
-        residuals=lambda: expanded(loss(w, a, a * wstar, c) - loss(wstar, a, a * wstar, c) - a * (w - wstar) ** 2),
+        residuals=lambda: expanded(loss(w, a, a * wstar, c=c) - loss(wstar, a, a * wstar, c=c) - a * (w - wstar) ** 2),
         how="sympy expand = 0; the raw ratio L_k/L_0 equals (1-ηa)^{2k} only if L* = c - b²/a = 0",
         verdict="holds for the excess loss; Fig. 1a's L_k/L_0 needs realizable data (L* = 0)",
     )
@@ -202,8 +203,8 @@ def scalar_statements() -> list[Statement]:
             "w": unit_to_real(t["w"]),
         },
         holds=lambda q: (
-            loss(gd_step(q["w"], q["a"], q["b"], q["eta"]), q["a"], q["b"], q["c"])
-            <= loss(q["w"], q["a"], q["b"], q["c"])
+            loss(gd_step(q["w"], q["a"], q["b"], eta=q["eta"]), q["a"], q["b"], c=q["c"])
+            <= loss(q["w"], q["a"], q["b"], c=q["c"])
         ),
         residuals=_loss_decrease_residuals,
         how="LDI: L - L+ = [η(2-ηa)]·g², both factors ≥ 0 in the window",
@@ -556,7 +557,7 @@ def scalar_statements() -> list[Statement]:
 def _k_steps(q: Mapping[str, Any], k: int) -> Any:
     x = q["w"]
     for _ in range(k):
-        x = gd_step(x, q["a"], q["b"], q["eta"])
+        x = gd_step(x, q["a"], q["b"], eta=q["eta"])
     return x
 
 
@@ -582,7 +583,7 @@ def _breal_point(t: Mapping[str, Fraction]) -> dict[str, Any]:
 def _loss_decrease_residuals() -> list[sp.Expr]:
     """LDI: ``L(w) - L(w - η g) - η (2 - η a) g²`` (also the certificate of A5+)."""
     return expanded(
-        loss(w, a, b, c) - loss(gd_step(w, a, b, eta), a, b, c) - eta * (2 - eta * a) * gradient(w, a, b) ** 2
+        loss(w, a, b, c=c) - loss(gd_step(w, a, b, eta=eta), a, b, c=c) - eta * (2 - eta * a) * gradient(w, a, b) ** 2
     )
 
 

@@ -37,7 +37,7 @@ R = Fraction(8)  # half-width of the box used for unrestricted real variables
 # --------------------------------------------------------------------------------------------
 
 
-def loss(w: Any, a: Any, b: Any, c: Any) -> Any:
+def loss(w: Any, a: Any, b: Any, *, c: Any) -> Any:
     """``L(w) = a w^2 - 2 b w + c`` (Nagy §1); equals ``sum_i (w x_i - y_i)^2``."""
     return a * w**2 - 2 * b * w + c
 
@@ -47,7 +47,7 @@ def gradient(w: Any, a: Any, b: Any) -> Any:
     return a * w - b
 
 
-def gd_step(w: Any, a: Any, b: Any, eta: Any) -> Any:
+def gd_step(w: Any, a: Any, b: Any, *, eta: Any) -> Any:
     """``w+ = w - eta g`` (Nagy §1)."""
     return w - eta * gradient(w, a, b)
 

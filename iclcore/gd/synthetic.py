@@ -30,7 +30,7 @@ __all__ = ["scalar_loss_ratio", "spectrum_design", "ChannelPanel", "eigenchannel
 
 
 def scalar_loss_ratio(
-    a: float, eta: float, k: int, wstar: float = 1.0, Lstar: float = 0.0, w0: float = 0.0
+    a: float, eta: float, k: int, *, wstar: float = 1.0, Lstar: float = 0.0, w0: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Iterated ``L_k / L_0`` (k = 0..k) of scalar GD and the prediction ``(1 - eta a)^{2k}``.
 
@@ -74,7 +74,7 @@ class ChannelPanel:
     lam: np.ndarray
 
 
-def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, eta: float | None = None) -> ChannelPanel:
+def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, *, eta: float | None = None) -> ChannelPanel:
     """GD ``w+ = w - eta (H w - X^T y)`` from ``w_0 = 0`` in the eigenbasis of ``H = X^T X`` (§8.1b).
 
     ``eta`` defaults to ``2/(lambda_min + lambda_max)``. The iterates are the Richardson iterates of
@@ -90,7 +90,7 @@ def eigenchannel_panel(X: np.ndarray, y: np.ndarray, k: int, eta: float | None =
     lam, Q = np.linalg.eigh(H)
     eta = 2.0 / (lam[0] + lam[-1]) if eta is None else float(finite_array(eta, "eta"))
     wls = np.linalg.lstsq(X, y, rcond=None)[0]
-    E = richardson_iterates(eta * np.eye(H.shape[0]), H, X.T @ y, k)[0] - wls
+    E = richardson_iterates(eta * np.eye(H.shape[0]), H, X.T @ y, L=k)[0] - wls
     C = (E @ Q) ** 2
     fac = (1 - eta * lam) ** 2
     pred = C[0] * fac[None] ** np.arange(k + 1)[:, None]

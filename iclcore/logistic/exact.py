@@ -91,7 +91,7 @@ def _mode_args(
     return p, q, s, N, c, np.sum(s**2 * q**2, axis=-1, keepdims=True)
 
 
-def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None) -> Array:
+def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, *, N: int, c: ArrayLike | None = None) -> Array:
     """Exact expected loss for U-diagonal ``p2 = U diag(p) U^T``, ``q1 = U diag(q) U^T``,
     ``p1 = q2 = 0`` (reduces :func:`exact_expected_loss`):
 
@@ -103,7 +103,7 @@ def exact_mode_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLi
 
 
 def exact_mode_gradients(
-    p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None
+    p: ArrayLike, q: ArrayLike, s: ArrayLike, *, N: int, c: ArrayLike | None = None
 ) -> tuple[Array, Array]:
     """Gradients of :func:`exact_mode_loss`; the exact averaged flow (t in epochs) is
     ``dp/dt = -eta P dL/dp``, ``dq/dt = -eta P dL/dq`` (compare (9)-(10))."""
@@ -147,11 +147,11 @@ def integrate_mode_flow(
     t: ArrayLike,
     p0: ArrayLike,
     q0: ArrayLike,
+    *,
     s: ArrayLike,
     N: int,
     eta: float,
     P: int,
-    *,
     theory: str = "exact",
     c: ArrayLike | None = None,
     rtol: float = 1e-10,
@@ -172,12 +172,12 @@ def integrate_mode_flow(
     if theory == "paper":
 
         def rhs(_: float, y: Array) -> Array:
-            return np.concatenate(paper_mode_rhs(y[:d], y[d:], s, N, eta, P, c))
+            return np.concatenate(paper_mode_rhs(y[:d], y[d:], s, N=N, eta=eta, P=P, c=c))
 
     elif theory == "exact":
 
         def rhs(_: float, y: Array) -> Array:
-            gp, gq = exact_mode_gradients(y[:d], y[d:], s, N, c)
+            gp, gq = exact_mode_gradients(y[:d], y[d:], s, N=N, c=c)
             return -eta * P * np.concatenate([gp, gq])
 
     else:
@@ -189,7 +189,13 @@ def integrate_mode_flow(
 
 
 def monte_carlo_loss(
-    pT: ArrayLike, q: ArrayLike, problem: LogisticProblem, n_contexts: int, rng: np.random.Generator, chunk: int = 20000
+    pT: ArrayLike,
+    q: ArrayLike,
+    problem: LogisticProblem,
+    *,
+    n_contexts: int,
+    rng: np.random.Generator,
+    chunk: int = 20000,
 ) -> tuple[float, float]:
     """Monte Carlo estimate of the expected loss of the exact model (Eq. 5 with Eq. 6,
     query included in Gamma_hat), tasks drawn uniformly from the task set.
@@ -202,8 +208,8 @@ def monte_carlo_loss(
     while n < n_contexts:
         m = min(chunk, n_contexts - n)
         mu = rng.integers(0, problem.P, size=m)
-        xc, yc, xq, yq = sample_contexts(problem, mu, (m,), rng)
-        loss, _, _ = loss_and_gradients(pT, q, xc, yc, xq, yq)
+        xc, yc, xq, yq = sample_contexts(problem, mu, (m,), rng=rng)
+        loss, _, _ = loss_and_gradients(pT, q, xc, y_ctx=yc, x_q=xq, y_q=yq)
         total += loss.sum()
         total2 += (loss**2).sum()
         n += m

@@ -110,8 +110,8 @@ def make_problem(
     s: ArrayLike,
     N: int,
     P: int,
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator,
     antithetic: bool = True,
     random_basis: bool = True,
 ) -> LogisticProblem:
@@ -236,7 +236,7 @@ def predictor(Z: ArrayLike, pT: ArrayLike, q: ArrayLike) -> Array:
 
 
 def sample_contexts(
-    problem: LogisticProblem, task: ArrayLike, shape: tuple[int, ...], rng: np.random.Generator
+    problem: LogisticProblem, task: ArrayLike, shape: tuple[int, ...], *, rng: np.random.Generator
 ) -> tuple[Array, Array, Array, Array]:
     """Fresh contexts for given task indices (§2.3): ``x ~ N(0, U S U^T)``, ``y = W^mu x``.
 
@@ -262,7 +262,7 @@ def sample_contexts(
 
 
 def loss_and_gradients(
-    pT: Array, q: Array, x_ctx: Array, y_ctx: Array, x_q: Array, y_q: Array
+    pT: Array, q: Array, x_ctx: Array, *, y_ctx: Array, x_q: Array, y_q: Array
 ) -> tuple[Array, Array, Array]:
     """Per-context loss (Eq. 5/7) and its gradients for the exact model.
 
@@ -329,7 +329,7 @@ def mode_blocks(problem: LogisticProblem, p: ArrayLike) -> tuple[Array, Array]:
 
 
 def conserved_quantity_step_ratio(
-    pT: ArrayLike, q: ArrayLike, problem: LogisticProblem, batch: int, etas: ArrayLike, rng: np.random.Generator
+    pT: ArrayLike, q: ArrayLike, problem: LogisticProblem, *, batch: int, etas: ArrayLike, rng: np.random.Generator
 ) -> tuple[Array, float]:
     """``ΔC / η²`` of one SGD step of size ``η`` and its prediction ``|g_p|² − |g_q|²`` (§3, conserved ``C``).
 
@@ -354,8 +354,8 @@ def conserved_quantity_step_ratio(
     predicted : float
         ``|g_p|² − |g_q|²``.
     """
-    xc, yc, xq, yq = sample_contexts(problem, 0, (batch,), rng)
-    _, gp, gq = loss_and_gradients(pT, q, xc, yc, xq, yq)
+    xc, yc, xq, yq = sample_contexts(problem, 0, (batch,), rng=rng)
+    _, gp, gq = loss_and_gradients(pT, q, xc, y_ctx=yc, x_q=xq, y_q=yq)
     gp, gq = gp.mean(0), gq.mean(0)
     predicted = np.sum(gp**2) - np.sum(gq**2)
     ratios = [(conserved_quantity(pT - e * gp, q - e * gq) - conserved_quantity(pT, q)) / e**2 for e in etas]

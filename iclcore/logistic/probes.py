@@ -63,9 +63,9 @@ def curvature_probes(
     t: ArrayLike,
     loss_sim: ArrayLike,
     loss_theory: ArrayLike,
+    *,
     norm_sim: ArrayLike,
     norm_theory: ArrayLike,
-    *,
     avg: int,
     window: int,
 ) -> CurvatureProbes:

@@ -153,6 +153,7 @@ def simulate_regime(
     s: ArrayLike,
     N: int,
     P: int,
+    *,
     config: sgd.SGDConfig,
     rng: np.random.Generator,
 ) -> RegimeRun:
@@ -176,16 +177,16 @@ def simulate_regime(
     RegimeRun
     """
     s = np.asarray(s, dtype=float)
-    prob = model.make_problem(s, N, P, rng, antithetic=True)
+    prob = model.make_problem(s, N, P, rng=rng, antithetic=True)
     t0 = time.time()
     res = sgd.run_sgd(prob, config, rng)
     mp = sgd.mode_products(res)
     t = res.t
     eta, init_scale = config.eta, config.init_scale
     a0 = init_scale**2
-    a_paper = theory.logistic_solution(t, a0, s, N, eta, P, c=prob.c)
-    a_paper1 = theory.logistic_solution(t, a0, s, N, eta, P)
-    pe, qe = exact.integrate_mode_flow(t, init_scale, init_scale, s, N, eta, P, theory="exact", c=prob.c)
+    a_paper = theory.logistic_solution(t, a0, s, N=N, eta=eta, P=P, c=prob.c)
+    a_paper1 = theory.logistic_solution(t, a0, s, N=N, eta=eta, P=P)
+    pe, qe = exact.integrate_mode_flow(t, init_scale, init_scale, s=s, N=N, eta=eta, P=P, theory="exact", c=prob.c)
     return RegimeRun(s, N, P, eta, init_scale, prob, res, mp["a"], t, a_paper, a_paper1, pe, qe, time.time() - t0)
 
 
@@ -244,10 +245,12 @@ def fixed_point_checks(
     """
     p_star = np.sqrt(theory.paper_fixed_point(run.s, run.N))
     pT_star, q_star = model.mode_blocks(run.prob, p_star)
-    mc_mean, mc_se = exact.monte_carlo_loss(pT_star, q_star, run.prob, n_contexts, rng_loss)
-    mc_exact = float(exact.exact_mode_loss(p_star, p_star, run.s, run.N, run.prob.c))
-    mc_paper = float(theory.paper_loss(p_star**2, run.s, run.N, run.prob.c))
-    ratio, pred = model.conserved_quantity_step_ratio(pT_star, q_star, run.prob, B, tuple(etas), rng_step)
+    mc_mean, mc_se = exact.monte_carlo_loss(pT_star, q_star, run.prob, n_contexts=n_contexts, rng=rng_loss)
+    mc_exact = float(exact.exact_mode_loss(p_star, p_star, run.s, N=run.N, c=run.prob.c))
+    mc_paper = float(theory.paper_loss(p_star**2, run.s, run.N, c=run.prob.c))
+    ratio, pred = model.conserved_quantity_step_ratio(
+        pT_star, q_star, run.prob, batch=B, etas=tuple(etas), rng=rng_step
+    )
     return FixedPointChecks(mc_mean, mc_se, mc_exact, mc_paper, np.asarray(ratio), float(pred))
 
 
@@ -358,7 +361,7 @@ def trajectory_comparison(run: RegimeRun) -> TrajectoryComparison:
     qn = np.sum(run.res.q[..., :d, :] ** 2, axis=(-2, -1))
     C = model.conserved_quantity(run.res.pT, run.res.q)
     p_pap, q_pap = exact.integrate_mode_flow(
-        t, run.init_scale, run.init_scale, run.s, run.N, run.eta, run.P, theory="paper", c=run.prob.c
+        t, run.init_scale, run.init_scale, s=run.s, N=run.N, eta=run.eta, P=run.P, theory="paper", c=run.prob.c
     )
     C_flow = max(
         float(np.max(np.abs(np.sum(pp**2, 1) - np.sum(qq**2, 1))))
@@ -379,8 +382,8 @@ def trajectory_comparison(run: RegimeRun) -> TrajectoryComparison:
         th_sim=th.times,
         th_inc_se=th.min_increment_se,
         th_exact=exact.crossing_times(t, run.a_exact, run.a_exact[-1] / 2),
-        th_paper=theory.half_time(run.a0, run.s, run.N, run.eta, run.P, c=run.prob.c),
-        th_paper1=theory.half_time(run.a0, run.s, run.N, run.eta, run.P),
+        th_paper=theory.half_time(run.a0, run.s, run.N, eta=run.eta, P=run.P, c=run.prob.c),
+        th_paper1=theory.half_time(run.a0, run.s, run.N, eta=run.eta, P=run.P),
         pq_split_exact=float(np.max(np.abs(run.p_exact[-1] - run.q_exact[-1]))),
     )
 
@@ -429,7 +432,7 @@ def end_loss_comparison(run: RegimeRun, window: slice) -> EndLoss:
         sim=float(run.res.loss[window].mean()),
         sim_se=float(standard_error(run.res.loss_replicas[window].mean(0))),
         paper_inf=theory.paper_loss_infinity(s, N),
-        paper_inf_c=float(theory.paper_loss(theory.paper_fixed_point(s, N), s, N, c)),
+        paper_inf_c=float(theory.paper_loss(theory.paper_fixed_point(s, N), s, N, c=c)),
         exact_min=exact.exact_fixed_point_loss(s, N, c),
     )
 
@@ -491,7 +494,7 @@ def plateau_analysis(run: RegimeRun) -> PlateauAnalysis:
     t_ep = t[1 : 1 + L_ep.size] + (per_epoch - 1) / 2 * (t[1] - t[0])
     level = theory.paper_fixed_point(s, N)
     a_mean = run.a.mean(1)
-    t_cliff = theory.cliff_time(run.a0, s, N, run.eta, run.P, c=c)
+    t_cliff = theory.cliff_time(run.a0, s, N, eta=run.eta, P=run.P, c=c)
     curvature = []
     for k in range(run.d):
         a_k = np.repeat(run.a_paper[:1], len(t), axis=0)
@@ -500,7 +503,7 @@ def plateau_analysis(run: RegimeRun) -> PlateauAnalysis:
         curvature.append(float(np.max(np.abs(np.gradient(np.gradient(Lk, t), t)))))
     return PlateauAnalysis(
         L_paper=theory.paper_loss(run.a_paper, s, N, c=c),
-        L_exact=exact.exact_mode_loss(run.p_exact, run.q_exact, s, N, c=c),
+        L_exact=exact.exact_mode_loss(run.p_exact, run.q_exact, s, N=N, c=c),
         t_epoch=t_ep,
         L_epoch=L_ep,
         Linf_paper=theory.paper_loss_infinity(s, N),
@@ -602,8 +605,8 @@ def mode_probes(
     t, d = run.t, run.d
     c = run.prob.c
     tau = theory.timescales(run.s, run.eta, run.P, c=c)
-    th_pap = theory.half_time(run.a0, run.s, run.N, run.eta, run.P, c=c)
-    tc_pap = theory.cliff_time(run.a0, run.s, run.N, run.eta, run.P, c=c)
+    th_pap = theory.half_time(run.a0, run.s, run.N, eta=run.eta, P=run.P, c=c)
+    tc_pap = theory.cliff_time(run.a0, run.s, run.N, eta=run.eta, P=run.P, c=c)
     th_ex = exact.crossing_times(t, run.a_exact, run.a_exact[-1] / 2)
     tc_ex = exact.crossing_times(t, run.a_exact, run.a_exact[-1] / 3)
     dt = t[1] - t[0]
@@ -613,8 +616,8 @@ def mode_probes(
         t,
         run.res.loss[1:],
         theory.paper_loss(run.a_paper, run.s, run.N, c=c)[1:],
-        np.sqrt(np.sum(run.res.pT[..., :, d:] ** 2, axis=(-2, -1))).mean(1),
-        np.sqrt(run.a_paper.sum(1)),
+        norm_sim=np.sqrt(np.sum(run.res.pT[..., :, d:] ** 2, axis=(-2, -1))).mean(1),
+        norm_theory=np.sqrt(run.a_paper.sum(1)),
         avg=avg,
         window=window,
     )
@@ -623,13 +626,15 @@ def mode_probes(
     up, down = th_ex - NORM_CURVATURE_OFFSET * tau, th_ex + NORM_CURVATURE_OFFSET * tau
     mer_min = np.array([t[np.argmin(mer_sim[:, k])] for k in range(n_drop)])
     lag_body = cp.lag[cp.body]
-    null_A2 = uniform_window_null_hits(len(cp.A2_peaks), (lag_body[0], lag_body[-1]), tc_ex, mode_window * tau, rng)
+    null_A2 = uniform_window_null_hits(
+        len(cp.A2_peaks), (lag_body[0], lag_body[-1]), tc_ex, halfwidths=mode_window * tau, rng=rng
+    )
     null_n = uniform_window_null_hits(
         len(cp.norm_peaks),
         (cp.t_norm[0], cp.t_norm[-1]),
         up,
-        mode_window * tau,
-        rng,
+        halfwidths=mode_window * tau,
+        rng=rng,
         paired=(len(cp.norm_troughs), down),
     )
     return ModeProbes(
@@ -765,13 +770,13 @@ def null_block_run(
     s: ArrayLike,
     N: int,
     P: int,
+    *,
     config: sgd.SGDConfig,
     rng: np.random.Generator,
-    *,
     antithetic: bool,
 ) -> NullBlockRun:
     """A new task set (antithetic or iid, from ``rng``) trained with ``config`` (``train_null``, one replica)."""
-    prob = model.make_problem(s, N, P, rng, antithetic=antithetic)
+    prob = model.make_problem(s, N, P, rng=rng, antithetic=antithetic)
     res = sgd.run_sgd(prob, config, rng)
     blk = res.blocks_mode_basis()
     mp = sgd.mode_products(res)

@@ -134,8 +134,8 @@ def run_sgd(problem: LogisticProblem, config: SGDConfig, rng: np.random.Generato
     acc = np.zeros(R)
     for k in range(n_steps):
         mu = k % P
-        xc, yc, xq, yq = sample_contexts(problem, mu, (R, B), rng)
-        loss, gp, gq = loss_and_gradients(pT[:, None], q[:, None], xc, yc, xq, yq)
+        xc, yc, xq, yq = sample_contexts(problem, mu, (R, B), rng=rng)
+        loss, gp, gq = loss_and_gradients(pT[:, None], q[:, None], xc, y_ctx=yc, x_q=xq, y_q=yq)
         if k == 0:
             losses[0] = loss.mean(1)
         pT = pT - eta * gp.mean(1) * mask_p

@@ -41,7 +41,7 @@ def s_infinity(s: ArrayLike, N: int) -> Array:
     return ((N + 1) * s + s.sum()) / N
 
 
-def timescales(s: ArrayLike, eta: float, P: int, c: ArrayLike | None = None) -> Array:
+def timescales(s: ArrayLike, eta: float, P: int, *, c: ArrayLike | None = None) -> Array:
     """``tau_alpha = 1 / (eta P c_alpha s_alpha^2)`` in epochs (after Eq. 12; ``c = 1`` is the paper)."""
     s = positive_spectrum(s, "s")
     eta = positive_float(eta, "eta")
@@ -55,19 +55,19 @@ def paper_fixed_point(s: ArrayLike, N: int) -> Array:
 
 
 def paper_mode_rhs(
-    p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None
+    p: ArrayLike, q: ArrayLike, s: ArrayLike, *, N: int, eta: float, P: int, c: ArrayLike | None = None
 ) -> tuple[Array, Array]:
     """Right-hand side of ODEs (9)-(10) / mode form (12): ``tau dp/dt = q (1 - p q s_inf)``,
     ``tau dq/dt = p (1 - p q s_inf)``. Returns ``(dp/dt, dq/dt)``, shape (..., d)."""
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
-    tau = timescales(s, eta, P, c)
+    tau = timescales(s, eta, P, c=c)
     r = 1.0 - p * q * s_infinity(s, N)
     return q * r / tau, p * r / tau
 
 
 def logistic_solution(
-    t: ArrayLike, a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None
+    t: ArrayLike, a0: ArrayLike, s: ArrayLike, *, N: int, eta: float, P: int, c: ArrayLike | None = None
 ) -> Array:
     """Logistic solution Eq. (13): ``a(t) = a_inf a0 / (a0 + (a_inf - a0) exp(-2t/tau))``.
 
@@ -78,11 +78,11 @@ def logistic_solution(
     if np.any(a0 <= 0):
         raise ValueError("a0: the logistic solution needs a_alpha(0) > 0")
     ainf = paper_fixed_point(s, N)
-    tau = timescales(s, eta, P, c)
+    tau = timescales(s, eta, P, c=c)
     return ainf * a0 / (a0 + (ainf - a0) * np.exp(-2.0 * t[..., None] / tau))
 
 
-def paper_loss(a: ArrayLike, s: ArrayLike, N: int, c: ArrayLike | None = None) -> Array:
+def paper_loss(a: ArrayLike, s: ArrayLike, N: int, *, c: ArrayLike | None = None) -> Array:
     """Expected loss Eq. (14)/(A110): ``1/2 sum_a c_a s_a (s_a a_a^2 / a_inf - 2 s_a a_a + 1)``.
 
     ``a`` (..., d); ``c = 1`` is the paper verbatim. Returns shape (...)."""
@@ -99,7 +99,7 @@ def paper_loss_infinity(s: ArrayLike, N: int) -> float:
     return float(0.5 * np.sum(s * (s + s.sum()) / ((N + 1) * s + s.sum())))
 
 
-def paper_initial_slope(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int) -> float:
+def paper_initial_slope(a0: ArrayLike, s: ArrayLike, N: int, *, eta: float, P: int) -> float:
     """Initial slope (A115): ``dL/dt(0) = -2 sum_a P eta s_a^4 a0 ((a0 - a_inf)/a_inf)^2``."""
     s = positive_spectrum(s, "s")
     a0 = np.broadcast_to(np.asarray(a0, dtype=float), s.shape)
@@ -107,7 +107,7 @@ def paper_initial_slope(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int)
     return float(-2.0 * np.sum(P * eta * s**4 * a0 * ((a0 - ainf) / ainf) ** 2))
 
 
-def half_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None) -> Array:
+def half_time(a0: ArrayLike, s: ArrayLike, N: int, *, eta: float, P: int, c: ArrayLike | None = None) -> Array:
     """Half-saturation time of (13): ``a(t_half) = a_inf / 2``,
     ``t_half = (tau/2) ln((a_inf - a0) / a0)`` (epochs), the inflection of the logistic."""
     s = positive_spectrum(s, "s")
@@ -115,10 +115,10 @@ def half_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayL
     ainf = paper_fixed_point(s, N)
     if np.any(a0 <= 0) or np.any(a0 >= ainf):
         raise ValueError("a0: half_time needs 0 < a0 < a_inf")
-    return 0.5 * timescales(s, eta, P, c) * np.log((ainf - a0) / a0)
+    return 0.5 * timescales(s, eta, P, c=c) * np.log((ainf - a0) / a0)
 
 
-def paper_t_star(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int) -> Array:
+def paper_t_star(a0: ArrayLike, s: ArrayLike, N: int, *, eta: float, P: int) -> Array:
     """Paper's characteristic time (after Eq. 13), ``t* = (tau/2) log(1/(s_inf eps))`` with
     the learning rate for the paper's ``lambda`` and ``eps = a0`` (the initial product)."""
     s = positive_spectrum(s, "s")
@@ -128,7 +128,7 @@ def paper_t_star(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int) -> Arr
     return 0.5 * timescales(s, eta, P) * np.log(1.0 / (s_infinity(s, N) * a0))
 
 
-def cliff_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, P: int, c: ArrayLike | None = None) -> Array:
+def cliff_time(a0: ArrayLike, s: ArrayLike, N: int, *, eta: float, P: int, c: ArrayLike | None = None) -> Array:
     """Time of the fastest loss decrease of mode alpha under (12)-(14): ``a = a_inf/3``,
     ``t_cliff = t_half - (tau/2) ln 2``."""
-    return half_time(a0, s, N, eta, P, c) - 0.5 * timescales(s, eta, P, c) * np.log(2.0)
+    return half_time(a0, s, N, eta=eta, P=P, c=c) - 0.5 * timescales(s, eta, P, c=c) * np.log(2.0)

@@ -129,7 +129,7 @@ def psd_spectrum(C: np.ndarray, name: str = "C", definite: bool = False) -> Spec
     return Spectrum(lam=np.clip(lam, 0.0, None), Q=Q)
 
 
-def check_step_size(eta: float, C: np.ndarray, name: str = "eta", C_name: str = "C") -> float:
+def check_step_size(eta: float, C: np.ndarray, name: str = "eta", *, C_name: str = "C") -> float:
     """Check that gradient descent with step ``eta`` on covariance ``C`` is stable.
 
     The iteration ``E_{s+1} = E_s (I - ηC)`` contracts every mode with
@@ -288,7 +288,7 @@ def quadratic_minimizer(B: np.ndarray, C: np.ndarray) -> np.ndarray:
 
 
 def quadratic_risk(
-    X: np.ndarray, B: np.ndarray, C: np.ndarray, S: np.ndarray | float, scale: float | None = None
+    X: np.ndarray, B: np.ndarray, C: np.ndarray, *, S: np.ndarray | float, scale: float | None = None
 ) -> np.ndarray | float:
     """Population risk ``scale * E||X d - z||²`` from the second moments.
 
@@ -312,7 +312,7 @@ def quadratic_risk(
     Examples
     --------
     >>> C = B = S = np.eye(2)
-    >>> quadratic_risk(np.eye(2), B, C, S, scale=1.0), quadratic_risk(np.zeros((2, 2)), B, C, S, scale=1.0)
+    >>> quadratic_risk(np.eye(2), B, C, S=S, scale=1.0), quadratic_risk(np.zeros((2, 2)), B, C, S=S, scale=1.0)
     (0.0, 2.0)
     """
     C, B2, vec, Xs, stacked = _stack_against(X, B, C, "B")
@@ -330,7 +330,7 @@ def quadratic_risk(
     return r if stacked else float(r[0])
 
 
-def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | None = None) -> np.ndarray | float:
+def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, *, scale: float | None = None) -> np.ndarray | float:
     """Direct quadratic-form excess risk ``scale * tr((X - X_⋆) C (X - X_⋆)^T)``.
 
     Implements main paper §3.1: ``R_dec(P) - R_dec(P_⋆) = (1/K) Tr{(P-P_⋆) C (P-P_⋆)^T}``
@@ -360,7 +360,7 @@ def excess_risk(X: np.ndarray, Xstar: np.ndarray, C: np.ndarray, scale: float | 
     return r if stacked else float(r[0])
 
 
-def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps: int) -> np.ndarray:
+def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, *, eta: float, n_steps: int) -> np.ndarray:
     """Naive loop ``X_{s+1} = X_s - η (X_s C - B)`` (reference implementation).
 
     Implements main paper §3.1 (``P_{s+1} = P_s - η(P_s C - B)``) and §5.1
@@ -403,7 +403,7 @@ def gd_iterate(X0: np.ndarray, B: np.ndarray, C: np.ndarray, eta: float, n_steps
 
 
 def gd_trajectory(
-    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
+    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, *, eta: float, steps: Sequence[int] | np.ndarray
 ) -> np.ndarray:
     """Closed form ``X_s = X_⋆ + (X_0 - X_⋆)(I - ηC)^s`` at the requested steps.
 
@@ -428,7 +428,7 @@ def gd_trajectory(
     --------
     >>> C = np.diag([1.0, 2.0])
     >>> X = gd_trajectory(np.zeros((2, 2)), np.eye(2), C, eta=0.25, steps=[0, 3])
-    >>> bool(np.allclose(X, gd_iterate(np.zeros((2, 2)), np.eye(2) @ C, C, 0.25, 3)[[0, 3]]))
+    >>> bool(np.allclose(X, gd_iterate(np.zeros((2, 2)), np.eye(2) @ C, C, eta=0.25, n_steps=3)[[0, 3]]))
     True
     """
     spec = psd_spectrum(C, "C")
@@ -470,6 +470,7 @@ def modal_excess_risk(
     X0: np.ndarray,
     Xstar: np.ndarray,
     C: np.ndarray,
+    *,
     eta: float,
     steps: Sequence[int] | np.ndarray,
     scale: float | None = None,
@@ -497,7 +498,7 @@ def modal_excess_risk(
     --------
     >>> C = np.diag([1.0, 3.0])
     >>> r = modal_excess_risk(np.eye(2), np.zeros((2, 2)), C, eta=0.25, steps=[0, 1], scale=1.0)
-    >>> bool(np.allclose(r, [excess_risk(np.eye(2), np.zeros((2, 2)), C, 1.0), 0.75**2 + 3 * 0.25**2]))
+    >>> bool(np.allclose(r, [excess_risk(np.eye(2), np.zeros((2, 2)), C, scale=1.0), 0.75**2 + 3 * 0.25**2]))
     True
     """
     spec = psd_spectrum(C, "C")
@@ -512,7 +513,7 @@ def modal_excess_risk(
 
 
 def modal_weights(
-    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
+    X0: np.ndarray, Xstar: np.ndarray, C: np.ndarray, *, eta: float, steps: Sequence[int] | np.ndarray
 ) -> np.ndarray:
     """Spectral-overlap weights ``w_{s,i}`` of the excess risk along the trajectory.
 

@@ -117,7 +117,7 @@ def iteration_matrix(P: np.ndarray, H: np.ndarray) -> np.ndarray:
 
 
 def richardson_iterates(
-    P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int, z0: np.ndarray | None = None
+    P: np.ndarray, H: np.ndarray, d: np.ndarray, *, L: int, z0: np.ndarray | None = None
 ) -> np.ndarray:
     """All iterates ``z_0, …, z_L`` of ``z_{ℓ+1} = z_ℓ + P(d − H z_ℓ)``.
 
@@ -159,7 +159,7 @@ def richardson_iterates(
     return out
 
 
-def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np.ndarray:
+def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, *, L: int) -> np.ndarray:
     """Error trajectory ``e_ℓ = (I − PH)^ℓ e_0``, ``ℓ = 0..L`` (main paper §3.1; MMNN report §4.2).
 
     Parameters
@@ -193,7 +193,7 @@ def richardson_error(P: np.ndarray, H: np.ndarray, e0: np.ndarray, L: int) -> np
     return out
 
 
-def richardson_sum_form(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int) -> np.ndarray:
+def richardson_sum_form(P: np.ndarray, H: np.ndarray, d: np.ndarray, *, L: int) -> np.ndarray:
     """``z_L = Σ_{j=0}^{L-1} (I − PH)^j P d`` via matrix powers (main paper §3.1).
 
     An independent route to the depth-``L`` iterate from ``z_0 = 0`` (used by tests).
@@ -205,7 +205,7 @@ def richardson_sum_form(P: np.ndarray, H: np.ndarray, d: np.ndarray, L: int) -> 
     Examples
     --------
     >>> P, H, d = 0.3 * np.eye(2), np.diag([1.0, 3.0]), np.array([1.0, 1.0])
-    >>> bool(np.allclose(richardson_sum_form(P, H, d, 5), richardson_iterates(P, H, d, 5)[:, -1]))
+    >>> bool(np.allclose(richardson_sum_form(P, H, d, L=5), richardson_iterates(P, H, d, L=5)[:, -1]))
     True
     """
     P, H = _as_batch(P, H)
@@ -330,6 +330,7 @@ def richardson_certificate(
     P: np.ndarray,
     H: np.ndarray,
     e0: np.ndarray,
+    *,
     L: int,
     rtol: float = 1e-10,
     operator_norm: np.ndarray | None = None,
@@ -349,7 +350,7 @@ def richardson_certificate(
     """
     if not np.isfinite(rtol) or rtol < 0:
         raise ValueError(f"rtol: must be finite and >= 0, got {rtol!r}")
-    errs = richardson_error(P, H, e0, L)
+    errs = richardson_error(P, H, e0, L=L)
     err_norm = np.linalg.norm(errs, axis=-1)
     if operator_norm is None:
         rho = np.linalg.norm(iteration_matrix(P, H), ord=2, axis=(-2, -1))
@@ -371,7 +372,7 @@ def richardson_certificate(
     )
 
 
-def in_context_gd_predict(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, Xq: np.ndarray, L: int) -> np.ndarray:
+def in_context_gd_predict(Gamma: np.ndarray, X: np.ndarray, y: np.ndarray, *, Xq: np.ndarray, L: int) -> np.ndarray:
     """Prediction of ``L`` steps of preconditioned in-context gradient descent.
 
     ``b_0 = 0``, ``b_{ℓ+1} = b_ℓ + L^{-1} Γ (Xᵀy/P - Σ̂ b_ℓ)`` with ``Σ̂ = XᵀX/P``, prediction

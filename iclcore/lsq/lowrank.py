@@ -94,6 +94,7 @@ def make_lowrank_model(
     K: int,
     r: int,
     M: int,
+    *,
     sigma: float,
     lam: float,
     cond_x: float,
@@ -107,7 +108,7 @@ def make_lowrank_model(
 
     Examples
     --------
-    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> model = make_lowrank_model(6, 2, 10, sigma=0.1, lam=0.0, cond_x=4.0, mu_z=np.ones(2), rng=np.random.default_rng(0))
     >>> model.U_star.shape, bool(np.allclose(model.U_star.T @ model.U_star, np.eye(2)))
     ((6, 2), True)
     """
@@ -162,7 +163,7 @@ def sample_lowrank_prompts(model: LowRankModel, n: int, rng: np.random.Generator
 
     Examples
     --------
-    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> model = make_lowrank_model(6, 2, 10, sigma=0.1, lam=0.0, cond_x=4.0, mu_z=np.ones(2), rng=np.random.default_rng(0))
     >>> prompts = sample_lowrank_prompts(model, 5, np.random.default_rng(1))
     >>> prompts.n, prompts.H.shape, prompts.z.shape
     (5, (5, 6, 6), (5, 2))
@@ -204,7 +205,7 @@ def latent_systems(U: np.ndarray, prompts: LatentPrompts) -> tuple[np.ndarray, n
 
     Examples
     --------
-    >>> model = make_lowrank_model(6, 2, 10, 0.1, 0.0, 4.0, np.ones(2), np.random.default_rng(0))
+    >>> model = make_lowrank_model(6, 2, 10, sigma=0.1, lam=0.0, cond_x=4.0, mu_z=np.ones(2), rng=np.random.default_rng(0))
     >>> prompts = sample_lowrank_prompts(model, 5, np.random.default_rng(1))
     >>> A, d, z_dag = latent_systems(model.U_star, prompts)
     >>> A.shape, d.shape, np.allclose(A @ z_dag[..., None], d[..., None])

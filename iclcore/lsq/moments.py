@@ -156,7 +156,7 @@ def closed_form_moments(config: TaskConfig) -> Moments:
     return Moments(C=C, B=B, S=S, method="closed")
 
 
-def monte_carlo_moments(config: TaskConfig, n_samples: int, rng: np.random.Generator, chunk: int = 4096) -> Moments:
+def monte_carlo_moments(config: TaskConfig, n_samples: int, rng: np.random.Generator, *, chunk: int = 4096) -> Moments:
     """Monte Carlo estimate of ``C, B, S`` from ``n_samples`` prompts (documented fallback).
 
     Uses the exact sufficient-statistics sampler when ``M ≥ K`` (else explicit
@@ -192,6 +192,7 @@ def population_moments(
     config: TaskConfig,
     method: str = "auto",
     n_samples: int = 200_000,
+    *,
     rng: np.random.Generator | None = None,
 ) -> Moments:
     """Population moments: closed form where it exists, Monte Carlo otherwise.
@@ -244,7 +245,7 @@ def decoder_risk(P: np.ndarray, moments: Moments) -> np.ndarray | float:
     >>> bool(np.isclose(decoder_risk(np.zeros((3, 3)), m), np.trace(m.S) / 3))
     True
     """
-    return quadratic_risk(P, moments.B, moments.C, moments.S, scale=1.0 / moments.K)
+    return quadratic_risk(P, moments.B, moments.C, S=moments.S, scale=1.0 / moments.K)
 
 
 def oracle_risk(moments: Moments) -> float:

@@ -12,6 +12,10 @@ Each function takes the module and the inputs of the ``forward`` it mirrors:
   (attention on every position, then the last one read out);
 - :func:`gpt_hidden` mirrors :meth:`iclcore.models.gpt_mini.GPTMini.hidden` (the fused
   ``nn.MultiheadAttention`` call with a boolean causal mask);
+- :func:`gpt_hidden_explicit` is the same explicit attention as :meth:`~iclcore.models.gpt_mini.GPTMini.hidden`
+  written plainly: ``(B, T, W)`` streams through the modules, the heads split and merged by
+  ``view/permute/reshape`` (its losses and gradients are bit-identical to the fast forward's, which
+  only moves the same numbers with fewer copies and views);
 - :func:`richardson_unroll` mirrors :func:`iclcore.models.flexformer.richardson_unroll`
   (batched matrix-vector products by ``einsum``/``bmm``).
 """
@@ -65,7 +69,7 @@ def grok_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     return h @ model.unembed
 
 
-def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
+def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, *, L: int) -> torch.Tensor:
     """Iterates ``x_0 = 0, ..., x_L`` (B, L + 1, K) of ``x + P (d - H x)`` with ``einsum`` matrix-vector products."""
     x = torch.zeros_like(d)
     out = [x]
@@ -76,7 +80,7 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
     return torch.stack(out, dim=1)
 
 
-def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False):
+def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, need_attn: bool = False):
     """Residual streams and head-averaged attention maps of a :class:`~iclcore.models.gpt_mini.GPTMini`,
     attention by the fused ``nn.MultiheadAttention`` call."""
     h = model._tokens(X, y, xq)
@@ -92,3 +96,34 @@ def gpt_hidden(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_a
         if need_attn:
             att.append(wts)
     return hs, att
+
+
+def gpt_hidden_explicit(model, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, rows: slice | None = None):
+    """Residual streams ``h_0..h_L`` of a :class:`~iclcore.models.gpt_mini.GPTMini` with the explicit
+    masked-matmul attention, term by term (``rows``: the last layer computes only those rows)."""
+    h = model._tokens(X, y, xq)
+    B, T, W = h.shape
+    H = model.attn[0].num_heads
+    hd = W // H
+    mask = torch.full((T, T), float("-inf"), dtype=h.dtype, device=h.device).triu(1)
+    hs = [h]
+    for l in range(model.L):
+        queries = rows if l == model.L - 1 else None
+        x, m = model.ln1[l](h), mask
+        w, b = model.attn[l].in_proj_weight, model.attn[l].in_proj_bias
+        if queries is None:
+            qkv = F.linear(x, w, b).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.reshape(3, B * H, T, hd).unbind(0)
+        else:
+            kv = F.linear(x, w[W:], b[W:]).view(B, T, 2, H, hd).permute(2, 0, 3, 1, 4)
+            k, v = kv.reshape(2, B * H, T, hd).unbind(0)
+            xq_, m = x[:, queries], mask[queries]
+            q = F.linear(xq_, w[:W], b[:W]).view(B, xq_.shape[1], H, hd).transpose(1, 2).reshape(B * H, -1, hd)
+        Tq = q.shape[1]
+        a = torch.softmax(torch.baddbmm(m, q, k.transpose(1, 2), alpha=hd**-0.5), dim=-1)
+        o = torch.bmm(a, v).view(B, H, Tq, hd).transpose(1, 2).reshape(B, Tq, W)
+        o = F.linear(o, model.attn[l].out_proj.weight, model.attn[l].out_proj.bias)
+        h = (h if queries is None else h[:, queries]) + o
+        h = h + model.mlp[l](model.ln2[l](h))
+        hs.append(h)
+    return hs

@@ -84,7 +84,7 @@ class Contexts:
 
 
 def sample_iso_contexts(
-    B: int, P: int, K: int, D: int, gen: torch.Generator, sigma: float = 0.0, dtype: torch.dtype = torch.float64
+    B: int, P: int, K: int, *, D: int, gen: torch.Generator, sigma: float = 0.0, dtype: torch.dtype = torch.float64
 ) -> Contexts:
     """ISO prompts (Bordelon et al. Eq. 5): ``x ~ N(0, I)``, ``beta ~ N(0, I)``, ``y = beta.x/sqrt(D) + sigma eps``."""
     B, P, K, D = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K), ("D", D)))
@@ -99,7 +99,7 @@ def sample_iso_contexts(
     return Contexts(X, y, Xs, ys, torch.eye(D, dtype=dtype).expand(B, D, D), bstar)
 
 
-def haar_orthogonal_torch(B: int, D: int, gen: torch.Generator, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def haar_orthogonal_torch(B: int, D: int, gen: torch.Generator, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """``B`` Haar orthogonal ``D x D`` matrices (QR of Gaussians with the sign fix), shape ``(B, D, D)``."""
     G = torch.randn(positive_int(B, "B"), positive_int(D, "D"), D, generator=torch_generator(gen), dtype=dtype)
     Q, R = torch.linalg.qr(G)
@@ -110,6 +110,7 @@ def sample_rrs_contexts(
     B: int,
     P: int,
     K: int,
+    *,
     lam: np.ndarray,
     omega: np.ndarray,
     gen: torch.Generator,
@@ -126,7 +127,7 @@ def sample_rrs_contexts(
         raise ValueError("lam, omega: expected 1-D arrays of the same length, lam > 0 and omega >= 0")
     D = lam.size
     B, P, K = (positive_int(v, n) for n, v in (("B", B), ("P", P), ("K", K)))
-    O = haar_orthogonal_torch(B, D, gen, dtype)
+    O = haar_orthogonal_torch(B, D, gen, dtype=dtype)
     sl = torch.as_tensor(np.sqrt(lam), dtype=dtype)
     so = torch.as_tensor(np.sqrt(omega), dtype=dtype)
     X = torch.einsum("bij,bpj->bpi", O, torch.randn(B, P, D, generator=gen, dtype=dtype) * sl)
@@ -265,7 +266,7 @@ def power_five_constant(D: int) -> float:
 
 
 def power_five_flow(
-    t: np.ndarray, dloss: Callable[[float], float], c: float, s0: float, rtol: float = 1e-9
+    t: np.ndarray, dloss: Callable[[float], float], c: float, *, s0: float, rtol: float = 1e-9
 ) -> tuple[np.ndarray, np.ndarray]:
     """Balanced gradient flow of full linear attention, ``ds/dt = -c s^4 L'(c s^5)`` (Result 9, corrected).
 
@@ -485,13 +486,13 @@ def train(
     model: nn.Module,
     sampler: Callable[[torch.Generator], Contexts],
     steps: int,
+    *,
     lr: float,
     gen: torch.Generator,
     optimizer: str = "sgd",
     population: bool = False,
     schedule: Callable[[int], float] | None = None,
     progress: dict[str, object] | None = None,
-    *,
     device: str | torch.device = "cpu",
 ) -> TrainResult:
     """Online training on fresh prompts at every step, on ``device`` (the model is moved there; each
@@ -594,20 +595,20 @@ def softmax_run(run: SoftmaxRun) -> tuple[np.ndarray, np.ndarray]:
     model = SoftmaxAttention(run.D, run.n, run.L, torch.Generator().manual_seed(run.seed + run.L), mlp=run.mlp)
 
     def sampler(g: torch.Generator) -> Contexts:
-        return sample_iso_contexts(run.B, run.P, run.K, run.D, g, dtype=torch.float32)
+        return sample_iso_contexts(run.B, run.P, run.K, D=run.D, gen=g, dtype=torch.float32)
 
     res = train(
         model,
         sampler,
         run.steps,
-        run.lr,
-        torch.Generator().manual_seed(run.seed + 50 + run.L),
+        lr=run.lr,
+        gen=torch.Generator().manual_seed(run.seed + 50 + run.L),
         optimizer="adam",
         progress={"model": run.index},
         device=run.device,
     )
     test = sample_iso_contexts(
-        run.eval_contexts, run.P, run.K, run.D, torch.Generator().manual_seed(run.seed + 999), dtype=torch.float32
+        run.eval_contexts, run.P, run.K, D=run.D, gen=torch.Generator().manual_seed(run.seed + 999), dtype=torch.float32
     )
     test = to_device(test, run.device)
     with torch.no_grad():

@@ -229,7 +229,7 @@ class Flexformer(nn.Module):
 
     def forward(self, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
         """Iterates ``x_0 = 0, …, x_L``, shape (B, L + 1, K), with ``P_Θ`` frozen per task."""
-        return richardson_unroll(self.preconditioner(H, d), H, d, L)
+        return richardson_unroll(self.preconditioner(H, d), H, d, L=L)
 
 
 def kernel_dictionary(
@@ -303,10 +303,10 @@ class KernelDictionaryPreconditioner(nn.Module):
 
     def forward(self, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
         """Iterates ``x_0 = 0, …, x_L``, shape (B, L + 1, K)."""
-        return richardson_unroll(self.preconditioner(H, d), H, d, L)
+        return richardson_unroll(self.preconditioner(H, d), H, d, L=L)
 
 
-def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int) -> torch.Tensor:
+def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, *, L: int) -> torch.Tensor:
     """``x_{ℓ+1} = x_ℓ + P(d − H x_ℓ)`` from ``x_0 = 0``; returns (B, L + 1, K) (differentiable).
 
     The matrix-vector products are written as a broadcast product and a sum over the last axis: for
@@ -324,7 +324,7 @@ def richardson_unroll(P: torch.Tensor, H: torch.Tensor, d: torch.Tensor, L: int)
     return torch.stack(out, dim=1)
 
 
-def depth_loss(model: nn.Module, H: torch.Tensor, d: torch.Tensor, x_star: torch.Tensor, L: int) -> torch.Tensor:
+def depth_loss(model: nn.Module, H: torch.Tensor, d: torch.Tensor, *, x_star: torch.Tensor, L: int) -> torch.Tensor:
     """``(1/K) mean_b ‖x_L − x⋆‖²`` (main paper §3.1, MMNN report §4.2), a scalar tensor."""
     xL = model(H, d, L)[:, -1]
     return ((xL - x_star) ** 2).sum(-1).mean() / H.shape[-1]
@@ -353,13 +353,13 @@ def train_preconditioner(
     model: nn.Module,
     sample_tasks: TaskSampler,
     L: int,
+    *,
     steps: int,
     batch: int,
     lr: float,
     rng: np.random.Generator,
     max_grad_norm: float = 10.0,
     progress: dict[str, object] | None = None,
-    *,
     device: str | torch.device = "cpu",
 ) -> TrainingResult:
     """Adam on the unrolled depth-``L`` loss, a fresh batch of tasks at every step.
@@ -399,7 +399,7 @@ def train_preconditioner(
 
     def batch_loss(_step: int) -> torch.Tensor:
         H, d, xs = (_as_tensor(a, n).to(device) for a, n in zip(sample_tasks(cfg.batch, rng), ("H", "d", "x_star")))
-        return depth_loss(model, H, d, xs, L)
+        return depth_loss(model, H, d, x_star=xs, L=L)
 
     t0 = time.perf_counter()
     log = train_loop([p for p in model.parameters() if p.requires_grad], batch_loss, cfg, progress=progress)
@@ -407,7 +407,7 @@ def train_preconditioner(
     return TrainingResult(loss=log.loss, seconds=time.perf_counter() - t0)
 
 
-def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, chunk: int = 1024) -> np.ndarray:
+def preconditioners_numpy(model: nn.Module, H: np.ndarray, d: np.ndarray, *, chunk: int = 1024) -> np.ndarray:
     """The frozen per-task matrices ``P_Θ(H, d)`` as a numpy array (n, K, K)."""
     H = np.asarray(H, dtype=float)
     d = np.asarray(d, dtype=float)
@@ -503,10 +503,10 @@ def train_preconditioner_job(job: PreconditionerJob) -> tuple[nn.Module, Trainin
         job.model,
         job.sample_tasks,
         job.L,
-        job.steps,
-        job.batch,
-        job.lr,
-        np.random.default_rng(job.seed),
+        steps=job.steps,
+        batch=job.batch,
+        lr=job.lr,
+        rng=np.random.default_rng(job.seed),
         progress=job.progress,
         device=job.device,
     )

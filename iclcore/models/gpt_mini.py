@@ -40,6 +40,7 @@ def causal_self_attention(
     x: torch.Tensor,
     attn: nn.MultiheadAttention,
     mask: torch.Tensor,
+    *,
     need_weights: bool = False,
     queries: slice | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -54,21 +55,62 @@ def causal_self_attention(
     ``nn.MultiheadAttention`` returns), else ``None``.
     """
     B, T, W = x.shape
+    o, a = _attention_rows(x.reshape(B * T, W), B, T, attn, mask, need_weights, queries)
+    return o.view(B, -1, W), a
+
+
+class _SplitHeads(torch.autograd.Function):
+    """``n`` blocks of projections ``(B*T, n*W)`` -> ``n`` tensors ``(B*H, T, h)`` (heads split off).
+
+    The forward is the one copy that ``view/permute/reshape/unbind`` makes; the backward writes the
+    ``n`` gradients straight into one ``(B*T, n*W)`` buffer, where ``unbind`` and ``reshape`` would
+    stack them and then permute the stack (two copies of the same numbers, no arithmetic).
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, B: int, T: int, n: int, H: int) -> tuple[torch.Tensor, ...]:
+        h = x.shape[1] // (n * H)
+        ctx.dims = (B, T, n, H, h)
+        return x.view(B, T, n, H, h).permute(2, 0, 3, 1, 4).reshape(n, B * H, T, h).unbind(0)
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor):
+        B, T, n, H, h = ctx.dims
+        g = torch.empty(B, T, n, H, h, dtype=grads[0].dtype, device=grads[0].device)
+        for i, gi in enumerate(grads):
+            g[:, :, i].copy_(gi.unflatten(0, (B, H)).transpose(1, 2))
+        return g.view(B * T, n * H * h), None, None, None, None
+
+
+def _attention_rows(
+    x: torch.Tensor,
+    B: int,
+    T: int,
+    attn: nn.MultiheadAttention,
+    mask: torch.Tensor,
+    need_weights: bool = False,
+    queries: slice | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`causal_self_attention` of the rows ``x (B*T, W)`` (row ``b T + t``): output ``(B*T_q, W)``."""
+    W = x.shape[1]
     H = attn.num_heads
     h = W // H
     w, b = attn.in_proj_weight, attn.in_proj_bias
     if queries is None:
-        qkv = F.linear(x, w, b).view(B, T, 3, H, h).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.reshape(3, B * H, T, h).unbind(0)
+        q, k, v = _SplitHeads.apply(F.linear(x, w, b), B, T, 3, H)
     else:
-        k, v = F.linear(x, w[W:], b[W:]).view(B, T, 2, H, h).permute(2, 0, 3, 1, 4).reshape(2, B * H, T, h).unbind(0)
-        xq, mask = x[:, queries], mask[queries]
+        k, v = _SplitHeads.apply(F.linear(x, w[W:], b[W:]), B, T, 2, H)
+        xq, mask = x.view(B, T, W)[:, queries], mask[queries]
         q = F.linear(xq, w[:W], b[:W]).view(B, xq.shape[1], H, h).transpose(1, 2).reshape(B * H, xq.shape[1], h)
     Tq = q.shape[1]
     a = torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2), alpha=h**-0.5), dim=-1)
-    o = torch.bmm(a, v).view(B, H, Tq, h).transpose(1, 2).reshape(B, Tq, W)
+    o = torch.bmm(a, v).view(B, H, Tq, h).transpose(1, 2).reshape(B * Tq, W)
     o = F.linear(o, attn.out_proj.weight, attn.out_proj.bias)
     return o, a.view(B, H, Tq, T).mean(1) if need_weights else None
+
+
+def _layer_norm(x: torch.Tensor, ln: nn.LayerNorm) -> torch.Tensor:
+    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
 
 
 class GPTMini(nn.Module):
@@ -117,7 +159,7 @@ class GPTMini(nn.Module):
         return h + self.pos[: h.shape[1]]
 
     def hidden(
-        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, need_attn: bool = False, rows: slice | None = None
+        self, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, *, need_attn: bool = False, rows: slice | None = None
     ):
         """Residual streams ``h_0..h_L`` (list of ``(B, T, width)``) and, optionally, the head-averaged attention maps.
 
@@ -126,14 +168,20 @@ class GPTMini(nn.Module):
         layer feed nothing but the readout).
         """
         h = self._tokens(X, y, xq)
-        mask = causal_mask(h.shape[1], h.dtype, h.device)
+        B, T, W = h.shape
+        mask = causal_mask(T, h.dtype, h.device)
         hs, att = [h], []
-        for l in range(self.L):
+        # the stream as rows (b, t): each linear map is one matrix product, with no views around it;
+        # a residual sum goes into the new branch's output (not saved for the backward): o + h = h + o
+        h = h.view(B * T, W)
+        for l, (ln1, attn, ln2, mlp) in enumerate(zip(self.ln1, self.attn, self.ln2, self.mlp)):
             queries = rows if l == self.L - 1 else None
-            o, wts = causal_self_attention(self.ln1[l](h), self.attn[l], mask, need_attn, queries)
-            h = (h if queries is None else h[:, queries]) + o
-            h = h + self.mlp[l](self.ln2[l](h))
-            hs.append(h)
+            o, wts = _attention_rows(_layer_norm(h, ln1), B, T, attn, mask, need_attn, queries)
+            h = o.add_(h if queries is None else h.view(B, T, W)[:, queries].reshape(-1, W))
+            fc1, gelu, fc2 = mlp
+            u = F.gelu(F.linear(_layer_norm(h, ln2), fc1.weight, fc1.bias), approximate=gelu.approximate)
+            h = F.linear(u, fc2.weight, fc2.bias).add_(h)
+            hs.append(h.view(B, -1, W))
             if need_attn:
                 att.append(wts)
         return hs, att

@@ -40,7 +40,7 @@ class LSAWeights:
 
 
 def lsa_layer(
-    ctx: torch.Tensor, q: torch.Tensor, KQ: torch.Tensor, PV: torch.Tensor, update_context: bool = True
+    ctx: torch.Tensor, q: torch.Tensor, KQ: torch.Tensor, *, PV: torch.Tensor, update_context: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One residual LSA layer in torch with merged matrices ``W_KQ = K^T Q`` and ``W_PV = P V``.
 
@@ -75,7 +75,7 @@ class TrainedLSA(nn.Module):
         ctx = torch.cat([X, y[..., None]], -1)
         zq = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)[:, None]
         # (K z_i)^T (Q z_q) = z_i^T (K^T Q) z_q and P V z_i: the merged matrices of lsa_layer
-        _, zq = lsa_layer(ctx, zq, self.K.T @ self.Q, self.P @ self.V, update_context=False)
+        _, zq = lsa_layer(ctx, zq, self.K.T @ self.Q, PV=self.P @ self.V, update_context=False)
         return -zq[:, 0, -1]
 
     def weights(self) -> LSAWeights:
@@ -102,7 +102,7 @@ class UntiedLSA(nn.Module):
         q = torch.cat([xq, torch.zeros_like(xq[..., :1])], -1)
         out = [-q[..., -1]]
         for l, (KQ, PV) in enumerate(zip(self.KQ, self.PV)):
-            ctx, q = lsa_layer(ctx, q, KQ, PV, update_context=l < self.L - 1)
+            ctx, q = lsa_layer(ctx, q, KQ, PV=PV, update_context=l < self.L - 1)
             out.append(-q[..., -1])
         return torch.stack(out)
 

@@ -272,6 +272,7 @@ def uniform_window_null_hits(
     n_found: int,
     span: tuple[float, float],
     targets: ArrayLike,
+    *,
     halfwidths: ArrayLike,
     rng: np.random.Generator,
     draws: int = 2000,
@@ -304,6 +305,7 @@ def uniform_window_null_rate(
     n_found: int,
     span: tuple[float, float],
     targets: ArrayLike,
+    *,
     halfwidths: ArrayLike,
     min_hits: int,
     rng: np.random.Generator,
@@ -311,7 +313,11 @@ def uniform_window_null_rate(
 ) -> float:
     """Probability that ``n_found`` events placed uniformly on ``span`` hit at least ``min_hits``
     of the target windows (:func:`window_hits`): the false-positive rate of a peak-alignment test."""
-    return float(np.mean(uniform_window_null_hits(n_found, span, targets, halfwidths, rng, draws) >= min_hits))
+    return float(
+        np.mean(
+            uniform_window_null_hits(n_found, span, targets, halfwidths=halfwidths, rng=rng, draws=draws) >= min_hits
+        )
+    )
 
 
 def trailing_average(y: ArrayLike, k: int) -> Array:

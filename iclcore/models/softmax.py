@@ -337,7 +337,7 @@ def _as_t(a, name: str) -> torch.Tensor:
     return t
 
 
-def update_jacobian(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
+def update_jacobian(model: ProbeQueryAttention, z, X, *, y) -> np.ndarray:
     """``∂Δ_θ/∂z`` at each prompt by autograd (``torch.func.jacrev`` + ``vmap``).
 
     Parameters
@@ -361,7 +361,7 @@ def update_jacobian(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
     return jac.detach().numpy()
 
 
-def local_preconditioner(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
+def local_preconditioner(model: ProbeQueryAttention, z, X, *, y) -> np.ndarray:
     """Local Jacobian preconditioner ``J_θ = -(∂Δ/∂z) H^{-1}``, ``H = XᵀX/M`` (main paper §8).
 
     Returns
@@ -382,7 +382,7 @@ def local_preconditioner(model: ProbeQueryAttention, z, X, y) -> np.ndarray:
     H = np.einsum("bmi,bmj->bij", Xn, Xn) / M
     if np.min(np.linalg.eigvalsh(H)) <= 1e-12 * np.max(np.abs(H)):
         raise ValueError("X: some prompt Hessian H = X^T X / M is singular")
-    D = update_jacobian(model, z, X, y)
+    D = update_jacobian(model, z, X, y=y)
     # J = -D H^{-1}  <=>  J H = -D  <=>  H J^T = -D^T (H symmetric)
     JT = np.linalg.solve(H, -np.swapaxes(D, -1, -2))
     return np.swapaxes(JT, -1, -2)
@@ -598,7 +598,7 @@ def jacobian_analysis(
     states = richardson_states(model, prompts, L)
     Zs, Ds, Rs = states.z, states.delta, states.r
     n, K = Ds.shape[1], Ds.shape[2]
-    J = local_preconditioner(model, torch.zeros(n, K, dtype=torch.float64), prompts["X"], prompts["y"])
+    J = local_preconditioner(model, torch.zeros(n, K, dtype=torch.float64), prompts["X"], y=prompts["y"])
     J_bar = J.mean(axis=0)
     dev = np.linalg.norm(J - J_bar, axis=(1, 2)) / np.linalg.norm(J_bar)
     Dall, Rall = Ds.reshape(-1, K), Rs.reshape(-1, K)
@@ -680,9 +680,9 @@ def train_attention(
     model: ProbeQueryAttention,
     task: TaskConfig,
     train: TrainConfig,
+    *,
     rng: np.random.Generator,
     topk: int = 2,
-    *,
     device: str | torch.device = "cpu",
 ) -> TrainHistory:
     """Train ``model`` in place (online, fresh prompts each step) and checkpoint kernel statistics.
@@ -807,7 +807,7 @@ def train_attention_run(run: AttentionRun) -> tuple[ProbeQueryAttention, TrainHi
         raise TypeError(f"run: expected an AttentionRun, got {type(run).__name__}")
     model = ProbeQueryAttention(run.attention, torch.Generator().manual_seed(run.init_seed))
     history = train_attention(
-        model, run.task, run.train, np.random.default_rng(run.data_seed), run.topk, device=run.device
+        model, run.task, run.train, rng=np.random.default_rng(run.data_seed), topk=run.topk, device=run.device
     )
     return model, history
 

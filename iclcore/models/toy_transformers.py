@@ -268,7 +268,7 @@ def train_icl(
     )
 
 
-def emergence_window(steps: np.ndarray, loss: np.ndarray, lo: float = 0.1, hi: float = 0.9) -> tuple[float, float]:
+def emergence_window(steps: np.ndarray, loss: np.ndarray, lo: float = 0.1, *, hi: float = 0.9) -> tuple[float, float]:
     """Steps at which ``loss`` has covered ``lo`` and ``hi`` of its total drop from its plateau
     (max after the first log point) to its final value (first crossings)."""
     steps = np.asarray(steps, dtype=float)

@@ -139,6 +139,6 @@ def decoder_scores(scoring: DecoderScoring) -> DecoderScores:
     :func:`iclcore.parallel.map_configs`.
     """
     s = scoring
-    diag = decoder_diagnostics(s.P, s.test, s.L, s.P_oracle, clip=s.clip, delta=s.delta, n_small=s.n_small)
+    diag = decoder_diagnostics(s.P, s.test, s.L, P_oracle=s.P_oracle, clip=s.clip, delta=s.delta, n_small=s.n_small)
     losses = np.sum(depth_error(s.P, s.test, s.L)[:, -1] ** 2, axis=1) / s.test.K
     return DecoderScores(diag, losses, depth_risk_curve(s.P, s.test, s.L))

@@ -156,7 +156,7 @@ def solve(A: np.ndarray, F: np.ndarray) -> np.ndarray:
     return np.linalg.solve(A, np.asarray(F, dtype=float)[..., None])[..., 0]
 
 
-def sample_coefficients(n: int, n_pieces: int, scale: float, a_min: float, rng: np.random.Generator) -> np.ndarray:
+def sample_coefficients(n: int, n_pieces: int, scale: float, *, a_min: float, rng: np.random.Generator) -> np.ndarray:
     """``z ~ N(0, scale² I)`` conditioned on ``min_x a(x; z) = 1 + min_k z_k > a_min`` (rejection), (n, K)."""
     n = positive_int(n, "n")
     n_pieces = positive_int(n_pieces, "n_pieces")

@@ -61,7 +61,7 @@ def matern_covariance(x: np.ndarray, ell: float, variance: float = 1.0) -> np.nd
     return matern52(x[:, None] - x[None, :], ell, variance)
 
 
-def sample_gp(cov: np.ndarray, n: int, rng: np.random.Generator, jitter: float = 1e-10) -> np.ndarray:
+def sample_gp(cov: np.ndarray, n: int, rng: np.random.Generator, *, jitter: float = 1e-10) -> np.ndarray:
     """``n`` draws of ``N(0, cov)``, shape (n, N), via a Cholesky factor of ``cov + jitter·tr(cov)/N·I``."""
     n = positive_int(n, "n")
     rng = as_generator(rng)
@@ -157,7 +157,7 @@ def gp_effective_dimension_bias(eigenvalues: np.ndarray, tau: float) -> float:
 
 
 def finite_prompt_effective_dimension(
-    cov: np.ndarray, n_el: int, n_forcings: np.ndarray, tau: np.ndarray, n_seeds: int, rng: np.random.Generator
+    cov: np.ndarray, n_el: int, n_forcings: np.ndarray, *, tau: np.ndarray, n_seeds: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Finite-prompt estimates of ``d_eff^{GP}(τ)`` (main paper §10) over independent seeds.
 
@@ -279,7 +279,7 @@ def gp_prompt_diversity(
     taus = np.asarray(tau, float)
     sizes = np.asarray(n_forcings)
     K_f = matern_covariance(np.linspace(0.0, 1.0, n_el + 1), ell, variance)
-    est = finite_prompt_effective_dimension(K_f, n_el, sizes, taus, n_seeds, rng)
+    est = finite_prompt_effective_dimension(K_f, n_el, sizes, tau=taus, n_seeds=n_seeds, rng=rng)
     d = gp_effective_dimension(lam, taus)
     b = np.array([gp_effective_dimension_bias(lam, t) for t in taus])
     mean = est.mean(axis=1)

@@ -259,7 +259,7 @@ class DecoderComparison:
         out["best_eb_upper_small"] = self.eb_small[best].upper
         out["best_over_floor"] = e2e[best] / floor
         out["best_over_floor_se"] = ratio_standard_error(
-            e2e[best], float(standard_error(losses[best])), floor, encoder.floor_se
+            e2e[best], float(standard_error(losses[best])), floor, se_b=encoder.floor_se
         )
         out["free_over_floor"] = e2e["free"] / floor
         out["free_over_flex"] = e2e["free"] / e2e["flex"]
@@ -281,7 +281,7 @@ class DecoderComparison:
         out["best_learned_e2e"] = e2e[best_learned]
         out["best_learned_over_floor"] = e2e[best_learned] / floor
         out["best_learned_over_floor_se"] = ratio_standard_error(
-            e2e[best_learned], float(standard_error(losses[best_learned])), floor, encoder.floor_se
+            e2e[best_learned], float(standard_error(losses[best_learned])), floor, se_b=encoder.floor_se
         )
         free_conv = fitted.free_conv
         free_conv_losses = np.sum(depth_error(free_conv.P, test, L)[:, -1] ** 2, axis=1) / test.K

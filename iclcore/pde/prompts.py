@@ -134,11 +134,11 @@ class PDEPrompts:
         return self.z.shape[0]
 
 
-def sample_pde_prompts(config: PDEConfig, op: AffineOperator, n: int, rng: np.random.Generator) -> PDEPrompts:
+def sample_pde_prompts(config: PDEConfig, op: AffineOperator, n: int, *, rng: np.random.Generator) -> PDEPrompts:
     """Draw ``n`` prompts and queries (module docstring), vectorised over prompts."""
     n = positive_int(n, "n")
     rng = as_generator(rng)
-    z = sample_coefficients(n, config.n_pieces, config.z_scale, config.a_min, rng)
+    z = sample_coefficients(n, config.n_pieces, config.z_scale, a_min=config.a_min, rng=rng)
     cov = matern_covariance(op.all_nodes, config.ell_f, config.f_var)
     f = sample_gp(cov, n * (config.M + 1), rng).reshape(n, config.M + 1, -1)
     F = load_vector(op, f)
@@ -149,7 +149,7 @@ def sample_pde_prompts(config: PDEConfig, op: AffineOperator, n: int, rng: np.ra
 
 
 def ridge_encoder(
-    config: PDEConfig, op: AffineOperator, prompts: PDEPrompts, lam_z: float | None = None
+    config: PDEConfig, op: AffineOperator, prompts: PDEPrompts, *, lam_z: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``G``, ``b`` and ``z_enc = (GᵀG + λ_z I)^{-1} Gᵀ b`` for every prompt.
 
@@ -231,7 +231,7 @@ def encoded_query_systems(config: PDEConfig, op: AffineOperator, prompts: PDEPro
 def _encoded_query_triples(
     config: PDEConfig, op: AffineOperator, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    systems, _ = encoded_query_systems(config, op, sample_pde_prompts(config, op, n, rng))
+    systems, _ = encoded_query_systems(config, op, sample_pde_prompts(config, op, n, rng=rng))
     return systems.H, systems.d, systems.x_star
 
 

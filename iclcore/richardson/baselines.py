@@ -162,7 +162,7 @@ class LinearSystems:
         return LinearSystems(H=self.H[idx], d=self.d[idx], x_star=self.x_star[idx])
 
 
-def depth_error(P: np.ndarray, systems: LinearSystems, L: int, chunk: int = 128) -> np.ndarray:
+def depth_error(P: np.ndarray, systems: LinearSystems, L: int, *, chunk: int = 128) -> np.ndarray:
     """Errors ``x_ℓ − x⋆`` for ``ℓ = 0..L`` from ``x_0 = 0``.
 
     Parameters
@@ -236,7 +236,9 @@ def depth_losses(P: np.ndarray, systems: LinearSystems, L: int) -> np.ndarray:
     return np.sum(depth_error(P, systems, L)[:, -1] ** 2, 1) / systems.K
 
 
-def replica_win_rate(P_replicas: np.ndarray, rival: np.ndarray, systems: LinearSystems, L: int) -> tuple[float, float]:
+def replica_win_rate(
+    P_replicas: np.ndarray, rival: np.ndarray, systems: LinearSystems, *, L: int
+) -> tuple[float, float]:
     """Share of tasks on which a learned ``P`` has a lower depth-``L`` loss than a rival, and its standard error.
 
     ``P_replicas[0]`` is the reported run, ``P_replicas[1:]`` independent training replicas of it. The
@@ -265,7 +267,7 @@ def replica_win_rate(P_replicas: np.ndarray, rival: np.ndarray, systems: LinearS
 
 
 def replica_gap_standard_error(
-    P_replicas: np.ndarray, rivals: list[np.ndarray], systems: LinearSystems, L: int
+    P_replicas: np.ndarray, rivals: list[np.ndarray], systems: LinearSystems, *, L: int
 ) -> float:
     """Standard error of the depth-``L`` risk gap between a learned ``P`` and its rivals on the same tasks.
 
@@ -326,7 +328,7 @@ def _family_vector(systems: LinearSystems, kind: str) -> np.ndarray:
     raise ValueError(f"kind: unknown family {kind!r}; choose 'scalar' or 'jacobi'")
 
 
-def scaled_family_risk(systems: LinearSystems, kind: str, theta: np.ndarray | float, L: int) -> np.ndarray | float:
+def scaled_family_risk(systems: LinearSystems, kind: str, theta: np.ndarray | float, *, L: int) -> np.ndarray | float:
     """Closed-form ``R_L(θ Q)`` for ``Q = I`` (``kind="scalar"``) or ``Q = D^{-1}`` (``"jacobi"``).
 
     With ``Q^{1/2} H Q^{1/2} = W diag(μ) Wᵀ``,
@@ -348,7 +350,7 @@ def scaled_family_risk(systems: LinearSystems, kind: str, theta: np.ndarray | fl
     return float(vals[0]) if th.ndim == 0 else vals.reshape(th.shape)
 
 
-def best_scaled_parameter(systems: LinearSystems, kind: str, L: int, n_grid: int = 65) -> tuple[float, float]:
+def best_scaled_parameter(systems: LinearSystems, kind: str, L: int, *, n_grid: int = 65) -> tuple[float, float]:
     """``θ`` minimising the training ``R_L(θ Q)`` over ``0 < θ < 2 / min_n μ_max,n``.
 
     The window is the set of ``θ`` for which at least one task contracts; a log grid of
@@ -459,7 +461,7 @@ def oracle_baseline(train: LinearSystems, L: int, moments=None) -> Baseline:
 
 
 def free_linear_risk_and_grad(
-    P: np.ndarray, systems: LinearSystems, L: int, chunk: int = 128
+    P: np.ndarray, systems: LinearSystems, L: int, *, chunk: int = 128
 ) -> tuple[float, np.ndarray]:
     """``R_L(P)`` and its exact gradient ``∂R_L/∂P`` (shape (K, K)) by back-propagation.
 
@@ -498,6 +500,7 @@ def free_linear_baseline(
     train: LinearSystems,
     L: int,
     P0: np.ndarray | None = None,
+    *,
     max_iter: int = 200,
     gtol: float = 1e-10,
     chunk: int = 128,
@@ -574,6 +577,7 @@ def compare_baselines(
     train: LinearSystems,
     test: LinearSystems,
     L: int,
+    *,
     methods: tuple[str, ...] = METHODS,
     H_inf: np.ndarray | None = None,
     moments=None,

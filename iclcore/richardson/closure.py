@@ -71,7 +71,7 @@ def _check_modes(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float, name:
     return p0, c, b, e
 
 
-def mode_recursion(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> np.ndarray:
+def mode_recursion(p0: np.ndarray, c: np.ndarray, b: np.ndarray, *, eta: float) -> np.ndarray:
     """Mode-wise recursion ``p_i(s+1) = (1 - η c_i(s)) p_i(s) + η b_i(s)`` (main paper §6.5).
 
     Parameters
@@ -94,7 +94,7 @@ def mode_recursion(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> 
     return out
 
 
-def mode_product_sum(p0: np.ndarray, c: np.ndarray, b: np.ndarray, eta: float) -> np.ndarray:
+def mode_product_sum(p0: np.ndarray, c: np.ndarray, b: np.ndarray, *, eta: float) -> np.ndarray:
     """Closed form of the mode recursion (main paper §6.5), evaluated literally.
 
     ``p_i(s) = p_i(0) Π_{t<s} (1 - η c_i(t)) + Σ_{τ<s} η b_i(τ) Π_{t=τ+1}^{s-1} (1 - η c_i(t))``.
@@ -132,7 +132,7 @@ def _same_shape(x: np.ndarray, name: str, ref: np.ndarray, ref_name: str) -> Non
         raise ValueError(f"{name}: shape {x.shape} does not match {ref_name} of shape {ref.shape}")
 
 
-def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) -> np.ndarray:
+def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, *, L: int) -> np.ndarray:
     """``R_dec(s, L) = Σ_i w_i(s) (1 - p_i(s) a_i(s))^{2L}`` (main paper §6.5).
 
     Parameters
@@ -152,7 +152,7 @@ def richardson_mode_risk(p: np.ndarray, a: np.ndarray, w: np.ndarray, L: int) ->
     return np.sum(w * (1.0 - p * a) ** (2 * L), axis=-1)
 
 
-def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, L: int) -> np.ndarray:
+def richardson_matrix_risk(P: np.ndarray, A: np.ndarray, Szz: np.ndarray, *, L: int) -> np.ndarray:
     """Depth-``L`` Richardson risk ``(1/r) tr[M^L S M^{L T}]``, ``M = I - P A`` (main paper §6.1, §6.3).
 
     This is ``(1/r) E||z_L - z^†||²`` for ``z_L - z^† = -(I - PA)^L z^†`` and
@@ -220,7 +220,7 @@ class EncDecTrajectory:
 
 
 def encdec_iterate(
-    model: LatentModel, G0: np.ndarray, P0: np.ndarray, eta_e: float, eta_d: float, n_steps: int
+    model: LatentModel, G0: np.ndarray, P0: np.ndarray, *, eta_e: float, eta_d: float, n_steps: int
 ) -> EncDecTrajectory:
     """Iterate the stop-gradient triangular dynamics in full matrices (main paper §6.4).
 
@@ -300,7 +300,7 @@ def _check_seq_eta(
     return E0, C_seq, D_seq, e
 
 
-def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float) -> np.ndarray:
+def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, *, eta: float) -> np.ndarray:
     """Recursion ``E_{s+1} = E_s (I - η C_s) + D_s`` (main paper §6.6).
 
     Parameters
@@ -324,7 +324,7 @@ def tracking_error_iterate(E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray,
 
 
 def tracking_error_product_sum(
-    E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, eta: float, steps: Sequence[int] | np.ndarray
+    E0: np.ndarray, C_seq: np.ndarray, D_seq: np.ndarray, *, eta: float, steps: Sequence[int] | np.ndarray
 ) -> np.ndarray:
     """Ordered product/sum formula of main paper §6.6, evaluated literally at ``steps``.
 
@@ -420,7 +420,9 @@ def pinched_coefficients(Q: np.ndarray, mats: np.ndarray) -> np.ndarray:
     return np.einsum("ia,nij,ja->na", Q, mats, Q)
 
 
-def fixed_basis_closure_risk(traj: EncDecTrajectory, Q: np.ndarray, L: int, p0: np.ndarray | None = None) -> np.ndarray:
+def fixed_basis_closure_risk(
+    traj: EncDecTrajectory, Q: np.ndarray, L: int, *, p0: np.ndarray | None = None
+) -> np.ndarray:
     """Risk predicted by the §6.5 scalar closure written in a fixed basis ``Q``.
 
     Reads the mode scalars ``a_i(s) = q_i^T A_s q_i``, ``c_i(s)``, ``b_i(s)``,
@@ -448,8 +450,8 @@ def fixed_basis_closure_risk(traj: EncDecTrajectory, Q: np.ndarray, L: int, p0: 
     w = pinched_coefficients(Q, traj.Szz) / traj.A.shape[1]
     if p0 is None:
         p0 = pinched_coefficients(Q, traj.P[:1])[0]
-    p = mode_recursion(p0, c[:-1], b[:-1], traj.eta_d)
-    return richardson_mode_risk(p, a, w, L)
+    p = mode_recursion(p0, c[:-1], b[:-1], eta=traj.eta_d)
+    return richardson_mode_risk(p, a, w, L=L)
 
 
 def _risk_curves(predicted: object, exact: object) -> tuple[np.ndarray, np.ndarray]:

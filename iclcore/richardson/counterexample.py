@@ -44,7 +44,7 @@ class Counterexample:
     eta: float
 
 
-def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
+def counterexample(C: np.ndarray, eta: float, i: int, *, j: int, R0: float = 1.0, n_steps: int = 1) -> Counterexample:
     """Equal scalar risk, different future: the §7 counterexample of main paper.
 
     ``e_0^{(i)} = α_i q_i`` with ``α_i² λ_i = R_0`` (same for ``j``), iterated by
@@ -80,9 +80,9 @@ def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n
     out = {}
     for key, idx in (("a", i), ("b", j)):
         e0 = np.sqrt(R0 / spec.lam[idx]) * spec.Q[:, idx]
-        traj = gd_iterate(e0, zero, Cm, eta, int(n_steps))  # B = 0, fixed point 0
+        traj = gd_iterate(e0, zero, Cm, eta=eta, n_steps=int(n_steps))  # B = 0, fixed point 0
         out["risk_" + key] = excess_risk(traj, zero, Cm)
-        out["predicted_" + key] = modal_excess_risk(e0, zero, Cm, eta, np.arange(int(n_steps) + 1))
+        out["predicted_" + key] = modal_excess_risk(e0, zero, Cm, eta=eta, steps=np.arange(int(n_steps) + 1))
     return Counterexample(
         steps=np.arange(int(n_steps) + 1),
         lam_a=float(spec.lam[i]),
@@ -92,7 +92,7 @@ def counterexample(C: np.ndarray, eta: float, i: int, j: int, R0: float = 1.0, n
     )
 
 
-def counterexample_eigenvalues(R1_a: float, R1_b: float, eta: float, R0: float = 1.0) -> tuple[float, float]:
+def counterexample_eigenvalues(R1_a: float, R1_b: float, eta: float, *, R0: float = 1.0) -> tuple[float, float]:
     """Eigenvalues that produce given one-step risks: ``λ = (1 - sqrt(R_1/R_0)) / η``.
 
     Inverts ``R_1 = (1 - ηλ)² R_0`` on the non-overshooting branch

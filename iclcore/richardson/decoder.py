@@ -182,6 +182,7 @@ def online_decoder_training(
     config: TaskConfig,
     eta: float,
     n_steps: int,
+    *,
     batch_size: int,
     rng: np.random.Generator,
     P0: np.ndarray | None = None,
@@ -290,7 +291,7 @@ def online_decoder_run(run: DecoderRun) -> DecoderRunResult:
         raise TypeError(f"run: expected a DecoderRun, got {type(run).__name__}")
     rng = np.random.default_rng(list(run.seed) if isinstance(run.seed, tuple) else run.seed)
     cps = None if run.checkpoints is None else np.array(run.checkpoints, dtype=np.int64)
-    out = online_decoder_training(run.config, run.eta, run.steps, run.batch, rng, checkpoints=cps)
+    out = online_decoder_training(run.config, run.eta, run.steps, batch_size=run.batch, rng=rng, checkpoints=cps)
     return DecoderRunResult(run=out, rng_state=rng.bit_generator.state)
 
 
@@ -310,7 +311,7 @@ def empirical_decoder_risk(P: np.ndarray, d: np.ndarray, z_star: np.ndarray) -> 
     return r if stacked else float(r[0])
 
 
-def depth_risk(P: np.ndarray, prompts: Prompts, L: int, reference: str = "target") -> np.ndarray | float:
+def depth_risk(P: np.ndarray, prompts: Prompts, L: int, *, reference: str = "target") -> np.ndarray | float:
     """Held-out depth-``L`` Richardson risk ``(1/K) mean ‖z_L − ref‖²``, ``z_0 = 0`` (main paper §3.1).
 
     Parameters
@@ -331,7 +332,7 @@ def depth_risk(P: np.ndarray, prompts: Prompts, L: int, reference: str = "target
     K = Ps.shape[-1]
     out = np.empty(Ps.shape[0])
     for t, Pt in enumerate(Ps):
-        zL = richardson_iterates(Pt, prompts.H_M, prompts.d, L)[:, -1]
+        zL = richardson_iterates(Pt, prompts.H_M, prompts.d, L=L)[:, -1]
         out[t] = np.mean(np.sum((zL - ref) ** 2, axis=-1)) / K
     return out if stacked else float(out[0])
 
@@ -416,7 +417,7 @@ def prompt_contraction(config: TaskConfig, M_values, P: np.ndarray | None = None
 
 
 def checkpoint_table(
-    P: np.ndarray, P_star: np.ndarray, prompts: Prompts, L: int, clip: float = 1.0, delta: float = 0.05
+    P: np.ndarray, P_star: np.ndarray, prompts: Prompts, *, L: int, clip: float = 1.0, delta: float = 0.05
 ) -> dict[str, float]:
     """The quantities of MMNN report Table 2 for one preconditioner ``P``.
 
@@ -433,7 +434,7 @@ def checkpoint_table(
         ``rel_dist_oracle`` and ``stable_rank``.
     """
     con = contraction_factor(P, prompts.H_M)
-    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L, operator_norm=con.operator_norm)
+    cert = richardson_certificate(P, prompts.H_M, -prompts.z_dagger, L=L, operator_norm=con.operator_norm)
     K = P.shape[0]
     loss = cert.error_norms[:, -1] ** 2 / K
     eb = clipped_empirical_bernstein(loss, clip, delta)
@@ -451,13 +452,13 @@ def checkpoint_table(
     }
 
 
-def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, steps) -> np.ndarray:
+def predicted_risk_curve(P0: np.ndarray, moments: Moments, eta: float, *, steps) -> np.ndarray:
     """Exact population risk along GD: ``R(P⋆) + (1/K) Σ_i λ_i (1 − ηλ_i)^{2s} ‖(P_0 − P⋆) q_i‖²``.
 
     Main paper §3.1 (modal risk) and §12.2 (the predicted curve). Returns shape (len(steps),).
     """
     P_star = oracle_preconditioner(moments)
-    return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta, steps, scale=1.0 / moments.K)
+    return oracle_risk(moments) + modal_excess_risk(P0, P_star, moments.C, eta=eta, steps=steps, scale=1.0 / moments.K)
 
 
 @dataclass(frozen=True)
@@ -488,7 +489,7 @@ class FiniteTaskResult:
 
 
 def finite_task_experiment(
-    config: TaskConfig, moments: Moments, N_values, n_repeats: int, rng: np.random.Generator
+    config: TaskConfig, moments: Moments, N_values, *, n_repeats: int, rng: np.random.Generator
 ) -> FiniteTaskResult:
     """Draw ``N`` tasks, fit ``P̂_N = Z Dᵀ(DDᵀ)^†``, record its exact excess risk.
 
@@ -541,7 +542,7 @@ def ridge_matching_contraction(config: TaskConfig, M: int, target_radius: float)
     return float(brentq(f, 0.0, hi, xtol=1e-12))
 
 
-def richardson_identity_residual(P: np.ndarray, H: np.ndarray, d: np.ndarray, z_dagger: np.ndarray, L: int) -> float:
+def richardson_identity_residual(P: np.ndarray, H: np.ndarray, d: np.ndarray, *, z_dagger: np.ndarray, L: int) -> float:
     """Largest violation of the exact Richardson error identity over prompts and depths (main paper §2).
 
     With ``e_ℓ = z_ℓ − z†`` the error of the iterates ``z_{ℓ+1} = z_ℓ + P(d − H z_ℓ)`` from ``z_0 = 0``
@@ -567,11 +568,11 @@ def richardson_identity_residual(P: np.ndarray, H: np.ndarray, d: np.ndarray, z_
     >>> H = np.stack([np.diag([1.0, 2.0]), np.eye(2)])
     >>> d = np.ones((2, 2))
     >>> z = np.linalg.solve(H, d[..., None])[..., 0]
-    >>> richardson_identity_residual(0.4 * np.eye(2), H, d, z, 5) < 1e-14
+    >>> richardson_identity_residual(0.4 * np.eye(2), H, d, z_dagger=z, L=5) < 1e-14
     True
     """
-    Z = richardson_iterates(P, H, d, L)
-    E = richardson_error(P, H, -z_dagger, L)
+    Z = richardson_iterates(P, H, d, L=L)
+    E = richardson_error(P, H, -z_dagger, L=L)
     T_L = np.linalg.matrix_power(iteration_matrix(P, H), L)
     return max(
         float(np.abs(Z - z_dagger[:, None, :] - E).max()),
@@ -777,9 +778,9 @@ def risk_trajectory(
     P0 = np.zeros((K, K))
     P_star = oracle_preconditioner(moments)
     s_dense = np.arange(n_steps + 1)
-    predicted_dense = predicted_risk_curve(P0, moments, eta, s_dense)
+    predicted_dense = predicted_risk_curve(P0, moments, eta, steps=s_dense)
     loss = np.sum((np.einsum("tij,nj->tni", P, d) - z_star[None]) ** 2, axis=-1) / K
-    W = modal_weights(P0, P_star, moments.C, eta, s_dense)
+    W = modal_weights(P0, P_star, moments.C, eta=eta, steps=s_dense)
     return RiskTrajectory(
         steps=checkpoints,
         predicted_dense=predicted_dense,
@@ -789,7 +790,7 @@ def risk_trajectory(
         population=decoder_risk(P, moments),
         rel_err=relative_error(P, P_star),
         cos_defect=cosine_defect(P, P_star),
-        rel_err_gd=relative_error(gd_trajectory(P0, P_star, moments.C, eta, checkpoints), P_star),
+        rel_err_gd=relative_error(gd_trajectory(P0, P_star, moments.C, eta=eta, steps=checkpoints), P_star),
         oracle_risk=oracle_risk(moments),
         after_transient=checkpoints >= s_transient,
         modal_weights=W,
@@ -911,22 +912,24 @@ def held_out_depth_study(
         ]
     ).T
     P_fin = P[-1]
-    viol = [richardson_certificate(P[i], H, -z_dag, L, operator_norm=cons[i].operator_norm).violation_rate for i in idx]
-    cert = richardson_certificate(P_fin, H, -z_dag, L)
+    viol = [
+        richardson_certificate(P[i], H, -z_dag, L=L, operator_norm=cons[i].operator_norm).violation_rate for i in idx
+    ]
+    cert = richardson_certificate(P_fin, H, -z_dag, L=L)
     loss_direct = np.sum((prompts.d @ P_fin.T - prompts.z_star) ** 2, 1) / K
     return DepthStudy(
-        target_risk=depth_risk(P, prompts, L, "target"),
-        solution_risk=depth_risk(P, prompts, L, "solution"),
+        target_risk=depth_risk(P, prompts, L, reference="target"),
+        solution_risk=depth_risk(P, prompts, L, reference="solution"),
         direct_risk=empirical_decoder_risk(P, prompts.d, prompts.z_star),
-        oracle_target_risk=depth_risk(P_star, prompts, L, "target"),
+        oracle_target_risk=depth_risk(P_star, prompts, L, reference="target"),
         ridge_floor=float(np.mean(np.sum((z_dag - prompts.z_star) ** 2, 1)) / K),
         ridge_floor_closed_form=closed,
         contraction_index=idx,
         contractions=summary,
         final_operator_norm=contraction_factor(P_fin, H).operator_norm,
         violation_rate=float(np.max(viol)),
-        identity_error=richardson_identity_residual(P_fin, H, prompts.d, z_dag, L),
-        final_error=richardson_error(P_fin, H, -z_dag, L),
+        identity_error=richardson_identity_residual(P_fin, H, prompts.d, z_dagger=z_dag, L=L),
+        final_error=richardson_error(P_fin, H, -z_dag, L=L),
         certificate=cert,
         eb_depth=clipped_empirical_bernstein(cert.error_norms[:, -1] ** 2 / K, clip, delta),
         eb_direct=clipped_empirical_bernstein(loss_direct, clip, delta),
@@ -994,13 +997,15 @@ def eb_coverage_study(
     K = config.K
     pool_prompts = sample_prompt_statistics(config, n_pool, rng)
     pool_direct = np.sum((pool_prompts.d @ P_final.T - pool_prompts.z_star) ** 2, 1) / K
-    pool_depth = np.sum(richardson_error(P_final, pool_prompts.H_M, -pool_prompts.z_dagger, L)[:, -1] ** 2, 1) / K
+    pool_depth = np.sum(richardson_error(P_final, pool_prompts.H_M, -pool_prompts.z_dagger, L=L)[:, -1] ** 2, 1) / K
     pool_init = np.sum((pool_prompts.d @ P_initial.T - pool_prompts.z_star) ** 2, 1) / K
     coverage = {}
     for name, pool in (("direct_final", pool_direct), ("depth_final", pool_depth), ("direct_initial", pool_init)):
-        coverage[name], _ = eb_coverage_from_pool(pool, n_sample, clip, delta, n_repeats, rng)
+        coverage[name], _ = eb_coverage_from_pool(pool, n_sample, clip, delta=delta, n_repeats=n_repeats, rng=rng)
     pool_bern = (rng.random(n_pool) < p_bernoulli).astype(float)
-    coverage["bernoulli"], true_bern = eb_coverage_from_pool(pool_bern, n_bernoulli, 1.0, delta, n_repeats, rng)
+    coverage["bernoulli"], true_bern = eb_coverage_from_pool(
+        pool_bern, n_bernoulli, 1.0, delta=delta, n_repeats=n_repeats, rng=rng
+    )
     plain = float(np.mean(true_bern <= pool_bern[rng.integers(0, n_pool, (n_repeats, n_bernoulli))].mean(1)))
     return CoverageStudy(
         coverage=coverage, plain_mean_bernoulli=plain, clipped_fraction_initial=float(np.mean(pool_init > clip))
@@ -1092,8 +1097,8 @@ def learned_against_baselines(
     for tag, cmp, ell in (("", comparisons[0], L), ("_small", comparisons[1], L_small)):
         rival_P = {m: cmp.baselines[m].preconditioners(sys_test.H) for m in rivals}
         for m, R in rival_P.items():
-            wins[f"baseline{tag}_win_{m}"] = replica_win_rate(P_replicas, R, sys_test, ell)
-        gaps.append(replica_gap_standard_error(P_replicas, list(rival_P.values()), sys_test, ell))
+            wins[f"baseline{tag}_win_{m}"] = replica_win_rate(P_replicas, R, sys_test, L=ell)
+        gaps.append(replica_gap_standard_error(P_replicas, list(rival_P.values()), sys_test, L=ell))
     return LearnedAgainstBaselines(
         depths=(L, L_small), comparisons=comparisons, learned_risk=learned, win_rates=wins, gap_se=tuple(gaps)
     )
@@ -1144,8 +1149,10 @@ def single_run_errors(
     loss_solution = np.sum(E_L**2, 1) / K  # per-prompt (1/K)||z_L - z^dagger||^2
     con_rep = np.array([contraction_factor(P, prompts.H_M).operator_norm.mean() for P in P_rep])
     R_obs_se = single_run_standard_error(empirical_decoder_risk(P_rep, d, z_star), trajectory.observed_se[-1])
-    R_depth_se = single_run_standard_error(depth_risk(P_rep, prompts, L, "target"), standard_error(loss_target))
-    tables = [checkpoint_table(P, P_star, prompts, L, clip, delta) for P in P_rep]
+    R_depth_se = single_run_standard_error(
+        depth_risk(P_rep, prompts, L, reference="target"), standard_error(loss_target)
+    )
+    tables = [checkpoint_table(P, P_star, prompts, L=L, clip=clip, delta=delta) for P in P_rep]
     prompt_se = {
         "depth_risk": standard_error(loss_solution),
         "ratio_mean": standard_error(depth.certificate.ratio_final),
@@ -1158,7 +1165,7 @@ def single_run_errors(
         "R_obs_final_se": R_obs_se,
         "R_depth_final_se": R_depth_se,
         "direct_over_depth": R_obs / R_depth,
-        "direct_over_depth_se": ratio_standard_error(R_obs, R_obs_se, R_depth, R_depth_se),
+        "direct_over_depth_se": ratio_standard_error(R_obs, R_obs_se, R_depth, se_b=R_depth_se),
         "mean_contraction_final_se": single_run_standard_error(con_rep, standard_error(depth.final_operator_norm)),
         "n_replicas": P_rep.shape[0] - 1,
     }

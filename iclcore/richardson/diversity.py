@@ -140,7 +140,7 @@ class SandwichDimension:
 
 
 def sandwich_dimension(
-    config: TaskConfig, moments: Moments, n_samples: int, rng: np.random.Generator, chunk: int = 65536
+    config: TaskConfig, moments: Moments, n_samples: int, *, rng: np.random.Generator, chunk: int = 65536
 ) -> SandwichDimension:
     """Monte Carlo ``d_sand = E[‖e‖² dᵀC^{-1}d] / E‖e‖²``, ``e = z⋆ − P⋆ d`` (chapter derivation).
 
@@ -172,7 +172,7 @@ def sandwich_dimension(
 
 
 def sandwich_excess(
-    R_star: float, d_sand: float, K: int, N: np.ndarray | int, finite_n: bool = True
+    R_star: float, d_sand: float, K: int, *, N: np.ndarray | int, finite_n: bool = True
 ) -> np.ndarray | float:
     """Predicted mean excess ``R⋆ d_sand/(N − K − 1)`` (``finite_n``) or ``R⋆ d_sand/N`` (leading order)."""
     K = positive_int(K, "K")
@@ -216,6 +216,7 @@ def diversity_sweep(
     config: TaskConfig,
     mu: np.ndarray,
     N_values,
+    *,
     n_repeats: int,
     n_sandwich: int,
     rng: np.random.Generator,
@@ -230,8 +231,8 @@ def diversity_sweep(
         raise ValueError(f"mu: need {config.rank} positive latent eigenvalues, got shape {mu.shape}")
     cfg = config.replace(Sigma_z=np.diag(mu), target="beta")
     mom = closed_form_moments(cfg)
-    res = finite_task_experiment(cfg, mom, N_values, n_repeats, rng)
-    ds = sandwich_dimension(cfg, mom, n_sandwich, rng)
+    res = finite_task_experiment(cfg, mom, N_values, n_repeats=n_repeats, rng=rng)
+    ds = sandwich_dimension(cfg, mom, n_sandwich, rng=rng)
     Sz = np.diag(mu)
     return DiversityPoint(
         mu=mu,
@@ -360,8 +361,8 @@ def closed_form_comparison(
     if any(p.excess_mean.shape != Ns.shape for p in points):
         raise ValueError(f"points: every sweep must have one mean excess per N ({Ns.size})")
     gauss = np.array([gaussian_excess(p.R_star, K, Ns) for p in points])
-    lead = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns, finite_n=False) for p in points])
-    upper = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, Ns) for p in points])
+    lead = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, N=Ns, finite_n=False) for p in points])
+    upper = np.array([sandwich_excess(p.R_star, p.d_sand.value, K, N=Ns) for p in points])
     mean = np.array([p.excess_mean for p in points])
     rse = np.array([p.excess_se / p.excess_mean for p in points])
     rse_s = rse + np.array([[p.d_sand.se / p.d_sand.value] for p in points])
@@ -413,7 +414,7 @@ def _log_log_slopes(N: np.ndarray, mean: np.ndarray, rse: np.ndarray) -> tuple[n
     return np.array(slopes), np.array(slope_se)
 
 
-def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: float, L_max: int) -> int:
+def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, *, target: float, L_max: int) -> int:
     """Smallest ``L`` with ``mean ‖(I − PH)^L z^†‖² ≤ target · mean ‖z^†‖²`` (main paper §10, decoder difficulty ``L``).
 
     Parameters
@@ -429,7 +430,7 @@ def depth_to_target(P: np.ndarray, H: np.ndarray, z_dagger: np.ndarray, target: 
     if not 0 < target < 1:
         raise ValueError(f"target: relative error must lie in (0, 1), got {target!r}")
     L_max = positive_int(L_max, "L_max")
-    err = richardson_error(P, H, -np.asarray(z_dagger, float), L_max)  # (n, L+1, K)
+    err = richardson_error(P, H, -np.asarray(z_dagger, float), L=L_max)  # (n, L+1, K)
     rel = np.mean(np.sum(err**2, axis=-1), axis=0) / np.mean(np.sum(np.asarray(z_dagger) ** 2, axis=-1))
     hit = np.nonzero(rel <= target)[0]
     if hit.size == 0:
@@ -484,7 +485,7 @@ class DifficultyPoint:
 
 
 def difficulty_point(
-    config: TaskConfig, n_prompts: int, rng: np.random.Generator, target: float, L_max: int
+    config: TaskConfig, n_prompts: int, rng: np.random.Generator, *, target: float, L_max: int
 ) -> DifficultyPoint:
     """Operator and decoder difficulty (main paper §10) of ``config`` with its oracle ``P⋆ = BC^†``."""
     n_prompts = positive_int(n_prompts, "n_prompts", minimum=2)  # a standard error needs two draws
@@ -497,7 +498,7 @@ def difficulty_point(
     kPH = spec[:, -1] / spec[:, 0]
     rho = np.atleast_1d(iteration_spectral_radius(P, pr.H_M))
     try:
-        depth = depth_to_target(P, pr.H_M, pr.z_dagger, target, L_max)
+        depth = depth_to_target(P, pr.H_M, pr.z_dagger, target=target, L_max=L_max)
     except ValueError:
         depth = -1  # not reached within L_max (flag documented in DifficultyPoint)
     rho_m = float(rho.mean())

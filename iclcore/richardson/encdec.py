@@ -136,7 +136,7 @@ def encoder_pool_fit(prompts: LatentPrompts) -> tuple[np.ndarray, np.ndarray, np
 
 
 def encoder_subspaces(
-    G0: np.ndarray, G_hat: np.ndarray, Sz: np.ndarray, eta_e: float, steps: np.ndarray
+    G0: np.ndarray, G_hat: np.ndarray, Sz: np.ndarray, *, eta_e: float, steps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Encoder trajectory ``G_s`` (boxed closed form, main paper §5.1) and subspaces ``U_s``.
 
@@ -146,7 +146,7 @@ def encoder_subspaces(
     U : ndarray (S, K, r)
         Polar factors of ``G_s``.
     """
-    G = gd_trajectory(G0, G_hat, Sz, eta_e, steps)
+    G = gd_trajectory(G0, G_hat, Sz, eta=eta_e, steps=steps)
     return G, polar_factor(G)
 
 
@@ -227,7 +227,7 @@ def decoder_gd(P0: np.ndarray, moments: LatentMoments, eta_d: float) -> np.ndarr
     return out
 
 
-def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray, eta_d: float) -> np.ndarray:
+def tracking_identity_residual(P: np.ndarray, P_star: np.ndarray, C: np.ndarray, *, eta_d: float) -> np.ndarray:
     """Residual of the boxed tracking identity at every step (main paper §6.2).
 
     ``(P_{s+1} - P⋆_{s+1}) - [(P_s - P⋆_s)(I - η_d C_s) + (P⋆_s - P⋆_{s+1})]``,
@@ -284,7 +284,7 @@ class RiskDecomposition:
 
 
 def risk_decomposition(
-    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, Sigma_x: np.ndarray, L: int, chunk: int = 16
+    U: np.ndarray, P: np.ndarray, prompts: LatentPrompts, *, Sigma_x: np.ndarray, L: int, chunk: int = 16
 ) -> RiskDecomposition:
     """Measure every term of main paper §6.3 on a set of prompts, vectorised.
 
@@ -318,7 +318,7 @@ def risk_decomposition(
         A, d, zd = latent_systems(Uc, prompts)
         S, n = d.shape[0], d.shape[1]
         Pb = np.broadcast_to(Pc[:, None], (S, n, r, r)).reshape(S * n, r, r)
-        zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L)[:, -1].reshape(S, n, r)
+        zL = richardson_iterates(Pb, A.reshape(S * n, r, r), d.reshape(S * n, r), L=L)[:, -1].reshape(S, n, r)
         T = np.eye(r) - Pc[:, None] @ A  # (S, n, r, r)
         zL_exact = zd - (np.linalg.matrix_power(T, L) @ zd[..., None])[..., 0]
         UcT = np.swapaxes(Uc, -1, -2)
@@ -449,7 +449,14 @@ def sample_encdec_problem(config: EncDecConfig) -> tuple[LowRankModel, LatentPro
     """
     rng = np.random.default_rng(config.seed)
     model = make_lowrank_model(
-        config.K, config.r, config.M, config.sigma, config.lam, config.cond_x, np.array(config.mu_z), rng
+        config.K,
+        config.r,
+        config.M,
+        sigma=config.sigma,
+        lam=config.lam,
+        cond_x=config.cond_x,
+        mu_z=np.array(config.mu_z),
+        rng=rng,
     )
     train = sample_lowrank_prompts(model, config.n_train, rng)
     G0 = config.g0_scale * rng.standard_normal((config.K, config.r)) / np.sqrt(config.K)
@@ -489,7 +496,7 @@ class EncDecDynamics:
 
 
 def encdec_dynamics(
-    config: EncDecConfig, steps: int | None = None, eta_e: float | None = None, eta_d: float | None = None
+    config: EncDecConfig, steps: int | None = None, eta_e: float | None = None, *, eta_d: float | None = None
 ) -> EncDecDynamics:
     """Encoder trajectory, subspaces, moving latent moments, oracle and decoder GD.
 
@@ -513,7 +520,7 @@ def encdec_dynamics(
     Sz, Sbz, G_hat = encoder_pool_fit(train)
     if eta_e is None:
         eta_e = config.eta_e_rel / float(np.linalg.eigvalsh(Sz)[-1])
-    G, U = encoder_subspaces(G0, G_hat, Sz, eta_e, grid)
+    G, U = encoder_subspaces(G0, G_hat, Sz, eta_e=eta_e, steps=grid)
     mom = latent_moments(U, train)
     if eta_d is None:
         eta_d = config.eta_d_rel / float(np.linalg.eigvalsh(mom.C)[:, -1].max())
@@ -554,7 +561,7 @@ def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P
     S = G.shape[0]
     idx = np.unique(np.r_[np.arange(0, S, eval_every), S - 1])
     tracking = np.linalg.norm(P - P_star, axis=(-2, -1)) / np.linalg.norm(P_star, axis=(-2, -1))
-    resid = tracking_identity_residual(P, P_star, mom.C, eta_d)
+    resid = tracking_identity_residual(P, P_star, mom.C, eta_d=eta_d)
     Ustar = np.asarray(model.U_star)
     sin2 = np.array([sin_theta(u, Ustar, "2", squared=True) for u in U])
     sin2f = np.array([sin_theta(u, Ustar, "fro", squared=True) for u in U])
@@ -563,9 +570,9 @@ def _finish(config, model, train, test, eta_e, eta_d, G, U, G_hat, Sz, mom, P, P
     dkp, dkw = [], []
     for g in G:
         S_s = g @ Szp @ g.T
-        dkp.append(davis_kahan_bound(S_s, Sigma_beta, config.r, "paper") ** 2)
-        dkw.append(davis_kahan_bound(S_s, Sigma_beta, config.r, "weyl") ** 2)
-    risks = risk_decomposition(U[idx], P[idx], test, model.Sigma_x, config.L)
+        dkp.append(davis_kahan_bound(S_s, Sigma_beta, config.r, variant="paper") ** 2)
+        dkw.append(davis_kahan_bound(S_s, Sigma_beta, config.r, variant="weyl") ** 2)
+    risks = risk_decomposition(U[idx], P[idx], test, Sigma_x=model.Sigma_x, L=config.L)
     return EncDecRun(
         config=config,
         model=model,
@@ -601,6 +608,7 @@ def continuous_triangular(
     G0: np.ndarray,
     G_hat: np.ndarray,
     Sz: np.ndarray,
+    *,
     prompts: LatentPrompts,
     P0: np.ndarray,
     eta_e: float,
@@ -887,7 +895,7 @@ def product_sum_check(run: EncDecRun, n_checks: int = 43, n_commutator: int = 40
     E = run.P - run.P_star
     check_steps = np.unique(np.r_[np.linspace(0, steps, n_checks).astype(int), steps])
     E_formula = tracking_error_product_sum(
-        run.P[0] - run.P_star[0], run.C[:-1], run.P_star[:-1] - run.P_star[1:], run.eta_d, check_steps
+        run.P[0] - run.P_star[0], run.C[:-1], run.P_star[:-1] - run.P_star[1:], eta=run.eta_d, steps=check_steps
     )
     error = np.abs(E_formula - E[check_steps]).max(axis=(-2, -1)) / np.abs(E).max()
     return ProductSumCheck(check_steps, E_formula, error, commutator_defect(run.C[:: max(1, steps // n_commutator)]))
@@ -938,11 +946,11 @@ def continuous_time_refinement(
         run.G[0],
         run.G_hat,
         run.Sz,
-        run.train,
-        np.zeros((cfg.r, cfg.r)),
-        run.eta_e,
-        run.eta_d,
-        t_ode,
+        prompts=run.train,
+        P0=np.zeros((cfg.r, cfg.r)),
+        eta_e=run.eta_e,
+        eta_d=run.eta_d,
+        t_eval=t_ode,
         rtol=rtol,
         atol=atol,
     )

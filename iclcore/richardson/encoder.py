@@ -125,7 +125,7 @@ class EncoderProblem:
 
 
 def make_encoder_problem(
-    q: int, mu: np.ndarray, sigma: float, rng: np.random.Generator, rotate: bool = True
+    q: int, mu: np.ndarray, sigma: float, *, rng: np.random.Generator, rotate: bool = True
 ) -> EncoderProblem:
     """A random instance: ``G⋆`` with i.i.d. ``N(0, 1/r)`` entries, ``Σ_z = V diag(μ) V^T``.
 
@@ -210,7 +210,9 @@ def encoder_risk(G: np.ndarray, problem: EncoderProblem) -> np.ndarray | float:
     return r if stacked else float(r[0])
 
 
-def encoder_population_trajectory(G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray) -> np.ndarray:
+def encoder_population_trajectory(
+    G0: np.ndarray, problem: EncoderProblem, eta: float, *, steps: np.ndarray
+) -> np.ndarray:
     """Boxed closed form ``G_s = G⋆ + (G_0 - G⋆)(I - η_e Σ_z)^s`` (main paper §5.1).
 
     Parameters
@@ -225,10 +227,10 @@ def encoder_population_trajectory(G0: np.ndarray, problem: EncoderProblem, eta: 
     ndarray, shape (len(steps), q, r)
     """
     _as_stack(G0, problem, "G0")
-    return gd_trajectory(G0, problem.G_star, problem.Sigma_z, eta, steps)
+    return gd_trajectory(G0, problem.G_star, problem.Sigma_z, eta=eta, steps=steps)
 
 
-def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, steps: np.ndarray) -> np.ndarray:
+def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, *, steps: np.ndarray) -> np.ndarray:
     """Modal form ``σ² + (1/q) Σ_i μ_i (1-η_e μ_i)^{2s} ||(G_0-G⋆) v_i||²`` (main paper §5.1).
 
     Returns
@@ -237,7 +239,7 @@ def encoder_modal_risk(G0: np.ndarray, problem: EncoderProblem, eta: float, step
     """
     _as_stack(G0, problem, "G0")
     return problem.noise_floor + modal_excess_risk(
-        G0, problem.G_star, problem.Sigma_z, eta, steps, scale=1.0 / problem.q
+        G0, problem.G_star, problem.Sigma_z, eta=eta, steps=steps, scale=1.0 / problem.q
     )
 
 
@@ -252,7 +254,7 @@ def relative_error(G: np.ndarray, G_star: np.ndarray) -> np.ndarray | float:
 
 
 def batch_moments(
-    problem: EncoderProblem, batch: int, n_batches: int, rng: np.random.Generator
+    problem: EncoderProblem, batch: int, n_batches: int, *, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Minibatch moments ``(Σ̂_z, Σ̂_bz)`` of ``n_batches`` independent batches, without samples.
 
@@ -388,6 +390,7 @@ def online_encoder_run(
     problem: EncoderProblem,
     G0: np.ndarray,
     eta: float,
+    *,
     batch: int,
     n_steps: int,
     rng: np.random.Generator,
@@ -415,20 +418,20 @@ def online_encoder_run(
     OnlineEncoderResult
     """
     G0, n_steps = _check_run(problem, G0, eta, n_steps, rng)
-    Sz, Sbz = batch_moments(problem, batch, n_steps, rng)
+    Sz, Sbz = batch_moments(problem, batch, n_steps, rng=rng)
     G = _sgd_from_moments(G0, Sz, Sbz, float(eta))
     z_ev, _, xi_ev = sample_encoder_data(problem, n_eval, rng)
-    return summarise_encoder_run(problem, G0, G, eta, _heldout_moments(problem, G, z_ev, xi_ev))
+    return summarise_encoder_run(problem, G0, G, eta=eta, heldout=_heldout_moments(problem, G, z_ev, xi_ev))
 
 
 def summarise_encoder_run(
-    problem: EncoderProblem, G0: np.ndarray, G: np.ndarray, eta: float, heldout: np.ndarray
+    problem: EncoderProblem, G0: np.ndarray, G: np.ndarray, *, eta: float, heldout: np.ndarray
 ) -> OnlineEncoderResult:
     """Collect an encoder run's iterates ``G`` (S, q, r) from ``G0`` with step ``eta`` and its held-out
     risks ``heldout`` (S,) with the population trajectory, risks, errors and subspace angles.
     """
     steps = np.arange(G.shape[0])
-    G_pop = encoder_population_trajectory(G0, problem, eta, steps)
+    G_pop = encoder_population_trajectory(G0, problem, eta, steps=steps)
     U_star = np.asarray(problem.G_star)
     sin2 = np.array([sin_theta(g, U_star, "2", squared=True) for g in G])
     return OnlineEncoderResult(
@@ -437,7 +440,7 @@ def summarise_encoder_run(
         G_pop=G_pop,
         risk_heldout=heldout,
         risk_iterate=np.asarray(encoder_risk(G, problem)),
-        risk_pred=encoder_modal_risk(G0, problem, eta, steps),
+        risk_pred=encoder_modal_risk(G0, problem, eta, steps=steps),
         rel_err=np.asarray(relative_error(G, problem.G_star)),
         rel_err_pred=np.asarray(relative_error(G_pop, problem.G_star)),
         sin2=sin2,
@@ -464,7 +467,7 @@ def sgd_stationary_sq_error(problem: EncoderProblem, eta: float, batch: int) -> 
     return float(problem.q * np.sum(eta * problem.sigma**2 / (B * (2.0 - eta * spec.lam))))
 
 
-def sgd_multiplicative_excess(problem: EncoderProblem, eta: float, batch: int, steps: int) -> float:
+def sgd_multiplicative_excess(problem: EncoderProblem, eta: float, batch: int, *, steps: int) -> float:
     """Order of the relative excess ``E[R(G_s)] / R_pop(s) - 1`` of noise-free minibatch SGD (σ = 0).
 
     With ``σ = 0`` the error ``E = G - G⋆`` obeys ``E_{s+1} = E_s (I - η Σ̂_{z,s})``; for Gaussian rows
@@ -538,11 +541,11 @@ def closed_form_check(G0: np.ndarray, problem: EncoderProblem, eta: float, *, n_
     """
     n_steps = positive_int(n_steps, "n_steps")
     grid = np.arange(n_steps + 1)
-    closed = encoder_population_trajectory(G0, problem, eta, grid)
-    loop = gd_iterate(G0, problem.Sigma_bz, problem.Sigma_z, eta, n_steps)
+    closed = encoder_population_trajectory(G0, problem, eta, steps=grid)
+    loop = gd_iterate(G0, problem.Sigma_bz, problem.Sigma_z, eta=eta, n_steps=n_steps)
     max_err_closed_form = float(np.abs(closed - loop).max() / np.abs(problem.G_star).max())
     risk_trace = np.asarray(encoder_risk(closed, problem))
-    risk_modal = encoder_modal_risk(G0, problem, eta, grid)
+    risk_modal = encoder_modal_risk(G0, problem, eta, steps=grid)
     return ClosedFormCheck(max_err_closed_form, float(np.max(np.abs(risk_trace - risk_modal) / risk_modal)))
 
 
@@ -653,6 +656,6 @@ def noise_free_run_statistics(
         ratio_final_se=replica_spread([r_.risk_heldout[-1] / r_.risk_pred[-1] for r_ in runs]),
         rel_err_ratio_final_se=replica_spread([r_.rel_err[-1] / r_.rel_err_pred[-1] for r_ in runs]),
         max_abs_log_ratio_se=replica_spread([np.abs(np.log(r_.risk_heldout / r_.risk_pred)).max() for r_ in runs]),
-        sgd_excess=sgd_multiplicative_excess(problem, eta, batch, int(main.steps[-1])),
+        sgd_excess=sgd_multiplicative_excess(problem, eta, batch, steps=int(main.steps[-1])),
         sin2_wedin_bound=wedin_sin_bound(main.G[-1], problem.G_star) ** 2,
     )

@@ -250,7 +250,7 @@ class CommutingModel:
         sigma = np.asarray(self.sigma, float)
         steps = np.arange(int(n_steps) + 1)
         # each mode i is a 1x1 quadratic problem; batched as a row vector on diag(σ)
-        return gd_trajectory(g0, np.asarray(self.gstar, float), np.diag(sigma), eta_e, steps)
+        return gd_trajectory(g0, np.asarray(self.gstar, float), np.diag(sigma), eta=eta_e, steps=steps)
 
     def coefficients(self, g: np.ndarray) -> ModeCoefficients:
         """Mode scalars ``a, c, b, w`` at encoder eigenvalues ``g`` (shape (n, r)).

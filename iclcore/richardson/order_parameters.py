@@ -405,6 +405,7 @@ def decoder_order_parameters(
     P: np.ndarray,
     P_star: np.ndarray,
     C: np.ndarray,
+    *,
     H_inf: np.ndarray,
     k: int = 1,
     weights: np.ndarray | None = None,
@@ -490,7 +491,7 @@ class LatentOrderParameters:
 
 
 def latent_order_parameters(
-    U: np.ndarray, P_z: np.ndarray, P_z_star: np.ndarray, U_star: np.ndarray, H_inf: np.ndarray, k: int = 1
+    U: np.ndarray, P_z: np.ndarray, P_z_star: np.ndarray, *, U_star: np.ndarray, H_inf: np.ndarray, k: int = 1
 ) -> LatentOrderParameters:
     """§9 order parameters of an encoder+decoder run (``EncDecDynamics.U``, ``.P``, ``.P_star``).
 
@@ -542,7 +543,11 @@ def gd_order_parameters(
     """
     P0 = np.zeros_like(np.asarray(P_star, dtype=float))
     return decoder_order_parameters(
-        gd_trajectory(P0, P_star, C, eta, steps), P_star, C, H_inf, weights=modal_weights(P0, P_star, C, eta, steps)
+        gd_trajectory(P0, P_star, C, eta=eta, steps=steps),
+        P_star,
+        C,
+        H_inf=H_inf,
+        weights=modal_weights(P0, P_star, C, eta=eta, steps=steps),
     )
 
 
@@ -715,7 +720,7 @@ def decoder_gauge_change(
     def rot(A: np.ndarray) -> np.ndarray:
         return Q @ A @ Q.T
 
-    g = decoder_order_parameters(rot(P), rot(P_star), rot(C), rot(H_inf))
+    g = decoder_order_parameters(rot(P), rot(P_star), rot(C), H_inf=rot(H_inf))
     return max(max_relative_change(getattr(g, f), getattr(reference, f)) for f in _DECODER_FIELDS)
 
 
@@ -742,7 +747,7 @@ def latent_gauge_change(
         :func:`latent_order_parameters` of the unrotated objects.
     """
     O = _stack(O, "O")
-    g = latent_order_parameters(U @ O, O.T @ P_z @ O, O.T @ P_z_star @ O, U_star, H_inf)
+    g = latent_order_parameters(U @ O, O.T @ P_z @ O, O.T @ P_z_star @ O, U_star=U_star, H_inf=H_inf)
     return max(max_relative_change(getattr(g, f), getattr(reference, f)) for f in reference.__dataclass_fields__)
 
 
@@ -1144,7 +1149,7 @@ def latent_window(
     lo_inf, hi_inf = np.linalg.eigvalsh(latent_population_system(U, H_inf))[[0, -1]]
     w = latent_gram_spectrum(U, prompts, Sigma_x, lam=lam)
     n = prompts.n
-    ref = mp_sample_eigenvalues(r, M, n, rng).ravel()
+    ref = mp_sample_eigenvalues(r, M, n, rng=rng).ravel()
     window = mp_window(np.eye(r), gam)
     frac_ref = window_fraction(ref, window)
     return LatentWindow(

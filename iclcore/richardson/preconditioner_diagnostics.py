@@ -129,6 +129,7 @@ def decoder_diagnostics(
     P: np.ndarray,
     systems: LinearSystems,
     L: int,
+    *,
     P_oracle: np.ndarray,
     clip: float = 1.0,
     delta: float = 0.05,
@@ -169,7 +170,7 @@ def decoder_diagnostics(
     eb_small = clipped_empirical_bernstein(loss[:n_small], clip, delta)
     con = contraction_factor(Ps, systems.H)
     rho, srad = con.operator_norm, con.spectral_radius
-    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L, operator_norm=rho)
+    cert = richardson_certificate(Ps, systems.H, -systems.x_dagger, L=L, operator_norm=rho)
     T = iteration_matrix(Ps, systems.H)
     powL = np.linalg.norm(np.linalg.matrix_power(T, L), ord=2, axis=(-2, -1)) ** (1.0 / L)
     e0n2 = np.sum(systems.x_dagger**2, axis=1)
@@ -262,7 +263,7 @@ class LatentDecomposition:
 
 
 def latent_decomposition(
-    U: np.ndarray, P: np.ndarray, A: np.ndarray, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
+    U: np.ndarray, P: np.ndarray, A: np.ndarray, *, d: np.ndarray, beta: np.ndarray, Sigma_x: np.ndarray, L: int
 ) -> LatentDecomposition:
     """Every term of the encoder+decoder risk split for per-prompt latent preconditioners.
 
@@ -387,7 +388,7 @@ class PreconditionerComparison:
 
     def certificate(self, method: str) -> RichardsonCertificate:
         """:func:`iclcore.lsq.iterates.richardson_certificate` of ``method`` from ``e_0 = −x†``."""
-        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, self.L)
+        return richardson_certificate(self.preconditioners[method], self.systems.H, -self.systems.x_dagger, L=self.L)
 
     def losses(self, method: str) -> np.ndarray:
         """Per-task ``‖x_L − x⋆‖²/K`` against the systems' targets, shape (n,)."""
@@ -434,7 +435,7 @@ class PreconditionerComparison:
             ref_loss.mean(),
             standard_error(ref_loss),
             zero_loss.mean(),
-            standard_error(zero_loss),
+            se_b=standard_error(zero_loss),
             cov=float(np.cov(ref_loss, zero_loss)[0, 1]) / n,
         )
         return out
@@ -483,7 +484,8 @@ def compare_preconditioners(
         methods=tuple(methods),
         floor=floor,
         diagnostics={
-            m: decoder_diagnostics(P[m], systems, L, P_oracle, clip=clip, delta=delta, n_small=n_small) for m in methods
+            m: decoder_diagnostics(P[m], systems, L, P_oracle=P_oracle, clip=clip, delta=delta, n_small=n_small)
+            for m in methods
         },
         risk_curves={m: depth_risk_curve(P[m], systems, L) for m in (*methods, floor)},
         beta_losses={
@@ -600,6 +602,6 @@ def compare_latent_decoders(
     missing = [m for m in methods if m not in preconditioners]
     if missing:
         raise ValueError(f"preconditioners: no matrix for {missing}")
-    dec = {m: latent_decomposition(U, preconditioners[m], A, d, beta, Sigma_x, L) for m in methods}
+    dec = {m: latent_decomposition(U, preconditioners[m], A, d=d, beta=beta, Sigma_x=Sigma_x, L=L) for m in methods}
     eb = {m: clipped_empirical_bernstein(dec[m].e2e_losses, clip, delta) for m in methods}
     return LatentComparison(methods=tuple(methods), decompositions=dec, eb=eb)

@@ -134,15 +134,15 @@ def quadratic_gd_rung(
     steps = positive_int(steps, "steps")
     C, B, S = moments
     s_grid = np.arange(steps + 1)
-    X_loop = gd_iterate(X0, B, C, eta, steps)
-    X_closed = gd_trajectory(X0, Xstar, C, eta, s_grid)
+    X_loop = gd_iterate(X0, B, C, eta=eta, n_steps=steps)
+    X_closed = gd_trajectory(X0, Xstar, C, eta=eta, steps=s_grid)
     risk_iter = excess_risk(X_loop, Xstar, C, scale=scale)
-    risk_pop = quadratic_risk(X_loop, B, C, S, scale=scale) - quadratic_risk(Xstar, B, C, S, scale=scale)
-    risk_modal = modal_excess_risk(X0, Xstar, C, eta, s_grid, scale=scale)
+    risk_pop = quadratic_risk(X_loop, B, C, S=S, scale=scale) - quadratic_risk(Xstar, B, C, S=S, scale=scale)
+    risk_modal = modal_excess_risk(X0, Xstar, C, eta=eta, steps=s_grid, scale=scale)
     err = np.abs(risk_modal - risk_iter)
     weights = entropy = None
     if with_weights:
-        weights = modal_weights(X0, Xstar, C, eta, s_grid)
+        weights = modal_weights(X0, Xstar, C, eta=eta, steps=s_grid)
         entropy = modal_entropy(weights)
     return ModalRung(
         eta=float(eta),
@@ -275,12 +275,12 @@ def commuting_rung(
     coef = cm.coefficients(cm.encoder_modes(g0, eta_e, steps))
     eta_d = eta_d_frac * 2.0 / coef.c.max()
     p0 = np.zeros(r)
-    p_ps = mode_product_sum(p0, coef.c[:-1], coef.b[:-1], eta_d)
-    p_rec = mode_recursion(p0, coef.c[:-1], coef.b[:-1], eta_d)
-    risk_closure = richardson_mode_risk(p_ps, coef.a, coef.w, L)
+    p_ps = mode_product_sum(p0, coef.c[:-1], coef.b[:-1], eta=eta_d)
+    p_rec = mode_recursion(p0, coef.c[:-1], coef.b[:-1], eta=eta_d)
+    risk_closure = richardson_mode_risk(p_ps, coef.a, coef.w, L=L)
     mode_terms = coef.w * (1.0 - p_ps * coef.a) ** (2 * L)
-    traj = encdec_iterate(cm.latent_model(), cm.matrix(g0), cm.matrix(p0), eta_e, eta_d, steps)
-    risk_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L)
+    traj = encdec_iterate(cm.latent_model(), cm.matrix(g0), cm.matrix(p0), eta_e=eta_e, eta_d=eta_d, n_steps=steps)
+    risk_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L=L)
     err = np.abs(risk_closure - risk_matrix)
     P_from_modes = np.stack([cm.matrix(x) for x in p_ps])
     return CommutingRung(
@@ -400,13 +400,13 @@ def noncommuting_rung(
     )
     G0 = 0.5 * np.eye(r)
     eta_e = eta_e_frac * 2.0 / np.linalg.eigvalsh(model.Sigma_z)[-1]
-    G_path = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta_e, steps)
+    G_path = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta=eta_e, n_steps=steps)
     eta_d = eta_d_frac * 2.0 / max(np.linalg.eigvalsh(Cs)[-1] for Cs in model.C(G_path))
-    traj = encdec_iterate(model, G0, np.zeros((r, r)), eta_e, eta_d, steps)
+    traj = encdec_iterate(model, G0, np.zeros((r, r)), eta_e=eta_e, eta_d=eta_d, n_steps=steps)
     E_iter = traj.tracking_error
-    E_ps = tracking_error_product_sum(E_iter[0], traj.C[:-1], traj.drift, eta_d, np.arange(steps + 1))
+    E_ps = tracking_error_product_sum(E_iter[0], traj.C[:-1], traj.drift, eta=eta_d, steps=np.arange(steps + 1))
     err = np.linalg.norm(E_ps - E_iter, axis=(1, 2)) / np.linalg.norm(E_iter, axis=(1, 2)).max()
-    risk_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L)
+    risk_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L=L)
     closure_risks = {k: fixed_basis_closure_risk(traj, Q, L) for k, Q in closure_bases(traj, check_idx).items()}
     return NonCommutingRung(
         model=model,
@@ -417,7 +417,7 @@ def noncommuting_rung(
         error=err,
         max_error_product_sum_rel=float(np.abs(E_ps - E_iter).max() / np.abs(E_iter).max()),
         risk_matrix=risk_matrix,
-        risk_product_sum=richardson_matrix_risk(E_ps + traj.oracle, traj.A, traj.Szz, L),
+        risk_product_sum=richardson_matrix_risk(E_ps + traj.oracle, traj.A, traj.Szz, L=L),
         commutator=commutator_defect(traj.C[check_idx]),
         closure_risks=closure_risks,
         mismatches={k: closure_mismatch(v, risk_matrix) for k, v in closure_risks.items()},

@@ -100,7 +100,7 @@ def orthonormal_basis(U: np.ndarray, name: str = "U") -> np.ndarray:
     return Q
 
 
-def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", squared: bool = False) -> float:
+def sin_theta(U: np.ndarray, V: np.ndarray, norm: str = "2", *, squared: bool = False) -> float:
     """``||sin Θ(U, V)||`` in the spectral (``"2"``) or Frobenius (``"fro"``) norm.
 
     Parameters
@@ -187,7 +187,7 @@ def effective_rank(Sigma: np.ndarray) -> float:
     return float(np.trace(S) / lam[-1])
 
 
-def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str = "paper") -> float:
+def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, *, variant: str = "paper") -> float:
     """Davis–Kahan certificate for ``||sin Θ(Top_r(Ŝ), Top_r(Σ))||_2``.
 
     Parameters
@@ -233,7 +233,7 @@ def davis_kahan_bound(S_hat: np.ndarray, Sigma: np.ndarray, r: int, variant: str
     return err / delta if delta > 0 else float("inf")
 
 
-def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
+def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, *, Sigma_x: np.ndarray) -> float:
     """Exact floor risk ``R_floor(U) = E||(I - UU^T) U⋆ z||²_{Σ_x}`` (main paper §5.2).
 
     ``= Tr(Σ_z W^T Σ_x W)`` with ``W = (I - UU^T) U⋆`` and ``z ~ (0, Σ_z)``.
@@ -261,7 +261,7 @@ def floor_risk(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: 
     return float(np.trace(Sz @ W.T @ Sx @ W))
 
 
-def floor_risk_bound(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, Sigma_x: np.ndarray) -> float:
+def floor_risk_bound(U: np.ndarray, U_star: np.ndarray, Sigma_z: np.ndarray, *, Sigma_x: np.ndarray) -> float:
     """``||Σ_x||_2 Tr(Σ_z) ||sin Θ(U, U⋆)||_F²`` (main paper §5.2, right side of ``≲``).
 
     It is a true upper bound of :func:`floor_risk` with constant 1 (even with
@@ -365,11 +365,11 @@ def subspace_recovery_curve(
         rows.append(
             (
                 sin_theta(U_N, U_star),
-                davis_kahan_bound(S_hat, Sigma_beta, r, "paper"),
-                davis_kahan_bound(S_hat, Sigma_beta, r, "weyl"),
+                davis_kahan_bound(S_hat, Sigma_beta, r, variant="paper"),
+                davis_kahan_bound(S_hat, Sigma_beta, r, variant="weyl"),
                 np.linalg.norm(S_hat - Sigma_beta, 2),
-                floor_risk(U_N, U_star, Sigma_z, Sigma_x),
-                floor_risk_bound(U_N, U_star, Sigma_z, Sigma_x),
+                floor_risk(U_N, U_star, Sigma_z, Sigma_x=Sigma_x),
+                floor_risk_bound(U_N, U_star, Sigma_z, Sigma_x=Sigma_x),
             )
         )
     cols = [np.array(c) for c in zip(*rows)]
@@ -435,4 +435,4 @@ def davis_kahan_counterexample(delta: float = 1e-3) -> tuple[float, float]:
         raise ValueError(f"delta: expected 0 < delta < 1/2, got {delta!r}")
     S_cx = np.array([[0.5, delta], [delta, 0.5]])
     sin_cx = sin_theta(top_r_subspace(S_cx, 1), np.eye(2)[:, :1])
-    return sin_cx, davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "paper")
+    return sin_cx, davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, variant="paper")

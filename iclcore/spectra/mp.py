@@ -305,7 +305,7 @@ def mp_integral(f: Callable[[np.ndarray], np.ndarray], gamma: float, n: int = 64
     return float(values @ weights)
 
 
-def mp_sample_eigenvalues(K: int, M: int, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+def mp_sample_eigenvalues(K: int, M: int, n_draws: int, *, rng: np.random.Generator) -> np.ndarray:
     """Eigenvalues of ``(1/M) G^T G`` for ``n_draws`` i.i.d. ``G`` of shape ``(M, K)``, N(0,1).
 
     Returns

@@ -173,7 +173,7 @@ class WhitenedSpectrumSample:
 
 
 def whitened_spectrum_sample(
-    Sigma_x: np.ndarray, gamma: float, n_draws: int, rng: np.random.Generator
+    Sigma_x: np.ndarray, gamma: float, n_draws: int, *, rng: np.random.Generator
 ) -> WhitenedSpectrumSample:
     """Draw ``n_draws`` prompts ``X`` (``M = round(K/γ)`` rows ``~ N(0, Σ_x)``) and compare their whitened spectra with MP.
 
@@ -252,7 +252,7 @@ def concentration_failure_bound(M: int, t: float) -> float:
     return min(1.0, 2.0 * math.exp(-M * t * t / 2.0))
 
 
-def window_violations(eigenvalues: np.ndarray, K: int, M: int, t: float, window_form: str = "sharp") -> np.ndarray:
+def window_violations(eigenvalues: np.ndarray, K: int, M: int, *, t: float, window_form: str = "sharp") -> np.ndarray:
     """Per-draw indicator that some eigenvalue leaves the concentration window.
 
     Parameters
@@ -318,6 +318,7 @@ def concentration_experiment(
     K: int,
     M: int,
     t_grid: np.ndarray,
+    *,
     n_draws: int,
     rng: np.random.Generator,
     Sigma_x: np.ndarray | None = None,
@@ -356,8 +357,8 @@ def concentration_experiment(
         done += b
     ev = np.concatenate(spectra, axis=0)
     nz = ev[:, K - M :] if K > M else ev
-    freq = np.array([window_violations(ev, K, M, t, "sharp").mean() for t in t_grid])
-    freq_p = np.array([window_violations(ev, K, M, t, "paper").mean() for t in t_grid])
+    freq = np.array([window_violations(ev, K, M, t=t, window_form="sharp").mean() for t in t_grid])
+    freq_p = np.array([window_violations(ev, K, M, t=t, window_form="paper").mean() for t in t_grid])
     bound = np.array([concentration_failure_bound(M, t) for t in t_grid])
     return ConcentrationResult(
         K=K,
@@ -465,7 +466,7 @@ def resolvent_perturbation(Sigma_hat: np.ndarray, Sigma_x: np.ndarray, lam: floa
     )
 
 
-def prompt_excess_risk_first_order(Sigma_x: np.ndarray, Sigma_beta: np.ndarray, sigma: float, lam: float) -> float:
+def prompt_excess_risk_first_order(Sigma_x: np.ndarray, Sigma_beta: np.ndarray, sigma: float, *, lam: float) -> float:
     """Constant ``C`` with ``R_prompt(M) - R_prompt(∞) = C/M + O(M^{-2})`` (Gaussian design).
 
     The prompt risk is ``R_prompt(M) = E‖β̂_M - β‖²_{Σ_x} + σ²`` (the test error of the ridge

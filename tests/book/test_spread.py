@@ -22,7 +22,6 @@ QUICK_RULE_METRICS = Path(__file__).parent / "fixtures" / "quick_rule_metrics.js
 #: Predicted rows whose standard error is computed within one run (batch means along one SGD trajectory, the
 #: spread over the evaluation prompts of one trained model) or whose verdict is exact on one random draw.
 SINGLE_RUN_ROWS = (
-    "dmft_width-11",
     "dmft_width-12",
     "dmft_width-16",
     "dmft_width-19",

@@ -112,8 +112,8 @@ def test_iso_landscape_vs_wishart_monte_carlo(L, sigma):
     finite-D and sampling corrections are O(1/D); tolerance 2% relative."""
     alpha = 1.5
     gam = np.linspace(0.2, 1.2 * L * alpha / (1 + alpha), 5)
-    theory = iso_.iso_loss(gam, alpha, L, sigma)
-    mc = iso_.iso_loss_finite_d_mc(gam, alpha, L, 300, np.random.default_rng(1), draws=6, sigma=sigma)
+    theory = iso_.iso_loss(gam, alpha, L, sigma=sigma)
+    mc = iso_.iso_loss_finite_d_mc(gam, alpha, L, D=300, rng=np.random.default_rng(1), draws=6, sigma=sigma)
     np.testing.assert_allclose(mc, theory, rtol=0.02)
 
 
@@ -122,7 +122,7 @@ def test_iso_finite_d_optimum_approaches_closed_form():
     _, l_cf = iso_.iso_optimum_closed_form(1.0, 4)
     gaps = []
     for D in [16, 128]:
-        _, l_d = iso_.iso_optimum_finite_d_mc(1.0, 4, D, np.random.default_rng(12), draws=4096 // D)
+        _, l_d = iso_.iso_optimum_finite_d_mc(1.0, 4, D, rng=np.random.default_rng(12), draws=4096 // D)
         gaps.append(abs(l_d - l_cf))
     assert gaps[1] < gaps[0] and gaps[1] < 0.01
 
@@ -133,10 +133,10 @@ def test_iso_noise_term_vs_predictor_monte_carlo():
     D, alpha, L, sigma, g = 24, 2.0, 2, 0.7, 1.0
     cfg = reduced_sgd_.ReducedGammaSGDConfig("iso", D=D, L=L, B=1, eta=0.1, steps=1, P=int(alpha * D), sigma=sigma)
     mean, se = reduced_sgd_.reduced_gamma_loss_mc(g * np.eye(D), cfg, np.random.default_rng(2), n_contexts=6000)
-    exact = float(iso_.iso_loss_finite_d_mc(g, alpha, L, D, np.random.default_rng(3), draws=4000, sigma=sigma))
+    exact = float(iso_.iso_loss_finite_d_mc(g, alpha, L, D=D, rng=np.random.default_rng(3), draws=4000, sigma=sigma))
     assert abs(mean - exact) < 4 * se + 2e-3
     # and the asymptotic MP value is within the O(1/D) finite-size correction
-    assert float(iso_.iso_loss(g, alpha, L, sigma)) == pytest.approx(exact, rel=0.06)
+    assert float(iso_.iso_loss(g, alpha, L, sigma=sigma)) == pytest.approx(exact, rel=0.06)
 
 
 def test_iso_noisy_depth1_optimum_closed_form():
@@ -157,14 +157,14 @@ def test_iso_optimal_gamma_decreases_with_noise(L):
 def test_iso_gradient_matches_finite_differences(L, sigma):
     gam = np.array([0.3, 1.1, 2.0])
     h = 1e-6
-    fd = (iso_.iso_loss(gam + h, 1.3, L, sigma) - iso_.iso_loss(gam - h, 1.3, L, sigma)) / (2 * h)
-    np.testing.assert_allclose(iso_.iso_loss_grad(gam, 1.3, L, sigma), fd, rtol=1e-6, atol=1e-9)
+    fd = (iso_.iso_loss(gam + h, 1.3, L, sigma=sigma) - iso_.iso_loss(gam - h, 1.3, L, sigma=sigma)) / (2 * h)
+    np.testing.assert_allclose(iso_.iso_loss_grad(gam, 1.3, L, sigma=sigma), fd, rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("sigma", [0.0, 0.8])
 def test_iso_depth1_flow_ode_vs_closed_form(sigma):
     t = np.linspace(0, 8, 41)
-    g, _ = iso_.iso_gradient_flow(t, 1.5, 1, sigma)
+    g, _ = iso_.iso_gradient_flow(t, 1.5, 1, sigma=sigma)
     np.testing.assert_allclose(g, iso_.iso_depth1_flow(t, 1.5, sigma), atol=1e-8)
 
 
@@ -189,7 +189,7 @@ def test_predictor_equals_eq4_and_eq58():
     y = X @ bstar
     Xq = rng.standard_normal((3, D))
     G = rng.standard_normal((D, D)) * 0.3
-    f = in_context_gd_predict(G, X, y, Xq, L)
+    f = in_context_gd_predict(G, X, y, Xq=Xq, L=L)
     # Eq. 4 (column convention: X_paper = X^T): f = (1/LP) x^T Γ Σ_l (I - Σ̂Γ/L)^l X_paper y
     Sh = X.T @ X / P
     acc = sum(np.linalg.matrix_power(np.eye(D) - Sh @ G / L, ell) for ell in range(L))
@@ -234,7 +234,7 @@ def test_sgd_time_mapping_rrs():
     lam, om = data_.power_law_spectrum(24, 1.0, 1.0)
     cfg = reduced_sgd_.ReducedGammaSGDConfig("rrs", D=24, L=4, B=24, eta=0.3, steps=300, lam=lam, omega=om)
     res = reduced_sgd_.simulate_reduced_gamma_sgd(cfg, np.random.default_rng(7))
-    g, _ = rrs_.rrs_gradient_flow(res.t, lam, om, 4)
+    g, _ = rrs_.rrs_gradient_flow(res.t, lam, om, L=4)
     for i in [29, 99, 299]:
         assert res.gamma_mean[i] == pytest.approx(g[i], rel=0.08)
 
@@ -246,11 +246,13 @@ def test_sgd_time_mapping_rrs():
 
 def test_shallow_theory_initial_values_and_fixed_point():
     steps = np.arange(0, 2001)
-    th = shallow_sgd_.shallow_sgd_theory(steps, 0.1, 1.0, 1.0, 1.0, sigma=0.3)
+    th = shallow_sgd_.shallow_sgd_theory(steps, 0.1, 1.0, kappa=1.0, tau=1.0, sigma=0.3)
     assert th.param_error[0] == pytest.approx(1.0, abs=1e-14)
     assert th.icl_loss[0] == pytest.approx(1.0 + 0.09, abs=1e-14)
     assert th.C[-1] == pytest.approx(th.b / (1 - th.a), rel=1e-10)
-    paper = shallow_sgd_.shallow_sgd_theory(steps, 0.1, 1.0, 1.0, 1.0, sigma=0.3, paper_initial_condition=True)
+    paper = shallow_sgd_.shallow_sgd_theory(
+        steps, 0.1, 1.0, kappa=1.0, tau=1.0, sigma=0.3, paper_initial_condition=True
+    )
     assert paper.param_error[0] > 1.5  # printed Eq. 79 (C(0) = 1) starts above the true value 1
     assert paper.param_error[-1] == pytest.approx(th.param_error[-1], rel=1e-10)
 
@@ -258,7 +260,7 @@ def test_shallow_theory_initial_values_and_fixed_point():
 def test_shallow_theory_vs_sgd_simulation():
     """L = 1 online SGD (D = 48, α = κ = τ = 1, η = 0.1, 4 seeds) vs Result 10 with C(0) = a₀^{-2}."""
     D, steps = 48, 60
-    th = shallow_sgd_.shallow_sgd_theory(np.arange(1, steps + 1), 0.1, 1.0, 1.0, 1.0)
+    th = shallow_sgd_.shallow_sgd_theory(np.arange(1, steps + 1), 0.1, 1.0, kappa=1.0, tau=1.0)
     errs = []
     for seed in range(4):
         cfg = reduced_sgd_.ReducedGammaSGDConfig("iso", D=D, L=1, B=D, eta=0.1, steps=steps, P=D, K=D, record_every=1)
@@ -284,27 +286,27 @@ def test_fs_closed_form_vs_ode(L):
         return om * lam**2 * fac
 
     sol = solve_ivp(rhs, (0, t[-1]), np.zeros(6), t_eval=t, rtol=1e-11, atol=1e-13, method="LSODA")
-    np.testing.assert_allclose(fs_.fs_mode_flow(t, lam, om, L), sol.y.T, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(fs_.fs_loss_curve(t, lam, om, L), fs_.fs_loss(sol.y.T, lam, om, L), rtol=1e-6)
+    np.testing.assert_allclose(fs_.fs_mode_flow(t, lam, om, L=L), sol.y.T, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(fs_.fs_loss_curve(t, lam, om, L=L), fs_.fs_loss(sol.y.T, lam, om, L=L), rtol=1e-6)
 
 
 def test_fs_paper_solution_is_factor_two_time():
     lam, om = data_.power_law_spectrum(5, 1.0, 1.0)
     t = np.geomspace(1e-3, 1e3, 9)
     np.testing.assert_allclose(
-        fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(2 * t, lam, om, math.inf), rtol=1e-13
+        fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(2 * t, lam, om, L=math.inf), rtol=1e-13
     )
-    assert not np.allclose(fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(t, lam, om, math.inf))
+    assert not np.allclose(fs_.fs_mode_flow_paper(t, lam, om), fs_.fs_mode_flow(t, lam, om, L=math.inf))
 
 
 def test_fs_depth_does_not_help_and_fixed_point():
     lam, om = data_.power_law_spectrum(50, 1.0, 1.0)
     t = np.geomspace(1e-2, 1e6, 40)
-    curves = np.array([fs_.fs_loss_curve(t, lam, om, L) for L in [1, 2, 4, 8, 16, math.inf]])
+    curves = np.array([fs_.fs_loss_curve(t, lam, om, L=L) for L in [1, 2, 4, 8, 16, math.inf]])
     assert np.all(np.diff(curves, axis=0) > 0)  # L=1 < 2 < ... < inf at every t > 0
-    g = fs_.fs_mode_flow(np.array([1e30]), lam[:3], om[:3], 4)[0]  # u ~ x^{-1/6}: slow approach
+    g = fs_.fs_mode_flow(np.array([1e30]), lam[:3], om[:3], L=4)[0]  # u ~ x^{-1/6}: slow approach
     np.testing.assert_allclose(g, 4 / lam[:3], rtol=1e-3)
-    assert fs_.fs_loss(4 / lam, lam, om, 4) == pytest.approx(0.0, abs=1e-30)
+    assert fs_.fs_loss(4 / lam, lam, om, L=4) == pytest.approx(0.0, abs=1e-30)
 
 
 @pytest.mark.parametrize("nu,beta", [(1.0, 1.0), (0.5, 1.0), (1.0, 0.5)])
@@ -315,7 +317,7 @@ def test_fs_time_exponent_corrected(nu, beta):
     kmax_t = lambda k: k ** (nu * beta + 2 * nu + 1)  # noqa: E731 - time at which mode k is learned
     t = np.geomspace(kmax_t(30.0), kmax_t(300.0), 20) * 200_000**0  # cut-off well inside the spectrum
     t = t / (om[0] * lam[0] ** 3)
-    slope = fit_power_law_exponent(t, fs_.fs_loss_curve(t, lam, om, math.inf))
+    slope = fit_power_law_exponent(t, fs_.fs_loss_curve(t, lam, om, L=math.inf))
     assert slope == pytest.approx(ex["t_fs_corrected"], abs=0.01)
     assert abs(slope - ex["t_fs_paper"]) > 0.03
 
@@ -326,13 +328,13 @@ def test_ood_loss_properties_and_monte_carlo():
     lam, om = data_.power_law_spectrum(D, 0.5, 1.0)
     Sig, Om = np.diag(lam), np.diag(om)
     G = L * np.diag(1 / lam)
-    assert fs_.ood_loss(G, Sig, Om, L) == pytest.approx(0.0, abs=1e-25)
+    assert fs_.ood_loss(G, Sig, Om, L=L) == pytest.approx(0.0, abs=1e-25)
     S = fs_.random_skew(D, rng)
     assert np.allclose(S, -S.T)
     Sp = fs_.rotated_covariance(Sig, S, 0.4)
     Op = fs_.rotated_covariance(Om, S, 0.4)
     np.testing.assert_allclose(np.linalg.eigvalsh(Sp), np.sort(lam), rtol=1e-10)
-    val = fs_.ood_loss(G, Sp, Op, L)
+    val = fs_.ood_loss(G, Sp, Op, L=L)
     assert val > 0
     # Monte Carlo over tasks b ~ N(0, Ω'/D): |Σ'^{1/2}(I - ΓΣ'/L)^L b|^2
     A = np.linalg.matrix_power(np.eye(D) - G @ Sp / L, L)
@@ -352,19 +354,19 @@ def test_rrs_loss_monte_carlo_haar():
     lam, om = data_.power_law_spectrum(16, 1.0, 1.0)
     cfg = reduced_sgd_.ReducedGammaSGDConfig("rrs", D=16, L=3, B=1, eta=0.1, steps=1, lam=lam, omega=om)
     mean, se = reduced_sgd_.reduced_gamma_loss_mc(1.7 * np.eye(16), cfg, np.random.default_rng(9), n_contexts=4000)
-    assert abs(mean - float(rrs_.rrs_loss(1.7, lam, om, 3))) < 4 * se
+    assert abs(mean - float(rrs_.rrs_loss(1.7, lam, om, L=3))) < 4 * se
 
 
 def test_rrs_depth1_flow_closed_form_and_gradient():
     lam, om = data_.power_law_spectrum(40, 1.0, 1.5)
     t = np.linspace(0, 30, 16)
-    g, _ = rrs_.rrs_gradient_flow(t, lam, om, 1)
+    g, _ = rrs_.rrs_gradient_flow(t, lam, om, L=1)
     m2, m3 = np.mean(om * lam**2), np.mean(om * lam**3)
     np.testing.assert_allclose(g, m2 / m3 * (1 - np.exp(-m3 * t)), rtol=1e-7, atol=1e-10)
     x = np.array([0.5, 2.0, 7.0])
     h = 1e-6
-    fd = (rrs_.rrs_loss(x + h, lam, om, 5) - rrs_.rrs_loss(x - h, lam, om, 5)) / (2 * h)
-    np.testing.assert_allclose(rrs_.rrs_loss_grad(x, lam, om, 5), fd, rtol=1e-6)
+    fd = (rrs_.rrs_loss(x + h, lam, om, L=5) - rrs_.rrs_loss(x - h, lam, om, L=5)) / (2 * h)
+    np.testing.assert_allclose(rrs_.rrs_loss_grad(x, lam, om, L=5), fd, rtol=1e-6)
 
 
 @pytest.mark.parametrize("L", [1, 4, math.inf])
@@ -373,11 +375,11 @@ def test_rrs_parametric_time_vs_ode(L):
     lam, om = data_.power_law_spectrum(300, 1.0, 1.0)
     top = 30.0 if math.isinf(L) else 0.9 * rrs_.rrs_optimum(lam, om, L)[0]
     gs = np.geomspace(1e-2, top, 12)
-    t = rrs_.rrs_time_of_gamma(gs, lam, om, L)
-    g, _ = rrs_.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, L)
+    t = rrs_.rrs_time_of_gamma(gs, lam, om, L=L)
+    g, _ = rrs_.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, L=L)
     np.testing.assert_allclose(g[1:], gs, rtol=1e-7)
     with pytest.raises(ValueError, match="gamma"):
-        rrs_.rrs_time_of_gamma(np.array([1.0, 2 * rrs_.rrs_optimum(lam, om, 2)[0]]), lam, om, 2)
+        rrs_.rrs_time_of_gamma(np.array([1.0, 2 * rrs_.rrs_optimum(lam, om, 2)[0]]), lam, om, L=2)
 
 
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0])
@@ -385,7 +387,7 @@ def test_rrs_time_exponent(beta):
     """L = ∞, D = 2e4: loss ~ t^{-β/(2+β)} (Eq. 97) over t ∈ [1e3, 1e6] (cut-off mode ≲ 1e2 ≪ D)."""
     lam, om = data_.power_law_spectrum(20_000, 1.0, beta)
     t = np.geomspace(1e3, 1e6, 16)
-    _, loss = rrs_.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, math.inf)
+    _, loss = rrs_.rrs_gradient_flow(np.concatenate([[0.0], t]), lam, om, L=math.inf)
     assert fit_power_law_exponent(t, loss[1:]) == pytest.approx(beta / (2 + beta), abs=0.02)
 
 
@@ -406,7 +408,7 @@ def test_rrs_depth_exponent_and_optimum_location():
 @pytest.mark.parametrize("N", [60, pytest.param(250, marks=pytest.mark.slow)])
 def test_width_bottleneck_vs_monte_carlo(N):
     lam, om = data_.power_law_spectrum(1000, 1.0, 1.0)
-    mc = scaling_.width_bottleneck_mc(lam, om, N, np.random.default_rng(10), draws=4)
+    mc = scaling_.width_bottleneck_mc(lam, om, N, rng=np.random.default_rng(10), draws=4)
     assert scaling_.width_bottleneck(lam, om, N) == pytest.approx(mc, rel=0.05)
     assert abs(scaling_.width_bottleneck_paper(lam, om, N) - mc) > 0.3 * mc  # Eq. 113 (squared) is far off
 
@@ -415,7 +417,7 @@ def test_width_bottleneck_vs_monte_carlo(N):
 @pytest.mark.slow
 def test_context_bottleneck_vs_monte_carlo(P):
     lam, om = data_.power_law_spectrum(1000, 1.0, 1.0)
-    mc = scaling_.context_bottleneck_mc(lam, om, P, np.random.default_rng(11), draws=12)
+    mc = scaling_.context_bottleneck_mc(lam, om, P, rng=np.random.default_rng(11), draws=12)
     assert scaling_.context_bottleneck(lam, om, P) == pytest.approx(mc, rel=0.04)
     assert abs(scaling_.context_bottleneck_paper(lam, om, P) - mc) > 0.05 * mc  # Eq. 116 drops 1/(1 - df2/P)
 
@@ -489,25 +491,25 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="t"):
         iso_.iso_gradient_flow(np.array([1.0, 0.5]), 1.0, 2)
     with pytest.raises(ValueError, match="omega"):
-        rrs_.rrs_loss(1.0, lam, om[:-1], 2)
+        rrs_.rrs_loss(1.0, lam, om[:-1], L=2)
     with pytest.raises(ValueError, match="lam"):
-        fs_.fs_loss(np.zeros(8), -lam, om, 2)
+        fs_.fs_loss(np.zeros(8), -lam, om, L=2)
     with pytest.raises(ValueError, match="gamma_k"):
-        fs_.fs_loss(np.zeros(7), lam, om, 2)
+        fs_.fs_loss(np.zeros(7), lam, om, L=2)
     with pytest.raises(ValueError, match="N"):
         scaling_.width_bottleneck(lam, om, 8)
     with pytest.raises(ValueError, match="P"):
-        scaling_.context_bottleneck_mc(lam, om, 9, np.random.default_rng(0))
+        scaling_.context_bottleneck_mc(lam, om, 9, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        scaling_.width_bottleneck_mc(lam, om, 3, "seed")
+        scaling_.width_bottleneck_mc(lam, om, 3, rng="seed")
     with pytest.raises(ValueError, match="eta"):
-        shallow_sgd_.shallow_sgd_theory(np.arange(5), 1.5, 1.0, 1.0, 1.0)
+        shallow_sgd_.shallow_sgd_theory(np.arange(5), 1.5, 1.0, kappa=1.0, tau=1.0)
     with pytest.raises(ValueError, match="S"):
         fs_.rotated_covariance(np.eye(3), np.ones((3, 3)), 0.1)
     with pytest.raises(ValueError, match="Sigma"):
         fs_.rotated_covariance(-np.eye(3), np.zeros((3, 3)), 0.1)
     with pytest.raises(ValueError, match="Sigma_test"):
-        fs_.ood_loss(np.eye(2), np.array([[1.0, 2.0], [0.0, 1.0]]), np.eye(2), 1)
+        fs_.ood_loss(np.eye(2), np.array([[1.0, 2.0], [0.0, 1.0]]), np.eye(2), L=1)
     with pytest.raises(ValueError, match="setting"):
         reduced_sgd_.simulate_reduced_gamma_sgd(
             reduced_sgd_.ReducedGammaSGDConfig("bad", D=4, L=1, B=2, eta=0.1, steps=2), np.random.default_rng(0)
@@ -526,7 +528,7 @@ def test_bad_inputs():
             reduced_sgd_.ReducedGammaSGDConfig("iso", D=8, L=2, B=4, eta=50.0, steps=50, P=8), np.random.default_rng(0)
         )
     with pytest.raises(ValueError, match="Gamma"):
-        in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), np.ones((2, 4)), 1)
+        in_context_gd_predict(np.eye(3), np.ones((5, 4)), np.ones(5), Xq=np.ones((2, 4)), L=1)
 
 
 @pytest.mark.parametrize(
@@ -542,7 +544,7 @@ def test_bad_inputs():
 def test_fitted_scaling_exponent_agrees_with_corrected_exponent_within_its_drift(resource, nu, beta, key):
     """The fit on the theory curve (D = 20000) lies within 3 drift of the corrected exponent (the book's
     error model for exponent fits); the fit is the least-squares slope of the returned samples."""
-    f = scaling_.fitted_scaling_exponent(resource, nu, beta, 20000)
+    f = scaling_.fitted_scaling_exponent(resource, nu, beta, D=20000)
     assert 0 < f.drift < 0.1
     assert abs(f.exponent - scaling_.scaling_exponents(nu, beta)[key]) <= 3 * f.drift
     assert f.exponent == pytest.approx(-np.polyfit(np.log(f.x), np.log(f.loss), 1)[0], rel=1e-12)
@@ -550,13 +552,13 @@ def test_fitted_scaling_exponent_agrees_with_corrected_exponent_within_its_drift
 
 def test_fitted_scaling_exponent_bad_inputs():
     with pytest.raises(ValueError, match="resource"):
-        scaling_.fitted_scaling_exponent("width", 1.0, 1.0, 20000)
+        scaling_.fitted_scaling_exponent("width", 1.0, 1.0, D=20000)
     with pytest.raises(ValueError, match="D"):
-        scaling_.fitted_scaling_exponent("t_fs", 1.0, 1.0, 1000)
+        scaling_.fitted_scaling_exponent("t_fs", 1.0, 1.0, D=1000)
     with pytest.raises(ValueError, match="D"):
-        scaling_.fitted_scaling_exponent("N", 1.0, 1.0, 1000)
+        scaling_.fitted_scaling_exponent("N", 1.0, 1.0, D=1000)
     with pytest.raises(ValueError, match="nu"):
-        scaling_.fitted_scaling_exponent("L", -1.0, 1.0, 100)
+        scaling_.fitted_scaling_exponent("L", -1.0, 1.0, D=100)
 
 
 def test_scalar_descent_path_is_the_discrete_recursion() -> None:
@@ -564,10 +566,10 @@ def test_scalar_descent_path_is_the_discrete_recursion() -> None:
     from iclcore.dmft.scaling import scalar_descent_path
 
     lam, om = np.array([1.0, 0.5, 0.25]), np.array([0.5, 0.3, 0.2])
-    path = scalar_descent_path(lambda g: rrs_loss_grad(g, lam, om, 2), 0.05, 40)
+    path = scalar_descent_path(lambda g: rrs_loss_grad(g, lam, om, L=2), 0.05, 40)
     ref = [0.0]
     for _ in range(40):
-        ref.append(ref[-1] - 0.05 * float(rrs_loss_grad(ref[-1], lam, om, 2)))
+        ref.append(ref[-1] - 0.05 * float(rrs_loss_grad(ref[-1], lam, om, L=2)))
     assert path.shape == (41,) and np.array_equal(path, ref)
     with pytest.raises(ValueError, match="^step"):
         scalar_descent_path(lambda g: g, 0.0, 3)
@@ -576,7 +578,9 @@ def test_scalar_descent_path_is_the_discrete_recursion() -> None:
 
 
 def test_shallow_iso_sgd_runs_are_independent_seeded_runs_in_order():
-    runs = reduced_sgd_.shallow_iso_sgd_runs(6, 1.0, 0.5, 2.0, 0.1, 15, 3, np.random.default_rng(4))
+    runs = reduced_sgd_.shallow_iso_sgd_runs(
+        6, 1.0, 0.5, tau=2.0, eta=0.1, steps=15, seeds=3, rng=np.random.default_rng(4)
+    )
     assert runs.param_error.shape == runs.batch_loss.shape == (3, 15)
     rng = np.random.default_rng(4)
     cfg = reduced_sgd_.ReducedGammaSGDConfig("iso", D=6, L=1, B=12, eta=0.1, steps=15, P=6, K=3)
@@ -592,12 +596,16 @@ def test_flow_deviation_at_checkpoints_compares_smoothed_losses_and_gamma():
     steps = np.arange(1, 21, dtype=float)
     theory = 1.0 / steps
     gamma_th = 1.0 - 1.0 / (1.0 + steps)
-    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(theory, theory, gamma_th, gamma_th, [4, 10, 19])
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(
+        theory, theory, gamma_th, gamma_theory=gamma_th, checkpoints=[4, 10, 19]
+    )
     assert dl == pytest.approx(0.0, abs=1e-13) and dg == 0.0  # a run equal to its flow deviates by rounding only
     noisy = theory * (1 + 0.1 * (-1.0) ** np.arange(20))
     g = gamma_th.copy()
     g[10] *= 1.2
-    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(noisy, theory, g, gamma_th, [4, 10, 19], window=5)
+    dl, dg = reduced_sgd_.flow_deviation_at_checkpoints(
+        noisy, theory, g, gamma_theory=gamma_th, checkpoints=[4, 10, 19], window=5
+    )
     sm = np.array([noisy[max(0, i - 4) : i + 1].mean() for i in range(20)])
     ref = [theory[max(0, i - 4) : i + 1].mean() for i in (4, 10, 19)]
     assert dl == pytest.approx(max(abs(sm[i] - r) / r for i, r in zip((4, 10, 19), ref)), rel=1e-12)

@@ -22,9 +22,9 @@ def _task(eta, B, n, r):
 @pytest.mark.slow
 def test_sweep_equals_the_explicit_loop() -> None:
     """Same seeds, same numbers as training the untied model by hand (the loop the notebooks had)."""
-    flow = lambda t: rrs_gradient_flow(t, LAM, OM, 2)[0]  # noqa: E731
-    grad = lambda g: rrs_loss_grad(g, LAM, OM, 2)  # noqa: E731
-    pts = late_bias_sweep([(0.5, 4), (0.25, 8)], _task, 2, 10.0, flow, grad)
+    flow = lambda t: rrs_gradient_flow(t, LAM, OM, L=2)[0]  # noqa: E731
+    grad = lambda g: rrs_loss_grad(g, LAM, OM, L=2)  # noqa: E731
+    pts = late_bias_sweep([(0.5, 4), (0.25, 8)], _task, 2, horizon=10.0, flow=flow, grad=grad)
     for pt in pts:
         n = int(round(10.0 / pt.eta))
         t = pt.eta * np.arange(n + 1)
@@ -33,10 +33,10 @@ def test_sweep_equals_the_explicit_loop() -> None:
         for r in range(2):
             res = train(
                 ReducedGammaStack(6, 2, tied=False),
-                lambda g: sample_rrs_contexts(pt.B, 1, 1, LAM, OM, g),
+                lambda g: sample_rrs_contexts(pt.B, 1, 1, lam=LAM, omega=OM, gen=g),
                 n,
-                pt.eta * 6 * 2 / 2,
-                torch.Generator().manual_seed(100 + r),
+                lr=pt.eta * 6 * 2 / 2,
+                gen=torch.Generator().manual_seed(100 + r),
                 population=True,
             )
             runs.append(np.mean(res.gamma[late].mean(axis=1) / th[late] - 1))
@@ -54,10 +54,10 @@ def test_width_task_uses_its_frame_and_tied_learning_rate() -> None:
 def test_bad_inputs() -> None:
     flow = lambda t: t  # noqa: E731
     with pytest.raises(ValueError, match="seeds"):
-        late_bias_sweep([(0.5, 4)], _task, 1, 10.0, flow, lambda g: g)
+        late_bias_sweep([(0.5, 4)], _task, 1, horizon=10.0, flow=flow, grad=lambda g: g)
     with pytest.raises(ValueError, match="configs"):
-        late_bias_sweep([], _task, 2, 10.0, flow, lambda g: g)
+        late_bias_sweep([], _task, 2, horizon=10.0, flow=flow, grad=lambda g: g)
     with pytest.raises(ValueError, match="late_frac"):
-        late_bias_sweep([(0.5, 4)], _task, 2, 10.0, flow, lambda g: g, late_frac=1.5)
+        late_bias_sweep([(0.5, 4)], _task, 2, horizon=10.0, flow=flow, grad=lambda g: g, late_frac=1.5)
     with pytest.raises(ValueError, match="eta"):
-        late_bias_sweep([(-0.5, 4)], _task, 2, 10.0, flow, lambda g: g)
+        late_bias_sweep([(-0.5, 4)], _task, 2, horizon=10.0, flow=flow, grad=lambda g: g)

@@ -48,7 +48,7 @@ def _brute_loss(lam, omega, U, gamma, L, Sig=None):
 def test_one_point_reduction_equals_matrix_powers(N):
     """p(M)^T Lambda p(M) = Lambda^{1/2} p(K)^2 Lambda^{1/2}: MC reduction = brute force, 1e-11 rel."""
     lam, omega = power_law_spectrum(60, 1.0, 1.0)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(3))
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(3))
     U = haar_columns(60, N, np.random.default_rng(3))
     for g in (0.3, 1.7, 3.0):
         assert width_loss(g, spec, 3) == pytest.approx(_brute_loss(lam, omega, U, g, 3), rel=1e-11)
@@ -60,25 +60,25 @@ def test_general_mc_matches_brute_force_finite_P_and_one_point():
     lam, omega = power_law_spectrum(D, 0.8, 1.2)
     gs = np.array([0.2, 1.0, 2.5])
     rng = np.random.default_rng(5)
-    loss, _ = width_landscape_mc(gs, lam, omega, N, L, rng, P=P, n_draws=1)
+    loss, _ = width_landscape_mc(gs, lam, omega, N=N, L=L, rng=rng, P=P, n_draws=1)
     rng = np.random.default_rng(5)
     U = haar_columns(D, N, rng)
     Z = rng.standard_normal((P, D)) * np.sqrt(lam)
     Sig = Z.T @ Z / P
     brute = [_brute_loss(lam, omega, U, g, L, Sig) for g in gs]
     np.testing.assert_allclose(loss, brute, rtol=1e-10)
-    l_inf, _ = width_landscape_mc(gs, lam, omega, N, L, np.random.default_rng(9), n_draws=1)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(9))
+    l_inf, _ = width_landscape_mc(gs, lam, omega, N=N, L=L, rng=np.random.default_rng(9), n_draws=1)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(9))
     np.testing.assert_allclose(l_inf, width_loss(gs, spec, L), rtol=1e-10)
 
 
 def test_full_width_equals_rrs_loss():
     """N = D: K = Lambda, so the width loss is the RRS loss of dmft_reduced (1e-12)."""
     lam, omega = power_law_spectrum(50, 1.0, 1.0)
-    spec = width_spectrum_mc(lam, omega, 50, np.random.default_rng(0))
+    spec = width_spectrum_mc(lam, omega, 50, rng=np.random.default_rng(0))
     gs = np.linspace(0, 7, 9)
     for L in (1, 4, np.inf):
-        np.testing.assert_allclose(width_loss(gs, spec, L), rrs_loss(gs, lam, omega, L), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(width_loss(gs, spec, L), rrs_loss(gs, lam, omega, L=L), rtol=1e-12, atol=1e-14)
 
 
 @settings(max_examples=15, deadline=None)
@@ -86,20 +86,20 @@ def test_full_width_equals_rrs_loss():
 def test_gradients_match_finite_differences(g, L, N):
     """Analytic dL/dgamma (one-point and general MC) vs central differences, 1e-6 rel."""
     lam, omega = power_law_spectrum(30, 1.0, 0.7)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(1))
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(1))
     h = 1e-6
     fd = (width_loss(g + h, spec, L) - width_loss(g - h, spec, L)) / (2 * h)
     assert width_loss_grad(g, spec, L) == pytest.approx(fd, rel=1e-5, abs=1e-9)
-    _, d = width_landscape_mc([g], lam, omega, N, L, np.random.default_rng(2), P=40, n_draws=1)
-    lp, _ = width_landscape_mc([g + h], lam, omega, N, L, np.random.default_rng(2), P=40, n_draws=1)
-    lm, _ = width_landscape_mc([g - h], lam, omega, N, L, np.random.default_rng(2), P=40, n_draws=1)
+    _, d = width_landscape_mc([g], lam, omega, N=N, L=L, rng=np.random.default_rng(2), P=40, n_draws=1)
+    lp, _ = width_landscape_mc([g + h], lam, omega, N=N, L=L, rng=np.random.default_rng(2), P=40, n_draws=1)
+    lm, _ = width_landscape_mc([g - h], lam, omega, N=N, L=L, rng=np.random.default_rng(2), P=40, n_draws=1)
     assert d[0] == pytest.approx((lp[0] - lm[0]) / (2 * h), rel=1e-5, abs=1e-9)
 
 
 def test_gradient_flow_matches_quadrature_of_inverse_rate():
     """ODE solution vs t(gamma) = int_0^gamma dg / (-L'(g)/2) by adaptive quadrature (1e-6 rel)."""
     lam, omega = power_law_spectrum(80, 1.0, 1.0)
-    spec = width_spectrum_mc(lam, omega, 20, np.random.default_rng(4))
+    spec = width_spectrum_mc(lam, omega, 20, rng=np.random.default_rng(4))
     t = np.array([0.0, 0.5, 3.0, 20.0])
     flow = width_gradient_flow(spec, 4, t)
     for ti, gi in zip(t[1:], flow.gamma[1:]):
@@ -124,10 +124,10 @@ def test_de_one_point_vs_monte_carlo():
     """
     D, N, L = 1200, 300, 4
     lam, omega = power_law_spectrum(D, 0.5, 0.5)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(0), n_draws=8)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(0), n_draws=8)
     gs = np.array([0.5, 1.5, 3.0])
     mc = width_loss(gs, spec, L)
-    de = width_loss_de(gs, lam, omega, N, L, k_max=1.2 * spec.s.max(), n_nodes=400)
+    de = width_loss_de(gs, lam, omega, N=N, L=L, k_max=1.2 * spec.s.max(), n_nodes=400)
     np.testing.assert_allclose(de, mc, rtol=0.03)
 
 
@@ -137,11 +137,19 @@ def test_de_contour_independent_of_radius_and_two_point_reduces_to_one_point():
     D, N, L = 400, 100, 3
     lam, omega = power_law_spectrum(D, 1.0, 1.0)
     gs = np.array([0.7, 2.0])
-    a = width_loss_de(gs, lam, omega, N, L, k_max=2.0, n_nodes=500)
-    b = width_loss_de(gs, lam, omega, N, L, k_max=3.0, n_nodes=700)
+    a = width_loss_de(gs, lam, omega, N=N, L=L, k_max=2.0, n_nodes=500)
+    b = width_loss_de(gs, lam, omega, N=N, L=L, k_max=3.0, n_nodes=700)
     np.testing.assert_allclose(a, b, rtol=1e-9)
     two = two_point_loss_de(
-        gs, lam, np.array([0.0, D / N]), np.array([1 - N / D, N / D]), omega, lam, L, k_max=2.0, n_nodes=300
+        gs,
+        lam,
+        np.array([0.0, D / N]),
+        b_weights=np.array([1 - N / D, N / D]),
+        C=omega,
+        T=lam,
+        L=L,
+        k_max=2.0,
+        n_nodes=300,
     )
     np.testing.assert_allclose(two, a, rtol=1e-8)
 
@@ -154,14 +162,14 @@ def test_app_a_identities():
     bn, bw = np.array([0.0, D / N]), np.array([1 - N / D, N / D])
     z1 = np.array([0.3 + 0.2j, 1.1 - 0.4j, -0.2 + 0.9j])
     z2 = np.array([0.5 + 0.1j, -0.6 - 0.8j])
-    p1 = np.array([free_product_psi(np.array([z]), lam, bn, bw)[0] for z in z1])
-    p2 = np.array([free_product_psi(np.array([z]), lam, bn, bw)[0] for z in z2])
+    p1 = np.array([free_product_psi(np.array([z]), lam, bn, b_weights=bw)[0] for z in z1])
+    p2 = np.array([free_product_psi(np.array([z]), lam, bn, b_weights=bw)[0] for z in z2])
     H1 = 1 / (z1[:, None] + p1[:, None] * lam)
     S1 = (H1 @ lam) / D
     s1 = (1 - p1 * S1) / S1
     rhs = (bw / (s1[:, None] + bn)).sum(axis=1)
     np.testing.assert_allclose(S1, rhs, rtol=1e-10)
-    F = two_point_F(z1, p1, z2, p2, lam, bn, bw, omega, lam)
+    F = two_point_F(z1, p1, z2, psi2=p2, a=lam, b_nodes=bn, b_weights=bw, C=omega, T=lam)
     gfun = lambda H: (H @ (omega * lam)) / D  # noqa: E731
     H2 = 1 / (z2[:, None] + p2[:, None] * lam)
     ident = (gfun(H1)[:, None] - gfun(H2)[None, :]) / (z2[None, :] - z1[:, None])
@@ -178,13 +186,15 @@ def test_two_point_wishart_vs_monte_carlo_and_paper_typo():
     P = int(alpha * D)
     lam, omega = power_law_spectrum(D, 0.7, 1.0)
     gs = np.array([0.5, 1.5, 3.0])
-    mc, _ = width_landscape_mc(gs, lam, omega, D, L, np.random.default_rng(1), P=P, n_draws=12)
+    mc, _ = width_landscape_mc(gs, lam, omega, N=D, L=L, rng=np.random.default_rng(1), P=P, n_draws=12)
     bn, bw = mp_quadrature(1 / alpha, 60)
     Z = np.random.default_rng(2).standard_normal((P, D)) * np.sqrt(lam)
     kmax = 1.3 * np.linalg.eigvalsh(Z.T @ Z / P).max()
-    de = two_point_loss_de(gs, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=160)
+    de = two_point_loss_de(gs, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=160)
     np.testing.assert_allclose(de, mc, rtol=0.03)
-    typo = two_point_loss_de(gs, lam, bn, bw, np.ones(D), omega * lam, L, kmax, n_nodes=160, paper_typo=True)
+    typo = two_point_loss_de(
+        gs, lam, bn, b_weights=bw, C=np.ones(D), T=omega * lam, L=L, k_max=kmax, n_nodes=160, paper_typo=True
+    )
     assert np.all(typo / mc > 2.0)
 
 
@@ -207,7 +217,7 @@ def test_width_bottleneck_linear_form_vs_mc_null_space(N):
     DE of dmft_reduced within 5% (D = 1500, 3 draws); the printed squared Eq. 113 is off by > 2x."""
     D = 1500
     lam, omega = power_law_spectrum(D, 1.0, 1.0)
-    spec = width_spectrum_mc(lam, omega, N, np.random.default_rng(7), n_draws=3)
+    spec = width_spectrum_mc(lam, omega, N, rng=np.random.default_rng(7), n_draws=3)
     assert width_bottleneck(lam, omega, N) == pytest.approx(spec.null_loss, rel=0.05)
     assert spec.null_loss / width_bottleneck_paper(lam, omega, N) > 2.0
     # and the infinite-depth landscape decreases to the null-space loss
@@ -238,16 +248,16 @@ def test_bad_inputs():
     lam, omega = power_law_spectrum(20, 1.0, 1.0)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="N"):
-        width_spectrum_mc(lam, omega, 21, rng)
+        width_spectrum_mc(lam, omega, 21, rng=rng)
     with pytest.raises(ValueError, match="lam"):
-        width_spectrum_mc(-lam, omega, 5, rng)
+        width_spectrum_mc(-lam, omega, 5, rng=rng)
     with pytest.raises(ValueError, match="omega"):
-        width_spectrum_mc(lam, omega[:-1], 5, rng)
+        width_spectrum_mc(lam, omega[:-1], 5, rng=rng)
     with pytest.raises(TypeError, match="rng"):
-        width_spectrum_mc(lam, omega, 5, "seed")
+        width_spectrum_mc(lam, omega, 5, rng="seed")
     with pytest.raises(TypeError, match="N"):
-        width_spectrum_mc(lam, omega, 5.0, rng)
-    spec = width_spectrum_mc(lam, omega, 5, rng)
+        width_spectrum_mc(lam, omega, 5.0, rng=rng)
+    spec = width_spectrum_mc(lam, omega, 5, rng=rng)
     with pytest.raises(ValueError, match="L"):
         width_loss(1.0, spec, 0)
     with pytest.raises(ValueError, match="gammas"):
@@ -257,15 +267,15 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="t"):
         width_gradient_flow(spec, 2, np.array([1.0, 0.5]))
     with pytest.raises(ValueError, match="k_max"):
-        width_loss_de([1.0], lam, omega, 5, 2, k_max=-1.0)
+        width_loss_de([1.0], lam, omega, N=5, L=2, k_max=-1.0)
     with pytest.raises(ValueError, match="gammas"):
-        width_loss_de([0.0], lam, omega, 5, 2, k_max=2.0)
+        width_loss_de([0.0], lam, omega, N=5, L=2, k_max=2.0)
     with pytest.raises(ValueError, match="alpha_N"):
         width_psi(np.array([1.0]), lam, 1.5)
     with pytest.raises(ValueError, match="b_weights"):
-        free_product_psi(np.array([1.0]), lam, np.array([0.0, 1.0]), np.array([0.5, 0.6]))
+        free_product_psi(np.array([1.0]), lam, np.array([0.0, 1.0]), b_weights=np.array([0.5, 0.6]))
     with pytest.raises(ValueError, match="P"):
-        width_landscape_mc([1.0], lam, omega, 5, 2, rng, P=0)
+        width_landscape_mc([1.0], lam, omega, N=5, L=2, rng=rng, P=0)
 
 
 def test_psi_is_one_at_full_width():
@@ -302,7 +312,7 @@ def test_untied_balanced_point_is_transversally_unstable(L):
                 + untied_loss(x0 - ei - ej, lam, omega)
             ) / (4 * h * h)
     ev = np.linalg.eigvalsh(H)
-    lon, tra = untied_balanced_hessian(0.7 * g_star, lam, omega, L)
+    lon, tra = untied_balanced_hessian(0.7 * g_star, lam, omega, L=L)
     np.testing.assert_allclose(ev, sorted([tra] * (L - 1) + [lon]), rtol=1e-5)
     assert tra < 0 < lon
     assert untied_loss(np.full(L, g_star), lam, omega) == pytest.approx(l_star, rel=1e-12)
@@ -360,12 +370,12 @@ def test_width_loss_draws_average_to_the_pooled_loss_and_match_single_draws() ->
     each part is the loss of that projection alone (same generator stream, one draw at a time)."""
     lam, omega = power_law_spectrum(120, 1.0, 1.0)
     gs = np.linspace(0.0, 3.0, 9)
-    pooled = width_spectrum_mc(lam, omega, 30, np.random.default_rng(4), n_draws=3)
+    pooled = width_spectrum_mc(lam, omega, 30, rng=np.random.default_rng(4), n_draws=3)
     parts = width_loss_draws(gs, pooled, 5)
     assert parts.shape == (3, gs.size) and pooled.n_draws == 3
     np.testing.assert_allclose(parts.mean(0), width_loss(gs, pooled, 5), rtol=1e-13, atol=1e-15)
     rng = np.random.default_rng(4)
-    singles = [width_loss(gs, width_spectrum_mc(lam, omega, 30, rng, n_draws=1), 5) for _ in range(3)]
+    singles = [width_loss(gs, width_spectrum_mc(lam, omega, 30, rng=rng, n_draws=1), 5) for _ in range(3)]
     np.testing.assert_allclose(parts, np.array(singles), rtol=1e-12, atol=1e-15)
     assert np.ndim(width_loss_draws(1.0, pooled, 5)) == 1
 
@@ -374,12 +384,12 @@ def test_width_loss_se_is_the_spread_of_the_projections() -> None:
     """SE = std(per-projection losses)/sqrt(n_draws); 0 at N = D (K = Lambda exactly); a single
     projection with N < D has none."""
     lam, omega = power_law_spectrum(60, 1.0, 1.0)
-    spec = width_spectrum_mc(lam, omega, 15, np.random.default_rng(2), n_draws=5)
+    spec = width_spectrum_mc(lam, omega, 15, rng=np.random.default_rng(2), n_draws=5)
     parts = width_loss_draws(0.7, spec, 3)
     assert width_loss_se(0.7, spec, 3) == pytest.approx(parts.std(ddof=1) / np.sqrt(5), rel=1e-12)
-    assert width_loss_se(0.7, width_spectrum_mc(lam, omega, 60, np.random.default_rng(2)), 3) == 0.0
+    assert width_loss_se(0.7, width_spectrum_mc(lam, omega, 60, rng=np.random.default_rng(2)), 3) == 0.0
     with pytest.raises(ValueError, match="spec"):
-        width_loss_se(0.7, width_spectrum_mc(lam, omega, 15, np.random.default_rng(2)), 3)
+        width_loss_se(0.7, width_spectrum_mc(lam, omega, 15, rng=np.random.default_rng(2)), 3)
 
 
 @pytest.mark.parametrize("L", [2, 4])
@@ -390,7 +400,7 @@ def test_balanced_optimum_stability_is_a_saddle_with_exchangeable_layers(L):
     lam, omega = power_law_spectrum(40, 1.0, 1.0)
     st = balanced_optimum_stability(lam, omega, L)
     g_star, l_bal = rrs_optimum(lam, omega, L)
-    assert (st.longitudinal, st.transverse) == untied_balanced_hessian(g_star, lam, omega, L)
+    assert (st.longitudinal, st.transverse) == untied_balanced_hessian(g_star, lam, omega, L=L)
     assert st.balanced_loss == l_bal and st.untied_loss == untied_optimum(lam, omega, L)[1]
     assert st.transverse < 0 < st.longitudinal
     assert st.untied_loss < st.balanced_loss

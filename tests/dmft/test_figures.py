@@ -70,7 +70,7 @@ def test_result10_figures_draw_the_sweep_and_the_kappa_check():
     # (d): errorbar, level, finite-D, gap fit, extrapolation errorbar
     assert [len(a.get_lines()) for a in ax] == [3 * 3 + 3, 3 + 2, 2 * 2 + 1, 3 + 3 + 3]
     np.testing.assert_array_equal(ax[0].get_lines()[9].get_ydata(), sweep.theory)
-    assert ax[1].get_lines()[3].get_ydata()[0] == sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, 2.0)
+    assert ax[1].get_lines()[3].get_ydata()[0] == sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, tau=2.0)
     np.testing.assert_array_equal(ax[2].get_lines()[-1].get_ydata(), check.ensembles[0.5].mean_path)
     assert "SGD: N(κ=1/2) / N(κ=4)" in [t.get_text() for t in ax[3].legend().get_texts()]
     with pytest.raises(ValueError, match="eta_ref"):

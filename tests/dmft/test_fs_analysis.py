@@ -17,7 +17,7 @@ def test_fs_depth_comparison_deeper_is_worse_at_every_time():
     t = np.geomspace(1e-2, 1e6, 40)
     c = fs.fs_depth_comparison(t, lam, om, depths=[1, 4, math.inf])
     assert list(c.curves) == [1, 4, math.inf]
-    np.testing.assert_array_equal(c.curves[4], fs.fs_loss_curve(t, lam, om, 4))
+    np.testing.assert_array_equal(c.curves[4], fs.fs_loss_curve(t, lam, om, L=4))
     stack = np.array(list(c.curves.values()))
     assert c.min_rel_gap == float(np.min((stack[1:] - stack[:-1]) / stack[:-1])) > 0
     with pytest.raises(ValueError, match="depths"):
@@ -35,7 +35,7 @@ def test_ood_brittleness_vanishes_at_theta0_and_grows_with_the_angle():
     # the first sample replayed by hand
     S = fs.random_skew(6, np.random.default_rng(0))
     Sp, Op = (fs.rotated_covariance(np.diag(v), S, thetas[2]) for v in (lam, om))
-    assert b.each[0, 1, 2] == fs.ood_loss(4 * np.diag(1 / lam), Sp, Op, 4)
+    assert b.each[0, 1, 2] == fs.ood_loss(4 * np.diag(1 / lam), Sp, Op, L=4)
     with pytest.raises(ValueError, match="thetas"):
         fs.ood_brittleness(lam, om, [1], thetas=thetas[:2], samples=1, rng=np.random.default_rng(0))
 
@@ -53,9 +53,9 @@ def test_fs_sgd_comparison_follows_the_closed_form_flow():
     c = reduced_sgd.fs_sgd_comparison(lam, om, [1, 4], steps=400, eta=eta, modes=[1, 2], rng=np.random.default_rng(1))
     r4 = c.runs[4]
     assert c.mode_flow.shape == r4.gamma_diag.shape
-    np.testing.assert_array_equal(c.mode_flow, fs.fs_mode_flow(r4.record_t, lam, om, 4))
+    np.testing.assert_array_equal(c.mode_flow, fs.fs_mode_flow(r4.record_t, lam, om, L=4))
     worst = max(
-        reduced_sgd.block_mean_relative_deviation(r.batch_loss, fs.fs_loss_curve(r.t_loss, lam, om, L), 20)
+        reduced_sgd.block_mean_relative_deviation(r.batch_loss, fs.fs_loss_curve(r.t_loss, lam, om, L=L), 20)
         for L, r in c.runs.items()
     )
     assert c.loss_deviation == worst
@@ -69,7 +69,7 @@ def test_rrs_sgd_comparison_scales_the_step_with_depth():
     c = reduced_sgd.rrs_sgd_comparison(lam, om, [1, 8], steps=60, eta=0.5, rng=np.random.default_rng(2))
     assert c.runs[1].t[-1] == pytest.approx(60 * 0.5 / 4, rel=1e-12)  # eta min(1, L/4)
     assert c.runs[8].t[-1] == pytest.approx(60 * 0.5, rel=1e-12)
-    np.testing.assert_array_equal(c.loss_theory[8], rrs.rrs_gradient_flow(c.runs[8].t_loss, lam, om, 8)[1])
+    np.testing.assert_array_equal(c.loss_theory[8], rrs.rrs_gradient_flow(c.runs[8].t_loss, lam, om, L=8)[1])
     assert c.loss_deviation == max(
         reduced_sgd.block_mean_relative_deviation(r.batch_loss, c.loss_theory[L], 20) for L, r in c.runs.items()
     )
@@ -80,7 +80,7 @@ def test_exponent_table_rows_are_the_fits_and_the_predicted_exponents():
     assert len(table) == 18
     assert list(table)[-2:] == ["width_nu2_beta3", "context_nu2_beta3"]
     row = table["tfs_nu0p5_beta1"]
-    f = scaling.fitted_scaling_exponent("t_fs", 0.5, 1.0, 20000)
+    f = scaling.fitted_scaling_exponent("t_fs", 0.5, 1.0, D=20000)
     e = scaling.scaling_exponents(0.5, 1.0)
     assert (row.resource, row.fitted, row.drift) == ("t (FS)", f.exponent, f.drift)
     assert (row.printed, row.corrected) == (e["t_fs_paper"], e["t_fs_corrected"])

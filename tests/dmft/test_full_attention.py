@@ -42,9 +42,13 @@ def test_power_five_comparison_is_the_theory_and_the_bias_of_the_runs() -> None:
     t = decaying_step_times(a["eta"], a["decay"], a["steps"])
     late = slice(a["steps"] // 2, None)
     for kind, cmp in out.items():
-        draws = context_draws(*spectra[kind], a["P"], np.random.default_rng(a["seed"] + (kind == "rrs")), a["mc_draws"])
+        draws = context_draws(
+            *spectra[kind], a["P"], rng=np.random.default_rng(a["seed"] + (kind == "rrs")), n_draws=a["mc_draws"]
+        )
         for L in a["depths"]:
-            th = power_five_theory(draws, L, t, power_five_constant(3), a["s0"], a["mc_tables"], a["steps"] // 2)
+            th = power_five_theory(
+                draws, L, t, c=power_five_constant(3), s0=a["s0"], n_tables=a["mc_tables"], late_start=a["steps"] // 2
+            )
             np.testing.assert_array_equal(cmp.theory[L].gamma, th.gamma)
             r = cmp.runs[L].gamma[late, 0] / th.gamma[late] - 1
             assert cmp.bias[L].max_abs == np.max(np.abs(r))
@@ -82,8 +86,8 @@ def test_time_exponents_refuse_a_dimension_without_a_fitting_window() -> None:
 def test_readout_comparison_peaks_and_their_errors() -> None:
     rd = readout_comparison(D=3, P=6, K=3, B=4, L=2, s0=1.2, a0=0.3, eta=0.1, steps=15, seeds=2, n_draws=8, seed=1)
     np.testing.assert_array_equal(rd.m, np.array([r.a_o * r.a_y for r in rd.runs]))
-    draws = context_draws(np.ones(3), np.ones(3), 6, np.random.default_rng(1 + 88), 8)
-    np.testing.assert_array_equal(rd.path.m, readout_descent_path(draws, 2, 3, 0.1, 15, 0.3, 1.2).m)
+    draws = context_draws(np.ones(3), np.ones(3), 6, rng=np.random.default_rng(1 + 88), n_draws=8)
+    np.testing.assert_array_equal(rd.path.m, readout_descent_path(draws, 2, 3, eta=0.1, steps=15, a0=0.3, s0=1.2).m)
     se = np.hypot(standard_error(rd.m.max(axis=1)), rd.peak_theory_se)
     assert rd.peak_se_total == pytest.approx(se, rel=1e-15)
     assert rd.peak_z(rd.path) == pytest.approx(abs(rd.m.max(axis=1).mean() - rd.path.m.max()) / se, rel=1e-14)

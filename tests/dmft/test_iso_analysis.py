@@ -102,8 +102,10 @@ def test_plateau_gap_size_scaling_is_the_seed_statistics_of_the_runs():
         [4, 6, 12], alpha=1.0, kappa=1.0, tau=1.0, steps=steps, eta=0.1, seeds=3, rng=rng
     )
     # replay the same draws: the first size's runs
-    runs = reduced_sgd.shallow_iso_sgd_runs(4, 1.0, 1.0, 1.0, 0.1, steps, 3, np.random.default_rng(4))
-    th = reduced_sgd.shallow_sgd_theory(np.arange(1, steps + 1), 0.1, 1.0, 1.0, 1.0)
+    runs = reduced_sgd.shallow_iso_sgd_runs(
+        4, 1.0, 1.0, tau=1.0, eta=0.1, steps=steps, seeds=3, rng=np.random.default_rng(4)
+    )
+    th = reduced_sgd.shallow_sgd_theory(np.arange(1, steps + 1), 0.1, 1.0, kappa=1.0, tau=1.0)
     lv = runs.param_error[:, start:].mean(axis=1)
     lvl = th.param_error[start:].mean()
     assert g.gap[0] == pytest.approx(lv.mean() / lvl - 1, rel=1e-12)
@@ -132,7 +134,7 @@ def test_noise_scale_sweep_sizes_theory_slope_and_extrapolation():
         np.testing.assert_array_equal(s.plateau_mean_se[Dk][:, 0], [p.mean for p in s.plateaus[Dk]])
     # Result 10: C(inf) = b/(1 - a) is of order eta/tau, so its log-log slope is 1 + O(eta)
     assert s.theory[1] / s.theory[0] == pytest.approx(
-        sgd_noise.noise_plateau_theory(0.2, 1.0, 1.0, 2.0) / sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, 2.0)
+        sgd_noise.noise_plateau_theory(0.2, 1.0, 1.0, tau=2.0) / sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, tau=2.0)
     )
     assert s.slope_theory == pytest.approx(np.log(s.theory[1] / s.theory[0]) / np.log(2), rel=1e-12)
     assert 1.0 < s.slope_theory < 1.5
@@ -147,7 +149,7 @@ def test_noise_scale_sweep_sizes_theory_slope_and_extrapolation():
 
 def test_kappa_noise_check_ratio_theory_and_t_critical():
     k = sgd_noise.kappa_noise_check([0.5, 4.0], D=6, tau=2.0, eta=0.2, seeds=3, rng=np.random.default_rng(6))
-    th = [sgd_noise.noise_plateau_theory(0.2, 1.0, kp, 2.0) for kp in (0.5, 4.0)]
+    th = [sgd_noise.noise_plateau_theory(0.2, 1.0, kp, tau=2.0) for kp in (0.5, 4.0)]
     assert k.ratio_theory == th[0] / th[1] > 1  # fewer evaluation points, more SGD noise
     assert k.ratios_finite_d[1] == k.ratio_finite_d
     assert k.ratios[1] == k.ratio  # the ratio at D reuses the ensembles at D
@@ -172,7 +174,9 @@ def test_in_context_gd_identity_holds_to_rounding_and_detects_a_wrong_predictor(
 
 def test_symmetrised_flow_summaries():
     lam, om = data.power_law_spectrum(4, 1.0, 1.0)
-    r = isotropy.symmetrised_descent("rrs", 4, 2, 3, 0.3, 10, np.random.default_rng(8), lam=lam, omega=om)
+    r = isotropy.symmetrised_descent(
+        "rrs", 4, 2, n_contexts=3, eta=0.3, steps=10, rng=np.random.default_rng(8), lam=lam, omega=om
+    )
     assert r.off_iso_max == float(r.off_iso.max()) < 1e-13
     assert r.gamma_vs_scalar_max_rel < 1e-12
     assert r.metrics("rrs") == {

@@ -38,13 +38,13 @@ LAM, OM = power_law_spectrum(D, 1.0, 1.0)
 
 def _kernel(N: int, P: int | None, seed: int = 0, n_nodes: int = 128):
     rng = np.random.default_rng(seed)
-    return nested_kernel(LAM, OM, N, P, nested_spectral_bound(LAM, N, P, rng, margin=1.5), n_nodes)
+    return nested_kernel(LAM, OM, N, P=P, k_max=nested_spectral_bound(LAM, N, P, rng=rng, margin=1.5), n_nodes=n_nodes)
 
 
 def test_infinite_context_is_the_one_point_equivalent() -> None:
     ker = _kernel(30, None)
     g = np.linspace(0.1, 1.0, 4) * nested_min_loss(ker, 3)[0]
-    ref = width_loss_de(g, LAM, OM, 30, 3, ker.k_max, n_nodes=300)
+    ref = width_loss_de(g, LAM, OM, N=30, L=3, k_max=ker.k_max, n_nodes=300)
     np.testing.assert_allclose(
         nested_loss(g, ker, 3), ref, rtol=2e-5
     )  # the kernel's mass tolerance 1e-6 of tr ΩΛ, relative to a loss >= 0.1
@@ -55,7 +55,7 @@ def test_full_width_is_the_two_point_wishart_equivalent() -> None:
     ker = _kernel(D, P)
     g = np.linspace(0.1, 1.0, 4) * nested_min_loss(ker, 3)[0]
     bn, bw = mp_quadrature(D / P, 80)
-    ref = two_point_loss_de(g, LAM, bn, bw, np.ones(D), OM * LAM, 3, ker.k_max, n_nodes=200)
+    ref = two_point_loss_de(g, LAM, bn, b_weights=bw, C=np.ones(D), T=OM * LAM, L=3, k_max=ker.k_max, n_nodes=200)
     np.testing.assert_allclose(nested_loss(g, ker, 3), ref, rtol=2e-5)
 
 
@@ -71,7 +71,7 @@ def test_general_case_agrees_with_monte_carlo_within_its_error() -> None:
     N, P, L = 30, 60, 2
     ker = _kernel(N, P)
     g = np.linspace(0.2, 1.0, 3) * nested_min_loss(ker, L)[0]
-    draws = nested_landscape_draws(g, LAM, OM, N, P, L, np.random.default_rng(1), 60)
+    draws = nested_landscape_draws(g, LAM, OM, N=N, P=P, L=L, rng=np.random.default_rng(1), n_draws=60)
     mean, se = draws.mean(0), standard_error(draws, axis=0)
     rel = np.abs(nested_loss(g, ker, L) / mean - 1)
     assert np.all(rel <= 1.0 / min(N, P) + 3 * se / mean), (rel, se / mean)
@@ -111,15 +111,15 @@ def test_loss_rejects_bad_step_and_depth() -> None:
     with pytest.raises(ValueError, match="L"):
         nested_loss(0.1, ker, 0)
     with pytest.raises(ValueError, match="alpha_N"):
-        nested_kappa(np.array([1.0 + 1j]), LAM, 1.5, 0.0)
+        nested_kappa(np.array([1.0 + 1j]), LAM, 1.5, inv_alpha_P=0.0)
 
 
 def test_non_convergence_is_one_line_with_the_residual() -> None:
     with pytest.raises(NestedConvergenceError, match="residual") as err:
-        nested_kappa(np.array([-0.3 + 0.01j, 0.2 + 0.5j]), LAM, 0.25, 2.0, tol=1e-300, max_iter=2)
+        nested_kappa(np.array([-0.3 + 0.01j, 0.2 + 0.5j]), LAM, 0.25, inv_alpha_P=2.0, tol=1e-300, max_iter=2)
     assert "\n" not in str(err.value)
     with pytest.raises(NestedConvergenceError, match="mass error") as err:
-        nested_kernel(LAM, OM, 30, 60, 0.05, n_nodes=64, grow=0)
+        nested_kernel(LAM, OM, 30, P=60, k_max=0.05, n_nodes=64, grow=0)
     assert "\n" not in str(err.value)
 
 
@@ -145,9 +145,9 @@ def test_frontier_of_a_separable_law_is_L_proportional_to_N_to_the_nu() -> None:
     C = np.geomspace(1e6, 1e9, 5)
     t = C[:, None, None] / (Ns[None, :, None] ** 2 * Ls[None, None, :])
     y = t ** (-beta / (2 + beta)) + Ns[None, :, None] ** (-nu * beta) + Ls[None, None, :] ** (-beta)
-    n_opt, l_opt, _, interior = compute_optimal_frontier(C, Ns, Ls, y)
+    n_opt, l_opt, _, interior = compute_optimal_frontier(C, Ns, Ls, loss=y)
     assert interior.all()
     slope = np.polyfit(np.log(n_opt), np.log(l_opt), 1)[0]
     assert slope == pytest.approx(nu, abs=0.05)
     with pytest.raises(ValueError, match="loss"):
-        compute_optimal_frontier(C, Ns, Ls, y[:, :, :3])
+        compute_optimal_frontier(C, Ns, Ls, loss=y[:, :, :3])

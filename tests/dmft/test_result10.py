@@ -33,7 +33,9 @@ def test_off_isotropic_fraction():
 @pytest.mark.parametrize("setting", ["iso", "rrs"])
 def test_symmetrised_descent_stays_isotropic_and_follows_the_scalar_descent(setting):
     lam, om = data_.power_law_spectrum(4, 1.0, 1.0)
-    r = iso_sym.symmetrised_descent(setting, 4, 3, 3, 0.3, 25, np.random.default_rng(1), P=6, lam=lam, omega=om)
+    r = iso_sym.symmetrised_descent(
+        setting, 4, 3, n_contexts=3, eta=0.3, steps=25, rng=np.random.default_rng(1), P=6, lam=lam, omega=om
+    )
     assert r.off_iso.max() < 1e-13
     np.testing.assert_allclose(r.gamma, r.gamma_scalar, rtol=1e-12, atol=1e-14)
     assert r.gamma[-1] > 0.3
@@ -45,15 +47,15 @@ def test_masked_attention_computes_in_context_gd():
     for D, P, L in [(1, 3, 1), (4, 7, 3), (6, 2, 5)]:
         G = rng.standard_normal((D, D))
         X, Xq, y = rng.standard_normal((P, D)), rng.standard_normal((4, D)), rng.standard_normal(P)
-        f = iso_sym.masked_linear_attention(iso_sym.reduced_attention_weights(G), X, y, Xq, L)
-        np.testing.assert_allclose(f, in_context_gd_predict(G, X, y, Xq, L), rtol=1e-12, atol=1e-13)
+        f = iso_sym.masked_linear_attention(iso_sym.reduced_attention_weights(G), X, y, Xq=Xq, L=L)
+        np.testing.assert_allclose(f, in_context_gd_predict(G, X, y, Xq=Xq, L=L), rtol=1e-12, atol=1e-13)
     # the paper's Gamma = W_x^T W_k^T W_q W_x is the transpose of the preconditioner
     w = iso_sym.reduced_attention_weights(G)
     np.testing.assert_allclose(w["Wx"].T @ w["Wk"].T @ w["Wq"] @ w["Wx"], G.T)
 
 
 def test_mean_path_closed_form_and_limits():
-    m = sgd_noise.shallow_mean_path(2000, 0.05, 10, 20)
+    m = sgd_noise.shallow_mean_path(2000, 0.05, 10, P=20)
     a0 = 1 + 11 / 20
     assert m[0] == pytest.approx(0.05)
     assert m[-1] == pytest.approx(1 / a0, rel=1e-12)
@@ -63,7 +65,7 @@ def test_ensemble_mean_is_exact_and_independent_of_kappa():
     """The seed-mean of tr Γ_t is γ̄_t at finite D for every κ (D = 4, 1500 seeds: a 4-SE band)."""
     rng = np.random.default_rng(3)
     for kappa in (0.5, 4.0):
-        e = sgd_noise.shallow_sgd_ensemble(4, 1.0, kappa, 1.0, 0.1, 20, 1500, rng)
+        e = sgd_noise.shallow_sgd_ensemble(4, 1.0, kappa, tau=1.0, eta=0.1, steps=20, seeds=1500, rng=rng)
         d = (e.gamma - e.mean_path).mean(axis=1)
         assert abs(d.mean()) < 4 * d.std(ddof=1) / np.sqrt(d.size)
 
@@ -72,10 +74,10 @@ def test_noise_plateau_theory_leading_order_is_eta_over_tau():
     # C(inf) = (eta/tau)(1 + 1/kappa)(a0 - 1)/(2 a0) + O(eta^2), a0 = 1 + 1/alpha
     for tau, kappa in [(1.0, 1.0), (4.0, 0.5)]:
         eta = 1e-6
-        c = sgd_noise.noise_plateau_theory(eta, 1.0, kappa, tau)
+        c = sgd_noise.noise_plateau_theory(eta, 1.0, kappa, tau=tau)
         assert c == pytest.approx(eta / tau * (1 + 1 / kappa) * 0.25, rel=1e-5)
-    th = shallow_sgd.shallow_sgd_theory(np.array([0]), 0.1, 1.0, 1.0, 2.0)
-    assert sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, 2.0) == pytest.approx(th.b / (1 - th.a))
+    th = shallow_sgd.shallow_sgd_theory(np.array([0]), 0.1, 1.0, kappa=1.0, tau=2.0)
+    assert sgd_noise.noise_plateau_theory(0.1, 1.0, 1.0, tau=2.0) == pytest.approx(th.b / (1 - th.a))
 
 
 def test_bad_inputs():
@@ -84,19 +86,19 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Gamma"):
         iso_sym.off_isotropic_fraction(np.zeros(3))
     with pytest.raises(ValueError, match="setting"):
-        iso_sym.symmetrised_descent("fs", 4, 1, 1, 0.1, 1, np.random.default_rng(0))
+        iso_sym.symmetrised_descent("fs", 4, 1, n_contexts=1, eta=0.1, steps=1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="P"):
-        iso_sym.symmetrised_descent("iso", 4, 1, 1, 0.1, 1, np.random.default_rng(0))
+        iso_sym.symmetrised_descent("iso", 4, 1, n_contexts=1, eta=0.1, steps=1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="X"):
         iso_sym.masked_linear_attention(
-            iso_sym.reduced_attention_weights(np.eye(2)), np.zeros((3, 2)), np.zeros(2), np.zeros((1, 2)), 1
+            iso_sym.reduced_attention_weights(np.eye(2)), np.zeros((3, 2)), np.zeros(2), Xq=np.zeros((1, 2)), L=1
         )
     with pytest.raises(ValueError, match="eta"):
-        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 1.0, -0.1, 5, 2, np.random.default_rng(0))
+        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, tau=1.0, eta=-0.1, steps=5, seeds=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="eta"):
-        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 0.25, 1.5, 50, 2, np.random.default_rng(0))
+        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, tau=0.25, eta=1.5, steps=50, seeds=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="seeds"):
-        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 1.0, 0.1, 5, 0, np.random.default_rng(0))
+        sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, tau=1.0, eta=0.1, steps=5, seeds=0, rng=np.random.default_rng(0))
 
 
 def test_depth_gain_peaks_at_alpha_one():
@@ -118,7 +120,7 @@ def test_depth_gain_peaks_at_alpha_one():
 
 
 def test_noise_plateau_is_the_seed_mean_of_the_window_average():
-    e = sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, 1.0, 0.1, 40, 6, np.random.default_rng(3))
+    e = sgd_noise.shallow_sgd_ensemble(4, 1.0, 1.0, tau=1.0, eta=0.1, steps=40, seeds=6, rng=np.random.default_rng(3))
     p = sgd_noise.noise_plateau(e, 0.1)  # window: steps >= ceil(2 / 0.1) = 20
     per_seed = e.noise[:, 20:].mean(axis=1)
     np.testing.assert_array_equal(p.per_seed, per_seed)

@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 from iclcore.dmft.data import power_law_spectrum
+from iclcore.dmft.finite_context import context_draws
 from iclcore.dmft.rrs import rrs_gradient_flow
 from iclcore.dmft.sgd_sweep import SweepPoint, noise_scaling
+from iclcore.dmft.untied import UntiedSGDRun, untied_noisy_loss, untied_sgd_run
 from iclcore.dmft.untied_sgd import (
     batch_bias_metrics,
+    label_noise_batch_metrics,
     untied_comparison,
     untied_label_noise_comparison,
     untied_optimum_checks,
@@ -25,7 +28,7 @@ def test_untied_comparison_against_the_recurrent_flow() -> None:
     u = untied_comparison(LAM, OM, depths=(2, 3), B=4, eta=0.5, steps=20, seed=0)
     late = slice(2, None)
     for L in (2, 3):
-        np.testing.assert_array_equal(u.flow[L][0], rrs_gradient_flow(u.t, LAM, OM, L)[0])
+        np.testing.assert_array_equal(u.flow[L][0], rrs_gradient_flow(u.t, LAM, OM, L=L)[0])
         rb = relative_bias(u.runs[L].gamma[late].mean(axis=1), u.flow[L][0][late], n_blocks=10)
         assert u.bias[L] == rb
         g = u.runs[L].gamma
@@ -76,7 +79,28 @@ def test_label_noise_comparison_without_noise_has_no_noise_term() -> None:
     noisy = untied_label_noise_comparison(LAM, OM, sigma=0.5, **kw)
     assert noisy.noise_term_late > 0
     np.testing.assert_allclose(noisy.sim_late, noisy.sim_curves[:, 5:10].mean(axis=1), rtol=1e-14)
+    # own_late: Eq. 122 on the first run's own layer traces over the late window, recomputed from that run
+    run0 = untied_sgd_run(UntiedSGDRun(tuple(LAM), tuple(OM), 2, 4, 0.2, 10, 5 + 9000, P=8, K=len(LAM), sigma=0.5))
+    draws = context_draws(LAM, OM, 8, rng=np.random.default_rng(5 + 77), n_draws=20)
+    own0 = np.mean(untied_noisy_loss(run0.gamma[:-1][5:10], draws, 0.5)[0])
+    assert noisy.own_late.shape == (2,) and noisy.own_late[0] == pytest.approx(own0, rel=1e-12)
     m = noisy.metrics()
     assert m["untied_noise_late_z_eq122"] == pytest.approx(
         abs(noisy.sim_late.mean() - noisy.eq122_late) / noisy.se_total, rel=1e-15
     )
+
+
+def test_label_noise_batch_metrics_are_the_gaps_to_eq122_per_batch() -> None:
+    kw = dict(P=8, L=2, sigma=0.5, eta=0.2, steps=10, seeds=2, n_draws=20, seed=5)
+    runs = {B: untied_label_noise_comparison(LAM, OM, B=B, **kw) for B in (1, 4, 16)}
+    m = label_noise_batch_metrics(runs)
+    for name, B in zip(("quick", "double", "large"), (1, 4, 16)):
+        assert m[f"untied_noise_gap_{name}_batch"] == runs[B].sim_late.mean() - runs[B].eq122_late
+        assert m[f"untied_noise_gap_{name}_batch_se"] == runs[B].se_total
+        excess = runs[B].sim_late - runs[B].own_late
+        assert m[f"untied_noise_own_gap_{name}_batch"] == pytest.approx(excess.mean(), rel=1e-15)
+    assert m["untied_noise_gap_large_batch_B"] == 16
+    # the theory does not depend on the batch: only the SGD side of the gap moves
+    assert runs[1].eq122_late == runs[16].eq122_late
+    with pytest.raises(ValueError, match="comparisons"):
+        label_noise_batch_metrics({4: runs[4], 1: runs[1], 16: runs[16]})

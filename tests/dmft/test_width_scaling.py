@@ -4,19 +4,25 @@ and the bottleneck exponents."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from iclcore.dmft.data import power_law_spectrum
 from iclcore.dmft.rrs import rrs_optimum
-from iclcore.dmft.sgd_sweep import SweepPoint, noise_scaling
+from iclcore.dmft.sgd_sweep import ReducedSGDTask, SweepPoint, noise_scaling
 from iclcore.dmft.width_mc import width_spectrum_mc
 from iclcore.dmft.width_scaling import (
+    WidthLateBias,
     bottleneck_exponents,
     deterministic_equivalent_checks,
     eta_batch_bias_metrics,
     eta_batch_configs,
+    one_point_against_draws,
+    sgd_gamma_path_or_nan,
     width_depth_scaling,
+    width_late_bias_runs,
     width_noise_sweep,
     width_sgd_comparison,
 )
@@ -50,7 +56,7 @@ def test_width_spectra_are_the_sequential_draws_and_advance_the_generator() -> N
     f = _scaling(rng)
     ref = np.random.default_rng(0)
     for N in (16, 32, 64):  # the order of the set {16, 32, 64}
-        spec = width_spectrum_mc(LAM, OM, N, ref, n_draws=1 if N == 64 else 2)
+        spec = width_spectrum_mc(LAM, OM, N, rng=ref, n_draws=1 if N == 64 else 2)
         np.testing.assert_array_equal(f.specs[N].s, spec.s)
     assert rng.standard_normal() == ref.standard_normal()
 
@@ -98,6 +104,47 @@ def test_width_noise_sweep_scale_is_eta_over_b() -> None:
     assert np.all(np.isfinite(sw.bias)) and np.all(sw.se > 0)
     with pytest.raises(ValueError, match="^horizon"):  # 8 steps: t = 0 would be in the late window
         width_noise_sweep(lam, om, N=2, L=2, configs=[(0.5, 4)], seeds=2, horizon=4.0, seed=0)
+
+
+def test_width_late_bias_statistics_leave_out_diverged_runs() -> None:
+    runs = np.array([[0.01, 0.03, np.nan, 0.02], [0.10, 0.12, 0.11, 0.13], [np.nan, np.nan, np.nan, 0.5]])
+    lb = WidthLateBias(np.array([2, 4, 8]), runs, disc=np.array([0.01, 0.0, 0.0]))
+    np.testing.assert_allclose(lb.bias[:2], [0.01, 0.115])
+    np.testing.assert_allclose(lb.se[:2], [0.01 / np.sqrt(3), np.std([0.10, 0.12, 0.11, 0.13], ddof=1) / 2])
+    assert np.isnan(lb.se[2]) and list(lb.diverged) == [1, 0, 3]
+    m = lb.metrics()
+    assert m["fig5d_gamma_late_bias_runs_max_z"] == pytest.approx(0.115 / lb.se[1])  # the width with 1 run is left out
+    assert m["fig5d_gamma_late_bias_runs_se_max"] == pytest.approx(max(lb.se[:2]))
+    assert m["fig5d_gamma_late_bias_runs_n"] == 4 and m["fig5d_gamma_late_bias_runs_diverged"] == 4
+
+
+@pytest.mark.slow
+def test_width_late_bias_runs_are_the_sweeps_runs_at_its_width() -> None:
+    lam, om = power_law_spectrum(4, 1.0, 1.0)
+    lb = width_late_bias_runs(lam, om, widths=(2, 4), L=2, eta=0.5, B=4, steps=10, seeds=2, seed=0)
+    sw = width_noise_sweep(lam, om, N=2, L=2, configs=[(0.5, 4)], seeds=2, horizon=5.0, seed=0)
+    assert lb.bias[0] == sw.bias[0] and lb.se[0] == sw.se[0] and lb.disc[0] == sw.disc[0]
+    assert lb.runs.shape == (2, 2) and lb.diverged.sum() == 0
+    blown = sgd_gamma_path_or_nan(ReducedSGDTask(tuple(lam), tuple(om), 2, True, 2, 200.0, 1, 10, train_seed=0))
+    assert blown.shape == (11,) and np.all(np.isnan(blown))  # a diverged run is a NaN path, not an exception
+
+
+def test_one_point_against_draws_detects_a_planted_error_of_the_equivalent() -> None:
+    lam, om = power_law_spectrum(60, 1.0, 1.0)
+    dec = deterministic_equivalent_checks(
+        lam, om, widths=[30], alphas=[], L=2, n_nodes=60, rng=np.random.default_rng(2)
+    )
+    good = one_point_against_draws(dec, lam, om, L=2, n_draws=200, rng=np.random.default_rng(3))
+    assert good.metrics()["de_one_point_draws_max_excess_z"] < 3 and good.metrics()["de_one_point_draws_n"] == 200
+    c = dec.one_point[0]
+    planted = dataclasses.replace(dec, one_point=[dataclasses.replace(c, de=1.2 * c.de)])
+    bad = one_point_against_draws(planted, lam, om, L=2, n_draws=200, rng=np.random.default_rng(3))
+    assert bad.metrics()["de_one_point_draws_max_rel"] == pytest.approx(
+        1.2 * (1 + good.agreement[0].max_rel) - 1, abs=0.05
+    )
+    assert bad.metrics()["de_one_point_draws_max_excess_z"] > 10  # a 20 % error of the equivalent is resolved
+    with pytest.raises(ValueError, match="^lam"):
+        one_point_against_draws(dec, lam[:50], om[:50], L=2, n_draws=8, rng=np.random.default_rng(3))
 
 
 @pytest.mark.slow

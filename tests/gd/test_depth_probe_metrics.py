@@ -51,18 +51,18 @@ def test_valley_depth_is_the_lowest_gain_after_step_zero() -> None:
         _record(1, L, er_abs=-0.2, med_er_abs=-0.6, med_er_abs_se=0.04),
         _record(4, L, er_abs=0.8, med_er_abs=0.8, med_er_abs_se=0.01, curvature_corr=-0.5),
     ]
-    m = probe_run_metrics(recs, "gpt", L, 103)
+    m = probe_run_metrics(recs, "gpt", L, n_probe=103)
     assert m["gpt_valley_depth"] == (-0.2 - 0.4) / 2.0 and m["gpt_min_er_abs"] == -0.2
     assert m["gpt_med_valley_depth"] == (-0.6 - 0.4) / 2.0 and m["gpt_med_valley_step"] == 1
     assert m["gpt_med_valley_depth_se"] == pytest.approx((0.04 + 0.02) / 2.0)
     assert m["gpt_curvature_corr_fisher_z"] == np.arctanh(-0.5) and m["gpt_curvature_corr_fisher_se"] == 0.1
     assert m["gpt_med_resolved_improving_fraction"] == 1.0  # falls of 0.5 against 3 (0.01 + 0.01)
     assert m["gpt_bos_l3"] == pytest.approx(0.3) and m["gpt_step0_er_abs"] == 0.4 and m["gpt_er_abs"] == 0.8
-    assert "lsa_bos_l1" not in probe_run_metrics(recs, "lsa", L, 103) | m
+    assert "lsa_bos_l1" not in probe_run_metrics(recs, "lsa", L, n_probe=103) | m
     with pytest.raises(ValueError, match="kind"):
-        probe_run_metrics(recs, "rnn", L, 103)
+        probe_run_metrics(recs, "rnn", L, n_probe=103)
     with pytest.raises(ValueError, match="records"):
-        probe_run_metrics(recs[:1], "gpt", L, 103)
+        probe_run_metrics(recs[:1], "gpt", L, n_probe=103)
 
 
 def test_sweep_metrics_sum_over_runs_and_name_each_run() -> None:

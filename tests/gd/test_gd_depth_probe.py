@@ -80,7 +80,10 @@ def test_one_exploding_prompt_moves_the_medians_by_less_than_their_se_and_flips_
     yhat = ys[None] - rho ** np.arange(L + 1)[:, None] * r0[None] * noise
     bad = yhat.copy()
     bad[-1, 0] = ys[0] - 1e9
-    clean, hit = readout_statistics(yhat, ys, None, 7, 400), readout_statistics(bad, ys, None, 7, 400)
+    clean, hit = (
+        readout_statistics(yhat, ys, None, rng=7, n_resamples=400),
+        readout_statistics(bad, ys, None, rng=7, n_resamples=400),
+    )
     assert clean["er_rel"] > 0.3 and hit["er_rel"] < -1e5  # the mean flips
     assert clean["alpha"] > 0 and abs(hit["alpha"] - clean["alpha"]) > 1  # the pooled slope is decided by one prompt
     assert hit["mae_rate"] > 1 > clean["mae_rate"]
@@ -93,11 +96,11 @@ def test_one_exploding_prompt_moves_the_medians_by_less_than_their_se_and_flips_
 def test_probe_seed_resamples_the_probe_set_not_the_training():
     """Same training seed, two probe seeds: identical loss curves, different probe statistics."""
     sw = ProbeSweep(d=2, n=4, lsa_layers=2, lsa_steps=4, batch=8, checkpoint_base=2, n_probe=16, n_rich=4, n_boot=20)
-    a = probe_training_run(sw, "lsa", 2, 0)
-    b = probe_training_run(ProbeSweep(**{**sw.__dict__, "probe_seed": 1}), "lsa", 2, 0)
+    a = probe_training_run(sw, "lsa", 2, seed=0)
+    b = probe_training_run(ProbeSweep(**{**sw.__dict__, "probe_seed": 1}), "lsa", 2, seed=0)
     np.testing.assert_array_equal(a.curve, b.curve)
     assert a.records[-1]["med_l0"] != b.records[-1]["med_l0"] and "med_er_rel_se" in a.records[-1]
-    assert probe_training_run(sw, "lsa", 2, 0).records == a.records  # and it is reproducible
+    assert probe_training_run(sw, "lsa", 2, seed=0).records == a.records  # and it is reproducible
 
 
 @pytest.mark.parametrize("offset, reported", [(0.0, 0.75), (0.5, 0.713), (1.0, 0.633), (2.0, 0.522)])
@@ -148,11 +151,11 @@ def test_lsa_with_construction_weights_is_gd_and_passes_the_richardson_test():
 
     d, n, etas = 5, 20, [0.3, 0.3, 0.3, 0.3]
     m = _von_oswald_lsa(d, etas)
-    t = sample_probe_tasks(64, n, d, _gen(3), m=3)
+    t = sample_probe_tasks(64, n, d, gen=_gen(3), m=3)
     with torch.no_grad():
         yh = m.readouts(t.X, t.y, t.xq).numpy()
         W = implicit_weights(m, t, exact=True)
-        Wls = implicit_weights(m, sample_probe_tasks(64, n, d, _gen(3), m=2 * d), exact=False)
+        Wls = implicit_weights(m, sample_probe_tasks(64, n, d, gen=_gen(3), m=2 * d), exact=False)
     ref = gd_weights(t.X.numpy(), t.y.numpy(), etas)
     np.testing.assert_allclose(W, ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(yh, np.einsum("lbd,bmd->lbm", ref, t.xq.numpy()), rtol=1e-12, atol=1e-12)
@@ -172,7 +175,7 @@ def test_gpt_shapes_bos_profile_and_reproducible_init():
     m1, m2 = GPTMini(d, n, L, 16, 2, _gen(4)), GPTMini(d, n, L, 16, 2, _gen(4))
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         assert torch.equal(p1, p2)
-    t = sample_probe_tasks(7, n, d, _gen(5), m=2, dtype=torch.float32)
+    t = sample_probe_tasks(7, n, d, gen=_gen(5), m=2, dtype=torch.float32)
     with torch.no_grad():
         assert m1.readouts(t.X, t.y, t.xq).shape == (L + 1, 7, 2)
         assert m1.forward_all(t.X, t.y, t.xq[:, 0]).shape == (7, n + 1)
@@ -185,7 +188,7 @@ def test_training_loop_checkpoints_and_lsa_learns():
     """A 2-layer LSA trained 300 steps reduces the query loss; checkpoints at 0, 1, 2, 4, ..., 256, 300."""
     m = UntiedLSA(3, 2, _gen(6))
     cfg = ProbeTraining(probe_train_config(steps=300, lr=2e-3, batch=64, warmup=20), n=10, d=3)
-    recs, curve, skipped = train_with_checkpoints(m, cfg, _gen(7), lambda s, mod: {"step": s})
+    recs, curve, skipped = train_with_checkpoints(m, cfg, _gen(7), at_checkpoint=lambda s, mod: {"step": s})
     assert [r["step"] for r in recs] == checkpoint_steps(300) == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
     assert skipped == 0 and curve[-50:].mean() < curve[:20].mean()
 
@@ -229,7 +232,7 @@ def test_lsa_training_loss_is_heavy_tailed_at_the_quick_preset():
     sw = ProbeSweep.from_parameters(read_notebook(NOTEBOOK).parameters)  # the notebook's quick preset
     g = torch.Generator().manual_seed(1)  # the main run's seed (1000 * 0 + 1)
     model = UntiedLSA(sw.d, sw.lsa_layers, g)
-    _, curve, skipped = train_with_checkpoints(model, sw.config("lsa", sw.warmups[0]), g, lambda s, m: {})
+    _, curve, skipped = train_with_checkpoints(model, sw.config("lsa", sw.warmups[0]), g, at_checkpoint=lambda s, m: {})
     assert skipped == 0 and np.all(np.isfinite(curve))
     assert curve.max() > 1e6 * np.median(curve[-100:])
 
@@ -256,9 +259,9 @@ def test_thread_budget_reads_omp_num_threads(monkeypatch):
 
 def test_bad_input():
     with pytest.raises(ValueError, match="B"):
-        sample_probe_tasks(0, 5, 2, _gen(0))
+        sample_probe_tasks(0, 5, 2, gen=_gen(0))
     with pytest.raises(ValueError, match="s_lo"):
-        sample_probe_tasks(2, 5, 2, _gen(0), s_lo=2.0, s_hi=1.0)
+        sample_probe_tasks(2, 5, 2, gen=_gen(0), s_lo=2.0, s_hi=1.0)
     with pytest.raises(ValueError, match="yhat"):
         readout_statistics(np.zeros((1, 4)), np.zeros(4))
     with pytest.raises(ValueError, match="width"):

@@ -96,16 +96,16 @@ def test_half_loss_convention():
     """g = a w - b is the gradient of L/2. With the gradient of L itself (2g) the identity changes
     and the descent window shrinks to eta a <= 1: at eta a = 3/2 the unhalved step increases L."""
     a, b, c, w, eta = sp.symbols("a b c w eta", real=True)
-    L = SM.loss(w, a, b, c)
+    L = SM.loss(w, a, b, c=c)
     assert sp.expand(sp.diff(L, w) - 2 * SM.gradient(w, a, b)) == 0
     g_full = sp.diff(L, w)
     r = sp.expand(L - L.subs(w, w - eta * g_full) - eta * (2 - eta * a) * g_full**2)
     assert r != 0
     A, B, C, W, E = Fraction(2), Fraction(1), Fraction(5), Fraction(3), Fraction(3, 4)  # eta a = 3/2
     full = W - E * 2 * SM.gradient(W, A, B)
-    half = SM.gd_step(W, A, B, E)
-    assert SM.loss(full, A, B, C) > SM.loss(W, A, B, C)
-    assert SM.loss(half, A, B, C) < SM.loss(W, A, B, C)
+    half = SM.gd_step(W, A, B, eta=E)
+    assert SM.loss(full, A, B, c=C) > SM.loss(W, A, B, c=C)
+    assert SM.loss(half, A, B, c=C) < SM.loss(W, A, B, c=C)
 
 
 def test_d2_is_an_equality_and_the_extremes_contract_equally():

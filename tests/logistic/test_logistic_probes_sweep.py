@@ -60,7 +60,7 @@ def test_curvature_probes_find_the_mode_times_and_agree_with_the_sweep() -> None
     a = 1.0 / (1.0 + np.exp(-(t[:, None] - t_half) / tau)) * np.array([1.0, 0.8, 0.6, 0.4])
     loss = np.sum((1.0 - a) * np.array([1.0, 0.7, 0.5, 0.3]) ** 2, axis=1)
     norm = np.sqrt(a.sum(1))
-    cp = curvature_probes(t, loss[1:], loss[1:], norm, norm, avg=ep, window=win)
+    cp = curvature_probes(t, loss[1:], loss[1:], norm_sim=norm, norm_theory=norm, avg=ep, window=win)
     assert cp.n_A2_peaks_theory == len(cp.A2_peaks) and cp.n_norm_extrema_theory == len(cp.norm_peaks) + len(
         cp.norm_troughs
     )

@@ -13,7 +13,7 @@ from iclcore.logistic.sgd import SGDConfig
 def run() -> regimes.RegimeRun:
     """A small regime: four modes with timescales 1:2:4:8, a large init so that all four are learned."""
     cfg = SGDConfig(eta=0.05, B=8, epochs=60, init_scale=0.1, replicas=3, log_every=2)
-    return regimes.simulate_regime(2.0 ** (-np.arange(4) / 2), 16, 16, cfg, np.random.default_rng(0))
+    return regimes.simulate_regime(2.0 ** (-np.arange(4) / 2), 16, 16, config=cfg, rng=np.random.default_rng(0))
 
 
 def test_max_relative_deviation_is_the_largest_ratio_error() -> None:
@@ -29,7 +29,7 @@ def test_regime_starts_at_the_init_and_both_theories_share_its_grid(run) -> None
     np.testing.assert_allclose(run.a_exact[0], run.a0, rtol=1e-9)
     np.testing.assert_array_equal(run.a_exact, run.p_exact * run.q_exact)
     cfg = run.res.config
-    again = regimes.simulate_regime(run.s, run.N, run.P, cfg, np.random.default_rng(0))
+    again = regimes.simulate_regime(run.s, run.N, run.P, config=cfg, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(again.a, run.a)  # seeded: the same draws
 
 
@@ -66,7 +66,9 @@ def test_end_loss_over_the_whole_run_is_the_mean_loss(run) -> None:
 
 def test_plateaus_give_one_cliff_per_mode(run) -> None:
     pl = regimes.plateau_analysis(run)
-    np.testing.assert_array_equal(pl.t_cliff, theory.cliff_time(run.a0, run.s, run.N, run.eta, run.P, c=run.prob.c))
+    np.testing.assert_array_equal(
+        pl.t_cliff, theory.cliff_time(run.a0, run.s, run.N, eta=run.eta, P=run.P, c=run.prob.c)
+    )
     assert pl.n_learned == 4 and pl.t_epoch.shape == pl.L_epoch.shape
     # a mode's share of the loss bends more when its s_alpha is larger (curvature ~ s^6 c / tau^2)
     assert np.all(np.diff(pl.curvature) < 0)
@@ -115,10 +117,12 @@ def test_null_blocks_on_antithetic_tasks() -> None:
     cfg = SGDConfig(
         eta=0.05, B=4, epochs=4, init_scale=0.1, null_init_scale=0.01, train_null=True, replicas=1, log_every=4
     )
-    runs = [regimes.null_block_run(s, 8, 8, cfg, np.random.default_rng(k), antithetic=k != 1) for k in range(3)]
+    runs = [
+        regimes.null_block_run(s, 8, 8, config=cfg, rng=np.random.default_rng(k), antithetic=k != 1) for k in range(3)
+    ]
     assert runs[0].m1 < 1e-15 and runs[0].m3 < 1e-15  # antithetic tasks: every odd empirical moment vanishes
     assert runs[1].m1 > 0.01  # iid tasks: it does not
-    prob = make_problem(s, 8, 8, np.random.default_rng(0), antithetic=True)
+    prob = make_problem(s, 8, 8, rng=np.random.default_rng(0), antithetic=True)
     np.testing.assert_array_equal(runs[0].exact, exact.exact_fixed_point(s, 8, prob.c))
     m = regimes.null_block_metrics(*runs)
     assert 0.0 <= m["null_large_b_share"] <= 1.0

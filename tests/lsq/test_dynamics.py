@@ -45,24 +45,24 @@ def test_closed_form_matches_loop_and_fixed_point():
     C, B, eta, X0 = random_problem(rng, K=7, m=5)
     Xs = quadratic_minimizer(B, C)
     np.testing.assert_allclose(Xs @ C, B, rtol=0, atol=1e-12 * np.abs(B).max())
-    loop = gd_iterate(X0, B, C, eta, 250)
-    closed = gd_trajectory(X0, Xs, C, eta, np.arange(251))
+    loop = gd_iterate(X0, B, C, eta=eta, n_steps=250)
+    closed = gd_trajectory(X0, Xs, C, eta=eta, steps=np.arange(251))
     assert loop.shape == closed.shape == (251, 5, 7)
     scale = np.abs(loop).max()
     assert np.max(np.abs(loop - closed)) <= RTOL * scale
     # X_⋆ is a fixed point of the iteration and of the closed form
-    np.testing.assert_allclose(gd_iterate(Xs, B, C, eta, 3)[-1], Xs, rtol=0, atol=1e-13 * np.abs(Xs).max())
-    np.testing.assert_allclose(gd_trajectory(Xs, Xs, C, eta, [0, 5, 1000])[2], Xs, atol=0)
+    np.testing.assert_allclose(gd_iterate(Xs, B, C, eta=eta, n_steps=3)[-1], Xs, rtol=0, atol=1e-13 * np.abs(Xs).max())
+    np.testing.assert_allclose(gd_trajectory(Xs, Xs, C, eta=eta, steps=[0, 5, 1000])[2], Xs, atol=0)
     # convergence: after many steps the closed form is at the fixed point
-    np.testing.assert_allclose(gd_trajectory(X0, Xs, C, eta, [20000])[0], Xs, atol=1e-10)
+    np.testing.assert_allclose(gd_trajectory(X0, Xs, C, eta=eta, steps=[20000])[0], Xs, atol=1e-10)
 
 
 def test_singular_covariance_keeps_null_space_component():
     rng = np.random.default_rng(2)
     C, B, eta, X0 = random_problem(rng, K=6, m=3, rank=3)
     Xs = quadratic_minimizer(B, C)
-    loop = gd_iterate(X0, B, C, eta, 200)
-    closed = gd_trajectory(X0, Xs, C, eta, np.arange(201))
+    loop = gd_iterate(X0, B, C, eta=eta, n_steps=200)
+    closed = gd_trajectory(X0, Xs, C, eta=eta, steps=np.arange(201))
     assert np.max(np.abs(loop - closed)) <= RTOL * np.abs(loop).max()
     # the component of X0 - X⋆ in the null space of C never moves
     spec = psd_spectrum(C)
@@ -83,10 +83,10 @@ def test_modal_risk_equals_direct_and_population_risk():
     eta = 1.9 / np.linalg.eigvalsh(C)[-1]
     P0 = np.zeros((m, K))
     steps = np.arange(0, 301)
-    modal = modal_excess_risk(P0, Ps, C, eta, steps)
-    loop = gd_iterate(P0, B, C, eta, 300)
+    modal = modal_excess_risk(P0, Ps, C, eta=eta, steps=steps)
+    loop = gd_iterate(P0, B, C, eta=eta, n_steps=300)
     direct = excess_risk(loop, Ps, C)
-    pop = quadratic_risk(loop, B, C, S) - quadratic_risk(Ps, B, C, S)
+    pop = quadratic_risk(loop, B, C, S=S) - quadratic_risk(Ps, B, C, S=S)
     ref = modal[0]
     assert np.max(np.abs(modal - direct)) <= RTOL * ref
     assert np.max(np.abs(modal - pop)) <= RTOL * ref
@@ -100,9 +100,9 @@ def test_vector_parameters_use_unnormalised_risk():
     C = np.diag([1.0, 8.0])
     e0 = np.array([1.0, 0.0])
     assert excess_risk(e0, np.zeros(2), C) == pytest.approx(1.0)
-    r = modal_excess_risk(e0, np.zeros(2), C, 0.18, [0, 1])
+    r = modal_excess_risk(e0, np.zeros(2), C, eta=0.18, steps=[0, 1])
     np.testing.assert_allclose(r, [1.0, 0.82**2], rtol=1e-14)
-    traj = gd_trajectory(e0, np.zeros(2), C, 0.18, [0, 1, 2])
+    traj = gd_trajectory(e0, np.zeros(2), C, eta=0.18, steps=[0, 1, 2])
     assert traj.shape == (3, 2)
     np.testing.assert_allclose(traj[2], [0.82**2, 0.0], rtol=1e-14)
 
@@ -110,7 +110,7 @@ def test_vector_parameters_use_unnormalised_risk():
 def test_modal_weights_and_entropy():
     C = np.diag([1.0, 2.0, 4.0])
     X0 = np.ones((1, 3))
-    w = modal_weights(X0, np.zeros((1, 3)), C, 0.1, [0, 1, 50, 100000])
+    w = modal_weights(X0, np.zeros((1, 3)), C, eta=0.1, steps=[0, 1, 50, 100000])
     np.testing.assert_allclose(w.sum(axis=1), 1.0, rtol=1e-14)
     np.testing.assert_allclose(w[0], np.array([1.0, 2.0, 4.0]) / 7.0, rtol=1e-14)
     expected1 = np.array([1.0 * 0.9**2, 2.0 * 0.8**2, 4.0 * 0.6**2])
@@ -136,11 +136,11 @@ def test_property_closed_form_equals_loop(seed, K, m, frac, n):
     rng = np.random.default_rng(seed)
     C, B, eta, X0 = random_problem(rng, K=K, m=m, frac=frac)
     Xs = quadratic_minimizer(B, C)
-    loop = gd_iterate(X0, B, C, eta, n)
-    closed = gd_trajectory(X0, Xs, C, eta, np.arange(n + 1))
+    loop = gd_iterate(X0, B, C, eta=eta, n_steps=n)
+    closed = gd_trajectory(X0, Xs, C, eta=eta, steps=np.arange(n + 1))
     scale = max(np.abs(loop).max(), np.abs(Xs).max())
     assert np.max(np.abs(loop - closed)) <= RTOL * scale
-    modal = modal_excess_risk(X0, Xs, C, eta, np.arange(n + 1))
+    modal = modal_excess_risk(X0, Xs, C, eta=eta, steps=np.arange(n + 1))
     direct = excess_risk(loop, Xs, C)
     assert np.max(np.abs(modal - direct)) <= RTOL * max(modal[0], 1e-300) + 1e-300
 
@@ -151,8 +151,8 @@ def test_property_modal_weights_sum_to_one_and_match_energies(seed, K, s):
     rng = np.random.default_rng(seed)
     C, B, eta, X0 = random_problem(rng, K=K, m=3)
     Xs = quadratic_minimizer(B, C)
-    w = modal_weights(X0, Xs, C, eta, [s])[0]
-    Xsfinal = gd_trajectory(X0, Xs, C, eta, [s])[0]
+    w = modal_weights(X0, Xs, C, eta=eta, steps=[s])[0]
+    Xsfinal = gd_trajectory(X0, Xs, C, eta=eta, steps=[s])[0]
     energy = modal_energies(Xsfinal, Xs, C)
     # error model of the reference: Xs_final - Xs is formed in float64 with an absolute error of at most
     # dd per entry, so each modal energy e_k is off by at most 2 sqrt(e_k lam_max) dd + lam_max dd^2
@@ -174,11 +174,11 @@ def test_step_size_outside_window_names_parameter():
         with pytest.raises(ValueError, match="eta_d"):
             check_step_size(bad, C, name="eta_d")
     with pytest.raises(ValueError, match="eta"):
-        gd_trajectory(np.zeros(2), np.zeros(2), C, 0.5, [1])
+        gd_trajectory(np.zeros(2), np.zeros(2), C, eta=0.5, steps=[1])
     with pytest.raises(ValueError, match="eta"):
-        gd_iterate(np.zeros(2), np.zeros(2), C, 1.0, 3)
+        gd_iterate(np.zeros(2), np.zeros(2), C, eta=1.0, n_steps=3)
     with pytest.raises(ValueError, match="eta"):
-        modal_excess_risk(np.zeros(2), np.zeros(2), C, -1.0, [1])
+        modal_excess_risk(np.zeros(2), np.zeros(2), C, eta=-1.0, steps=[1])
 
 
 def test_bad_covariance_names_parameter():
@@ -188,7 +188,7 @@ def test_bad_covariance_names_parameter():
         with pytest.raises(ValueError, match=f"C: .*{word}"):
             check_step_size(0.1, bad)
         with pytest.raises(ValueError, match="C: "):
-            gd_trajectory(np.zeros(2), np.zeros(2), bad, 0.1, [1])
+            gd_trajectory(np.zeros(2), np.zeros(2), bad, eta=0.1, steps=[1])
         with pytest.raises(ValueError, match="C: "):
             excess_risk(np.zeros(2), np.zeros(2), bad)
     with pytest.raises(ValueError, match="C: .*square"):
@@ -200,23 +200,23 @@ def test_bad_covariance_names_parameter():
 def test_mismatched_shapes_name_parameter():
     C = np.eye(3)
     with pytest.raises(ValueError, match="X0"):
-        gd_trajectory(np.zeros((2, 4)), np.zeros((2, 3)), C, 0.5, [1])
+        gd_trajectory(np.zeros((2, 4)), np.zeros((2, 3)), C, eta=0.5, steps=[1])
     with pytest.raises(ValueError, match="Xstar"):
-        gd_trajectory(np.zeros((2, 3)), np.zeros((3, 3)), C, 0.5, [1])
+        gd_trajectory(np.zeros((2, 3)), np.zeros((3, 3)), C, eta=0.5, steps=[1])
     with pytest.raises(ValueError, match="B"):
-        gd_iterate(np.zeros((2, 3)), np.zeros((2, 2)), C, 0.5, 2)
+        gd_iterate(np.zeros((2, 3)), np.zeros((2, 2)), C, eta=0.5, n_steps=2)
     with pytest.raises(ValueError, match="B"):
-        gd_iterate(np.zeros((2, 3)), np.zeros((1, 3)), C, 0.5, 2)
+        gd_iterate(np.zeros((2, 3)), np.zeros((1, 3)), C, eta=0.5, n_steps=2)
     with pytest.raises(ValueError, match="X"):
         excess_risk(np.zeros((4, 2, 2)), np.zeros((2, 3)), C)
     with pytest.raises(ValueError, match="S"):
-        quadratic_risk(np.zeros((2, 3)), np.zeros((2, 3)), C, np.eye(3))
+        quadratic_risk(np.zeros((2, 3)), np.zeros((2, 3)), C, S=np.eye(3))
     with pytest.raises(ValueError, match="steps"):
-        gd_trajectory(np.zeros(3), np.zeros(3), C, 0.5, [-1])
+        gd_trajectory(np.zeros(3), np.zeros(3), C, eta=0.5, steps=[-1])
     with pytest.raises(ValueError, match="steps"):
-        modal_excess_risk(np.zeros(3), np.zeros(3), C, 0.5, [1.5])
+        modal_excess_risk(np.zeros(3), np.zeros(3), C, eta=0.5, steps=[1.5])
     with pytest.raises(ValueError, match="n_steps"):
-        gd_iterate(np.zeros(3), np.zeros(3), C, 0.5, -2)
+        gd_iterate(np.zeros(3), np.zeros(3), C, eta=0.5, n_steps=-2)
     with pytest.raises(ValueError, match="scale"):
         excess_risk(np.zeros(3), np.zeros(3), C, scale=-1.0)
 
@@ -226,7 +226,7 @@ def test_inconsistent_rhs_and_degenerate_weights():
     with pytest.raises(ValueError, match="B: .*range"):
         quadratic_minimizer(np.array([[1.0, 1.0]]), C)
     with pytest.raises(ValueError, match="X0"):
-        modal_weights(np.zeros((1, 2)), np.zeros((1, 2)), C, 0.5, [0])
+        modal_weights(np.zeros((1, 2)), np.zeros((1, 2)), C, eta=0.5, steps=[0])
     with pytest.raises(ValueError, match="weights"):
         modal_entropy(np.array([0.5, 0.6]))
 
@@ -261,7 +261,7 @@ def test_moment_helpers_give_bayes_oracle_and_regression_target():
     np.testing.assert_allclose(quadratic_minimizer(Be, Ce), Gstar, rtol=1e-10, atol=1e-12)
     assert Se.shape == (3, 3)
     # the excess risk of the encoder is tr((G-G⋆)Σ(G-G⋆)^T) and the floor is the noise
-    assert quadratic_risk(Gstar, Be, Ce, Se, scale=1.0) == pytest.approx(3 * 0.1, rel=1e-10)
+    assert quadratic_risk(Gstar, Be, Ce, S=Se, scale=1.0) == pytest.approx(3 * 0.1, rel=1e-10)
     with pytest.raises(ValueError, match="noise_var"):
         decoder_moments(H, Sigma, -1.0)
     with pytest.raises(ValueError, match="H"):

@@ -28,15 +28,15 @@ def _batch(seed=0, n=20, K=5, lam=0.1):
 def test_batched_matches_naive_and_sum_form():
     _, p, P = _batch()
     L = 9
-    Z = richardson_iterates(P, p.H_M, p.d, L)
-    Zn = richardson_iterates_naive(P, p.H_M, p.d, L)
+    Z = richardson_iterates(P, p.H_M, p.d, L=L)
+    Zn = richardson_iterates_naive(P, p.H_M, p.d, L=L)
     assert Z.shape == (20, L + 1, 5)
     assert np.allclose(Z, Zn, rtol=1e-12, atol=1e-14)
-    assert np.allclose(Z[:, -1], richardson_sum_form(P, p.H_M, p.d, L), rtol=1e-11, atol=1e-13)
+    assert np.allclose(Z[:, -1], richardson_sum_form(P, p.H_M, p.d, L=L), rtol=1e-11, atol=1e-13)
     # per-prompt P
     Pb = np.broadcast_to(P, (20, 5, 5)) * (1 + 0.01 * np.arange(20))[:, None, None]
     assert np.allclose(
-        richardson_iterates(Pb, p.H_M, p.d, L), richardson_iterates_naive(Pb, p.H_M, p.d, L), rtol=1e-12, atol=1e-14
+        richardson_iterates(Pb, p.H_M, p.d, L=L), richardson_iterates_naive(Pb, p.H_M, p.d, L=L), rtol=1e-12, atol=1e-14
     )
 
 
@@ -44,21 +44,21 @@ def test_error_identity_and_fixed_point():
     """e_L = z_L − z† = (I − PH)^L (z_0 − z†) to rounding level (1e-12 relative)."""
     _, p, P = _batch(1)
     L = 15
-    Z = richardson_iterates(P, p.H_M, p.d, L)
-    E = richardson_error(P, p.H_M, -p.z_dagger, L)
+    Z = richardson_iterates(P, p.H_M, p.d, L=L)
+    E = richardson_error(P, p.H_M, -p.z_dagger, L=L)
     assert np.abs(Z - p.z_dagger[:, None] - E).max() <= 1e-12 * np.abs(p.z_dagger).max()
     T = iteration_matrix(P, p.H_M)
     EL = np.einsum("nij,nj->ni", np.linalg.matrix_power(T, L), -p.z_dagger)
     assert np.allclose(E[:, -1], EL, rtol=1e-11, atol=1e-14)
     # z† is a fixed point
-    Zs = richardson_iterates(P, p.H_M, p.d, 3, z0=p.z_dagger)
+    Zs = richardson_iterates(P, p.H_M, p.d, L=3, z0=p.z_dagger)
     assert np.allclose(Zs, p.z_dagger[:, None], atol=1e-12)
 
 
 def test_exact_inverse_converges_in_one_step():
     _, p, _ = _batch(2)
     Pinv = np.linalg.inv(p.H_M)
-    Z = richardson_iterates(Pinv, p.H_M, p.d, 1)
+    Z = richardson_iterates(Pinv, p.H_M, p.d, L=1)
     assert np.allclose(Z[:, 1], p.z_dagger, rtol=1e-10, atol=1e-12)
     c = contraction_factor(Pinv, p.H_M)
     assert np.all(c.operator_norm < 1e-10)
@@ -108,7 +108,7 @@ def test_certificate_never_violated(seed, scale, L):
     rng = np.random.default_rng(seed)
     _, p, _ = _batch(seed % 7, n=10)
     P = scale * rng.standard_normal((5, 5)) / np.sqrt(5)
-    cert = richardson_certificate(P, p.H_M, -p.z_dagger, L)
+    cert = richardson_certificate(P, p.H_M, -p.z_dagger, L=L)
     assert cert.violation_rate == 0.0
     assert np.all(cert.ratio_final <= 1 + 1e-10)
 
@@ -116,7 +116,7 @@ def test_certificate_never_violated(seed, scale, L):
 def test_certificate_detects_violation_of_fake_bound():
     """The check can fail: shrinking the factor below the true rate produces violations."""
     _, p, P = _batch(4)
-    cert = richardson_certificate(P, p.H_M, -p.z_dagger, 10)
+    cert = richardson_certificate(P, p.H_M, -p.z_dagger, L=10)
     fake = cert.bounds * (0.5 ** np.arange(11))
     assert np.mean(cert.error_norms > fake) > 0
 
@@ -134,18 +134,18 @@ def test_certificate_detects_violation_of_fake_bound():
 )
 def test_bad_input(args, name):
     with pytest.raises(ValueError, match=name):
-        richardson_iterates(*args)
+        richardson_iterates(*args[:3], L=args[3])
     if name != "d":
         with pytest.raises(ValueError):
-            richardson_error(*args)
+            richardson_error(*args[:3], L=args[3])
 
 
 def test_bad_z0_and_rtol():
     _, p, P = _batch()
     with pytest.raises(ValueError, match="z0"):
-        richardson_iterates(P, p.H_M, p.d, 2, z0=np.ones((3, 5)))
+        richardson_iterates(P, p.H_M, p.d, L=2, z0=np.ones((3, 5)))
     with pytest.raises(ValueError, match="rtol"):
-        richardson_certificate(P, p.H_M, p.d, 2, rtol=-1.0)
+        richardson_certificate(P, p.H_M, p.d, L=2, rtol=-1.0)
 
 
 def test_in_context_gd_is_richardson_with_preconditioner_gamma_over_L():
@@ -157,7 +157,7 @@ def test_in_context_gd_is_richardson_with_preconditioner_gamma_over_L():
     y = rng.standard_normal(P_ctx)
     Xq = rng.standard_normal((3, D))
     Gamma = rng.standard_normal((D, D))
-    z = richardson_iterates(Gamma / L, X.T @ X / P_ctx, X.T @ y / P_ctx, L)[0, -1]
-    np.testing.assert_allclose(in_context_gd_predict(Gamma, X, y, Xq, L), Xq @ z, rtol=1e-12, atol=1e-12)
+    z = richardson_iterates(Gamma / L, X.T @ X / P_ctx, X.T @ y / P_ctx, L=L)[0, -1]
+    np.testing.assert_allclose(in_context_gd_predict(Gamma, X, y, Xq=Xq, L=L), Xq @ z, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="L"):
-        in_context_gd_predict(Gamma, X, y, Xq, 0)
+        in_context_gd_predict(Gamma, X, y, Xq=Xq, L=0)

@@ -88,9 +88,9 @@ def test_probe_training_on_an_explicit_cpu_device_equals_the_default():
     sweep = ProbeSweep(lsa_steps=3, gpt_steps=3, gpt_width=8, gpt_heads=2, n_probe=8, n_rich=4, m_rich=3, n_boot=4)
     for kind in ("lsa", "gpt"):
         runs = [
-            probe_training_run(sweep, kind, 2, 0),
-            probe_training_run(sweep, kind, 2, 0, device="cpu"),
-            probe_training_run(sweep, kind, 2, 0, device=torch.device("cpu")),
+            probe_training_run(sweep, kind, 2, seed=0),
+            probe_training_run(sweep, kind, 2, seed=0, device="cpu"),
+            probe_training_run(sweep, kind, 2, seed=0, device=torch.device("cpu")),
         ]
         for r in runs[1:]:
             np.testing.assert_array_equal(r.curve, runs[0].curve)
@@ -107,8 +107,8 @@ def test_probe_training_on_cuda_equals_the_cpu_to_rounding():
 
     sweep = ProbeSweep(lsa_steps=3, gpt_steps=3, gpt_width=8, gpt_heads=2, n_probe=8, n_rich=4, m_rich=3, n_boot=4)
     for kind, eps in (("lsa", np.finfo(np.float64).eps), ("gpt", np.finfo(np.float32).eps)):
-        cpu = probe_training_run(sweep, kind, 2, 0)
-        gpu = probe_training_run(sweep, kind, 2, 0, device="cuda")
+        cpu = probe_training_run(sweep, kind, 2, seed=0)
+        gpu = probe_training_run(sweep, kind, 2, seed=0, device="cuda")
         np.testing.assert_allclose(gpu.curve, cpu.curve, rtol=128 * eps, atol=0.0)
         assert [r["step"] for r in gpu.records] == [r["step"] for r in cpu.records]
 

@@ -102,7 +102,7 @@ def test_warm_start_is_truncated_svd():
 def test_deterministic_training():
     def run():
         m = Flexformer(FlexformerConfig(K=5, rank=2, n_heads=1, d_k=2), torch.Generator().manual_seed(7))
-        res = train_preconditioner(m, _sampler, 3, 15, 32, 1e-2, np.random.default_rng(8))
+        res = train_preconditioner(m, _sampler, 3, steps=15, batch=32, lr=1e-2, rng=np.random.default_rng(8))
         return res.loss, [p.detach().clone() for p in m.parameters()]
 
     la, pa = run()
@@ -115,10 +115,10 @@ def test_training_decreases_loss():
     m = Flexformer(FlexformerConfig(K=5, rank=5, n_heads=1, d_k=2), torch.Generator().manual_seed(1))
     H, d, xs = (torch.as_tensor(a) for a in _tasks(512, 11))
     with torch.no_grad():
-        before = depth_loss(m, H, d, xs, 4).item()
-    train_preconditioner(m, _sampler, 4, 150, 64, 2e-2, np.random.default_rng(2))
+        before = depth_loss(m, H, d, x_star=xs, L=4).item()
+    train_preconditioner(m, _sampler, 4, steps=150, batch=64, lr=2e-2, rng=np.random.default_rng(2))
     with torch.no_grad():
-        after = depth_loss(m, H, d, xs, 4).item()
+        after = depth_loss(m, H, d, x_star=xs, L=4).item()
     assert after < 0.5 * before
 
 
@@ -146,8 +146,8 @@ def test_bad_input():
             torch.zeros(1, 2, 2, dtype=torch.float64),
             torch.zeros(1, 2, 2, dtype=torch.float64),
             torch.zeros(1, 2, dtype=torch.float64),
-            -1,
+            L=-1,
         )
     m = _model()
     with pytest.raises(ValueError, match="lr"):
-        train_preconditioner(m, _sampler, 2, 2, 4, -1.0, np.random.default_rng(0))
+        train_preconditioner(m, _sampler, 2, steps=2, batch=4, lr=-1.0, rng=np.random.default_rng(0))

@@ -116,11 +116,11 @@ def test_probes_locate_mode_times_on_theory_curves():
       trough after each t_half, both within 1.5 tau_alpha."""
     s, N, eta, P, a0 = 2.0 ** (-np.arange(4) / 2), 64, 1.0, 1, 1e-4
     tau = lth.timescales(s, eta, P)
-    th = lth.half_time(a0, s, N, eta, P)
-    tc = lth.cliff_time(a0, s, N, eta, P)
+    th = lth.half_time(a0, s, N, eta=eta, P=P)
+    tc = lth.cliff_time(a0, s, N, eta=eta, P=P)
     t = np.linspace(0, 1.6 * th[-1], 4001)
     dt = t[1] - t[0]
-    a = lth.logistic_solution(t, a0, s, N, eta, P)
+    a = lth.logistic_solution(t, a0, s, N=N, eta=eta, P=P)
     mer = pr.marginalized_effective_rank(np.abs(a), 2, drop_order=np.arange(4))
     for k in range(3):
         assert abs(t[np.argmin(mer[:, k])] - th[k]) < tau[k]
@@ -198,10 +198,12 @@ def test_uniform_window_null_rate_matches_a_closed_form():
 
     assert list(window_hits([0.5, 3.0], [0.45, 2.0], [0.1, 0.5])) == [True, False]
     assert not window_hits([], [1.0], [1.0]).any()
-    rate = uniform_window_null_rate(1, (0.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0), draws=20000)
+    rate = uniform_window_null_rate(
+        1, (0.0, 1.0), [0.5], halfwidths=[0.1], min_hits=1, rng=np.random.default_rng(0), draws=20000
+    )
     assert rate == pytest.approx(0.2, abs=0.01)
     with pytest.raises(ValueError, match="span"):
-        uniform_window_null_rate(1, (1.0, 1.0), [0.5], [0.1], 1, np.random.default_rng(0))
+        uniform_window_null_rate(1, (1.0, 1.0), [0.5], halfwidths=[0.1], min_hits=1, rng=np.random.default_rng(0))
 
 
 def test_uniform_window_null_hits_paired_closed_form_and_offsets():
@@ -210,7 +212,9 @@ def test_uniform_window_null_hits_paired_closed_form_and_offsets():
     (binomial s.e. at 20000 draws 0.0014; allowance 4 s.e.). Offsets are in units of the scale."""
     from iclcore.models.probes import nearest_event_offset, uniform_window_null_hits
 
-    hits = uniform_window_null_hits(1, (0.0, 1.0), [0.3], [0.1], np.random.default_rng(1), 20000, paired=(1, [0.7]))
+    hits = uniform_window_null_hits(
+        1, (0.0, 1.0), [0.3], halfwidths=[0.1], rng=np.random.default_rng(1), draws=20000, paired=(1, [0.7])
+    )
     assert hits.dtype.kind == "i" and set(np.unique(hits)) <= {0, 1}
     assert abs(hits.mean() - 0.04) <= 4 * np.sqrt(0.04 * 0.96 / 20000)
     np.testing.assert_allclose(nearest_event_offset([1.0, 4.0], [2.0, 3.5], [2.0, 0.5]), [0.5, 1.0])
@@ -218,7 +222,7 @@ def test_uniform_window_null_hits_paired_closed_form_and_offsets():
     with pytest.raises(ValueError, match="scales"):
         nearest_event_offset([1.0], [1.0], [0.0])
     with pytest.raises(ValueError, match="draws"):
-        uniform_window_null_hits(1, (0.0, 1.0), [0.5], [0.1], np.random.default_rng(0), draws=0)
+        uniform_window_null_hits(1, (0.0, 1.0), [0.5], halfwidths=[0.1], rng=np.random.default_rng(0), draws=0)
 
 
 def test_checkpoint_probes_known_subspaces_and_ranks():

@@ -86,7 +86,7 @@ def test_linear_attention_is_global_preconditioner_everywhere():
     with torch.no_grad():
         D = m(z, b["X"], b["y"]).numpy()
     np.testing.assert_allclose(D, r @ P.T, atol=1e-12 * np.abs(D).max())
-    J = local_preconditioner(m, z, b["X"], b["y"])
+    J = local_preconditioner(m, z, b["X"], y=b["y"])
     np.testing.assert_allclose(J, np.broadcast_to(P, J.shape), atol=1e-11 * np.abs(P).max())
     assert projection_fit(D, r, projected_preconditioner(D, r)) == pytest.approx(1.0, abs=1e-12)
 
@@ -105,7 +105,7 @@ def test_richardson_states_follow_the_recursion_and_are_richardson_iterates_for_
         np.testing.assert_allclose(st.r, d[None] - np.einsum("nij,lnj->lni", H, st.z), rtol=0, atol=1e-12)
     P = linearized_preconditioner(m)
     np.testing.assert_allclose(st.delta, st.r @ P.T, atol=1e-12 * np.abs(st.delta).max())
-    Z = richardson_iterates(P, H, d, L - 1)  # (n, L, K)
+    Z = richardson_iterates(P, H, d, L=L - 1)  # (n, L, K)
     np.testing.assert_allclose(st.z, np.swapaxes(Z, 0, 1), atol=1e-12 * max(1.0, np.abs(Z).max()))
     with pytest.raises(ValueError, match="L"):
         richardson_states(m, b, 0)
@@ -116,7 +116,7 @@ def test_richardson_states_follow_the_recursion_and_are_richardson_iterates_for_
 def test_softmax_jacobian_varies_and_matches_finite_differences():
     m = _model("softmax", seed=2, init_std=0.6)
     z, b = _batch(20, seed=7)
-    D = update_jacobian(m, z, b["X"], b["y"])
+    D = update_jacobian(m, z, b["X"], y=b["y"])
     # central finite differences on one prompt
     eps = 1e-6
     fd = np.zeros((6, 6))
@@ -128,11 +128,11 @@ def test_softmax_jacobian_varies_and_matches_finite_differences():
                 0
             ].numpy()
     np.testing.assert_allclose(D[0], fd, atol=1e-8)
-    J = local_preconditioner(m, z, b["X"], b["y"])
+    J = local_preconditioner(m, z, b["X"], y=b["y"])
     spread = np.linalg.norm(J - J.mean(0), axis=(1, 2)).mean() / np.linalg.norm(J.mean(0))
     assert spread > 0.05  # softmax: prompt-dependent preconditioner
     # scores do not depend on z: Δ is affine in z for a fixed prompt, J independent of z
-    J0 = local_preconditioner(m, torch.zeros_like(z), b["X"], b["y"])
+    J0 = local_preconditioner(m, torch.zeros_like(z), b["X"], y=b["y"])
     np.testing.assert_allclose(J0, J, atol=1e-12)
 
 
@@ -170,7 +170,9 @@ def test_projection_is_least_squares_optimal():
 
 def test_training_reduces_loss_and_concentrates_kernel():
     m = _model("softmax", seed=0, init_std=0.05, qk_init_ratio=2.0)
-    hist = train_attention(m, TASK, TrainConfig(steps=150, batch=32, lr=1.0, log_every=50), np.random.default_rng(0))
+    hist = train_attention(
+        m, TASK, TrainConfig(steps=150, batch=32, lr=1.0, log_every=50), rng=np.random.default_rng(0)
+    )
     assert hist.loss[-1] < 0.2 * hist.loss[0]
     sr = hist.series("stable_rank_mean")
     assert sr[-1] < 1.3 < sr[0]  # rank-one task: kernel becomes nearly rank one
@@ -185,7 +187,9 @@ def test_sgd_nearly_conserves_factor_gap_for_small_lr():
     m = _model("linear", seed=0, init_std=0.2, qk_init_ratio=1.5)
     before = kernel_stats(m).conserved_heads
     G0 = head_kernels(m)
-    hist = train_attention(m, TASK, TrainConfig(steps=100, batch=32, lr=0.02, log_every=100), np.random.default_rng(1))
+    hist = train_attention(
+        m, TASK, TrainConfig(steps=100, batch=32, lr=0.02, log_every=100), rng=np.random.default_rng(1)
+    )
     after = hist.stats[-1].conserved_heads
     assert np.linalg.norm(head_kernels(m) - G0) > 0.1 * np.linalg.norm(G0)  # the kernels did move
     assert np.max(np.abs(after - before)) < 0.05 * np.max(np.abs(before))
@@ -215,13 +219,13 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="A"):
         gauge_transform(m, np.eye(4))
     with pytest.raises(ValueError, match="X"):
-        local_preconditioner(m, z, b["X"][:, :3], b["y"][:, :3])  # M < K
+        local_preconditioner(m, z, b["X"][:, :3], y=b["y"][:, :3])  # M < K
     with pytest.raises(ValueError, match="lam"):
-        train_attention(m, TASK.replace(lam=0.1), TrainConfig(steps=1, lr=0.05), np.random.default_rng(0))
+        train_attention(m, TASK.replace(lam=0.1), TrainConfig(steps=1, lr=0.05), rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="K"):
-        train_attention(m, TASK.replace(K=5), TrainConfig(steps=1, lr=0.05), np.random.default_rng(0))
+        train_attention(m, TASK.replace(K=5), TrainConfig(steps=1, lr=0.05), rng=np.random.default_rng(0))
     with pytest.raises(FloatingPointError, match="lr"):
-        train_attention(_model(init_std=1.0), TASK, TrainConfig(steps=50, lr=1e6), np.random.default_rng(0))
+        train_attention(_model(init_std=1.0), TASK, TrainConfig(steps=50, lr=1e6), rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="A"):
         stable_rank(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="k"):
@@ -231,4 +235,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Delta"):
         projected_preconditioner(np.ones((3, 2)), np.ones((3, 3)))
     with pytest.raises(ValueError, match="name"):
-        train_attention(_model(), TASK, TrainConfig(steps=1, lr=0.05), np.random.default_rng(0)).series("nope")
+        train_attention(_model(), TASK, TrainConfig(steps=1, lr=0.05), rng=np.random.default_rng(0)).series("nope")

@@ -259,20 +259,20 @@ def test_attention_train_is_sgd_or_adam_on_the_query_loss():
         return ((model(ctx.X, ctx.y, ctx.Xs) - ctx.ys) ** 2).mean()
 
     def iso32(g):
-        return sample_iso_contexts(16, 8, 4, 4, g, dtype=torch.float32)
+        return sample_iso_contexts(16, 8, 4, D=4, gen=g, dtype=torch.float32)
 
-    res = train(SoftmaxAttention(4, 8, 2, _gen(0)), iso32, 7, 1e-3, _gen(1), optimizer="adam")
+    res = train(SoftmaxAttention(4, 8, 2, _gen(0)), iso32, 7, lr=1e-3, gen=_gen(1), optimizer="adam")
     m, g = SoftmaxAttention(4, 8, 2, _gen(0)), _gen(1)
     want = _written_out(m.parameters(), lambda: query_loss(m, iso32(g)), 7, torch.optim.Adam(m.parameters(), lr=1e-3))
     _agree(res.loss, want, torch.float32)
 
     def iso(g):
-        return sample_iso_contexts(16, 8, 4, 4, g)
+        return sample_iso_contexts(16, 8, 4, D=4, gen=g)
 
     def schedule(k: int) -> float:
         return 1.0 / (1.0 + k / 3)
 
-    res = train(LinearAttention(4, 2, 0.5), iso, 9, 0.05, _gen(2), schedule=schedule)
+    res = train(LinearAttention(4, 2, 0.5), iso, 9, lr=0.05, gen=_gen(2), schedule=schedule)
     m, g, gamma = LinearAttention(4, 2, 0.5), _gen(2), []
     want = _written_out(
         m.parameters(),
@@ -290,9 +290,9 @@ def test_attention_train_is_sgd_or_adam_on_the_query_loss():
     lam = np.array([1.0, 0.5, 0.2])
 
     def rrs(g):
-        return sample_rrs_contexts(8, 1, 1, lam, np.ones(3), g)
+        return sample_rrs_contexts(8, 1, 1, lam=lam, omega=np.ones(3), gen=g)
 
-    res = train(ReducedGammaStack(3, 2), rrs, 6, 0.1, _gen(3), population=True)
+    res = train(ReducedGammaStack(3, 2), rrs, 6, lr=0.1, gen=_gen(3), population=True)
     m, g = ReducedGammaStack(3, 2), _gen(3)
     want = _written_out(m.parameters(), lambda: m.population_loss(rrs(g)), 6, torch.optim.SGD(m.parameters(), lr=0.1))
     _agree(res.loss, want, torch.float64)
@@ -309,13 +309,15 @@ def test_flexformer_training_is_clipped_adam_on_a_cosine_schedule():
         return p.H_M, p.d, p.z_star
 
     config = FlexformerConfig(K=5, rank=2, n_heads=2, d_k=3)
-    res = train_preconditioner(Flexformer(config, _gen(0)), sampler, 3, 8, 16, 1e-2, np.random.default_rng(8))
+    res = train_preconditioner(
+        Flexformer(config, _gen(0)), sampler, 3, steps=8, batch=16, lr=1e-2, rng=np.random.default_rng(8)
+    )
     m, rng = Flexformer(config, _gen(0)), np.random.default_rng(8)
     params = [p for p in m.parameters() if p.requires_grad]
 
     def batch_loss() -> torch.Tensor:
         H, d, x_star = (torch.as_tensor(a, dtype=torch.float64) for a in sampler(16, rng))
-        return depth_loss(m, H, d, x_star, 3)
+        return depth_loss(m, H, d, x_star=x_star, L=3)
 
     lr, lo = 1e-2, 1e-2 / 100  # cosine annealing from lr to lr/100 over the 8 steps
     want = _written_out(
@@ -339,7 +341,7 @@ def test_probe_query_attention_training_logs_the_loss_of_the_batch_about_to_be_t
         ProbeQueryAttention(config, _gen(0)),
         task,
         TrainConfig(steps=12, batch=8, lr=0.05, log_every=5),
-        np.random.default_rng(0),
+        rng=np.random.default_rng(0),
     )
     m, rng = ProbeQueryAttention(config, _gen(0)), np.random.default_rng(0)
 
@@ -358,18 +360,18 @@ def test_lsa_trainings_are_adam_steps_with_warmup_and_clipping():
     from iclcore.models.gpt_mini import GPTMini
     from iclcore.models.lsa import TrainedLSA, UntiedLSA
 
-    _, curve = train_one_layer_lsa(3, 10, 9, 16, 1e-2, _gen(0), seed=0)
+    _, curve = train_one_layer_lsa(3, 10, 9, batch=16, lr=1e-2, gen=_gen(0), seed=0)
     m, rng = TrainedLSA(3, _gen(0), 0.1), np.random.default_rng(0)
 
     def regression_loss() -> torch.Tensor:
-        X, y, xq, yq = (torch.from_numpy(a) for a in sample_regression(16, 10, 3, rng)[:4])
+        X, y, xq, yq = (torch.from_numpy(a) for a in sample_regression(16, 10, 3, rng=rng)[:4])
         return 0.5 * ((m(X, y, xq) - yq) ** 2).mean()
 
     want = _written_out(m.parameters(), regression_loss, 9, torch.optim.Adam(m.parameters(), lr=1e-2))
     _agree(curve, want, torch.float64)
 
     def probe_loss(model, gen, dtype) -> torch.Tensor:  # the loss at every x position (GPT) or at the query
-        t = dp.sample_probe_tasks(16, 10, 3, gen, 1, 0.5, 2.0, dtype)
+        t = dp.sample_probe_tasks(16, 10, 3, gen=gen, m=1, s_lo=0.5, s_hi=2.0, dtype=dtype)
         if isinstance(model, GPTMini):
             pred, target = model.forward_all(t.X, t.y, t.xq[:, 0]), torch.cat([t.y, t.yq[:, :1]], 1)
             return 0.5 * ((pred - target) ** 2).mean()
@@ -381,7 +383,7 @@ def test_lsa_trainings_are_adam_steps_with_warmup_and_clipping():
     }
     for make, lr, warmup, dtype in runs.values():
         cfg = dp.ProbeTraining(dp.probe_train_config(steps=9, lr=lr, batch=16, warmup=warmup), n=10, d=3)
-        recs, got, skipped = dp.train_with_checkpoints(make(), cfg, _gen(7), lambda s, m: {"step": s})
+        recs, got, skipped = dp.train_with_checkpoints(make(), cfg, _gen(7), at_checkpoint=lambda s, m: {"step": s})
         assert [r["step"] for r in recs] == [0, 1, 2, 4, 8, 9] and skipped == 0
         model, gen = make(), _gen(7)
         want = _written_out(

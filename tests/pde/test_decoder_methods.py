@@ -19,8 +19,8 @@ def pde():
     cfg = PDEConfig(n_el=8, M=2, q=3, sigma_u=1e-6)
     op = cfg.operator()
     rng = np.random.default_rng(0)
-    p_train = sample_pde_prompts(cfg, op, 24, rng)
-    p_test = sample_pde_prompts(cfg, op, 16, rng)
+    p_train = sample_pde_prompts(cfg, op, 24, rng=rng)
+    p_test = sample_pde_prompts(cfg, op, 16, rng=rng)
     train, _ = encoded_query_systems(cfg, op, p_train)
     test, z_enc = encoded_query_systems(cfg, op, p_test)
     fit = fit_decoder_methods(

@@ -38,9 +38,9 @@ def test_bias_matches_monte_carlo() -> None:
     K = _kernel(n_el)
     lam = covariance_galerkin_spectrum(K, n_el)
     d, b = gp_effective_dimension(lam, tau), gp_effective_dimension_bias(lam, tau)
-    est = finite_prompt_effective_dimension(K, n_el, np.array([n]), np.array([tau]), 400, np.random.default_rng(1))[
-        0, :, 0
-    ]
+    est = finite_prompt_effective_dimension(
+        K, n_el, np.array([n]), tau=np.array([tau]), n_seeds=400, rng=np.random.default_rng(1)
+    )[0, :, 0]
     se = est.std(ddof=1) / np.sqrt(est.size)
     assert b < 0
     assert abs(est.mean() - d - b / n) < 4 * se
@@ -58,9 +58,13 @@ def test_bad_input_names_the_parameter() -> None:
     with pytest.raises(ValueError, match="tau"):
         gp_effective_dimension_bias(np.ones(3), 0.0)
     with pytest.raises(ValueError, match="n_forcings"):
-        finite_prompt_effective_dimension(K, 16, np.array([0]), np.array([1e-3]), 4, np.random.default_rng(0))
+        finite_prompt_effective_dimension(
+            K, 16, np.array([0]), tau=np.array([1e-3]), n_seeds=4, rng=np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="n_seeds"):
-        finite_prompt_effective_dimension(K, 16, np.array([8]), np.array([1e-3]), 1, np.random.default_rng(0))
+        finite_prompt_effective_dimension(
+            K, 16, np.array([8]), tau=np.array([1e-3]), n_seeds=1, rng=np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="samples"):
         empirical_gp_effective_dimension(np.ones((4, 5)), 16, 1e-3)
     with pytest.raises(ValueError, match="cov"):

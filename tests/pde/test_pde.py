@@ -80,7 +80,7 @@ def test_fem_nodally_exact_for_piecewise_coefficient():
 def test_noise_free_encoder_recovers_z():
     cfg = PDEConfig(n_el=32, sigma_u=0.0, lam_z=0.0, M=2, q=6)
     op = cfg.operator()
-    p = sample_pde_prompts(cfg, op, 50, np.random.default_rng(1))
+    p = sample_pde_prompts(cfg, op, 50, rng=np.random.default_rng(1))
     z_enc, G, b = ridge_encoder(cfg, op, p)
     assert G.shape == (50, 12, 4) and b.shape == (50, 12)
     assert np.max(np.abs(z_enc - p.z)) <= 1e-10
@@ -91,7 +91,7 @@ def test_noise_free_encoder_recovers_z():
 def test_encoder_quality_standard_errors():
     cfg = PDEConfig(n_el=32, sigma_u=0.05, lam_z=1e-3, M=2, q=6)
     op = cfg.operator()
-    p = sample_pde_prompts(cfg, op, 60, np.random.default_rng(3))
+    p = sample_pde_prompts(cfg, op, 60, rng=np.random.default_rng(3))
     z_enc, _, _ = ridge_encoder(cfg, op, p)
     q = encoder_quality(op, p, z_enc)
     A_true, A_enc = assemble(op, p.z), assemble(op, z_enc)
@@ -131,7 +131,7 @@ def test_covariance_operator_spectrum_and_d_eff():
 def test_frozen_identity_on_encoded_systems():
     cfg = PDEConfig(n_el=16, M=2, q=4, sigma_u=1e-4)
     op = cfg.operator()
-    p = sample_pde_prompts(cfg, op, 20, np.random.default_rng(3))
+    p = sample_pde_prompts(cfg, op, 20, rng=np.random.default_rng(3))
     z_enc, _, _ = ridge_encoder(cfg, op, p)
     s = LinearSystems(H=assemble(op, z_enc), d=p.F_query, x_star=p.u_query)
     P = np.linalg.inv(op.A0)
@@ -146,7 +146,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="n_el"):
         affine_operator(30, 4)
     with pytest.raises(ValueError, match="a_min"):
-        sample_coefficients(3, 4, 0.1, 1.5, np.random.default_rng(0))
+        sample_coefficients(3, 4, 0.1, a_min=1.5, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="z"):
         assemble(affine_operator(8, 4), np.zeros(3))
     with pytest.raises(ValueError, match="tau"):

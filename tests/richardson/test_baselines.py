@@ -42,7 +42,7 @@ def test_closed_form_family_risk_equals_iteration(kind):
     _, s = _systems(n=50)
     L = 9
     theta = 0.4
-    closed = scaled_family_risk(s, kind, theta, L)
+    closed = scaled_family_risk(s, kind, theta, L=L)
     if kind == "scalar":
         P = theta * np.eye(s.K)[None].repeat(s.n, 0)
     else:
@@ -55,7 +55,7 @@ def test_best_scalar_is_a_minimum():
     L = 8
     eta, r = best_scaled_parameter(s, "scalar", L)
     for f in (0.97, 1.03):
-        assert scaled_family_risk(s, "scalar", eta * f, L) >= r * (1 - 1e-12)
+        assert scaled_family_risk(s, "scalar", eta * f, L=L) >= r * (1 - 1e-12)
 
 
 def test_free_linear_gradient_matches_finite_differences():
@@ -142,7 +142,7 @@ def test_bad_input():
     shared = s.preconditioner_stack(0.5 * np.eye(s.K))
     assert shared.shape == (s.n, s.K, s.K) and np.all(shared == 0.5 * np.eye(s.K))
     with pytest.raises(ValueError, match="kind"):
-        scaled_family_risk(s, "gauss", 0.1, 2)
+        scaled_family_risk(s, "gauss", 0.1, L=2)
     with pytest.raises(ValueError, match="H"):
         LinearSystems(H=np.ones((2, 3, 3)) + np.arange(3)[None, :, None], d=np.zeros((2, 3)), x_star=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="methods"):
@@ -180,14 +180,14 @@ def test_latent_decomposition_matches_encdec_for_shared_P():
     from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 
     rng = np.random.default_rng(10)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, 300, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     P = np.array([[0.5, 0.05], [0.02, 0.7]])
     L = 4
     A, d, _ = latent_systems(U, prompts)
-    ours = latent_decomposition(U, P, A[0], d[0], prompts.beta, model.Sigma_x, L)
-    ref = risk_decomposition(U[None], P[None], prompts, model.Sigma_x, L)
+    ours = latent_decomposition(U, P, A[0], d=d[0], beta=prompts.beta, Sigma_x=model.Sigma_x, L=L)
+    ref = risk_decomposition(U[None], P[None], prompts, Sigma_x=model.Sigma_x, L=L)
     for k in ("e2e", "floor", "dec", "cross", "rho_mean"):
         assert getattr(ours, k) == pytest.approx(float(getattr(ref, k)[0]), rel=1e-10)
     assert ours.decomposition_gap <= 1e-12 * ours.e2e  # exact identity (theorem)
@@ -200,16 +200,16 @@ def test_latent_decomposition_standard_errors_are_those_of_the_prompt_means():
     from iclcore.richardson.preconditioner_diagnostics import latent_decomposition
 
     rng = np.random.default_rng(11)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, 400, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     P = np.array([[0.5, 0.05], [0.02, 0.7]])
     A, d, _ = latent_systems(U, prompts)
-    full = latent_decomposition(U, P, A[0], d[0], prompts.beta, model.Sigma_x, 4)
+    full = latent_decomposition(U, P, A[0], d=d[0], beta=prompts.beta, Sigma_x=model.Sigma_x, L=4)
     # exact checks on two disjoint halves of the prompts: the means average to the full mean, and the
     # standard errors obey the sum-of-squares decomposition of the per-prompt values
     halves = [
-        latent_decomposition(U, P, A[0][s], d[0][s], prompts.beta[s], model.Sigma_x, 4)
+        latent_decomposition(U, P, A[0][s], d=d[0][s], beta=prompts.beta[s], Sigma_x=model.Sigma_x, L=4)
         for s in (slice(0, 200), slice(200, 400))
     ]
     for k in ("floor", "dec", "ratio_mean", "rho_mean"):
@@ -237,15 +237,15 @@ def test_replica_win_rate_counts_wins_and_adds_the_replica_spread():
     crude = 0.01 * np.eye(s.K)
     exact = np.linalg.inv(s.H)
     good = np.stack([exact, exact, exact])
-    assert replica_win_rate(good, crude, s, 3) == (1.0, 0.0)
+    assert replica_win_rate(good, crude, s, L=3) == (1.0, 0.0)
     mid = 0.3 * np.eye(s.K) / np.mean(np.diagonal(s.H, axis1=1, axis2=2))
     reps = np.stack([mid, 1.05 * mid, 0.95 * mid])
-    w, se = replica_win_rate(reps, 0.9 * mid, s, 3)
+    w, se = replica_win_rate(reps, 0.9 * mid, s, L=3)
     rates = [np.mean(depth_losses(P, s, 3) < depth_losses(0.9 * mid, s, 3)) for P in reps]
     assert w == rates[0]
     binomial = np.sqrt(w * (1 - w) / s.n)
     assert se == pytest.approx(np.sqrt(binomial**2 + np.var(rates, ddof=1)), rel=1e-12)
-    assert replica_win_rate(np.stack([crude, crude]), crude, s, 3) == (0.0, 0.0)
+    assert replica_win_rate(np.stack([crude, crude]), crude, s, L=3) == (0.0, 0.0)
 
 
 def test_replica_gap_standard_error_is_the_worst_paired_error_plus_the_replica_spread():
@@ -257,4 +257,4 @@ def test_replica_gap_standard_error_is_the_worst_paired_error_plus_the_replica_s
     paired = [np.std(learned - depth_losses(R, s, 4), ddof=1) / np.sqrt(s.n) for R in rivals]
     spread = np.std([depth_risk(Q, s, 4) for Q in reps], ddof=1)
     ref = np.sqrt(max(paired) ** 2 + spread**2)
-    assert replica_gap_standard_error(reps, rivals, s, 4) == pytest.approx(ref, rel=1e-12)
+    assert replica_gap_standard_error(reps, rivals, s, L=4) == pytest.approx(ref, rel=1e-12)

@@ -51,7 +51,7 @@ def make_noncommuting(rng: np.random.Generator, r: int) -> LatentModel:
 
 
 def stable_eta_d(model: LatentModel, G0: np.ndarray, eta_e: float, n: int, frac: float) -> float:
-    G = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta_e, n)
+    G = gd_iterate(G0, model.Sigma_bz, model.Sigma_z, eta=eta_e, n_steps=n)
     lam = max(np.linalg.eigvalsh(c)[-1] for c in model.C(G))
     return frac * 2.0 / lam
 
@@ -65,7 +65,7 @@ def commuting_run(seed: int, r: int = 5, S: int = 120, L: int = 3, frac_d: float
     co = cm.coefficients(g)
     eta_d = frac_d * 2.0 / co.c.max()
     p0 = rng.uniform(0.0, 0.2, r)
-    traj = encdec_iterate(cm.latent_model(), cm.matrix(g0), cm.matrix(p0), eta_e, eta_d, S)
+    traj = encdec_iterate(cm.latent_model(), cm.matrix(g0), cm.matrix(p0), eta_e=eta_e, eta_d=eta_d, n_steps=S)
     return cm, g, co, p0, eta_e, eta_d, traj, L
 
 
@@ -115,14 +115,14 @@ def test_commuting_closure_matches_matrix_iteration():
     G_closed = np.stack([cm.matrix(x) for x in g])
     assert np.abs(G_closed - traj.G).max() <= RTOL * np.abs(traj.G).max()
     # decoder modes: product/sum == recursion == matrix iteration
-    p_rec = mode_recursion(p0, co.c[:-1], co.b[:-1], eta_d)
-    p_ps = mode_product_sum(p0, co.c[:-1], co.b[:-1], eta_d)
+    p_rec = mode_recursion(p0, co.c[:-1], co.b[:-1], eta=eta_d)
+    p_ps = mode_product_sum(p0, co.c[:-1], co.b[:-1], eta=eta_d)
     assert np.abs(p_rec - p_ps).max() <= RTOL * np.abs(p_rec).max()
     P_closed = np.stack([cm.matrix(x) for x in p_ps])
     assert np.abs(P_closed - traj.P).max() <= RTOL * np.abs(traj.P).max()
     # risk R_dec(s, L)
-    R_closed = richardson_mode_risk(p_ps, co.a, co.w, L)
-    R_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L)
+    R_closed = richardson_mode_risk(p_ps, co.a, co.w, L=L)
+    R_matrix = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L=L)
     assert np.abs(R_closed - R_matrix).max() <= RTOL * R_matrix.max()
     # the decoder converges to the moving oracle 1/a_i
     np.testing.assert_allclose(p_ps[-1] * co.a[-1], 1.0, atol=1e-3)
@@ -146,8 +146,8 @@ def test_property_product_sum_equals_recursion(seed, r, S, frac):
     b = rng.standard_normal((S, r))
     eta = frac * 2.0 / max(c.max(), 1e-3) if S else 0.5
     p0 = rng.standard_normal(r)
-    rec = mode_recursion(p0, c, b, eta)
-    ps = mode_product_sum(p0, c, b, eta)
+    rec = mode_recursion(p0, c, b, eta=eta)
+    ps = mode_product_sum(p0, c, b, eta=eta)
     # the recursion's rounding error grows like s * eps * max|p|; 1e-12 covers s <= 80 by far
     assert np.abs(rec - ps).max() <= RTOL * max(np.abs(rec).max(), 1.0)
 
@@ -155,8 +155,8 @@ def test_property_product_sum_equals_recursion(seed, r, S, frac):
 def test_mode_risk_reduces_to_weights_at_depth_zero():
     rng = np.random.default_rng(3)
     p, a, w = rng.uniform(size=(3, 4, 5))
-    np.testing.assert_allclose(richardson_mode_risk(p, a, w, 0), w.sum(axis=1))
-    np.testing.assert_allclose(richardson_mode_risk(1.0 / a, a, w, 3), 0.0, atol=1e-28)
+    np.testing.assert_allclose(richardson_mode_risk(p, a, w, L=0), w.sum(axis=1))
+    np.testing.assert_allclose(richardson_mode_risk(1.0 / a, a, w, L=3), 0.0, atol=1e-28)
 
 
 # ----------------------------------------------------------------------------- non-commuting
@@ -169,15 +169,15 @@ def test_noncommuting_product_sum_and_no_fixed_basis_closure():
     G0 = 0.5 * np.eye(r)
     eta_e = 0.9 / np.linalg.eigvalsh(model.Sigma_z)[-1]
     eta_d = stable_eta_d(model, G0, eta_e, S, 0.5)
-    traj = encdec_iterate(model, G0, np.zeros((r, r)), eta_e, eta_d, S)
+    traj = encdec_iterate(model, G0, np.zeros((r, r)), eta_e=eta_e, eta_d=eta_d, n_steps=S)
     E = traj.tracking_error
     D = traj.drift
     # recursion E_{s+1} = E_s (I - η C_s) + D_s is an identity for E_s = P_s - P⋆(G_s)
-    E_rec = tracking_error_iterate(E[0], traj.C[:-1], D, eta_d)
+    E_rec = tracking_error_iterate(E[0], traj.C[:-1], D, eta=eta_d)
     assert np.abs(E_rec - E).max() <= RTOL * np.abs(E).max()
     # ordered product/sum formula
     steps = np.array([0, 1, 2, 17, 60, S])
-    E_ps = tracking_error_product_sum(E[0], traj.C[:-1], D, eta_d, steps)
+    E_ps = tracking_error_product_sum(E[0], traj.C[:-1], D, eta=eta_d, steps=steps)
     assert np.abs(E_ps - E[steps]).max() <= RTOL * np.abs(E).max()
     # the family does not commute ...
     assert commutator_defect(traj.C[::10]) > 1e-2
@@ -187,7 +187,7 @@ def test_noncommuting_product_sum_and_no_fixed_basis_closure():
     right = E[0] @ np.linalg.multi_dot(list(M[:S]))
     assert np.abs(wrong - right).max() > 1e-6 * np.abs(right).max()
     # no fixed basis closes the scalar dynamics: the best joint diagonaliser still misses
-    R = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L)
+    R = richardson_matrix_risk(traj.P, traj.A, traj.Szz, L=L)
     Q = joint_diagonalizer(traj.C[::5])
     assert closure_mismatch(fixed_basis_closure_risk(traj, Q, L), R) > 1e-2
 
@@ -211,13 +211,13 @@ def test_counterexample_reproduces_reported_values():
     np.testing.assert_allclose([lam_a, lam_b], [1.8, 5.6], rtol=1e-12)
     V = haar_orthogonal(2, np.random.default_rng(6))
     C = covariance_from_spectrum([lam_a, lam_b], V)
-    cx = counterexample(C, 0.1, 0, 1, R0=1.0, n_steps=4)
+    cx = counterexample(C, 0.1, 0, j=1, R0=1.0, n_steps=4)
     np.testing.assert_allclose([cx.risk_a[0], cx.risk_b[0]], [1.0, 1.0], rtol=1e-12)
     np.testing.assert_allclose([cx.risk_a[1], cx.risk_b[1]], [0.6724, 0.1936], rtol=1e-12)
     np.testing.assert_allclose(cx.risk_a, cx.predicted_a, rtol=1e-12)
     np.testing.assert_allclose(cx.risk_b, cx.predicted_b, rtol=1e-12)
     # equal λ gives equal futures: the counterexample needs λ_i ≠ λ_j
-    cx_eq = counterexample(np.diag([2.0, 2.0, 5.0]), 0.1, 0, 1, n_steps=3)
+    cx_eq = counterexample(np.diag([2.0, 2.0, 5.0]), 0.1, 0, j=1, n_steps=3)
     np.testing.assert_allclose(cx_eq.risk_a, cx_eq.risk_b, rtol=1e-12)
 
 
@@ -228,17 +228,17 @@ def test_bad_inputs_name_parameter():
     rng = np.random.default_rng(7)
     cm = make_commuting(rng, 3)
     with pytest.raises(ValueError, match="eta"):
-        mode_recursion(np.zeros(3), np.ones((4, 3)), np.ones((4, 3)), 2.0)
+        mode_recursion(np.zeros(3), np.ones((4, 3)), np.ones((4, 3)), eta=2.0)
     with pytest.raises(ValueError, match="eta"):
-        mode_product_sum(np.zeros(3), np.ones((4, 3)), np.ones((4, 3)), 0.0)
+        mode_product_sum(np.zeros(3), np.ones((4, 3)), np.ones((4, 3)), eta=0.0)
     with pytest.raises(ValueError, match="b"):
-        mode_recursion(np.zeros(3), np.ones((4, 3)), np.ones((4, 2)), 0.5)
+        mode_recursion(np.zeros(3), np.ones((4, 3)), np.ones((4, 2)), eta=0.5)
     with pytest.raises(ValueError, match="p0"):
-        mode_product_sum(np.zeros(2), np.ones((4, 3)), np.ones((4, 3)), 0.5)
+        mode_product_sum(np.zeros(2), np.ones((4, 3)), np.ones((4, 3)), eta=0.5)
     with pytest.raises(ValueError, match="L"):
-        richardson_mode_risk(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)), -1)
+        richardson_mode_risk(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)), L=-1)
     with pytest.raises(ValueError, match="a"):
-        richardson_mode_risk(np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 3)), 1)
+        richardson_mode_risk(np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 3)), L=1)
     with pytest.raises(ValueError, match="h"):
         CommutingModel(h=np.array([1.0, -1.0, 1.0]), gstar=cm.gstar, sigma=cm.sigma, noise_var=0.1, V=cm.V)
     with pytest.raises(ValueError, match="V"):
@@ -256,31 +256,31 @@ def test_bad_inputs_name_parameter():
         LatentModel(H=lm.H, Gstar=np.eye(2), Sigma_z=lm.Sigma_z, noise_var=0.1)
     G0 = np.eye(3)
     with pytest.raises(ValueError, match="eta_e"):
-        encdec_iterate(lm, G0, np.zeros((3, 3)), 10.0, 0.1, 5)
+        encdec_iterate(lm, G0, np.zeros((3, 3)), eta_e=10.0, eta_d=0.1, n_steps=5)
     with pytest.raises(ValueError, match="eta_d"):
-        encdec_iterate(lm, G0, np.zeros((3, 3)), 0.1, 1e6, 5)
+        encdec_iterate(lm, G0, np.zeros((3, 3)), eta_e=0.1, eta_d=1e6, n_steps=5)
     with pytest.raises(ValueError, match="P0"):
-        encdec_iterate(lm, G0, np.zeros((2, 3)), 0.1, 0.1, 5)
+        encdec_iterate(lm, G0, np.zeros((2, 3)), eta_e=0.1, eta_d=0.1, n_steps=5)
     with pytest.raises(ValueError, match="G"):
         lm.A(np.zeros((3, 3, 2)))
     with pytest.raises(ValueError, match="G"):
         lm.oracle(np.zeros((3, 3)))  # singular encoder
     with pytest.raises(ValueError, match="D_seq"):
-        tracking_error_iterate(np.zeros((3, 3)), np.ones((4, 3, 3)), np.ones((3, 3, 3)), 0.1)
+        tracking_error_iterate(np.zeros((3, 3)), np.ones((4, 3, 3)), np.ones((3, 3, 3)), eta=0.1)
     with pytest.raises(ValueError, match="C_seq"):
-        tracking_error_product_sum(np.zeros((3, 3)), np.ones((4, 2, 2)), np.ones((4, 3, 3)), 0.1, [1])
+        tracking_error_product_sum(np.zeros((3, 3)), np.ones((4, 2, 2)), np.ones((4, 3, 3)), eta=0.1, steps=[1])
     with pytest.raises(ValueError, match="steps"):
-        tracking_error_product_sum(np.zeros((3, 3)), np.ones((4, 3, 3)), np.ones((4, 3, 3)), 0.1, [5])
+        tracking_error_product_sum(np.zeros((3, 3)), np.ones((4, 3, 3)), np.ones((4, 3, 3)), eta=0.1, steps=[5])
     with pytest.raises(ValueError, match="C_seq"):
         commutator_defect(np.ones((3, 2)))
     with pytest.raises(ValueError, match="eta"):
-        counterexample(np.diag([1.0, 8.0]), 0.3, 0, 1)
+        counterexample(np.diag([1.0, 8.0]), 0.3, 0, j=1)
     with pytest.raises(ValueError, match="C"):
-        counterexample(np.array([[1.0, 1.0], [0.0, 1.0]]), 0.1, 0, 1)
+        counterexample(np.array([[1.0, 1.0], [0.0, 1.0]]), 0.1, 0, j=1)
     with pytest.raises(ValueError, match="j"):
-        counterexample(np.diag([1.0, 8.0]), 0.1, 0, 2)
+        counterexample(np.diag([1.0, 8.0]), 0.1, 0, j=2)
     with pytest.raises(ValueError, match="i"):
-        counterexample(np.diag([0.0, 8.0]), 0.1, 0, 1)
+        counterexample(np.diag([0.0, 8.0]), 0.1, 0, j=1)
     with pytest.raises(ValueError, match="R1_b"):
         counterexample_eigenvalues(0.5, 1.5, 0.1)
     with pytest.raises(ValueError, match="exact"):
@@ -298,6 +298,6 @@ def test_property_ordered_product_sum_equals_recursion(seed, m, r, S):
     eta = 0.9 * 2.0 / max(lam, 1e-3)
     D_seq = rng.standard_normal((S, m, r))
     E0 = rng.standard_normal((m, r))
-    rec = tracking_error_iterate(E0, C_seq, D_seq, eta)
-    ps = tracking_error_product_sum(E0, C_seq, D_seq, eta, np.arange(S + 1))
+    rec = tracking_error_iterate(E0, C_seq, D_seq, eta=eta)
+    ps = tracking_error_product_sum(E0, C_seq, D_seq, eta=eta, steps=np.arange(S + 1))
     assert np.abs(rec - ps).max() <= RTOL * max(np.abs(rec).max(), 1.0)

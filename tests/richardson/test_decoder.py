@@ -42,8 +42,8 @@ def test_linear_attention_readout_is_P_c():
 def test_online_batched_equals_naive():
     m = closed_form_moments(CFG)
     eta = max_stable_step(m.C, 0.5)
-    run = online_decoder_training(CFG, eta, 7, 16, np.random.default_rng(2), checkpoints=[0, 3, 7])
-    Pn = online_decoder_training_naive(CFG, eta, 7, 16, np.random.default_rng(2))
+    run = online_decoder_training(CFG, eta, 7, batch_size=16, rng=np.random.default_rng(2), checkpoints=[0, 3, 7])
+    Pn = online_decoder_training_naive(CFG, eta, 7, batch_size=16, rng=np.random.default_rng(2))
     assert run.P.shape == (3, 6, 6) and list(run.steps) == [0, 3, 7]
     assert np.allclose(run.P[-1], Pn, rtol=1e-12, atol=1e-13)
     assert np.all(run.P[0] == 0)
@@ -56,23 +56,25 @@ def test_online_mean_follows_population_gd():
     eta = max_stable_step(m.C, 0.5)
     Ps = np.stack(
         [
-            online_decoder_training(CFG, eta, 5, 8, np.random.default_rng(100 + i), checkpoints=[5]).P[0]
+            online_decoder_training(CFG, eta, 5, batch_size=8, rng=np.random.default_rng(100 + i), checkpoints=[5]).P[0]
             for i in range(200)
         ]
     )
-    gd = gd_iterate(np.zeros((6, 6)), m.B, m.C, eta, 5)[-1]
+    gd = gd_iterate(np.zeros((6, 6)), m.B, m.C, eta=eta, n_steps=5)[-1]
     se = Ps.std(0) / np.sqrt(200)
     assert np.all(np.abs(Ps.mean(0) - gd) <= 5 * se + 1e-12)
-    run = online_decoder_training(CFG, eta, 60, 2000, np.random.default_rng(3), checkpoints=[0, 10, 30, 60])
+    run = online_decoder_training(
+        CFG, eta, 60, batch_size=2000, rng=np.random.default_rng(3), checkpoints=[0, 10, 30, 60]
+    )
     R_pop = decoder_risk(run.P, m)
-    pred = predicted_risk_curve(np.zeros((6, 6)), m, eta, run.steps)
+    pred = predicted_risk_curve(np.zeros((6, 6)), m, eta, steps=run.steps)
     assert np.all(np.abs(R_pop / pred - 1) < 0.02)
 
 
 def test_predicted_curve_endpoints():
     m = closed_form_moments(CFG)
     eta = max_stable_step(m.C, 1.0)
-    c = predicted_risk_curve(np.zeros((6, 6)), m, eta, [0, 100000])
+    c = predicted_risk_curve(np.zeros((6, 6)), m, eta, steps=[0, 100000])
     assert np.isclose(c[0], np.trace(m.S) / 6, rtol=1e-12)  # R(0) = E‖z⋆‖²/K
     assert np.isclose(c[1], oracle_risk(m), rtol=1e-10)
 
@@ -88,11 +90,11 @@ def test_empirical_and_depth_risk():
     assert r.shape == (2,) and np.isclose(r[1], np.mean(np.sum(p.z_star**2, 1)) / 6)
     # depth-0 solver error is ‖z†‖²/K
     small = sample_prompt_statistics(CFG, 50, np.random.default_rng(5))
-    assert np.isclose(depth_risk(P, small, 0, "solution"), np.mean(np.sum(small.z_dagger**2, 1)) / 6)
+    assert np.isclose(depth_risk(P, small, 0, reference="solution"), np.mean(np.sum(small.z_dagger**2, 1)) / 6)
     # a damped population inverse contracts every prompt (eig(Σ̂Σ⁻¹) < 2 at M/K = 5), so the solver error vanishes
-    assert depth_risk(0.5 * np.linalg.inv(CFG.H_infinity), small, 300, "solution") < 1e-20
+    assert depth_risk(0.5 * np.linalg.inv(CFG.H_infinity), small, 300, reference="solution") < 1e-20
     with pytest.raises(ValueError, match="reference"):
-        depth_risk(P, small, 2, "x")
+        depth_risk(P, small, 2, reference="x")
 
 
 def test_alignment_metrics():
@@ -127,7 +129,7 @@ def test_finite_task_estimator_normal_equation_and_identity():
 def test_finite_task_scaling():
     """Mean excess ≈ R(P⋆) K/(N−K−1) within 35% at N = 200 (K=6, 60 repeats), and decreasing in N."""
     m = closed_form_moments(CFG)
-    res = finite_task_experiment(CFG, m, [50, 200, 800], 60, np.random.default_rng(7))
+    res = finite_task_experiment(CFG, m, [50, 200, 800], n_repeats=60, rng=np.random.default_rng(7))
     mean = res.excess.mean(1)
     assert res.identity_gap < 1e-12
     assert res.d_eff == 6
@@ -172,15 +174,15 @@ def test_training_bad_input():
     m = closed_form_moments(CFG)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="eta"):
-        online_decoder_training(CFG, 3.0 / np.linalg.eigvalsh(m.C).max(), 3, 4, rng)
+        online_decoder_training(CFG, 3.0 / np.linalg.eigvalsh(m.C).max(), 3, batch_size=4, rng=rng)
     with pytest.raises(ValueError, match="n_steps"):
-        online_decoder_training(CFG, 0.01, -1, 4, rng)
+        online_decoder_training(CFG, 0.01, -1, batch_size=4, rng=rng)
     with pytest.raises(ValueError, match="batch_size"):
-        online_decoder_training(CFG, 0.01, 3, 0, rng)
+        online_decoder_training(CFG, 0.01, 3, batch_size=0, rng=rng)
     with pytest.raises(ValueError, match="P0"):
-        online_decoder_training(CFG, 0.01, 3, 4, rng, P0=np.eye(3))
+        online_decoder_training(CFG, 0.01, 3, batch_size=4, rng=rng, P0=np.eye(3))
     with pytest.raises(ValueError, match="checkpoints"):
-        online_decoder_training(CFG, 0.01, 3, 4, rng, checkpoints=[5])
+        online_decoder_training(CFG, 0.01, 3, batch_size=4, rng=rng, checkpoints=[5])
     with pytest.raises(ValueError, match="fraction"):
         max_stable_step(m.C, 2.0)
 
@@ -189,6 +191,6 @@ def test_richardson_identity_residual_vanishes_for_the_solution_and_sees_a_wrong
     cfg = TaskConfig(K=5, M=20, sigma=0.1, cond=4.0)
     ev = sample_prompt_statistics(cfg, 30, np.random.default_rng(0))
     P = 0.5 * np.linalg.inv(cfg.H_infinity)
-    assert richardson_identity_residual(P, ev.H_M, ev.d, ev.z_dagger, 8) <= 1e-12 * np.abs(ev.z_dagger).max()
+    assert richardson_identity_residual(P, ev.H_M, ev.d, z_dagger=ev.z_dagger, L=8) <= 1e-12 * np.abs(ev.z_dagger).max()
     wrong = ev.z_dagger + 0.01
-    assert richardson_identity_residual(P, ev.H_M, ev.d, wrong, 8) > 1e-3
+    assert richardson_identity_residual(P, ev.H_M, ev.d, z_dagger=wrong, L=8) > 1e-3

@@ -29,14 +29,14 @@ ETA = max_stable_step(MOM.C, 0.5)
 def _gd_run(n_steps=30, checkpoints=(0, 5, 10, 20, 30)) -> OnlineRun:
     """The exact population GD trajectory from P_0 = 0, dressed as an online run."""
     cps = np.array(checkpoints)
-    P = gd_trajectory(np.zeros((CFG.K, CFG.K)), P_STAR, MOM.C, ETA, cps)
+    P = gd_trajectory(np.zeros((CFG.K, CFG.K)), P_STAR, MOM.C, eta=ETA, steps=cps)
     return OnlineRun(steps=cps, P=P, eta=ETA, batch_size=1)
 
 
 def test_replicas_reproduce_the_reported_run_and_continue_its_prompt_stream():
     runs = train_decoder_replicas(CFG, ETA, steps=6, batch=16, seed=3, n_checkpoints=4, n_replicas=2)
     rng = np.random.default_rng(3)
-    ref = online_decoder_training(CFG, ETA, 6, 16, rng, checkpoints=np.array([0, 2, 4, 6]))
+    ref = online_decoder_training(CFG, ETA, 6, batch_size=16, rng=rng, checkpoints=np.array([0, 2, 4, 6]))
     assert np.array_equal(runs.run.steps, [0, 2, 4, 6])
     assert np.array_equal(runs.run.P, ref.P)
     assert runs.final.shape == (3, CFG.K, CFG.K) and np.array_equal(runs.final[0], ref.P[-1])

@@ -43,8 +43,10 @@ def test_sandwich_prediction_at_large_N_for_the_task_model():
     rng = np.random.default_rng(1)
     K, N = 4, 400
     cfg = TaskConfig(K=K, M=16, cond=4.0, sigma=0.2)
-    pt = diversity_sweep(cfg, latent_spectrum_with_effective_rank(K, 1.5), [N], 600, 100_000, rng)
-    pred = sandwich_excess(pt.R_star, pt.d_sand.value, K, N, finite_n=False)
+    pt = diversity_sweep(
+        cfg, latent_spectrum_with_effective_rank(K, 1.5), [N], n_repeats=600, n_sandwich=100_000, rng=rng
+    )
+    pred = sandwich_excess(pt.R_star, pt.d_sand.value, K, N=N, finite_n=False)
     rel_se = pt.excess_se[0] / pt.excess_mean[0] + pt.d_sand.se / pt.d_sand.value
     assert abs(pt.excess_mean[0] / pred - 1) < 3 * rel_se + (K + 1) / N
     # heavy-tailed inputs: the sandwich dimension exceeds K (why R* K/(N-K-1) undershoots)
@@ -74,9 +76,9 @@ def test_depth_to_target_matches_contraction_for_commuting_scalar_systems():
     H = np.broadcast_to(h * np.eye(K), (n, K, K)).copy()
     z = np.random.default_rng(2).standard_normal((n, K))
     for target in (1e-2, 1e-5):
-        assert depth_to_target(a * np.eye(K), H, z, target, 200) == depth_from_contraction(rho, target)
+        assert depth_to_target(a * np.eye(K), H, z, target=target, L_max=200) == depth_from_contraction(rho, target)
     with pytest.raises(ValueError, match="L_max"):
-        depth_to_target(a * np.eye(K), H, z, 1e-12, 3)
+        depth_to_target(a * np.eye(K), H, z, target=1e-12, L_max=3)
     with pytest.raises(ValueError, match="rho"):
         depth_from_contraction(1.2, 0.1)
 
@@ -126,14 +128,14 @@ def test_closed_form_comparison_bracket_holds_at_its_ends_and_not_outside():
 
     K, N = 8, np.array([12, 32, 128, 256])
     for finite_n in (False, True):  # the lower end R* d_sand/N, the upper end R* d_sand/(N - K - 1)
-        end = [_planted_point(N, sandwich_excess(0.5, 9.0, K, N, finite_n=finite_n))]
+        end = [_planted_point(N, sandwich_excess(0.5, 9.0, K, N=N, finite_n=finite_n))]
         assert (
             closed_form_comparison(end, N, K, min_ratio_review=4, min_ratio_asymptotic=16).metrics()[
                 "bracket_max_z_outside"
             ]
             == 0.0
         )
-    above = [_planted_point(N, 1.1 * sandwich_excess(0.5, 9.0, K, N), rse=0.01)]
+    above = [_planted_point(N, 1.1 * sandwich_excess(0.5, 9.0, K, N=N), rse=0.01)]
     m = closed_form_comparison(above, N, K, min_ratio_review=4, min_ratio_asymptotic=16).metrics()
     # 10 % above the upper end, in units of mean x (relative SE 1 % + that of d_sand, 0.1/9)
     assert m["bracket_max_z_outside"] == pytest.approx(0.1 / (1.1 * (0.01 + 0.1 / 9)), rel=1e-12)

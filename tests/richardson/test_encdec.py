@@ -47,7 +47,7 @@ def test_product_sum_formula_reproduces_tracked_error(run):
     E = run.P - run.P_star
     steps = np.array([0, 1, 7, 30, SMALL.steps])
     D = run.P_star[:-1] - run.P_star[1:]
-    got = tracking_error_product_sum(E[0], run.C[:-1], D, run.eta_d, steps)
+    got = tracking_error_product_sum(E[0], run.C[:-1], D, eta=run.eta_d, steps=steps)
     assert np.abs(got - E[steps]).max() <= 1e-12 * np.abs(E).max()
 
 
@@ -57,8 +57,8 @@ def test_product_order_matters_when_C_do_not_commute(run):
     E0 = run.P[0] - run.P_star[0]
     s = SMALL.steps
     zero = np.zeros_like(run.C[:s])
-    fwd = tracking_error_product_sum(E0, run.C[:s], zero, run.eta_d, [s])[0]
-    rev = tracking_error_product_sum(E0, run.C[:s][::-1].copy(), zero, run.eta_d, [s])[0]
+    fwd = tracking_error_product_sum(E0, run.C[:s], zero, eta=run.eta_d, steps=[s])[0]
+    rev = tracking_error_product_sum(E0, run.C[:s][::-1].copy(), zero, eta=run.eta_d, steps=[s])[0]
     assert np.abs(rev - fwd).max() > 1e-8 * np.abs(fwd).max()
 
 
@@ -86,12 +86,12 @@ def test_vectorised_run_matches_naive_loops():
 def test_noise_free_true_subspace_recovers_latent_exactly():
     # σ = 0, λ = 0, U = U⋆: A = U⋆ᵀΣ̂U⋆, d = A z, so z† = z and the floor risk vanishes
     rng = np.random.default_rng(0)
-    model = make_lowrank_model(6, 2, 20, 0.0, 0.0, 3.0, np.array([1.0, 0.5]), rng)
+    model = make_lowrank_model(6, 2, 20, sigma=0.0, lam=0.0, cond_x=3.0, mu_z=np.array([1.0, 0.5]), rng=rng)
     pr = sample_lowrank_prompts(model, 50, rng)
     A, d, zd = latent_systems(model.U_star, pr)
     assert np.abs(zd[0] - pr.z).max() < 1e-12
     P = np.linalg.inv(A[0].mean(axis=0))[None]
-    R = risk_decomposition(model.U_star[None], P, pr, model.Sigma_x, 3)
+    R = risk_decomposition(model.U_star[None], P, pr, Sigma_x=model.Sigma_x, L=3)
     assert R.floor[0] < 1e-24
 
 
@@ -123,7 +123,16 @@ def test_continuous_time_limit_of_the_discrete_run():
     base = encdec_dynamics(cfg)
     t = np.arange(0, cfg.steps + 1, 4.0)
     _, Pc = continuous_triangular(
-        base.G0, base.G_hat, base.Sz, base.train, np.zeros((2, 2)), base.eta_e, base.eta_d, t, rtol=1e-10, atol=1e-13
+        base.G0,
+        base.G_hat,
+        base.Sz,
+        prompts=base.train,
+        P0=np.zeros((2, 2)),
+        eta_e=base.eta_e,
+        eta_d=base.eta_d,
+        t_eval=t,
+        rtol=1e-10,
+        atol=1e-13,
     )
     gaps = []
     for k in (1, 2, 4):
@@ -160,7 +169,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="eta_d"):
         decoder_gd(np.zeros((2, 2)), LatentMoments(C=C, B=C), 2.5)
     with pytest.raises(ValueError, match="steps"):
-        tracking_error_product_sum(C[0], C[:-1], C[:-1], 0.1, [5])
+        tracking_error_product_sum(C[0], C[:-1], C[:-1], eta=0.1, steps=[5])
     with pytest.raises(TypeError, match="rng"):
         sample_lowrank_prompts(
             LowRankModel(Sigma_x=np.eye(3), U_star=np.eye(3)[:, :1], Sigma_z=np.eye(1), M=5, sigma=0.1, lam=0.1),
@@ -168,11 +177,11 @@ def test_bad_inputs():
             "seed",
         )
     with pytest.raises(ValueError, match="U"):
-        risk_decomposition(np.zeros((2, 3)), np.zeros((1, 1, 1)), None, np.eye(3), 2)
+        risk_decomposition(np.zeros((2, 3)), np.zeros((1, 1, 1)), None, Sigma_x=np.eye(3), L=2)
     rng = np.random.default_rng(0)
-    m = make_lowrank_model(4, 1, 8, 0.1, 0.1, 2.0, np.array([1.0]), rng)
+    m = make_lowrank_model(4, 1, 8, sigma=0.1, lam=0.1, cond_x=2.0, mu_z=np.array([1.0]), rng=rng)
     pr = sample_lowrank_prompts(m, 3, rng)
     with pytest.raises(ValueError, match="L"):
-        risk_decomposition(m.U_star[None], np.eye(1)[None], pr, m.Sigma_x, 0)
+        risk_decomposition(m.U_star[None], np.eye(1)[None], pr, Sigma_x=m.Sigma_x, L=0)
     with pytest.raises(ValueError, match="r"):
-        make_lowrank_model(4, 5, 8, 0.1, 0.1, 2.0, np.ones(5), rng)
+        make_lowrank_model(4, 5, 8, sigma=0.1, lam=0.1, cond_x=2.0, mu_z=np.ones(5), rng=rng)

@@ -24,7 +24,7 @@ MU = np.array([1.0, 0.6, 0.35, 0.2])
 
 
 def _problem(sigma=0.02, q=12, seed=0):
-    return make_encoder_problem(q, MU, sigma, np.random.default_rng(seed))
+    return make_encoder_problem(q, MU, sigma, rng=np.random.default_rng(seed))
 
 
 def _G0(p, seed=1):
@@ -35,7 +35,7 @@ def test_closed_form_matches_gd_recursion():
     # boxed §5.1 formula vs the literal recursion G_{s+1} = G_s - η(G_s Σ_z - Σ_bz), 1e-12 relative
     p = _problem()
     G0, eta = _G0(p), 0.7
-    traj = encoder_population_trajectory(G0, p, eta, np.arange(61))
+    traj = encoder_population_trajectory(G0, p, eta, steps=np.arange(61))
     G = G0.copy()
     for s in range(61):
         assert np.abs(traj[s] - G).max() <= 1e-12 * np.abs(G).max()
@@ -46,8 +46,8 @@ def test_modal_risk_equals_trace_risk():
     p = _problem()
     G0, eta = _G0(p), 0.5
     steps = np.array([0, 1, 5, 40, 200])
-    trace = encoder_risk(encoder_population_trajectory(G0, p, eta, steps), p)
-    modal = encoder_modal_risk(G0, p, eta, steps)
+    trace = encoder_risk(encoder_population_trajectory(G0, p, eta, steps=steps), p)
+    modal = encoder_modal_risk(G0, p, eta, steps=steps)
     np.testing.assert_allclose(modal, trace, rtol=1e-12)
     assert modal[-1] == pytest.approx(p.noise_floor, rel=1e-12)  # converged to the floor σ²
 
@@ -75,7 +75,7 @@ def test_batch_moments_have_the_sample_law():
     # E Σ̂_z = Σ_z, Var(Σ̂_z[i,i]) = 2 Σ_ii²/B, Var((Σ̂_bz - G⋆Σ̂_z)[a,j]) = σ² Σ_jj / B
     p = _problem(sigma=0.5)
     B, n = 20, 40_000
-    Sz, Sbz = batch_moments(p, B, n, np.random.default_rng(3))
+    Sz, Sbz = batch_moments(p, B, n, rng=np.random.default_rng(3))
     S = p.Sigma_z
     np.testing.assert_allclose(Sz.mean(axis=0), S, atol=5 * np.sqrt(2 / (B * n)))
     var00 = Sz[:, 0, 0].var()
@@ -88,7 +88,7 @@ def test_batch_moments_have_the_sample_law():
 def test_online_noise_free_large_batch_tracks_population_curve():
     # σ = 0 and a large batch: the SGD iterate follows the exact curve within 5 % in risk
     p = _problem(sigma=0.0)
-    res = online_encoder_run(p, _G0(p), 0.3, 20_000, 200, np.random.default_rng(4), n_eval=2000)
+    res = online_encoder_run(p, _G0(p), 0.3, batch=20_000, n_steps=200, rng=np.random.default_rng(4), n_eval=2000)
     ratio = res.risk_iterate / res.risk_pred
     assert np.all(np.abs(np.log(ratio)) < 0.05)
     np.testing.assert_allclose(res.rel_err_pred, relative_error(res.G_pop, p.G_star), rtol=1e-14)
@@ -98,7 +98,7 @@ def test_online_noise_free_large_batch_tracks_population_curve():
 
 def test_online_noisy_run_reaches_the_noise_floor():
     p = _problem(sigma=0.02, q=32)
-    res = online_encoder_run(p, _G0(p), 0.5, 2000, 400, np.random.default_rng(6), n_eval=100_000)
+    res = online_encoder_run(p, _G0(p), 0.5, batch=2000, n_steps=400, rng=np.random.default_rng(6), n_eval=100_000)
     assert res.risk_pred[-1] == pytest.approx(4e-4, rel=1e-10)
     # held-out MC on 1e5 × 32 residuals: relative s.e. sqrt(2/3.2e6) ≈ 8e-4; allow 5 s.e.
     assert abs(res.risk_heldout[-1] / res.risk_pred[-1] - 1) < 4e-3
@@ -110,7 +110,9 @@ def test_stationary_sgd_error_matches_time_average():
     # (batch 500: multiplicative-noise corrections are O(1/B) ~ 0.2 %; averaging 2000 correlated
     # steps leaves a few % of Monte Carlo spread, hence the 10 % tolerance)
     p = _problem(sigma=0.1, q=16)
-    res = online_encoder_run(p, p.G_star.copy() + 1e-3, 0.5, 500, 2500, np.random.default_rng(8), n_eval=10)
+    res = online_encoder_run(
+        p, p.G_star.copy() + 1e-3, 0.5, batch=500, n_steps=2500, rng=np.random.default_rng(8), n_eval=10
+    )
     sq = np.sum((res.G[500:] - p.G_star) ** 2, axis=(1, 2))
     assert sq.mean() == pytest.approx(sgd_stationary_sq_error(p, 0.5, 500), rel=0.1)
 
@@ -121,7 +123,7 @@ def test_vectorised_and_naive_runs_have_the_same_law():
     G0 = _G0(p)
 
     def excess(fn, seed):
-        res = fn(p, G0, 0.4, 16, 30, np.random.default_rng(seed), n_eval=50)
+        res = fn(p, G0, 0.4, batch=16, n_steps=30, rng=np.random.default_rng(seed), n_eval=50)
         return res.risk_iterate[-1] - p.noise_floor
 
     a = np.array([excess(online_encoder_run, s) for s in range(30)])
@@ -133,13 +135,13 @@ def test_vectorised_and_naive_runs_have_the_same_law():
 def test_bad_inputs():
     p = _problem()
     with pytest.raises(ValueError, match="eta"):
-        online_encoder_run(p, _G0(p), 2.5, 10, 5, np.random.default_rng(0))
+        online_encoder_run(p, _G0(p), 2.5, batch=10, n_steps=5, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="eta"):
-        encoder_population_trajectory(_G0(p), p, -0.1, [1])
+        encoder_population_trajectory(_G0(p), p, -0.1, steps=[1])
     with pytest.raises(ValueError, match="G0"):
-        encoder_population_trajectory(np.zeros((3, 3)), p, 0.1, [1])
+        encoder_population_trajectory(np.zeros((3, 3)), p, 0.1, steps=[1])
     with pytest.raises(ValueError, match="batch"):
-        batch_moments(p, 2, 3, np.random.default_rng(0))
+        batch_moments(p, 2, 3, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
         sample_encoder_data(p, 3, "seed")
     with pytest.raises(ValueError, match="sigma"):
@@ -149,38 +151,38 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Sigma_z"):
         EncoderProblem(G_star=np.ones((3, 2)), Sigma_z=np.array([[1.0, 0.5], [0.0, 1.0]]), sigma=0.1)
     with pytest.raises(ValueError, match="mu"):
-        make_encoder_problem(4, [1.0, -1.0], 0.1, np.random.default_rng(0))
+        make_encoder_problem(4, [1.0, -1.0], 0.1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="n_steps"):
-        online_encoder_run(p, _G0(p), 0.1, 10, 0, np.random.default_rng(0))
+        online_encoder_run(p, _G0(p), 0.1, batch=10, n_steps=0, rng=np.random.default_rng(0))
 
 
 def test_sgd_multiplicative_excess_scalar_case_is_exact_to_first_order() -> None:
     # r = 1: E e_{s+1}^2 = e_s^2 ((1 - eta mu)^2 + 2 eta^2 mu^2 / B) exactly (chi-square batch moment)
-    p = make_encoder_problem(3, np.array([0.8]), 0.0, np.random.default_rng(0))
+    p = make_encoder_problem(3, np.array([0.8]), 0.0, rng=np.random.default_rng(0))
     eta, B, s = 0.3, 50, 40
     x = 2 * eta**2 * 0.8**2 / (B * (1 - eta * 0.8) ** 2)
     exact = (1 + x) ** s - 1
-    est = sgd_multiplicative_excess(p, eta, B, s)
+    est = sgd_multiplicative_excess(p, eta, B, steps=s)
     assert exact <= est <= exact * (1 + s * x)  # expm1(s x) >= (1 + x)^s - 1, equal to first order
-    assert sgd_multiplicative_excess(p, eta, B, 0) == 0.0
+    assert sgd_multiplicative_excess(p, eta, B, steps=0) == 0.0
 
 
 def test_sgd_multiplicative_excess_matches_simulation_r1() -> None:
     # Monte Carlo of the noise-free SGD risk against the population risk (r = 1, small batch: large excess)
-    p = make_encoder_problem(2, np.array([1.0]), 0.0, np.random.default_rng(1))
+    p = make_encoder_problem(2, np.array([1.0]), 0.0, rng=np.random.default_rng(1))
     eta, B, s = 0.4, 8, 25
-    Sz, _ = batch_moments(p, B, s * 20000, np.random.default_rng(2))
+    Sz, _ = batch_moments(p, B, s * 20000, rng=np.random.default_rng(2))
     fac = (1 - eta * Sz[:, 0, 0]).reshape(20000, s)
     sim = np.mean(np.prod(fac**2, axis=1)) / (1 - eta) ** (2 * s) - 1
     exact = (1 + 2 * eta**2 / (B * (1 - eta) ** 2)) ** s - 1
     # relative MC error of a mean of 20000 products of 25 squared factors: a few percent
     assert sim == pytest.approx(exact, rel=0.1)
-    assert sgd_multiplicative_excess(p, eta, B, s) >= exact
+    assert sgd_multiplicative_excess(p, eta, B, steps=s) >= exact
 
 
 def test_sgd_multiplicative_excess_rejects_large_steps() -> None:
-    p = make_encoder_problem(2, np.array([1.0, 0.5]), 0.0, np.random.default_rng(3))
+    p = make_encoder_problem(2, np.array([1.0, 0.5]), 0.0, rng=np.random.default_rng(3))
     with pytest.raises(ValueError, match="^eta:"):
-        sgd_multiplicative_excess(p, 1.5, 10, 5)
+        sgd_multiplicative_excess(p, 1.5, 10, steps=5)
     with pytest.raises(ValueError, match="^steps:"):
-        sgd_multiplicative_excess(p, 0.5, 10, -1)
+        sgd_multiplicative_excess(p, 0.5, 10, steps=-1)

@@ -17,7 +17,7 @@ MU = np.array([1.0, 0.6, 0.35, 0.2])
 
 
 def _problem(sigma, q=12, seed=0):
-    return make_encoder_problem(q, MU, sigma, np.random.default_rng(seed))
+    return make_encoder_problem(q, MU, sigma, rng=np.random.default_rng(seed))
 
 
 def _G0(p, seed=1):
@@ -43,7 +43,7 @@ def test_noisy_run_sits_at_the_stationary_sgd_error():
     # within 3 batch-means standard errors plus the dropped multiplicative term
     p = _problem(0.05)
     eta, batch, n_eval, steps = 0.5, 200, 4000, 400
-    res = online_encoder_run(p, _G0(p), eta, batch, steps, np.random.default_rng(2), n_eval=n_eval)
+    res = online_encoder_run(p, _G0(p), eta, batch=batch, n_steps=steps, rng=np.random.default_rng(2), n_eval=n_eval)
     st = noisy_run_statistics(p, res, eta=eta, batch=batch, n_eval=n_eval)
     assert st.ratio_se == np.sqrt(2.0 / (p.q * n_eval))
     assert abs(st.ratio_final - 1) < 4 * st.ratio_se
@@ -56,7 +56,10 @@ def test_noisy_run_sits_at_the_stationary_sgd_error():
 def test_noise_free_ratios_are_one_within_replica_spread():
     p = _problem(0.0)
     G0, eta, batch, steps = _G0(p), 0.3, 2000, 150
-    runs = [online_encoder_run(p, G0, eta, batch, steps, np.random.default_rng([5, j]), n_eval=2000) for j in range(4)]
+    runs = [
+        online_encoder_run(p, G0, eta, batch=batch, n_steps=steps, rng=np.random.default_rng([5, j]), n_eval=2000)
+        for j in range(4)
+    ]
     st = noise_free_run_statistics(p, runs, eta=eta, batch=batch)
     assert st.ratio_final == runs[0].risk_heldout[-1] / runs[0].risk_pred[-1]
     assert st.ratio_final_se > 0 and st.rel_err_ratio_final_se > 0 and st.max_abs_log_ratio_se > 0
@@ -67,7 +70,7 @@ def test_noise_free_ratios_are_one_within_replica_spread():
 
 def test_bad_inputs():
     p = _problem(0.0)
-    run = online_encoder_run(p, _G0(p), 0.3, 100, 5, np.random.default_rng(0), n_eval=50)
+    run = online_encoder_run(p, _G0(p), 0.3, batch=100, n_steps=5, rng=np.random.default_rng(0), n_eval=50)
     with pytest.raises(ValueError, match="runs"):
         noise_free_run_statistics(p, [run], eta=0.3, batch=100)
     with pytest.raises(ValueError, match="n_eval"):

@@ -56,7 +56,9 @@ def test_gd_order_parameters_match_the_trajectory_and_tend_to_the_oracle():
     eta = 1.0 / np.linalg.eigvalsh(C)[-1]
     steps = np.array([0, 1, 5, 20])
     gd = gd_order_parameters(P_star, C, H_inf, eta=eta, steps=steps)
-    direct = decoder_order_parameters(gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps), P_star, C, H_inf)
+    direct = decoder_order_parameters(
+        gd_trajectory(np.zeros((K, K)), P_star, C, eta=eta, steps=steps), P_star, C, H_inf=H_inf
+    )
     # closed-form weights and the weights from the iterates agree while P_s is away from P_star
     np.testing.assert_allclose(gd.entropy, direct.entropy, rtol=1e-10)
     np.testing.assert_allclose(gd.rho_pop, direct.rho_pop, rtol=1e-12)
@@ -106,7 +108,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     H_inf, C = _spd(K, rng), _spd(K, rng, 30.0)
     P_star = 0.9 * np.linalg.inv(H_inf)
     P = P_star + 0.05 * rng.standard_normal((S, K, K))
-    ref = decoder_order_parameters(P, P_star, C, H_inf)
+    ref = decoder_order_parameters(P, P_star, C, H_inf=H_inf)
     Q = haar_orthogonal(K, rng)
     assert decoder_gauge_change(P, P_star, C, H_inf=H_inf, Q=Q, reference=ref) <= 1e-10
     assert conjugation_change(P[-1], Q) > 0.01
@@ -115,7 +117,7 @@ def test_order_parameters_are_invariant_under_random_gauges_but_the_raw_matrices
     P_z = np.stack([_spd(r, rng) for _ in range(S)])
     P_z_star = np.stack([_spd(r, rng) for _ in range(S)])
     U_star = np.linalg.qr(rng.standard_normal((K, r)))[0]
-    lref = latent_order_parameters(U, P_z, P_z_star, U_star, H_inf)
+    lref = latent_order_parameters(U, P_z, P_z_star, U_star=U_star, H_inf=H_inf)
     O = haar_orthogonal(r, rng)
     assert latent_gauge_change(U, P_z, P_z_star, U_star=U_star, H_inf=H_inf, O=O, reference=lref) <= 1e-10
     fm = lref.final_metrics()
@@ -158,7 +160,7 @@ def test_top_spectra_grid_shapes_and_metrics():
     Sigma = _spd(K, rng)
     P_star = np.linalg.inv(Sigma)
     H_M = np.stack([_spd(K, rng) for _ in range(5)])
-    model = make_lowrank_model(6, 2, 40, 0.1, 0.0, 2.0, np.ones(2), rng)
+    model = make_lowrank_model(6, 2, 40, sigma=0.1, lam=0.0, cond_x=2.0, mu_z=np.ones(2), rng=rng)
     prompts = sample_lowrank_prompts(model, 7, rng)
     grid = top_spectra_grid(
         [P_star, 0.5 * P_star],
@@ -196,7 +198,7 @@ def test_prompt_aspect_sweep_realised_aspects_and_mp_contraction():
 def test_latent_window_of_a_fixed_subspace_matches_the_exact_wishart_law():
     # U independent of the prompts: the whitened Gram spectrum is exactly Wishart_r(M, I)/M
     rng = np.random.default_rng(5)
-    model = make_lowrank_model(8, 2, 50, 0.1, 0.2, 3.0, np.ones(2), rng)
+    model = make_lowrank_model(8, 2, 50, sigma=0.1, lam=0.2, cond_x=3.0, mu_z=np.ones(2), rng=rng)
     prompts = sample_lowrank_prompts(model, 400, rng)
     H_inf = model.Sigma_x + model.lam * np.eye(8)
     lw = latent_window(

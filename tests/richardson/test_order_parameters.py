@@ -58,8 +58,8 @@ def test_decoder_order_parameters_invariant_under_random_orthogonal_gauge(seed):
     rng, H, C, P_star, P = _problem(seed=seed)
     Q = haar_orthogonal(6, rng)
     rot = lambda A: Q @ A @ Q.T  # noqa: E731
-    a = decoder_order_parameters(P, P_star, C, H, k=2)
-    b = decoder_order_parameters(rot(P), rot(P_star), rot(C), rot(H), k=2)
+    a = decoder_order_parameters(P, P_star, C, H_inf=H, k=2)
+    b = decoder_order_parameters(rot(P), rot(P_star), rot(C), H_inf=rot(H), k=2)
     assert not np.allclose(rot(P), P)
     for f in ("rho_pop", "srank", "top_energy", "entropy"):
         np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-9, err_msg=f)
@@ -82,8 +82,8 @@ def test_latent_order_parameters_invariant_under_random_latent_gauge(seed):
     Pz = Pz_star + 0.1 * rng.standard_normal((S, r, r))
     O = haar_orthogonal(r, rng)
     U2, Pz2, Pzs2 = U @ O, O.T @ Pz @ O, O.T @ Pz_star @ O
-    a = latent_order_parameters(U, Pz, Pz_star, U_star, H)
-    b = latent_order_parameters(U2, Pz2, Pzs2, U_star @ haar_orthogonal(r, rng), H)
+    a = latent_order_parameters(U, Pz, Pz_star, U_star=U_star, H_inf=H)
+    b = latent_order_parameters(U2, Pz2, Pzs2, U_star=U_star @ haar_orthogonal(r, rng), H_inf=H)
     for f in a.__dataclass_fields__:
         np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-8, atol=1e-12, err_msg=f)
     np.testing.assert_allclose(a.rho_oracle, 0.0, atol=1e-12)  # P_z = A_inf^{-1} solves in one step
@@ -96,8 +96,10 @@ def test_overlap_weights_equal_modal_weights_on_gd_trajectory():
     eta = 1.0 / np.linalg.eigvalsh(C)[-1]
     steps = np.array([0, 1, 5, 20])
     P0 = rng.standard_normal((6, 6))
-    Ps = gd_trajectory(P0, P_star, C, eta, steps)
-    np.testing.assert_allclose(overlap_weights(Ps, P_star, C), modal_weights(P0, P_star, C, eta, steps), atol=1e-12)
+    Ps = gd_trajectory(P0, P_star, C, eta=eta, steps=steps)
+    np.testing.assert_allclose(
+        overlap_weights(Ps, P_star, C), modal_weights(P0, P_star, C, eta=eta, steps=steps), atol=1e-12
+    )
     h = overlap_entropy(Ps, P_star, C)
     assert np.all((h >= 0) & (h <= 1))
 
@@ -112,16 +114,16 @@ def test_gd_order_parameters_defined_after_convergence_to_rounding():
     P_star = np.linalg.inv(C)
     eta = 0.5 / 3.0
     steps = np.array([0, 5, 20, 800])
-    Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta, steps)
+    Ps = gd_trajectory(np.zeros((K, K)), P_star, C, eta=eta, steps=steps)
     with pytest.raises(ValueError, match="P: equals P_star"):
-        decoder_order_parameters(Ps, P_star, C, H)
-    w = modal_weights(np.zeros((K, K)), P_star, C, eta, steps)
-    op = decoder_order_parameters(Ps, P_star, C, H, weights=w)
-    early = decoder_order_parameters(Ps[:3], P_star, C, H)
+        decoder_order_parameters(Ps, P_star, C, H_inf=H)
+    w = modal_weights(np.zeros((K, K)), P_star, C, eta=eta, steps=steps)
+    op = decoder_order_parameters(Ps, P_star, C, H_inf=H, weights=w)
+    early = decoder_order_parameters(Ps[:3], P_star, C, H_inf=H)
     np.testing.assert_allclose(op.entropy[:3], early.entropy, atol=1e-12)
     assert op.entropy[-1] < 1e-6 and w[-1, 0] > 1 - 1e-9
     with pytest.raises(ValueError, match="weights"):
-        decoder_order_parameters(Ps, P_star, C, H, weights=w[:, :-1])
+        decoder_order_parameters(Ps, P_star, C, H_inf=H, weights=w[:, :-1])
 
 
 def test_stable_rank_and_top_energy():
@@ -157,7 +159,7 @@ def test_mp_predictions_against_a_large_wishart_sample():
     # K = 400, gamma = 1/4: edge fluctuations are O(M^{-2/3}) ~ 1e-2 relative, tolerance 4e-2
     rng = np.random.default_rng(7)
     K, M = 400, 1600
-    ev = mp_sample_eigenvalues(K, M, 1, rng)[0]
+    ev = mp_sample_eigenvalues(K, M, 1, rng=rng)[0]
     g = K / M
     assert ev[-1] / ev[0] == pytest.approx(mp_condition_number(1.0, g), rel=4e-2)
     best = (ev[-1] - ev[0]) / (ev[-1] + ev[0])  # min over alpha of rho(I - alpha W)
@@ -176,7 +178,7 @@ def test_whitened_spectrum_recovers_the_wishart_factor():
     A = L @ W @ L.T  # same spectrum as S^{1/2} W S^{1/2}
     np.testing.assert_allclose(whitened_spectrum(A, S), np.linalg.eigvalsh(W), rtol=1e-10)
     # against an independent reference sample: same law, two-sample KS within the DKW level
-    ref = mp_sample_eigenvalues(r, M, n, rng)
+    ref = mp_sample_eigenvalues(r, M, n, rng=rng)
     assert ks_two_sample(whitened_spectrum(A, S), ref) < ks_critical_value(n, n, alpha=0.001)
 
 

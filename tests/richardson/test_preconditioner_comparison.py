@@ -32,7 +32,7 @@ def test_comparison_rows_are_the_diagnostics_and_the_floor_is_zero():
     prompts, test, P_star, P = _setup()
     methods = ("task", "oracle", "half", "zero")
     cmp = compare_preconditioners(P, test, 5, P_oracle=P_star, beta=prompts.beta, methods=methods, n_small=10)
-    assert cmp.diagnostics["half"] == decoder_diagnostics(P["half"], test, 5, P_star, n_small=10)
+    assert cmp.diagnostics["half"] == decoder_diagnostics(P["half"], test, 5, P_oracle=P_star, n_small=10)
     assert cmp.risk_curves["exact"][-1] < 1e-25 and cmp.risk_curves["zero"].shape == (6,)
     assert cmp.risks["zero"] == pytest.approx(cmp.zero_risk, rel=1e-13)  # doing nothing
     assert cmp.risks["half"] == pytest.approx(depth_risk(P["half"], test, 5), rel=1e-13)
@@ -71,7 +71,7 @@ def _latent(n=300, seed=10):
     from iclcore.lsq.lowrank import latent_systems, make_lowrank_model, sample_lowrank_prompts
 
     rng = np.random.default_rng(seed)
-    model = make_lowrank_model(8, 2, 24, 0.2, 0.01, 5.0, np.array([0.3, 0.1]), rng)
+    model = make_lowrank_model(8, 2, 24, sigma=0.2, lam=0.01, cond_x=5.0, mu_z=np.array([0.3, 0.1]), rng=rng)
     prompts = sample_lowrank_prompts(model, n, rng)
     U = np.linalg.qr(model.U_star + 0.1 * rng.standard_normal((8, 2)))[0]
     A, d, _ = latent_systems(U, prompts)
@@ -89,7 +89,7 @@ def test_latent_comparison_splits_every_risk_and_the_exact_decoder_sits_on_the_f
     U, P, A, d, beta, Sx = _latent()
     methods = ("good", "slow", "exact")
     table = compare_latent_decoders(U, P, 4, A=A, d=d, beta=beta, Sigma_x=Sx, methods=methods, clip=1.0, delta=0.05)
-    ref = latent_decomposition(U, P["good"], A, d, beta, Sx, 4)
+    ref = latent_decomposition(U, P["good"], A, d=d, beta=beta, Sigma_x=Sx, L=4)
     assert table.decompositions["good"].e2e == ref.e2e and table.decompositions["good"].dec == ref.dec
     exact = table.decompositions["exact"]
     assert exact.dec < 1e-25 and exact.e2e == pytest.approx(exact.floor, rel=1e-12)  # no decoder error

@@ -86,9 +86,9 @@ def test_paper_davis_kahan_is_violated_by_a_2x2_example():
     S_hat = np.array([[0.5, 1e-3], [1e-3, 0.5]])
     s = sin_theta(top_r_subspace(S_hat, 1), np.eye(2)[:, :1])
     assert s == pytest.approx(np.sqrt(0.5), rel=1e-12)
-    assert s > davis_kahan_bound(S_hat, Sigma, 1, "paper") + 0.2
-    assert s <= davis_kahan_bound(S_hat, Sigma, 1, "weyl")
-    assert s <= davis_kahan_bound(S_hat, Sigma, 1, "mixed")
+    assert s > davis_kahan_bound(S_hat, Sigma, 1, variant="paper") + 0.2
+    assert s <= davis_kahan_bound(S_hat, Sigma, 1, variant="weyl")
+    assert s <= davis_kahan_bound(S_hat, Sigma, 1, variant="mixed")
 
 
 @settings(max_examples=40, deadline=None)
@@ -102,13 +102,13 @@ def test_valid_davis_kahan_variants_always_hold(seed, scale, r):
     E = rng.standard_normal((K, K))
     S_hat = Sigma + scale * (E + E.T) / 2
     s = sin_theta(top_r_subspace(S_hat, r), U[:, :r])
-    assert s <= davis_kahan_bound(S_hat, Sigma, r, "mixed") * (1 + 1e-10) + 1e-14
-    assert s <= davis_kahan_bound(S_hat, Sigma, r, "weyl") * (1 + 1e-10) + 1e-14
+    assert s <= davis_kahan_bound(S_hat, Sigma, r, variant="mixed") * (1 + 1e-10) + 1e-14
+    assert s <= davis_kahan_bound(S_hat, Sigma, r, variant="weyl") * (1 + 1e-10) + 1e-14
     # the paper's form is off by at most the factor γ/(γ - ||E||)
     err = np.linalg.norm(S_hat - Sigma, 2)
     gamma = eigengap(Sigma, r)
     if err < gamma:
-        assert s <= davis_kahan_bound(S_hat, Sigma, r, "paper") * gamma / (gamma - err) * (1 + 1e-10)
+        assert s <= davis_kahan_bound(S_hat, Sigma, r, variant="paper") * gamma / (gamma - err) * (1 + 1e-10)
 
 
 def test_covariance_error_scales_like_sqrt_reff_over_n():
@@ -143,14 +143,14 @@ def test_floor_risk_matches_monte_carlo_and_bound():
     U = orthonormal_basis(Us + 0.2 * rng.standard_normal((K, r)))
     Sz = np.diag([1.0, 0.4, 0.1])
     Sx = np.diag(np.linspace(2.0, 0.5, K))
-    exact = floor_risk(U, Us, Sz, Sx)
+    exact = floor_risk(U, Us, Sz, Sigma_x=Sx)
     beta = (rng.standard_normal((n, r)) * np.sqrt(np.diag(Sz))) @ Us.T
     res = beta - (beta @ U) @ U.T
     vals = np.einsum("nk,kl,nl->n", res, Sx, res)
     se = vals.std() / np.sqrt(n)
     assert abs(vals.mean() - exact) < 5 * se  # 5 standard errors
-    assert exact <= floor_risk_bound(U, Us, Sz, Sx)
-    assert floor_risk(Us, Us, Sz, Sx) < 1e-28
+    assert exact <= floor_risk_bound(U, Us, Sz, Sigma_x=Sx)
+    assert floor_risk(Us, Us, Sz, Sigma_x=Sx) < 1e-28
 
 
 @settings(max_examples=30, deadline=None)
@@ -163,7 +163,7 @@ def test_floor_risk_bound_holds(seed, tilt):
     Sz = np.diag(rng.uniform(0.1, 1.0, r))
     A = rng.standard_normal((K, K))
     Sx = A @ A.T / K + 0.1 * np.eye(K)
-    assert floor_risk(U, Us, Sz, Sx) <= floor_risk_bound(U, Us, Sz, Sx) * (1 + 1e-12) + 1e-15
+    assert floor_risk(U, Us, Sz, Sigma_x=Sx) <= floor_risk_bound(U, Us, Sz, Sigma_x=Sx) * (1 + 1e-12) + 1e-15
 
 
 @settings(max_examples=30, deadline=None)
@@ -189,7 +189,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="S"):
         top_r_subspace(np.array([[1.0, 2.0], [0.0, 1.0]]), 1)
     with pytest.raises(ValueError, match="variant"):
-        davis_kahan_bound(np.eye(3), np.eye(3), 1, "yu")
+        davis_kahan_bound(np.eye(3), np.eye(3), 1, variant="yu")
     with pytest.raises(ValueError, match="Sigma"):
         davis_kahan_bound(np.eye(3), np.eye(3), 1)  # zero gap
     with pytest.raises(ValueError, match="Sigma"):

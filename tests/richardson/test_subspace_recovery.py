@@ -77,7 +77,7 @@ def test_counterexample_breaks_the_printed_davis_kahan_form(delta):
     assert bound == pytest.approx(np.sqrt(0.25 + delta**2), rel=1e-12)
     assert sin_cx > bound
     S_cx = np.array([[0.5, delta], [delta, 0.5]])
-    assert sin_cx <= davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, "weyl")
+    assert sin_cx <= davis_kahan_bound(S_cx, np.diag([1.0, 0.0]), 1, variant="weyl")
 
 
 def test_bad_inputs():

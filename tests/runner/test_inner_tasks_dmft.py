@@ -64,9 +64,9 @@ def test_width_spectrum_jobs_equal_the_sequential_draws_on_any_executor():
     lam, om = power_law_spectrum(32, 1.0, 1.0)
     Ns, k = [8, 32, 4], [2, 1, 3]
     rng_seq = np.random.default_rng(3)
-    sequential = [width_spectrum_mc(lam, om, N, rng_seq, n_draws=kk) for N, kk in zip(Ns, k)]
+    sequential = [width_spectrum_mc(lam, om, N, rng=rng_seq, n_draws=kk) for N, kk in zip(Ns, k)]
     rng_jobs = np.random.default_rng(3)
-    jobs = width_spectrum_jobs(lam, om, Ns, k, rng_jobs)
+    jobs = width_spectrum_jobs(lam, om, Ns, n_draws=k, rng=rng_jobs)
     assert rng_jobs.bit_generator.state == rng_seq.bit_generator.state
     assert flat([width_spectrum_job(j) for j in jobs]) == flat(sequential)
     same_on_threads(width_spectrum_job, jobs)
@@ -77,11 +77,14 @@ def test_width_landscape_jobs_equal_the_sequential_draws_on_any_executor():
     grid = np.linspace(0.1, 3.0, 5)
     rng_seq = np.random.default_rng(4)
     sequential = [
-        width_landscape_mc(grid, lam, om, N, 2, rng_seq, P=P, n_draws=2) for N, P in ((6, 8), (12, 8), (6, None))
+        width_landscape_mc(grid, lam, om, N=N, L=2, rng=rng_seq, P=P, n_draws=2)
+        for N, P in ((6, 8), (12, 8), (6, None))
     ]
     rng_jobs = np.random.default_rng(4)
     jobs = [
-        j for N, P in ((6, 8), (12, 8), (6, None)) for j in width_landscape_jobs(grid, lam, om, N, 2, rng_jobs, P, 2)
+        j
+        for N, P in ((6, 8), (12, 8), (6, None))
+        for j in width_landscape_jobs(grid, lam, om, N=N, L=2, rng=rng_jobs, P=P, n_draws=2)
     ]
     assert rng_jobs.bit_generator.state == rng_seq.bit_generator.state
     assert flat([width_landscape_job(j) for j in jobs]) == flat(sequential)

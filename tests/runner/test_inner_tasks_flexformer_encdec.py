@@ -31,7 +31,7 @@ K, R = 6, 2
 
 def tiny_problem():
     rng = np.random.default_rng(0)
-    model = make_lowrank_model(K, R, 10, 0.1, 0.01, 4.0, np.array([0.2, 0.05]), rng)
+    model = make_lowrank_model(K, R, 10, sigma=0.1, lam=0.01, cond_x=4.0, mu_z=np.array([0.2, 0.05]), rng=rng)
     U = np.linalg.qr(rng.standard_normal((K, R)))[0]
     return model, U
 

@@ -82,14 +82,14 @@ def test_online_decoder_run_thread_pool_equals_serial_and_continues_the_stream()
     assert [pickle.dumps(r) for r in pooled] == [pickle.dumps(r) for r in serial]
     # the same bits as online_decoder_training on the caller's generator, which the returned state continues
     rng = np.random.default_rng([0, 1])
-    direct = online_decoder_training(runs[1].config, 0.05, 5, 16, rng, checkpoints=np.array([0, 2, 5]))
+    direct = online_decoder_training(runs[1].config, 0.05, 5, batch_size=16, rng=rng, checkpoints=np.array([0, 2, 5]))
     assert direct.P.tobytes() == serial[1].run.P.tobytes() and direct.steps.tolist() == [0, 2, 5]
     after = np.random.default_rng()
     after.bit_generator.state = serial[1].rng_state
     assert after.random(3).tobytes() == rng.random(3).tobytes()
     # an int seed (decoder_outer's main run: the notebook's default_rng(seed) continues after it)
     rng = np.random.default_rng(7)
-    direct = online_decoder_training(runs[3].config, 0.05, 4, 16, rng)
+    direct = online_decoder_training(runs[3].config, 0.05, 4, batch_size=16, rng=rng)
     assert direct.P.tobytes() == serial[3].run.P.tobytes()
     after.bit_generator.state = serial[3].rng_state
     assert after.random(3).tobytes() == rng.random(3).tobytes()

@@ -28,8 +28,8 @@ def pde():
     cfg = PDEConfig(n_el=8, M=2, q=3, sigma_u=1e-6)
     op = cfg.operator()
     rng = np.random.default_rng(0)
-    train, _ = encoded_query_systems(cfg, op, sample_pde_prompts(cfg, op, 16, rng))
-    test, _ = encoded_query_systems(cfg, op, sample_pde_prompts(cfg, op, 12, rng))
+    train, _ = encoded_query_systems(cfg, op, sample_pde_prompts(cfg, op, 16, rng=rng))
+    test, _ = encoded_query_systems(cfg, op, sample_pde_prompts(cfg, op, 12, rng=rng))
     return cfg, op, train, test
 
 

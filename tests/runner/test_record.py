@@ -263,3 +263,46 @@ def test_recorded_sweep_points_are_carried_forward_with_their_notebook_entry(pro
     put_run(project, "second", "quick", {"k_squared": 10})  # the quick numbers moved: the entry is stale
     assert rec.carried_sweep_points(project) == {}
     assert rec.frozen_settings([["warmups", [50, 200]], ["M", 64]]) == (("warmups", (50, 200)), ("M", 64))
+
+
+def test_an_entry_names_the_commit_its_runs_were_made_from(project: Path) -> None:
+    entry = store_dir(project) / "entries" / rec._current_key(project, _notebook(project, "second"), "paper")
+    rec.write_entry(project, "paper", "second", entry, quick_metrics={"k_squared": 9}, commit="abc123")
+    manifest = json.loads((project / "record" / "paper" / "second" / "record.json").read_text())
+    assert manifest["commit"] == "abc123" and rec.verify_record(project) == []
+
+
+def test_refresh_runs_the_recorded_quick_metrics_at_one_thread_per_notebook(project: Path, monkeypatch) -> None:
+    """The quick pass of a refresh is re-executed (--force) at one thread per notebook, as `make test` runs the
+    quick presets: a notebook's last bits depend on its thread count, and the entry is carried forward only
+    while a later checkout's quick metrics equal the recorded ones exactly."""
+    import argparse
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    real_run = subprocess.run
+
+    def fake_run(cmd, **kw):
+        if "iclbook.cli" not in cmd:
+            return real_run(cmd, **kw)  # git
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1)  # stop after the first pass
+
+    monkeypatch.setattr(rec.subprocess, "run", fake_run)
+    args = argparse.Namespace(sweeps=False, only=["types"], preset="paper", jobs=2, scheduler=None)
+    assert rec.cmd_refresh(args, project) == 1
+    (quick,) = calls
+    assert quick[quick.index("--preset") + 1] == "quick"
+    assert quick[quick.index("--threads") + 1] == "1" and "--force" in quick
+
+
+def test_run_refuses_a_thread_count_below_one(project: Path) -> None:
+    proc = run_icl(project, "run", "second", "--threads", "0")
+    assert proc.returncode == 2 and proc.stderr.strip() == "icl-book: error: --threads must be at least 1, got 0", (
+        proc.stderr
+    )
+
+
+def _notebook(root: Path, name: str):
+    return next(n for n in discover_all(root)[0] if n.name == name)

@@ -48,7 +48,7 @@ def test_gaussian_windows_hold_within_binomial_noise():
     # the sharp window's bound 2e^{-Mt^2/2} is a theorem: no frequency exceeds it by 4 binomial sd
     rng = np.random.default_rng(3)
     gammas, K = [0.25, 1.0, 2.0], 10
-    res = [concentration_experiment(K, round(K / g), np.array([0.0, 0.3, 0.6]), 300, rng) for g in gammas]
+    res = [concentration_experiment(K, round(K / g), np.array([0.0, 0.3, 0.6]), n_draws=300, rng=rng) for g in gammas]
     s = concentration_summary(concentration_table(gammas, res))
     assert s.freq_minus_bound_z_max <= 4
     assert s.violation_freq_t0_max > 0.05  # at t = 0 the finite-K edges are crossed often

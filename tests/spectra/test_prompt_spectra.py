@@ -91,27 +91,27 @@ def test_violation_frequency_below_bound_and_zero_for_moderate_t():
     S = haar_rotated_covariance(np.geomspace(5, 0.2, 20), rng)
     t = np.array([0.0, 0.05, 0.15, 0.3])
     for M in (80, 20):  # gamma 0.25 and 1.0
-        res = concentration_experiment(20, M, t, 400, rng, S)
+        res = concentration_experiment(20, M, t, n_draws=400, rng=rng, Sigma_x=S)
         sd = np.sqrt(np.clip(res.bound * (1 - res.bound), 1e-12, None) / 400)
         assert np.all(res.frequency <= res.bound + 4 * sd + 1e-12)
         assert np.all(np.diff(res.frequency) <= 1e-12)  # monotone in t
-    res = concentration_experiment(20, 160, np.array([0.3]), 400, rng, S)
+    res = concentration_experiment(20, 160, np.array([0.3]), n_draws=400, rng=rng, Sigma_x=S)
     assert res.frequency[0] == 0.0
     # at t = 0 the finite-M spectrum does cross the MP edges sometimes (edge fluctuations)
-    res0 = concentration_experiment(20, 80, np.array([0.0]), 400, rng)
+    res0 = concentration_experiment(20, 80, np.array([0.0]), n_draws=400, rng=rng)
     assert res0.frequency[0] > 0.0
 
 
 def test_paper_window_fails_for_gamma_at_least_one():
     rng = np.random.default_rng(8)
-    res = concentration_experiment(20, 10, np.array([0.1, 0.5]), 200, rng)  # gamma = 2
+    res = concentration_experiment(20, 10, np.array([0.1, 0.5]), n_draws=200, rng=rng)  # gamma = 2
     assert np.all(res.frequency_paper == 1.0)  # structural zeros never lie in the literal window
     assert np.all(res.frequency <= 0.05)
 
 
 def test_window_violations_counts_by_hand():
     ev = np.array([[0.5, 1.0, 1.5], [0.01, 1.0, 1.5], [0.5, 1.0, 5.0]])
-    v = window_violations(ev, 3, 12, 0.0)  # gamma 0.25: window [0.25, 2.25]
+    v = window_violations(ev, 3, 12, t=0.0)  # gamma 0.25: window [0.25, 2.25]
     assert v.tolist() == [False, True, True]
 
 
@@ -135,7 +135,7 @@ def test_resolvent_identity_to_rounding_and_bound_holds(structured_sigma):
 def test_excess_risk_first_order_matches_monte_carlo():
     """M * excess -> C. At M = 400 we allow 3 standard errors plus a 4% O(1/M) correction."""
     cfg = TaskConfig(K=6, M=400, r=2, sigma=0.5, lam=0.2, cond=20.0)
-    C = prompt_excess_risk_first_order(cfg.Sigma_x, cfg.Sigma_beta, cfg.sigma, cfg.lam)
+    C = prompt_excess_risk_first_order(cfg.Sigma_x, cfg.Sigma_beta, cfg.sigma, lam=cfg.lam)
     m, se = prompt_excess_risk_mc(cfg, 40000, np.random.default_rng(5))
     assert abs(400 * m - C) <= 3 * 400 * se + 0.04 * C
     # and C is of order d_eff (variance part <= sigma^2 d_eff)
@@ -147,7 +147,7 @@ def test_excess_risk_first_order_matches_monte_carlo():
 @given(lam=st.floats(0.01, 10.0), sigma=st.floats(0.0, 2.0))
 def test_property_variance_part_bounded_by_deff(lam, sigma):
     S = np.diag(np.geomspace(4.0, 0.1, 8))
-    C_var = prompt_excess_risk_first_order(S, np.zeros((8, 8)), sigma, lam)
+    C_var = prompt_excess_risk_first_order(S, np.zeros((8, 8)), sigma, lam=lam)
     assert C_var <= sigma**2 * effective_dimension(S, lam) + 1e-12
 
 
@@ -167,16 +167,16 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="X"):
         whitened_covariance(np.ones((4, 3)), np.eye(2))
     with pytest.raises(ValueError, match="eigenvalues"):
-        window_violations(np.ones((2, 3)), 4, 10, 0.1)
+        window_violations(np.ones((2, 3)), 4, 10, t=0.1)
     with pytest.raises(ValueError, match="lam"):
         resolvent_perturbation(np.zeros((1, 2, 2)), np.eye(2), 0.0)
     assert effective_dimension(np.eye(2), 0.0) == 2  # one d_eff for the package: lam = 0 gives rank
     with pytest.raises(ValueError, match="lam"):
         effective_dimension(np.eye(2), -1.0)
     with pytest.raises(ValueError, match="t_grid"):
-        concentration_experiment(3, 5, np.array([-1.0]), 2, np.random.default_rng(0))
+        concentration_experiment(3, 5, np.array([-1.0]), n_draws=2, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
-        concentration_experiment(3, 5, np.array([1.0]), 2, "seed")
+        concentration_experiment(3, 5, np.array([1.0]), n_draws=2, rng="seed")
     with pytest.raises(ValueError, match="lam"):
         prompt_excess_risk_mc(TaskConfig(K=3, M=5, lam=0.0), 10, np.random.default_rng(0))
     with pytest.raises(TypeError, match="config"):
@@ -188,14 +188,14 @@ def test_bad_inputs():
 def test_whitened_spectrum_sample_has_the_mp_atom_and_a_small_ks_distance():
     rng = np.random.default_rng(11)
     Sigma = haar_rotated_covariance(np.geomspace(10.0, 1.0, 20), rng)
-    wide = whitened_spectrum_sample(Sigma, 2.0, 40, np.random.default_rng(0))  # M = 10 < K = 20
+    wide = whitened_spectrum_sample(Sigma, 2.0, 40, rng=np.random.default_rng(0))  # M = 10 < K = 20
     assert wide.M == 10 and wide.eigenvalues.shape == (40, 20) and wide.raw.shape == (800,)
     assert wide.zero_fraction == pytest.approx(0.5)  # the atom 1 - 1/gamma: K - M structural zeros per draw
     assert wide.nonzero.size == 400 and np.all(wide.nonzero > 1e-6)
-    tall = whitened_spectrum_sample(Sigma, 0.25, 200, np.random.default_rng(1))
+    tall = whitened_spectrum_sample(Sigma, 0.25, 200, rng=np.random.default_rng(1))
     assert tall.zero_fraction == 0.0
     assert tall.ks < 5 * tall.ks_se + 0.02  # finite-K edge effects: O(1/K) in the KS distance
-    again = whitened_spectrum_sample(Sigma, 0.25, 200, np.random.default_rng(1))
+    again = whitened_spectrum_sample(Sigma, 0.25, 200, rng=np.random.default_rng(1))
     assert np.array_equal(again.eigenvalues, tall.eigenvalues)  # a fixed function of the generator
     with pytest.raises(ValueError, match="n_draws"):
-        whitened_spectrum_sample(Sigma, 0.5, 1, rng)
+        whitened_spectrum_sample(Sigma, 0.5, 1, rng=rng)

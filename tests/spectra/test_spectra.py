@@ -154,7 +154,7 @@ def test_monte_carlo_eigenvalues_match_mp_law(K, M):
     """Pooled eigenvalues vs the MP cdf. Finite-size cdf error is O(1/K); we allow 0.02 in sup-norm."""
     rng = np.random.default_rng(2024)
     gamma = K / M
-    ev = mp_sample_eigenvalues(K, M, 20, rng).ravel()
+    ev = mp_sample_eigenvalues(K, M, 20, rng=rng).ravel()
     ev[np.abs(ev) < 1e-8] = 0.0  # rank deficiency: rounding-level eigenvalues are the atom at 0
     if gamma > 1:
         zero_frac = np.mean(ev < 1e-8)
@@ -209,4 +209,4 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="x"):
         mp_density(np.array([np.nan]), 0.5)
     with pytest.raises(ValueError, match="M"):
-        mp_sample_eigenvalues(4, 0, 2, np.random.default_rng(0))
+        mp_sample_eigenvalues(4, 0, 2, rng=np.random.default_rng(0))

@@ -55,8 +55,10 @@ def test_training_loops_report_their_step(monkeypatch, tmp_path):
     path = tmp_path / "progress.json"
     monkeypatch.setenv(PROGRESS_ENV, str(path))
     model = SoftmaxAttention(4, 8, 2, torch.Generator().manual_seed(0))
-    sampler = lambda g: sample_iso_contexts(4, 8, 2, 4, g, dtype=torch.float32)  # noqa: E731
-    train(model, sampler, 3, 1e-3, torch.Generator().manual_seed(1), optimizer="adam", progress={"model": (2, 8)})
+    sampler = lambda g: sample_iso_contexts(4, 8, 2, D=4, gen=g, dtype=torch.float32)  # noqa: E731
+    train(
+        model, sampler, 3, lr=1e-3, gen=torch.Generator().manual_seed(1), optimizer="adam", progress={"model": (2, 8)}
+    )
     # The first call writes; later ones only if 0.5 s have passed (a loaded machine), so any step may show.
     assert read_progress(path) in {f"model 2/8, step {k}/3" for k in range(4)}
 

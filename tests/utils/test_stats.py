@@ -73,12 +73,12 @@ def test_ratio_standard_error_matches_simulation() -> None:
     rng = np.random.default_rng(3)
     a = 2.0 + 0.05 * rng.normal(size=200_000)
     b = 4.0 + 0.1 * rng.normal(size=200_000)
-    se = ratio_standard_error(2.0, 0.05, 4.0, 0.1)
+    se = ratio_standard_error(2.0, 0.05, 4.0, se_b=0.1)
     assert se == pytest.approx(0.5 * math.sqrt((0.05 / 2) ** 2 + (0.1 / 4) ** 2), rel=1e-14)
     assert np.std(a / b) == pytest.approx(se, rel=0.02)  # second-order terms ~ (0.025)^2 relative
     # a = 0 allowed; full positive correlation of a = b gives 0
-    assert ratio_standard_error(0.0, 0.1, 2.0, 0.3) == pytest.approx(0.05)
-    assert ratio_standard_error(1.0, 0.1, 1.0, 0.1, cov=0.01) == pytest.approx(0.0, abs=1e-8)  # sqrt of rounding
+    assert ratio_standard_error(0.0, 0.1, 2.0, se_b=0.3) == pytest.approx(0.05)
+    assert ratio_standard_error(1.0, 0.1, 1.0, se_b=0.1, cov=0.01) == pytest.approx(0.0, abs=1e-8)  # sqrt of rounding
 
 
 @pytest.mark.parametrize(
@@ -88,9 +88,9 @@ def test_ratio_standard_error_matches_simulation() -> None:
         (lambda: standard_error(1.0), "^x:"),
         (lambda: standard_error([1.0, np.nan]), "^x:"),
         (lambda: replica_spread(np.ones((1, 3))), "^x:"),
-        (lambda: ratio_standard_error(1.0, 0.1, 0.0, 0.1), "^b:"),
-        (lambda: ratio_standard_error(1.0, -0.1, 1.0, 0.1), "^se_a"),
-        (lambda: ratio_standard_error(1.0, 0.1, float("inf"), 0.1), "^a, se_a"),
+        (lambda: ratio_standard_error(1.0, 0.1, 0.0, se_b=0.1), "^b:"),
+        (lambda: ratio_standard_error(1.0, -0.1, 1.0, se_b=0.1), "^se_a"),
+        (lambda: ratio_standard_error(1.0, 0.1, float("inf"), se_b=0.1), "^a, se_a"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match) -> None:
@@ -215,7 +215,7 @@ def test_eb_coverage_bernoulli(delta) -> None:
     def draw(reps, n, g):
         return (g.random((reps, n)) < p).astype(float)
 
-    cov = eb_coverage(draw, p, 40, 1.0, delta, 4000, rng)
+    cov = eb_coverage(draw, p, 40, clip=1.0, delta=delta, n_repeats=4000, rng=rng)
     assert cov >= 1 - delta - 3 * np.sqrt(delta * (1 - delta) / 4000)
 
 
@@ -223,7 +223,7 @@ def test_eb_coverage_heavy_tail_pool_and_clipping() -> None:
     """Pool of lognormal losses clipped at c: coverage >= 1 − δ; the unclipped mean can exceed the bound."""
     rng = np.random.default_rng(2)
     pool = rng.lognormal(0.0, 2.0, size=20000)
-    cov, true = eb_coverage_from_pool(pool, 50, 3.0, 0.05, 4000, rng)
+    cov, true = eb_coverage_from_pool(pool, 50, 3.0, delta=0.05, n_repeats=4000, rng=rng)
     assert cov >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / 4000)
     assert true < pool.mean()  # clipping lowers the target
 
@@ -255,13 +255,13 @@ def test_eb_bad_input(kwargs, name) -> None:
 def test_eb_bad_coverage_input() -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="^pool:"):
-        eb_coverage_from_pool(np.ones(1), 5, 1.0, 0.1, 10, rng)
+        eb_coverage_from_pool(np.ones(1), 5, 1.0, delta=0.1, n_repeats=10, rng=rng)
     with pytest.raises(ValueError, match="^n:"):
-        eb_coverage_from_pool(np.ones(10), 1, 1.0, 0.1, 10, rng)
+        eb_coverage_from_pool(np.ones(10), 1, 1.0, delta=0.1, n_repeats=10, rng=rng)
     with pytest.raises(ValueError, match="^n_repeats:"):
-        eb_coverage_from_pool(np.ones(10), 5, 1.0, 0.1, 0, rng)
+        eb_coverage_from_pool(np.ones(10), 5, 1.0, delta=0.1, n_repeats=0, rng=rng)
     with pytest.raises(ValueError, match="^draw_losses:"):
-        eb_coverage(lambda r, n, g: np.ones((2, 2)), 0.5, 5, 1.0, 0.1, 10, rng)
+        eb_coverage(lambda r, n, g: np.ones((2, 2)), 0.5, 5, clip=1.0, delta=0.1, n_repeats=10, rng=rng)
 
 
 def test_batch_means_of_blocks_and_the_former_formula() -> None:
@@ -349,13 +349,13 @@ def test_bootstrap_standard_error_of_a_mean_and_a_median() -> None:
     from iclcore.stats import bootstrap_standard_error
 
     x = np.random.default_rng(0).standard_normal(400)
-    se_mean = bootstrap_standard_error(x, np.mean, np.random.default_rng(1), 2000)
+    se_mean = bootstrap_standard_error(x, np.mean, np.random.default_rng(1), n_resamples=2000)
     assert se_mean == pytest.approx(x.std(ddof=1) / 20, rel=0.1)
-    se_med = bootstrap_standard_error(x, np.median, 2, 2000)
+    se_med = bootstrap_standard_error(x, np.median, 2, n_resamples=2000)
     assert se_med == pytest.approx(math.sqrt(math.pi / 2) / 20, rel=0.25)
-    both = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, 0), 3, 300)
+    both = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, 0), 3, n_resamples=300)
     assert both.shape == (2,) and both[1] == pytest.approx(2 * both[0])
-    vec = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, -2), 3, 300, vectorized=True)
+    vec = bootstrap_standard_error(np.c_[x, 2 * x], lambda a: np.median(a, -2), 3, n_resamples=300, vectorized=True)
     np.testing.assert_allclose(vec, both, rtol=1e-12)
 
 
@@ -372,7 +372,7 @@ def test_bootstrap_standard_error_refuses_bad_input_by_name(args, name, error) -
     from iclcore.stats import bootstrap_standard_error
 
     with pytest.raises(error, match=f"^{name}"):
-        bootstrap_standard_error(*args)
+        bootstrap_standard_error(*args[:3], **({"n_resamples": args[3]} if len(args) > 3 else {}))
 
 
 def test_single_run_standard_error_adds_replica_spread_and_sampling_error() -> None:
