@@ -10,6 +10,7 @@ reference (:mod:`iclbook.api_page`) and the measurements (:mod:`iclbook.measurem
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -229,29 +230,42 @@ def summary_counts(rows: list[Row]) -> dict[str, int]:
 EXPLAINED = ("erratum", "finite-size", "setting", "reading")
 
 
-def outcome_counts(rows: list[Row], bands: dict[int, Any] | None = None) -> dict[str, int]:
+def outcome_counts(
+    rows: list[Row], bands: dict[int, Any] | None = None, lacking: Collection[int] = ()
+) -> dict[str, int]:
     """The headline: `predicted` rows reproduced / explained (a differing row whose diagnosis is
-    erratum, finite-size, setting or reading) / open (any other differing row) / missing, rows absent and out of
-    scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
+    erratum, finite-size, setting or reading, and whose evidence holds: ``lacking`` holds the ``id`` of the rows
+    whose evidence does not, :func:`evidence_checks`) / open (any other differing row) / missing, rows absent
+    and out of scope; ``robust``: reproduced rows whose sweep band (``bands``, by ``id(row)``) is robust."""
     pred = [r for r in rows if r.claim.basis == "predicted"]
     bands = bands or {}
+
+    def explained(r: Row) -> bool:
+        return r.claim.diagnosis in EXPLAINED and id(r) not in lacking
+
     return {
         "predicted": len(pred),
         "reproduced": sum(r.status == "reproduced" for r in pred),
         "robust": sum(r.status == "reproduced" and getattr(bands.get(id(r)), "label", "") == "robust" for r in pred),
-        "explained": sum(r.status == "differs" and r.claim.diagnosis in EXPLAINED for r in pred),
-        "open": sum(r.status == "differs" and r.claim.diagnosis not in EXPLAINED for r in pred),
+        "explained": sum(r.status == "differs" and explained(r) for r in pred),
+        "open": sum(r.status == "differs" and not explained(r) for r in pred),
         "missing": sum(r.status == "missing" for r in pred),
         "absent": sum(r.status == "absent" and r.claim.basis != "out-of-scope" for r in rows),
         "out_of_scope": sum(r.claim.basis == "out-of-scope" for r in rows),
     }
 
 
-def headline_table(rows: list[Row], paper: list[Row | None], bands: dict[int, Any] | None = None) -> list[str]:
+def headline_table(
+    rows: list[Row],
+    paper: list[Row | None],
+    bands: dict[int, Any] | None = None,
+    lacking: Collection[int] = (),
+) -> list[str]:
     """Markdown lines: per paper and overall, the outcome counts (:func:`outcome_counts`) at the preset the
     book was built with and, for the rows with a stored paper-preset run, at the paper preset. *robust* counts
     the reproduced rows that hold at every swept setting; *not computed* is absent + out of scope (nine
-    columns, so that the table fits the text column at 1280 px)."""
+    columns, so that the table fits the text column at 1280 px). A diagnosis whose evidence does not hold at a
+    preset (``lacking``: ``id`` of quick or paper rows) counts as open there."""
     head = "| paper | preset | predicted | reproduced | robust | explained | open | missing | not computed |"
     lines = [head, "|---" * 9 + "|"]
     keys = ("predicted", "reproduced", "robust", "explained", "open", "missing")
@@ -260,12 +274,12 @@ def headline_table(rows: list[Row], paper: list[Row | None], bands: dict[int, An
         if not idx:
             continue
         name = "**all**" if seed == "all" else seed
-        c = outcome_counts([rows[i] for i in idx], bands)
+        c = outcome_counts([rows[i] for i in idx], bands, lacking)
         uncomputed = f"{c['absent']} + {c['out_of_scope']}"
         lines.append(f"| {name} | quick | " + " | ".join(str(c[k]) for k in keys) + f" | {uncomputed} |")
         with_paper = [paper[i] for i in idx if paper[i] is not None]
         if with_paper:
-            pc = outcome_counts(with_paper)
+            pc = outcome_counts(with_paper, lacking=lacking)
             cells = [str(pc[k]) if k != "robust" else "—" for k in keys] + ["—"]
             lines.append(f"| {name} | paper, {len(with_paper)} rows | " + " | ".join(cells) + " |")
     return lines
@@ -420,9 +434,17 @@ def _runs_note(r: Row) -> str:
     return f" ({text})" if text else ""
 
 
-def _row_note(r: Row, bands: dict[int, Any], powers: dict[int, Any], unsupported: dict[int, list[str]]) -> str:
-    """The notes of row ``r`` in one paragraph: basis note, note, diagnosis, evidence, robustness, power."""
+def _row_note(
+    r: Row,
+    bands: dict[int, Any],
+    powers: dict[int, Any],
+    unsupported: dict[int, list[str]],
+    paper_row: Row | None = None,
+) -> str:
+    """The notes of row ``r`` in one paragraph: basis note, note, diagnosis, evidence (and what it lacks at the
+    built preset and at the paper preset, ``paper_row``), robustness, power."""
     cl = r.claim
+    lacking_paper = unsupported.get(id(paper_row), []) if paper_row is not None else []
     parts = (
         f"*{cl.basis}:* {cl.basis_note}" if cl.basis_note else "",
         cl.note,
@@ -431,6 +453,9 @@ def _row_note(r: Row, bands: dict[int, Any], powers: dict[int, Any], unsupported
         f"*Diagnosis ({cl.diagnosis}):* {cl.diagnosis_note}" if cl.diagnosis else "",
         "*Evidence:* " + "; ".join(e.describe() for e in cl.evidence) + "." if cl.evidence else "",
         f"**Evidence lacking:** {'; '.join(unsupported[id(r)])}." if id(r) in unsupported else "",
+        f"**Evidence lacking at the paper preset** (counted open there): {'; '.join(lacking_paper)}."
+        if lacking_paper
+        else "",
         f"*Robustness:* {band_text(bands[id(r)])}." if id(r) in bands else "",
         f"*Power:* {powers[id(r)].describe()} against {cl.alternative.text}."
         if hasattr(powers.get(id(r)), "power")
@@ -475,7 +500,7 @@ def _notebook_details(
         for i, r in enumerate(by_notebook[nb], start=1):
             cells = _row_cells(i, r, paper_of[id(r)], with_paper, bands, powers)
             lines.append("| " + " | ".join(table_cell(x) for x in cells) + " |")
-            text = _row_note(r, bands, powers, unsupported)
+            text = _row_note(r, bands, powers, unsupported, paper_of[id(r)])
             if text:
                 notes.append(f"- **{r.claim.id or i}.** {text}")
         lines.append("")
@@ -608,13 +633,14 @@ def render_report(
         "(differs, with an erratum, finite-size, setting or reading diagnosis), open (differs otherwise), missing; and",
         "the rows not computed (absent + out of scope).",
         "",
-        *headline_table(rows, paper, bands),
+        *headline_table(rows, paper, bands, set(unsupported)),
         "",
         "Each diagnosis other than *open* cites the runs behind it (its *Evidence*: the notebook's own size series or",
         "before/after metrics, a test, an errata entry and the row of the adopted reading, or a commit); the build checks",
         "that they exist"
         + (
-            f". **{len(unsupported)} diagnosis(es) lack their evidence** (said in the row's notes)."
+            f". **{len(unsupported)} diagnosis(es) lack their evidence** at the preset the book was built with or at the "
+            "paper preset (said in the row's notes, and counted open there)."
             if unsupported
             else ", and every diagnosis has its evidence."
         ),
@@ -714,7 +740,10 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     bands, sweep_lines = sweep_bands(root, rows, generated)
     own = {nb: load_metrics(generated, nb) for nb in sorted({r.claim.notebook for r in rows if r.claim.notebook})}
     powers = {**rule_powers(rows, own), **rule_powers([p for p in paper if p is not None], dict(stored_paper))}
-    unsupported = evidence_checks(root, rows, own)
+    unsupported = {
+        **evidence_checks(root, rows, own),
+        **evidence_checks(root, [p for p in paper if p is not None], dict(stored_paper)),
+    }
     order = toc_order(root / "_toc.yml")
     _write_if_changed(
         generated / "report.md",

@@ -168,3 +168,25 @@ def test_the_report_says_which_diagnoses_lack_their_evidence() -> None:
     assert "**1 diagnosis(es) lack their evidence**" in text
     assert "**Evidence lacking:** diagnosis 'setting' needs evidence metrics or sweep" in text
     assert "*Evidence:* metrics `m`." in text
+
+
+def test_a_diagnosis_whose_evidence_fails_at_the_paper_preset_counts_open_there() -> None:
+    """The same row: its size series reaches the limit in the quick run and not in the paper run. The quick row is
+    explained, the paper row counts open, and the note says what the paper run's evidence lacks."""
+    from iclbook.ledger import evaluate
+    from iclbook.report import evidence_checks, headline_table, outcome_counts, render_report
+
+    c = _claim("finite-size", [{"trend": TREND}])
+    reaches = {"m": 5.0, "b1": 0.036, "b2": 0.011, "b3": 0.0022, "s1": 0.0046, "s2": 0.0015, "s3": 0.0006, "B": 128}
+    misses = {**reaches, "b1": 0.066, "b2": 0.041, "b3": 0.0322}  # every point 0.03 higher: no flow limit
+    quick, paper = evaluate(c, reaches), evaluate(c, misses)
+    assert quick.status == paper.status == "differs"
+    unsupported = {**evidence_checks(ROOT, [quick], {"nb": reaches}), **evidence_checks(ROOT, [paper], {"nb": misses})}
+    assert list(unsupported) == [id(paper)]
+    assert outcome_counts([quick], lacking=set(unsupported))["explained"] == 1
+    assert outcome_counts([paper], lacking=set(unsupported))["open"] == 1
+    assert outcome_counts([paper])["explained"] == 1  # without the check it would count explained
+    table = "\n".join(headline_table([quick], [paper], lacking=set(unsupported)))
+    assert "| quick | 1 | 0 | 0 | 1 | 0 | 0 |" in table and "| paper, 1 rows | 1 | 0 | — | 0 | 1 | 0 |" in table
+    text = render_report([quick], paper=[paper], unsupported=unsupported)
+    assert "**Evidence lacking at the paper preset** (counted open there)" in text
