@@ -291,14 +291,17 @@ LEDGER = "ledger"
 
 
 def ledger_counts(
-    rows: list[Row], paper: list[Row | None] | None = None, bands: dict[int, Any] | None = None
+    rows: list[Row],
+    paper: list[Row | None] | None = None,
+    bands: dict[int, Any] | None = None,
+    lacking: Collection[int] = (),
 ) -> dict[str, int]:
     """Counts for the ``ledger`` pseudo-notebook: headline counts, rows per basis, per paper and per status.
 
     ``paper`` (from :func:`paper_rows`) adds ``paper_<count>`` for the rows that have a paper-preset value.
     """
     counts: dict[str, int] = dict(summary_counts(rows))
-    for k, v in outcome_counts(rows, bands).items():
+    for k, v in outcome_counts(rows, bands, lacking).items():
         counts[f"outcome_{k}"] = v
     for k, v in summary_counts([r for r in paper or [] if r is not None]).items():
         counts[f"paper_{k}"] = v
@@ -769,7 +772,7 @@ def write_pages(root: Path, generated: Path) -> list[Row]:
     (generated / LEDGER).mkdir(exist_ok=True)
     _write_if_changed(
         generated / LEDGER / "metrics.json",
-        json.dumps(ledger_counts(rows, paper, bands), indent=2, sort_keys=True) + "\n",
+        json.dumps(ledger_counts(rows, paper, bands, set(unsupported)), indent=2, sort_keys=True) + "\n",
     )
     _write_if_changed(
         generated / "errata.md", render_errata(root / "book" / "errata", chapter_order(root / "_toc.yml"))
