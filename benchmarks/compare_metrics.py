@@ -57,11 +57,21 @@ def compare_metrics(new: dict, base: dict, rtol: float = RTOL) -> tuple[int, lis
 
 
 def main(argv: list[str]) -> int:
-    rtol = RTOL
-    if argv[:1] == ["--rtol"]:
-        rtol, argv = float(argv[1]), argv[2:]
-    new_dir, base_dir, *names = argv
-    names = names or sorted(p.name for p in Path(new_dir).iterdir() if (p / "metrics.json").exists())
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rtol", type=float, default=RTOL, help=f"relative tolerance (default {RTOL:g}; 0: bit-identical)")
+    ap.add_argument("new_dir", type=Path, help="folder of <name>/metrics.json (icl-book run --out)")
+    ap.add_argument("base_dir", type=Path, help="the baseline folder, same layout")
+    ap.add_argument("names", nargs="*", help="notebooks to compare (default: every one in NEW_DIR)")
+    args = ap.parse_args(argv)
+    if not (args.rtol >= 0):
+        ap.error(f"--rtol must be a non-negative number, got {args.rtol}")
+    for d in (args.new_dir, args.base_dir):
+        if not d.is_dir():
+            ap.error(f"{d}: not a folder")
+    rtol, new_dir, base_dir = args.rtol, args.new_dir, args.base_dir
+    names = args.names or sorted(p.name for p in new_dir.iterdir() if (p / "metrics.json").exists())
     failed = False
     for name in names:
         missing = [str(d) for d in (new_dir, base_dir) if not (Path(d) / name / "metrics.json").is_file()]
