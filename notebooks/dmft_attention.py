@@ -211,8 +211,8 @@ for L, st in opt.stability.items():
 # %%
 # untied_seeds independent runs on contexts of P = alpha_noise D_untied tokens and D_untied queries (tasks)
 ln_kw = dict(P=int(round(alpha_noise * D_untied)), L=L_noise, sigma=sigma_noise, eta=eta_untied, steps=steps_untied,
-             seeds=untied_seeds, n_draws=noise_draws, seed=seed, device=device, workers=thread_budget())
-ln = us.untied_label_noise_comparison(lam_u, om_u, B=B_untied, **ln_kw)
+             seeds=untied_seeds, n_draws=noise_draws, seed=seed, workers=thread_budget())
+ln = us.untied_label_noise_comparison(lam_u, om_u, B=B_untied, device=device, **ln_kw)
 fig_n, ax = plt.subplots(figsize=(5.5, 3.8))
 ax.plot(block_average(tu[:-1], 10), block_average(np.mean(ln.sim_curves, axis=0), 10), "o", ms=3, color=PALETTE[0],
         label=f"SGD, σ={sigma_noise:g} ({untied_seeds} runs)")
@@ -270,7 +270,7 @@ print("read-out scale a_o a_y: SGD peak %.3f +- %.3f (theory in SGD steps %.3f +
 
 # %%
 # the gaps at B, 2B and 4B are the metrics untied_noise_gap_{quick,double,large}_batch (and the own-trace gaps)
-ln_B = {k * B_untied: ln if k == 1 else us.untied_label_noise_comparison(lam_u, om_u, B=k * B_untied, **ln_kw) for k in (1, 2, 4)}
+ln_B = {k * B_untied: ln if k == 1 else us.untied_label_noise_comparison(lam_u, om_u, B=k * B_untied, device=device, **ln_kw) for k in (1, 2, 4)}
 
 # %%
 write_metrics({**f6["iso"].metrics("fig6a_iso", final_depths=(8, 1)), **f6["rrs"].metrics("fig6b_rrs"), **ex.metrics(),
