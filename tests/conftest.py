@@ -58,3 +58,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         log = status.with_suffix(".log")
         tail = log.read_text(errors="replace").splitlines()[-30:] if log.exists() else []
         pytest.fail(f"the book build failed (exit {code}):\n" + "\n".join(tail))
+
+
+@pytest.fixture
+def one_torch_thread():
+    """torch at one thread, as the notebooks set it, restored after the test. A torch training's last bits depend
+    on its thread count; tests that compare trainings run at one thread, and tests whose in-process Dask tasks set
+    torch's (process-wide) thread count leave it as they found it for the next test of the same pytest worker."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

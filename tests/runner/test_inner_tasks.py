@@ -44,18 +44,6 @@ def cluster():
         yield c
 
 
-@pytest.fixture
-def one_torch_thread():
-    """torch at one thread, as the notebooks set it (a Dask task sets its own threads: one here); restored after.
-    Without it the local reference would use the process's default (the cores), and differ by rounding."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_torch_thread")
 def test_gd_probe_and_softmax_models_on_a_local_cluster_are_byte_identical(cluster, monkeypatch, tmp_path):
@@ -216,6 +204,7 @@ def test_a_notebook_inner_tasks_on_dask_give_the_local_metrics(tmp_path, monkeyp
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")  # its in-process tasks set torch's (process-wide) threads: restored
 def test_tasks_of_several_threads_run_on_workers_that_declare_the_resource(cluster, monkeypatch, tmp_path):
     from distributed import LocalCluster
 

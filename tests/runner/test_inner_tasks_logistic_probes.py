@@ -36,6 +36,7 @@ def test_task_and_jobs_pickle_round_trip():
     assert pickle.loads(pickle.dumps(JOBS)) == JOBS
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_thread_pool_gives_the_serial_bits():
     serial = map_configs(tt.train_toy_model, JOBS, 1)
     with ThreadPoolExecutor(2) as pool:
