@@ -34,14 +34,6 @@ BUILD_STATUS_ENV = "ICL_BOOK_BUILD_STATUS"
 BUILD_WAIT = 1800.0  # seconds a `build` test waits for the background build
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `make test`, the tests marked ``build`` run last (their order kept), so that a pytest worker does not sit
-    waiting for the background HTML build while other tests are still queued (pytest-xdist's ``loadscope`` hands
-    out modules in collection order)."""
-    if os.environ.get(BUILD_STATUS_ENV):
-        items.sort(key=lambda item: item.get_closest_marker("build") is not None)  # stable: False before True
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``build`` wait for `make test`'s background HTML build, and fail if it failed."""
     status_file = os.environ.get(BUILD_STATUS_ENV)
