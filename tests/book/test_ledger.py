@@ -187,6 +187,23 @@ def test_every_predicted_rule_rejects_its_alternative_with_power_0_8(row: str) -
     )
 
 
+@pytest.mark.parametrize("row", [c.id for c in CLAIMS if c.basis == "predicted"])
+def test_every_predicted_rule_keeps_power_0_8_at_the_paper_preset_of_the_record(row: str) -> None:
+    """The same power, at the metrics of the committed paper-preset run (``record/paper/<notebook>``): a rule whose
+    error is larger at the papers' sizes must still reject its alternative there."""
+    from iclbook.power import POWER_MIN, AlternativeError, rule_power
+
+    c = next(c for c in CLAIMS if c.id == row)
+    metrics = load_metrics(ROOT / "record" / "paper", c.notebook)
+    if metrics is None:
+        pytest.skip(f"{c.notebook} has no paper-preset run in the record")
+    try:
+        p = rule_power(c, c.alternative, metrics)
+    except AlternativeError as exc:
+        pytest.fail(f"{c.label}: the power at the paper preset cannot be computed: {exc}")
+    assert p.power >= POWER_MIN, f"{c.label}: power {p.describe()} at the paper preset is below {POWER_MIN}"
+
+
 def test_underpowered_rows_say_why() -> None:
     bad = [c.label for c in CLAIMS if c.basis == "underpowered" and not re.search(r"power", c.basis_note, re.I)]
     assert not bad, f"underpowered rows whose basis_note does not state the power or why it is not computable: {bad}"
