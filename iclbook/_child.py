@@ -58,12 +58,47 @@ def prepare(spec: dict):
     return nb
 
 
+#: Longest path a Unix domain socket may have on Linux (``sun_path`` is 108 bytes, one for the NUL), less
+#: room for the ``-<n>`` suffix jupyter_client appends to each channel's socket.
+MAX_SOCKET_PREFIX = 100
+
+
+def ipc_socket_prefix() -> str:
+    """A fresh path prefix for a kernel's five ``ipc`` sockets (jupyter_client names them ``<prefix>-<n>``).
+
+    ``<temporary folder>/icl-kernel-<uuid4 hex>``: unique, so two kernels never share a socket (jupyter_client's
+    own default, ``kernel-ipc`` in the working folder, would be shared by kernels started there together);
+    ``/tmp`` instead when ``TMPDIR`` is too long for a Unix socket path (:data:`MAX_SOCKET_PREFIX`).
+    """
+    import tempfile
+    import uuid
+
+    name = f"icl-kernel-{uuid.uuid4().hex}"
+    prefix = os.path.join(tempfile.gettempdir(), name)
+    return prefix if len(prefix) <= MAX_SOCKET_PREFIX else os.path.join("/tmp", name)
+
+
 def recording_kernel_manager(kernels: list) -> type:
     """A jupyter_client ``AsyncKernelManager`` class that appends each kernel process it starts to ``kernels``
-    (a ``subprocess.Popen``; its ``returncode`` says how the kernel ended)."""
+    (a ``subprocess.Popen``; its ``returncode`` says how the kernel ended).
+
+    Its kernels talk over Unix domain sockets (``transport="ipc"``), not TCP. With TCP, jupyter_client picks
+    five free ports, closes them and lets the kernel bind them later; a process starting beside it (another
+    notebook, a Dask worker, a browser) can take one in between, and the kernel then dies with "Address
+    already in use" before it answers ``kernel_info`` (seen once in CI, with tests starting kernels in
+    parallel). Socket files with a fresh UUID in their name cannot collide.
+    """
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
 
     class RecordingKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+        def _ip_default(self) -> str:  # jupyter_client's (old-style) default, also called directly by it
+            return ipc_socket_prefix() if self.transport == "ipc" else super()._ip_default()
+
         async def _async_post_start_kernel(self, **kw: object) -> None:
             await super()._async_post_start_kernel(**kw)
             process = getattr(self.provisioner, "process", None)

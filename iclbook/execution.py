@@ -408,10 +408,13 @@ def _wait_cpu(proc: subprocess.Popen, tmp: Path) -> int:
 
 
 def _failed(request: RunRequest, root: Path, executed: Path, seconds: float, detail: str) -> RunResult:
-    """A failed result; the executed notebook (with its traceback) is kept by :func:`iclbook.store.keep_failed`."""
-    kept = keep_failed(root, request.notebook.name, executed)
+    """A failed result; the executed notebook (with its traceback) and the run's log are kept by
+    :func:`iclbook.store.keep_failed`."""
+    kept = keep_failed(root, request.notebook.name, executed, log=executed.parent.parent / "log.txt")
     if kept is not None:
         detail += f"; executed notebook kept in {kept}"
+        if kept.with_suffix(".log").is_file():
+            detail += f", its log in {kept.with_suffix('.log').name}"
     return RunResult(request.notebook.name, "failed", seconds, detail, request.out_dir)
 
 

@@ -244,11 +244,13 @@ def add_entry(root: Path, key: str, work: Path, manifest: dict[str, Any], aside:
     return entry
 
 
-def keep_failed(root: Path, name: str, executed: Path, keep: int = KEEP_FAILED) -> Path | None:
+def keep_failed(root: Path, name: str, executed: Path, log: Path | None = None, keep: int = KEEP_FAILED) -> Path | None:
     """Copy a failed run's executed notebook to ``<store>/failed/<name>-<UTC time>.ipynb``; its path.
 
-    Written to a temporary name and renamed (never half-written); only the newest ``keep`` of
-    ``name`` are kept. None if there is no executed notebook or it cannot be copied.
+    ``log`` (the run's output: the child's and the kernel's stderr, where a kernel that died at start says
+    why) is copied beside it as ``<name>-<UTC time>.log``. Written to a temporary name and renamed (never
+    half-written); only the newest ``keep`` of ``name`` are kept (their logs with them). None if there is no
+    executed notebook or it cannot be copied.
     """
     import time
 
@@ -260,16 +262,21 @@ def keep_failed(root: Path, name: str, executed: Path, keep: int = KEEP_FAILED) 
     target = folder / f"{name}-{stamp}.ipynb"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".part", dir=folder)
-        os.close(fd)
-        try:
-            shutil.copyfile(executed, tmp)
-            os.replace(tmp, target)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        copies = [(executed, target)]
+        if log is not None and log.is_file():
+            copies.append((log, target.with_suffix(".log")))
+        for source, destination in copies:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".part", dir=folder)
+            os.close(fd)
+            try:
+                shutil.copyfile(source, tmp)
+                os.replace(tmp, destination)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
         runs = sorted(p for p in folder.glob(f"{name}-*.ipynb") if p.name[len(name) + 1 : len(name) + 2].isdigit())
         for old in runs[:-keep]:
             old.unlink(missing_ok=True)
+            old.with_suffix(".log").unlink(missing_ok=True)
     except OSError:
         return None
     return target

@@ -67,6 +67,16 @@ def test_keep_failed_keeps_the_newest_few(tmp_path: Path) -> None:
     assert keep_failed(tmp_path, "nb", tmp_path / "missing.ipynb") is None
 
 
+def test_keep_failed_keeps_the_log_beside_the_notebook_and_prunes_it_with_it(tmp_path: Path) -> None:
+    executed, log = tmp_path / "x.ipynb", tmp_path / "log.txt"
+    executed.write_text("{}")
+    log.write_text("zmq.error.ZMQError: Address already in use\n")
+    paths = [keep_failed(tmp_path, "nb", executed, log=log, keep=2) for _ in range(3)]
+    left = sorted(p.name for p in (store_dir(tmp_path) / FAILED).iterdir())
+    assert left == sorted(n for p in paths[1:] for n in (p.name, p.with_suffix(".log").name))
+    assert paths[2].with_suffix(".log").read_text() == log.read_text()
+
+
 # --- loopback --------------------------------------------------------------------------------------
 
 
