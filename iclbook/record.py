@@ -28,8 +28,9 @@ State of an entry at this checkout (:func:`entry_state`):
     counted in the report's headline.
 
 The command line: ``icl-book record status`` (one table), ``icl-book record verify`` (every file),
-``icl-book record refresh [--preset P] [--only NAME ...] [-j N] [--scheduler ADDRESS]`` (runs exactly the
-stale entries through ``icl-book run`` and writes them, each one atomically, with its digest).
+``icl-book record refresh [--preset P] [--only NAME ...] [-j N] [--scheduler ADDRESS] [--include-carried]``
+(runs exactly the stale entries, or with ``--include-carried`` every entry that is not current, through
+``icl-book run`` and writes them, each one atomically, with its digest).
 """
 
 from __future__ import annotations
@@ -661,7 +662,8 @@ def cmd_refresh(args: argparse.Namespace, root: Path) -> int:
         print(f"icl-book record: unknown notebook {unknown[0]!r}", file=sys.stderr)
         return 2
     states, _ = record_states(root)
-    fresh = {s.notebook for s in states if s.preset == args.preset and s.state in (CURRENT, CARRIED)}
+    kept = (CURRENT,) if args.include_carried else (CURRENT, CARRIED)
+    fresh = {s.notebook for s in states if s.preset == args.preset and s.state in kept}
     wanted = [
         nb.name
         for nb in notebooks
@@ -725,4 +727,9 @@ def add_command(sub: Any) -> None:
     rf.add_argument("-j", "--jobs", type=int, default=1)
     rf.add_argument("--scheduler", default=None, metavar="ADDRESS", help="execute on Dask (as for `run`)")
     rf.add_argument("--sweeps", action="store_true", help="record the metrics of every sweep point instead")
+    rf.add_argument(
+        "--include-carried",
+        action="store_true",
+        help="also re-run the entries that are carried forward, so that the whole record becomes current",
+    )
     rf.set_defaults(func=_one_line(cmd_refresh))

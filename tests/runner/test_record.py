@@ -149,6 +149,18 @@ def test_a_changed_notebook_is_carried_forward_while_quick_metrics_are_identical
     assert state.state == rec.CARRIED
 
 
+def test_refresh_re_runs_a_carried_forward_entry_only_when_asked(project: Path) -> None:
+    path = project / "notebooks" / "second.py"
+    path.write_text(path.read_text() + "\n# a comment changes the key, not the numbers\n")
+    put_run(project, "second", "quick", {"k_squared": 9})
+    proc = run_icl(project, "record", "refresh", "--only", "second")
+    assert proc.returncode == 0 and "nothing to refresh" in proc.stdout, proc.stderr
+    proc = run_icl(project, "record", "refresh", "--only", "second", "--include-carried")
+    assert proc.returncode == 0 and "refreshing 1 entry: second" in proc.stdout, proc.stderr
+    (state,), _ = rec.record_states(project)
+    assert state.state == rec.CURRENT
+
+
 def test_a_changed_notebook_whose_quick_metrics_moved_is_stale(project: Path) -> None:
     path = project / "notebooks" / "second.py"
     path.write_text(path.read_text().replace("k * k", "k * k + 1"))
@@ -290,7 +302,9 @@ def test_refresh_runs_the_recorded_quick_metrics_at_one_thread_per_notebook(proj
         return subprocess.CompletedProcess(cmd, 1)  # stop after the first pass
 
     monkeypatch.setattr(rec.subprocess, "run", fake_run)
-    args = argparse.Namespace(sweeps=False, only=["types"], preset="paper", jobs=2, scheduler=None)
+    args = argparse.Namespace(
+        sweeps=False, only=["types"], preset="paper", jobs=2, scheduler=None, include_carried=False
+    )
     assert rec.cmd_refresh(args, project) == 1
     (quick,) = calls
     assert quick[quick.index("--preset") + 1] == "quick"
