@@ -317,8 +317,21 @@ def _kill_while_running(root: Path, sig: int) -> str:
     kids = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    time.sleep(2)
-    left = [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+
+    def left_running() -> list:
+        alive = []
+        for k in kids:
+            try:
+                if k.is_running() and k.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(k)
+            except psutil.NoSuchProcess:
+                pass
+        return alive
+
+    deadline = time.monotonic() + 5
+    while left_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = left_running()
     for k in left:
         k.kill()
     expected = 128 + sig
@@ -328,7 +341,7 @@ def _kill_while_running(root: Path, sig: int) -> str:
         return f"exit {proc.returncode} (expected {expected}); stderr {err[-200:]!r}"
     if list((root / ".icl-store" / "tmp").iterdir()):
         return "a temporary folder was left behind"
-    again = icl(root, *args)
+    again = run_icl(root, *args, timeout=600, release=True)  # same key, no sleep
     return "" if "1 executed, 0 cached" in again.stdout else f"the next run did not execute: {again.stdout!r}"
 
 

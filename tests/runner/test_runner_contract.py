@@ -153,7 +153,7 @@ def test_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signa
     assert not list(project.rglob("started")), "the run's temporary folder was left behind"
     assert not (project / "book" / "generated" / "slow").exists()
     # a killed run never becomes a cache hit: the next run executes
-    again = run_icl(project, "run", "slow", "-p", "seconds", "6")
+    again = run_icl(project, "run", "slow", "-p", "seconds", "6", release=True)  # same key, no sleep
     assert again.returncode == 0 and "1 executed, 0 cached" in again.stdout, again.stdout + again.stderr
     assert json.loads((project / "book" / "generated" / "slow" / "metrics.json").read_text()) == {"slept": 6.0}
 
