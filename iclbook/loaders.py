@@ -303,19 +303,30 @@ def _parse_json(text: str, kind: FileKind, where: str) -> Any:
     return doc
 
 
-def _jsonschema() -> Any:
-    """``jsonschema``, imported without its optional IRI-syntax format checker: ``rfc3987_syntax`` builds a
-    grammar when imported (seconds, on every command that reads a file), and no schema here uses a format."""
+def import_without_iri_checker(name: str) -> Any:
+    """Import module ``name`` with ``rfc3987_syntax`` masked, so that ``jsonschema`` (imported by ``nbformat``,
+    ``papermill``, ``jupytext``, ``myst_nb``) comes without its optional IRI-syntax format checker.
+
+    ``rfc3987_syntax`` builds Earley parsers for its grammar when imported: 1.2 CPU-s on the 2-core VM, paid by
+    every notebook run's child process and every command that reads a file. No schema we or nbformat
+    validate against uses a ``format`` keyword, so no check is lost. The mask is removed after the import (a
+    later explicit ``import rfc3987_syntax`` still works); once ``jsonschema`` is imported it has no effect.
+    """
+    import importlib
+
     with _IMPORT_LOCK:  # worker threads read manifests at once; the mask below must be set and removed once
         if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
             sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # the import raises ImportError
             try:
-                import jsonschema
+                import jsonschema  # noqa: F401
             finally:
                 del sys.modules["rfc3987_syntax"]
-        import jsonschema
+    return importlib.import_module(name)
 
-    return jsonschema
+
+def _jsonschema() -> Any:
+    """``jsonschema``, imported without its optional IRI-syntax format checker (:func:`import_without_iri_checker`)."""
+    return import_without_iri_checker("jsonschema")
 
 
 _IMPORT_LOCK = threading.Lock()
