@@ -679,22 +679,33 @@ def cmd_refresh(args: argparse.Namespace, root: Path) -> int:
     # the quick run whose metrics are recorded with the entry runs one thread per notebook, as `make test` and
     # `make book` run them (a notebook's last bits depend on its thread count): else a later checkout's quick
     # metrics could never equal them, and the entry would not be carried forward
-    for preset, names, own in ((QUICK, wanted, ["--threads", "1", "--force"]), (args.preset, wanted, [])):
-        proc = subprocess.run([*base, *names, "--preset", preset, *extra, *own], stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            return proc.returncode
+    quick = subprocess.run(
+        [*base, *wanted, "--preset", QUICK, *extra, "--threads", "1", "--force"], stdin=subprocess.DEVNULL
+    )
+    if quick.returncode != 0:  # a failed or interrupted quick pass writes nothing (it is the short one)
+        return quick.returncode
+    paper = subprocess.run([*base, *wanted, "--preset", args.preset, *extra], stdin=subprocess.DEVNULL)
+    if paper.returncode in (130, 143):
+        return paper.returncode
+    # every notebook whose two runs are in the store is written, even if another failed: a refresh of
+    # hours is not lost to one failing notebook (the failures are named, and the exit code says so)
+    missing = []
     for name in wanted:
         nb = by_name[name]
-        key = _current_key(root, nb, args.preset)
-        h = write_entry(
-            root,
-            args.preset,
-            name,
-            store_dir(root) / "entries" / key,
-            quick_metrics=_quick_metrics(root, nb),
-            commit=commit,
-        )
+        entry = store_dir(root) / "entries" / _current_key(root, nb, args.preset)
+        quick_metrics = _quick_metrics(root, nb)
+        if not (entry / STAMP).is_file() or quick_metrics is None:
+            missing.append(name)
+            continue
+        h = write_entry(root, args.preset, name, entry, quick_metrics=quick_metrics, commit=commit)
         print(f"icl-book record: wrote {args.preset}/{name} ({h[:12]})")
+    if missing:
+        print(
+            f"icl-book record: not written (a run failed, see above): {', '.join(missing)}; "
+            "run the same command again to retry them",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

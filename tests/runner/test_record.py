@@ -311,6 +311,35 @@ def test_refresh_runs_the_recorded_quick_metrics_at_one_thread_per_notebook(proj
     assert quick[quick.index("--threads") + 1] == "1" and "--force" in quick
 
 
+def test_refresh_writes_the_notebooks_that_ran_when_another_fails(project: Path, monkeypatch, capsys) -> None:
+    """A refresh of hours is not lost to one failing notebook: every notebook whose runs are in the store is
+    written, the others are named, and the exit code is 1."""
+    import argparse
+    import subprocess
+
+    path = project / "notebooks" / "second.py"
+    path.write_text(path.read_text() + "\n# a comment changes the key, not the numbers\n")
+    put_run(project, "second", "quick", {"k_squared": 9})  # second is carried forward, types missing
+    put_run(project, "second", "paper", {"k_squared": 16})  # what the paper pass left in the store
+    put_run(project, "types", "quick", {"repr_i": "3"})
+    real_run = subprocess.run
+
+    def fake_run(cmd, **kw):
+        if "iclbook.cli" not in cmd:
+            return real_run(cmd, **kw)  # git
+        return subprocess.CompletedProcess(cmd, 0 if cmd[cmd.index("--preset") + 1] == "quick" else 1)
+
+    monkeypatch.setattr(rec.subprocess, "run", fake_run)
+    args = argparse.Namespace(
+        sweeps=False, only=["second", "types"], preset="paper", jobs=2, scheduler=None, include_carried=True
+    )
+    assert rec.cmd_refresh(args, project) == 1
+    out, err = capsys.readouterr()
+    assert "wrote paper/second" in out and "not written (a run failed, see above): types" in err
+    states = {s.notebook: s.state for s in rec.record_states(project)[0]}
+    assert states == {"second": rec.CURRENT} and rec.verify_record(project) == []
+
+
 def test_run_refuses_a_thread_count_below_one(project: Path) -> None:
     proc = run_icl(project, "run", "second", "--threads", "0")
     assert proc.returncode == 2 and proc.stderr.strip() == "icl-book: error: --threads must be at least 1, got 0", (
