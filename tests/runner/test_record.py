@@ -303,11 +303,11 @@ def test_refresh_runs_the_recorded_quick_metrics_at_one_thread_per_notebook(proj
 
     monkeypatch.setattr(rec.subprocess, "run", fake_run)
     args = argparse.Namespace(
-        sweeps=False, only=["types"], preset="paper", jobs=2, scheduler=None, include_carried=False
+        sweeps=False, only=["types"], preset="paper", jobs=2, scheduler="local:2", include_carried=False
     )
     assert rec.cmd_refresh(args, project) == 1
     (quick,) = calls
-    assert quick[quick.index("--preset") + 1] == "quick"
+    assert quick[quick.index("--preset") + 1] == "quick" and "--scheduler" not in quick  # locally, as make test
     assert quick[quick.index("--threads") + 1] == "1" and "--force" in quick
 
 
