@@ -56,9 +56,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-QUIET = 1.0  # seconds without a log line before the SIGINT is sent
-
-
 @pytest.mark.fault
 @pytest.mark.slow
 def test_a_headless_lab_stops_on_one_interrupt(tmp_path: Path) -> None:
@@ -69,22 +66,28 @@ def test_a_headless_lab_stops_on_one_interrupt(tmp_path: Path) -> None:
     jupyter = Path(sys.executable).with_name("jupyter")
     cmd = [str(jupyter), "lab", "--no-browser", "--ip", "127.0.0.1", "--port", str(_free_port())]
     cmd += [f"--notebook-dir={tmp_path}", *options] + (["--allow-root"] if os.getuid() == 0 else [])
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # As from a terminal, the server starts with SIGINT's default action. A test run launched in the background
+    # of a non-interactive shell (`make test &`, `nohup ... &`) ignores SIGINT, every child inherits that, and
+    # Python then installs no KeyboardInterrupt handler: the signal would be ignored whatever the recipe says
+    # (three fresh-clone runs started that way failed here; CI, in the foreground, passed).
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     # The signal is sent once the server answers HTTP on the port it announced: its handlers are installed and
     # its loop runs. (A port that merely accepts connections is not enough: under a parallel test run another
     # process may hold it, and Jupyter then moves to the next port; a SIGINT that reaches Jupyter before its
-    # loop runs tests nothing.) It is also sent only once the log has been quiet for a second: the extensions
-    # finish starting after the server answers (jupyter_lsp's search for language servers), and one SIGINT that
-    # landed in that moment was lost (fresh-clone run: the server answered at .796, the SIGINT followed, lsp
-    # logged at .832, and the server never stopped). A reader presses Ctrl-C long after that.
+    # loop runs tests nothing.)
     lines: list[str] = []
     announced: list[int] = []
-    last_line = [time.monotonic()]
 
     def read_log() -> None:
         for line in proc.stderr:
             lines.append(line)
-            last_line[0] = time.monotonic()
             found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
             if found and not announced:
                 announced.append(int(found.group(1)))
@@ -96,21 +99,8 @@ def test_a_headless_lab_stops_on_one_interrupt(tmp_path: Path) -> None:
             assert proc.poll() is None, "jupyter lab did not start:\n" + "".join(lines[-20:])
             assert time.monotonic() < deadline, "jupyter lab did not serve within 120 s:\n" + "".join(lines[-20:])
             time.sleep(0.2)
-        while time.monotonic() - last_line[0] < QUIET:  # (each probe above writes a 403 line: probe no more)
-            assert proc.poll() is None, "jupyter lab ended before the signal:\n" + "".join(lines[-20:])
-            assert time.monotonic() < deadline, "jupyter lab's log never went quiet:\n" + "".join(lines[-20:])
-            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        # One SIGINT, then a request every half second, as an open JupyterLab tab polls its server. Under `make
-        # test`'s load the server twice let a SIGINT sit for 15 s with no line logged (two fresh-clone runs;
-        # never alone or under CPU burners). Likely cause, not proven: the signal went to one of the server's
-        # other threads while the main thread slept in epoll with no wake-up fd, so the KeyboardInterrupt waits
-        # for the next event. A request is such an event; a second signal is never sent.
-        end = time.monotonic() + 15
-        while proc.poll() is None and time.monotonic() < end:
-            _answers_http(announced[0])
-            time.sleep(0.5)
-        proc.wait(timeout=1)
+        proc.wait(timeout=15)
     finally:
         if proc.poll() is None:
             proc.kill()
