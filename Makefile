@@ -53,7 +53,7 @@ test: $(STAMP) lint
 	  mv "$$nb/status.part" "$$nb/book-build.status"; echo "== HTML build: $$(( $$(date +%s) - t0 )) s" >> "$$nb/book-build.log" ) & \
 	OMP_NUM_THREADS=$(THREADS) MKL_NUM_THREADS=$(THREADS) OPENBLAS_NUM_THREADS=$(THREADS) ICL_FIGURE_FORMATS=png \
 	  ICL_BOOK_BUILD_STATUS="$$nb/book-build.status" ICL_REQUIRE_GENERATED=1 \
-	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope --durations=25 $(PYTEST_ARGS) --nbval-lax "$$nb/copies" tests; \
+	  $(BIN)/pytest -c pyproject.toml --rootdir . -n $(JOBS) --dist loadscope --durations=25 $(PYTEST_ARGS) --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg "$$nb/copies" tests; \
 	rc=$$?; echo "== tests: $$(( $$(date +%s) - t0 )) s"; wait; echo "== HTML build (in the background during the tests):"; \
 	tail -n 4 "$$nb/book-build.log"; \
 	[ "$$(cat "$$nb/book-build.status" 2>/dev/null)" = 0 ] || { tail -n 60 "$$nb/book-build.log"; exit 1; }; exit $$rc
