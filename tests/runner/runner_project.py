@@ -213,3 +213,17 @@ def store_snapshot(root: Path) -> dict[str, bytes]:
     """Every file of the store's entries, by path: equal before and after means the store is unchanged."""
     entries = root / ".icl-store" / "entries"
     return {p.relative_to(entries).as_posix(): p.read_bytes() for p in sorted(entries.rglob("*")) if p.is_file()}
+
+
+def alive(procs: list) -> list:
+    """The ``psutil`` processes of ``procs`` still running (zombies and vanished ones left out)."""
+    import psutil
+
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out

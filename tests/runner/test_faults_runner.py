@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from runner_project import HEADER, icl_cmd, icl_env, make_project, popen_icl, run_icl
+from runner_project import HEADER, alive, icl_cmd, icl_env, make_project, popen_icl, run_icl
 
 ROWS: list[tuple[str, bool, Callable[[Path], str]]] = []
 
@@ -318,20 +318,10 @@ def _kill_while_running(root: Path, sig: int) -> str:
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
 
-    def left_running() -> list:
-        alive = []
-        for k in kids:
-            try:
-                if k.is_running() and k.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(k)
-            except psutil.NoSuchProcess:
-                pass
-        return alive
-
     deadline = time.monotonic() + 5
-    while left_running() and time.monotonic() < deadline:
+    while alive(kids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = left_running()
+    left = alive(kids)
     for k in left:
         k.kill()
     expected = 128 + sig

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_project import icl_cmd, icl_env, make_project, run_icl
+from runner_project import alive, icl_cmd, icl_env, make_project, run_icl
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -92,19 +92,6 @@ def _descendants(pid: int) -> list:
         return []
 
 
-def _alive(procs: list) -> list:
-    import psutil
-
-    out = []
-    for p in procs:
-        try:
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.Error:
-            pass
-    return out
-
-
 def _wait_started(root: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
     """Wait for the notebook's ``started`` marker; on failure say what the runner printed."""
     deadline = time.monotonic() + timeout
@@ -142,9 +129,9 @@ def test_a_signal_ends_papermill_and_the_kernel(project: Path, sig: signal.Signa
         if proc.poll() is None:
             proc.kill()
     deadline = time.monotonic() + 5
-    while _alive(children) and time.monotonic() < deadline:
+    while alive(children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = _alive(children)
+    left = alive(children)
     for p in left:  # do not leave the machine busy if the test fails
         p.kill()
     assert not left, f"child processes remain: {[' '.join(p.cmdline())[:80] for p in left]}"
