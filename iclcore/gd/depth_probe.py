@@ -64,6 +64,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 
 import numpy as np
 import torch
@@ -83,6 +84,8 @@ __all__ = [
     "ProbeTraining",
     "probe_train_config",
     "checkpoint_steps",
+    "gpt_batch_loss",
+    "compiled_gpt_loss",
     "train_with_checkpoints",
     "readout_statistics",
     "robust_readout_statistics",
@@ -168,7 +171,8 @@ class ProbeTraining:
     (``optimizer="adam"``, ``schedule="warmup"``, ``clip``, ``nonfinite="skip"``); each step draws
     ``train.batch`` prompts of :func:`sample_probe_tasks` with ``n``, ``d``, ``s_lo``, ``s_hi``.
     ``all_positions`` (GPT only): the Garg-style loss at every ``x`` position. Checkpoints at 0 and
-    the powers of ``checkpoint_base`` (and the last step, :func:`checkpoint_steps`).
+    the powers of ``checkpoint_base`` (and the last step, :func:`checkpoint_steps`). ``compile`` (GPT
+    only): the batch loss runs under ``torch.compile`` (:func:`compiled_gpt_loss`).
     """
 
     train: TrainConfig
@@ -178,10 +182,13 @@ class ProbeTraining:
     s_hi: float = 2.0
     all_positions: bool = True
     checkpoint_base: int = 2
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.train, TrainConfig):
             raise TypeError(f"train: expected an iclcore.models.training.TrainConfig, got {type(self.train).__name__}")
+        if not isinstance(self.compile, bool):
+            raise TypeError(f"compile: expected True or False, got {self.compile!r}")
         for name in ("n", "d"):
             positive_int(getattr(self, name), name)
         positive_int(self.checkpoint_base, "checkpoint_base", minimum=2)
@@ -217,13 +224,40 @@ def checkpoint_steps(steps: int, base: int = 2) -> list[int]:
     return out
 
 
+def gpt_batch_loss(
+    model: GPTMini, X: torch.Tensor, y: torch.Tensor, xq: torch.Tensor, yq: torch.Tensor, all_positions: bool
+) -> torch.Tensor:
+    """The GPT's training loss on a batch: ``(1/2) mean (yhat - y)^2`` over every ``x`` position
+    (``all_positions``: the targets ``y_1..y_n, y_q``) or over the query only; ``X (B, n, d)``,
+    ``y (B, n)``, ``xq (B, m, d)``, ``yq (B, m)`` (the first query is used)."""
+    pred = model.forward_all(X, y, xq[:, 0])
+    tgt = torch.cat([y, yq[:, :1]], 1)
+    if not all_positions:
+        pred, tgt = pred[:, -1:], tgt[:, -1:]
+    return 0.5 * ((pred - tgt) ** 2).mean()
+
+
+def compiled_gpt_loss(model: GPTMini, all_positions: bool) -> Callable[[ProbeTasks], torch.Tensor]:
+    """:func:`gpt_batch_loss` of ``model`` under ``torch.compile`` (inductor, static shapes), as a
+    function of a :class:`ProbeTasks` batch.
+
+    The same mathematics; inductor fuses the element-wise operations around the matrix products
+    (layer norms, GELU, softmax, residual sums) and reorders their float32 arithmetic, so the losses
+    agree with the eager ones to float32 rounding, not bit for bit (tested), and a long training
+    drifts apart from the eager one as any change of rounding makes it. Compiling happens at the
+    first call and costs seconds (about 20 s wall for the paper GPT on this project's 2-core machine,
+    ``benchmarks/bench_gpt_step.py --compile``), so it pays only over long trainings; importing this
+    module does not load ``torch._dynamo``, calling this function does.
+    """
+    if not isinstance(model, GPTMini):
+        raise TypeError(f"model: compile applies to the GPT (GPTMini) only, got {type(model).__name__}")
+    loss = torch.compile(partial(gpt_batch_loss, model, all_positions=all_positions), dynamic=False)
+    return lambda t: loss(t.X, t.y, t.xq, t.yq)
+
+
 def _loss(model: nn.Module, t: ProbeTasks, all_positions: bool) -> torch.Tensor:
     if isinstance(model, GPTMini):
-        pred = model.forward_all(t.X, t.y, t.xq[:, 0])
-        tgt = torch.cat([t.y, t.yq[:, :1]], 1)
-        if not all_positions:
-            pred, tgt = pred[:, -1:], tgt[:, -1:]
-        return 0.5 * ((pred - tgt) ** 2).mean()
+        return gpt_batch_loss(model, t.X, t.y, t.xq, t.yq, all_positions)
     return 0.5 * ((model(t.X, t.y, t.xq) - t.yq) ** 2).mean()
 
 
@@ -248,10 +282,15 @@ def train_with_checkpoints(
     model.to(device)
     dtype = next(model.parameters()).dtype
     records: list[dict] = []
+    loss_of = (
+        compiled_gpt_loss(model, cfg.all_positions)
+        if cfg.compile
+        else partial(_loss, model, all_positions=cfg.all_positions)
+    )
 
     def batch_loss(_step: int) -> torch.Tensor:
         t = sample_probe_tasks(cfg.train.batch, cfg.n, cfg.d, gen=gen, m=1, s_lo=cfg.s_lo, s_hi=cfg.s_hi, dtype=dtype)
-        return _loss(model, to_device(t, device), cfg.all_positions)
+        return loss_of(to_device(t, device))
 
     def checkpoint(step: int) -> None:
         model.eval()
@@ -558,7 +597,8 @@ def probe_checkpoint(
 
 @dataclass(frozen=True)
 class ProbeSweep:
-    """Settings of the notebook's sweep: one LSA and one GPT run per warm-up length and seed."""
+    """Settings of the notebook's sweep: one LSA and one GPT run per warm-up length and seed;
+    ``gpt_compile``: the GPT runs' batch loss under ``torch.compile`` (:func:`compiled_gpt_loss`)."""
 
     d: int = 5
     n: int = 20
@@ -582,8 +622,11 @@ class ProbeSweep:
     m_rich: int = 12
     probe_seed: int = 0
     n_boot: int = 1000
+    gpt_compile: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.gpt_compile, bool):
+            raise TypeError(f"gpt_compile: expected True or False, got {self.gpt_compile!r}")
         if not self.warmups or not self.seeds:
             raise ValueError("warmups, seeds: expected at least one value each")
         for w in self.warmups:
@@ -628,6 +671,7 @@ class ProbeSweep:
             s_lo=self.s_lo,
             s_hi=self.s_hi,
             checkpoint_base=self.checkpoint_base,
+            compile=self.gpt_compile and not lsa,
         )
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +18,7 @@ from iclcore.gd.depth_probe import (
     ProbeTraining,
     bos_profile,
     checkpoint_steps,
+    compiled_gpt_loss,
     iid_noise_reference,
     implicit_weights,
     late_early_ratio,
@@ -284,3 +289,50 @@ def test_bad_input():
         robust_readout_statistics(np.zeros((2, 4)), np.ones(4), rng=0, n_resamples=1)
     with pytest.raises(ValueError, match="^workers:"):
         probe_training_sweep(ProbeSweep(), 0)
+    with pytest.raises(TypeError, match="^gpt_compile:"):
+        ProbeSweep(gpt_compile="yes")
+    with pytest.raises(TypeError, match="^compile:"):
+        ProbeTraining(probe_train_config(steps=10, lr=1e-3), compile=1)
+    with pytest.raises(TypeError, match="^model:"):
+        compiled_gpt_loss(UntiedLSA(2, 1, _gen(0)), True)
+
+
+_COMPILED_AGAINST_EAGER = """
+import json, sys, torch
+torch.set_num_threads(1)
+from iclcore.gd.depth_probe import ProbeSweep, train_with_checkpoints
+from iclcore.models.gpt_mini import GPTMini
+sw = ProbeSweep(d=2, n=4, gpt_layers=1, gpt_width=8, gpt_heads=2, gpt_steps=6, gpt_batch=8, gpt_compile=True)
+out = {"dynamo before": "torch._dynamo" in sys.modules}
+for compiled in (False, True):
+    cfg = sw.config("gpt", 2)
+    if not compiled:
+        from dataclasses import replace
+        cfg = replace(cfg, compile=False)
+    g = torch.Generator().manual_seed(3)
+    model = GPTMini(2, 4, 1, 8, 2, g)
+    _, curve, skipped = train_with_checkpoints(model, cfg, g, at_checkpoint=lambda s, m: {})
+    out[str(compiled)] = [float(x) for x in curve] + [skipped]
+    out["dynamo after " + str(compiled)] = "torch._dynamo" in sys.modules
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_compiled_gpt_training_equals_the_eager_one_to_float32_rounding():
+    """``gpt_compile``: the GPT's batch loss under ``torch.compile`` trains the same model as the eager
+    loss; the six losses agree to ``1e-5`` relative (float32 rounding, about 1e-7 per operation,
+    grown over a few Adam steps; a wrong compiled function would differ at O(1)). Importing the
+    package does not load ``torch._dynamo`` (torch's own optimizers load it at their first step, so an
+    eager training does too). In a fresh interpreter (the compiler's state stays there)."""
+    env = dict(os.environ, PYTHONPATH=str(NOTEBOOK.parents[1]))
+    proc = subprocess.run(
+        [sys.executable, "-c", _COMPILED_AGAINST_EAGER], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert not out["dynamo before"] and out["dynamo after True"]
+    eager, compiled = np.array(out["False"]), np.array(out["True"])
+    assert eager[-1] == compiled[-1] == 0  # no skipped step
+    np.testing.assert_allclose(compiled[:-1], eager[:-1], rtol=1e-5)
+    assert np.all(np.isfinite(eager)) and eager[:-1].std() > 0
