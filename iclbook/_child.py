@@ -78,20 +78,20 @@ def ipc_socket_prefix() -> str:
     return prefix if len(prefix) <= MAX_SOCKET_PREFIX else os.path.join("/tmp", name)
 
 
-def recording_kernel_manager(kernels: list) -> type:
-    """A jupyter_client ``AsyncKernelManager`` class that appends each kernel process it starts to ``kernels``
-    (a ``subprocess.Popen``; its ``returncode`` says how the kernel ended).
+def ipc_kernel_manager(base: type) -> type:
+    """``base`` (a jupyter_client ``KernelManager`` class) with its kernels on Unix domain sockets
+    (``transport="ipc"``) named by :func:`ipc_socket_prefix`, not on TCP ports.
 
-    Its kernels talk over Unix domain sockets (``transport="ipc"``), not TCP. With TCP, jupyter_client picks
-    five free ports, closes them and lets the kernel bind them later; a process starting beside it (another
-    notebook, a Dask worker, a browser) can take one in between, and the kernel then dies with "Address
-    already in use" before it answers ``kernel_info`` (seen once in CI, with tests starting kernels in
-    parallel). Socket files with a fresh UUID in their name cannot collide.
+    With TCP, jupyter_client picks five free ports, closes them and lets the kernel bind them later; a
+    process starting beside it (another notebook, a Dask worker, a browser) can take one in between, and
+    the kernel then dies with "Address already in use" before it answers ``kernel_info`` (seen once in CI,
+    with tests starting kernels in parallel). Socket files with a fresh UUID in their name cannot collide.
+    Used by the runner (:func:`recording_kernel_manager`) and by nbval's kernels in ``make test``
+    (``tests/conftest.py``).
     """
-    from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
-    class RecordingKernelManager(AsyncKernelManager):
+    class IpcKernelManager(base):
         @default("transport")
         def _default_transport(self) -> str:
             return "ipc"
@@ -99,6 +99,17 @@ def recording_kernel_manager(kernels: list) -> type:
         def _ip_default(self) -> str:  # jupyter_client's (old-style) default, also called directly by it
             return ipc_socket_prefix() if self.transport == "ipc" else super()._ip_default()
 
+    return IpcKernelManager
+
+
+def recording_kernel_manager(kernels: list) -> type:
+    """A jupyter_client ``AsyncKernelManager`` class that appends each kernel process it starts to ``kernels``
+    (a ``subprocess.Popen``; its ``returncode`` says how the kernel ended). Its kernels talk over Unix
+    domain sockets (:func:`ipc_kernel_manager`).
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class RecordingKernelManager(ipc_kernel_manager(AsyncKernelManager)):
         async def _async_post_start_kernel(self, **kw: object) -> None:
             await super()._async_post_start_kernel(**kw)
             process = getattr(self.provisioner, "process", None)

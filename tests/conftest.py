@@ -34,6 +34,21 @@ BUILD_STATUS_ENV = "ICL_BOOK_BUILD_STATUS"
 BUILD_WAIT = 1800.0  # seconds a `build` test waits for the background build
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """nbval's kernels (``make test``'s determinism check) talk over Unix sockets, as the runner's do
+    (:func:`iclbook._child.ipc_kernel_manager`): with TCP, a kernel started beside the tests' other kernels
+    can lose one of its ports before it binds it, and dies at start."""
+    try:
+        import nbval.kernel
+    except ImportError:  # nbval is a test dependency; without it there is nothing to set
+        return
+    from jupyter_client.manager import KernelManager
+
+    from iclbook._child import ipc_kernel_manager
+
+    nbval.kernel.KernelManager = ipc_kernel_manager(KernelManager)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``build`` wait for `make test`'s background HTML build, and fail if it failed."""
     status_file = os.environ.get(BUILD_STATUS_ENV)

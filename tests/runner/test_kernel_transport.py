@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import tempfile
@@ -52,3 +53,21 @@ def test_two_kernels_started_together_use_ipc_sockets_of_their_own_and_remove_th
     (t1, ip1), (t2, ip2) = asyncio.run(both())
     assert t1 == t2 == "ipc" and ip1 != ip2
     assert len(kernels) == 2 and all(k.poll() is not None for k in kernels)
+
+
+def test_nbval_kernels_use_unix_sockets_too():
+    """``tests/conftest.py`` gives nbval's kernels the same transport; one started here answers over it
+    and leaves no socket file behind."""
+    import nbval.kernel
+
+    km, kc = nbval.kernel.start_new_kernel(kernel_name=nbval.kernel.CURRENT_ENV_KERNEL_NAME)
+    try:
+        assert km.transport == "ipc" and Path(km.ip).name.startswith("icl-kernel-")
+        assert glob.glob(km.ip + "-*")
+        msg_id = kc.execute("1 + 1")
+        reply = kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert not glob.glob(km.ip + "-*")
