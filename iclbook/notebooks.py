@@ -36,6 +36,9 @@ literal list. For a list or tuple parameter they apply to each element, and
 
     warmups = [200]  # warm-up lengths; range: [0, 100000]; length: [1, 16]
 
+A ``bool`` parameter needs no declaration: its domain is ``choices: [False, True]``
+(:data:`BOOL_DOMAIN`), which its type already enforces.
+
 The runner checks every resolved value (defaults, presets and
 command-line overrides) before a kernel starts; ``nan`` is outside every
 range. Size parameters should always declare an upper bound, so that a typo
@@ -237,6 +240,9 @@ def _bounds(m: re.Match, where: str) -> Range:
         raise NotebookError(f"{where}: empty range {m.group(0)!r}")
     return Range(lo, hi, m.group("open") == "(", m.group("close") == ")")
 
+
+#: The domain of a ``bool`` parameter that declares none: ``choices: [False, True]``.
+BOOL_DOMAIN = Range(choices=(False, True))
 
 _DECLARATION_RE = re.compile(r"\s*(range|choices|length):")
 
@@ -596,6 +602,8 @@ def read_notebook(path: str | Path) -> Notebook:  # noqa: C901 (the checks of th
                 f"int, float, bool or str, not {type(value).__name__}"
             )
         declared = parse_range(comments.get(key, ""), f"{path}: parameter {key!r}")
+        if declared is None and isinstance(value, bool):
+            declared = BOOL_DOMAIN  # a flag's type is its domain
         if declared is not None:
             ranges[key] = declared
         length = parse_length(comments.get(key, ""), f"{path}: parameter {key!r}")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from iclbook.devices import device_parameters
-from iclbook.notebooks import Notebook, NotebookError, discover_all
+from iclbook.notebooks import BOOL_DOMAIN, Notebook, NotebookError, discover_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,3 +89,14 @@ def test_papermill_reads_every_parameter_line(name: str, caplog) -> None:
         found = {p.name for p in translators.PythonTranslator.inspect(cell)}
     assert not [r.getMessage() for r in caplog.records if "Unable to parse" in r.getMessage()]
     assert set(NOTEBOOKS[name].parameters) <= found
+
+
+def test_a_flag_needs_no_declaration_its_type_is_its_domain() -> None:
+    """``gpt_compile = False`` declares nothing: its domain is ``[False, True]``; the command line's
+    ``true`` is read as True, and another number or word is refused with the parameter's name."""
+    nb = NOTEBOOKS["gd_probe"]
+    assert nb.ranges["gpt_compile"] == BOOL_DOMAIN and nb.ranges["gpt_compile"].describe() == "one of False, True"
+    assert nb.resolve(overrides={"gpt_compile": "true"})["gpt_compile"] is True
+    for raw in ("2", "maybe", 1, 2.0):
+        with pytest.raises(NotebookError, match="gpt_compile"):
+            nb.resolve(overrides={"gpt_compile": raw})
